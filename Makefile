@@ -1,0 +1,37 @@
+# Two commands do everything on a fresh machine with Python 3.11:
+#   make demo   - create .venv, install, generate the embedded sample, build it end to end
+#   make test   - create or refresh .venv, run the whole test suite
+PYTHON ?= python3.11
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+DEMO_DIR ?= demo
+DEMO_PAPERS ?= 2000
+DEMO_SEED ?= 7
+
+.PHONY: demo test lint venv clean bench
+
+venv: $(STAMP)
+
+$(STAMP): setup.py
+	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python 3.11 or run 'make PYTHON=/path/to/python3.11'"; exit 1; }
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/openmsd-build sample --out $(DEMO_DIR)/inputs --papers $(DEMO_PAPERS) --seed $(DEMO_SEED)
+	$(BIN)/openmsd-build run --inputs $(DEMO_DIR)/inputs --out $(DEMO_DIR)/build --seed $(DEMO_SEED)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q tests
+
+lint: $(STAMP)
+	$(BIN)/ruff check openmsd_build pipelines schemas tests bench
+
+bench: $(STAMP)
+	@echo "see bench/README.md: each benchmark is a script, e.g. $(BIN)/python bench/papers_bench.py"
+
+clean:
+	rm -rf $(VENV) $(DEMO_DIR) build *.egg-info

@@ -1,0 +1,73 @@
+"""`openmsd-build` command line: one subcommand per stage, plus `run`, `sample`, `report`
+and `inspect`.
+
+Each stage subcommand is implemented by a module in `pipelines/` (installed as
+`openmsd_build.pipelines`) exposing `add_arguments(parser)` and `run(args, beam_args)`.
+Arguments the subcommand does not know are handed to Beam unchanged (e.g.
+`--runner=DataflowRunner --project=...`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+
+from openmsd_build.errors import UserError
+
+# subcommand -> (module, one-line help). Modules are imported lazily so `--help` is fast.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "sample": ("openmsd_build.sample.command", "generate the embedded sample inputs (real formats)"),
+    "papers": ("openmsd_build.pipelines.papers", "stage 1: join Unpaywall, Crossref, OpenAlex by DOI"),
+    "text": ("openmsd_build.pipelines.text", "stage 2: fetch, extract and clean text, detect language"),
+    "citations": ("openmsd_build.pipelines.citations", "stage 3: OpenCitations edges between kept papers"),
+    "split": ("openmsd_build.pipelines.split", "stage 4: train / IDT / ODT split"),
+    "pairs": ("openmsd_build.pipelines.pairs", "stage 5: DC / CC / BC pairs per split"),
+    "report": ("openmsd_build.report.command", "statistics tables, funnel and figures of a build"),
+    "run": ("openmsd_build.pipelines.run", "run every stage in order"),
+    "inspect": ("openmsd_build.extract.inspect", "show what the text stage extracts from one page or PDF"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="openmsd-build",
+        description="Rebuild OpenMSD-style multilingual scientific-document datasets with Apache Beam.",
+        epilog="Unknown --flags are passed to Beam (e.g. --runner=DataflowRunner --project=P --region=R).",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level (default WARNING)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (module_name, help_text) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        _module(module_name).add_arguments(p)
+    return parser
+
+
+def _module(name: str):
+    return importlib.import_module(name)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args, beam_args = parser.parse_known_args(argv)
+    stray = [a for a in beam_args if not a.startswith("-")]
+    if stray:
+        parser.error(f"unexpected arguments: {' '.join(stray)}")
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    module = _module(COMMANDS[args.command][0])
+    try:
+        result = module.run(args, beam_args)
+    except UserError as exc:
+        print(f"openmsd-build {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    return int(result) if isinstance(result, int) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,103 @@
+"""DOI normalization: the single join key of the whole build.
+
+Crossref writes DOIs in mixed case, OpenAlex prefixes `https://doi.org/`, OpenCitations
+Index rows carry `doi:` prefixes, and scraped pages URL-encode them. Every stage calls
+`normalize_doi` so that these spellings of one DOI meet in the same join key; the published
+reference scripts did not, and lost the joins.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from urllib.parse import unquote
+
+# Prefixes seen in the sources, matched case-insensitively after whitespace is trimmed.
+_PREFIX_RE = re.compile(
+    r"^(?:(?:https?://)?(?:(?:dx\.|www\.)?doi\.org|doi\.[a-z]+\.org)/|doi:\s*|info:doi/|urn:doi:)",
+    re.IGNORECASE,
+)
+# Hyphen look-alikes that copy/paste and PDF extraction put into DOIs.
+_HYPHENS = dict.fromkeys(map(ord, "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d"), "-")
+# Invisible characters that must never be part of a key.
+_INVISIBLE_RE = re.compile("[\u0000-\u001f\u007f\u200b-\u200f\u2060\ufeff\u00ad]")
+# Trailing punctuation that belongs to the sentence around a DOI, not to the DOI.
+_TRAILING = ".,;:'\"»>"
+_CLOSERS = {")": "(", "]": "[", "}": "{"}
+_MAX_PEELS = 8
+# Registrant prefix "10." + 4–9 digits (optionally dotted sub-prefixes), "/" and a suffix
+# with no whitespace.
+_DOI_RE = re.compile(r"^10\.\d{4,9}(?:\.\d+)*/\S+$")
+MAX_DOI_LENGTH = 400
+
+
+class InvalidDOI(ValueError):
+    """Raised by `normalize_doi` with a short reason code in `.reason`."""
+
+    def __init__(self, reason: str, value: object) -> None:
+        super().__init__(f"{reason}: {value!r:.120}")
+        self.reason = reason
+
+
+def normalize_doi(value: object) -> str:
+    """Return the canonical key for a DOI string, or raise `InvalidDOI`.
+
+    Steps: NFKC-free trimming of whitespace, NULs and invisible characters; prefix removal
+    (`https://doi.org/`, `http://dx.doi.org/`, `doi:` ...); URL-decoding (repeated while
+    it changes something, so a double-encoded DOI normalizes too); look-alike hyphens to
+    ASCII; lower-case (DOIs are case-insensitive by the DOI Handbook); trailing sentence
+    punctuation removed. The result is idempotent: normalizing a key returns it unchanged.
+    """
+    if not isinstance(value, str):
+        raise InvalidDOI("doi_not_a_string", value)
+    text = _INVISIBLE_RE.sub("", value).strip()
+    # Prefixes and encodings can nest ("doi:https%3A%2F%2Fdoi.org%2F10..."): peel them off
+    # until nothing changes, so the result is a fixpoint and normalization is idempotent.
+    for _ in range(_MAX_PEELS):
+        before = text
+        text = _PREFIX_RE.sub("", text).strip()
+        if "%" in text and _valid_percent(text):
+            text = unquote(text, errors="strict")
+        text = _strip_trailing(_INVISIBLE_RE.sub("", text).strip())
+        if text == before:
+            break
+    else:
+        raise InvalidDOI("doi_malformed", value)
+    text = unicodedata.normalize("NFC", text.translate(_HYPHENS)).lower()
+    if not text:
+        raise InvalidDOI("doi_empty", value)
+    if len(text) > MAX_DOI_LENGTH:
+        raise InvalidDOI("doi_too_long", value)
+    if not _DOI_RE.match(text) or "%" in text and _valid_percent(text):
+        raise InvalidDOI("doi_malformed", value)
+    return text
+
+
+def _strip_trailing(text: str) -> str:
+    """Drop sentence punctuation after a DOI.
+
+    Brackets are legal inside DOIs (SICI style "...(2006)87[2832:tiopma]2.0.co;2"), so a
+    closing bracket is only dropped when it is unbalanced, i.e. it closes the sentence's.
+    """
+    while text:
+        last = text[-1]
+        if last in _TRAILING or last.isspace():
+            text = text[:-1]
+        elif last in _CLOSERS and text.count(last) > text.count(_CLOSERS[last]):
+            text = text[:-1]
+        else:
+            break
+    return text
+
+
+def _valid_percent(text: str) -> bool:
+    """True when every '%' starts a two-hex-digit escape (else the '%' is literal)."""
+    return re.fullmatch(r"(?:[^%]|%[0-9a-fA-F]{2})*", text) is not None
+
+
+def try_normalize_doi(value: object) -> str | None:
+    """`normalize_doi` that returns None instead of raising, for optional fields."""
+    try:
+        return normalize_doi(value)
+    except InvalidDOI:
+        return None

@@ -1,0 +1,27 @@
+"""Stable hashes: shard assignment, compact paper ids and seeded split draws.
+
+Python's `hash()` is salted per process and polars' hashes may change between releases, so
+anything that must agree across workers, runners and re-runs goes through blake2b here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+_MASK63 = (1 << 63) - 1
+
+
+def hash64(text: str, seed: str = "") -> int:
+    """A non-negative 63-bit integer from blake2b(seed, text); fits Arrow int64."""
+    digest = hashlib.blake2b(text.encode("utf-8"), digest_size=8, key=seed.encode("utf-8")[:64]).digest()
+    return int.from_bytes(digest, "big") & _MASK63
+
+
+def shard_of(key: str, num_shards: int) -> int:
+    """The shard (0 .. num_shards-1) that owns `key` in a partitioned shuffle."""
+    return hash64(key) % num_shards
+
+
+def unit_interval(key: str, seed: str) -> float:
+    """A deterministic draw in [0, 1) for `key` under `seed` (used for split assignment)."""
+    return hash64(key, seed) / float(1 << 63)

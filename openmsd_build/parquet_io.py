@@ -1,0 +1,98 @@
+"""Parquet reading and writing shared by every stage (local paths and `gs://` alike).
+
+Files are written through Beam's `FileSystems`, so the same code writes to a local folder,
+to Cloud Storage or to any filesystem Beam knows. Tables are zstd-compressed and carry the
+stage's explicit schema, with every column present in every file.
+"""
+
+from __future__ import annotations
+
+import io
+import posixpath
+from collections.abc import Iterable, Sequence
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from apache_beam.io.filesystems import FileSystems
+
+COMPRESSION = "zstd"
+ROW_GROUP_SIZE = 64_000
+
+
+def join_path(base: str, *parts: str) -> str:
+    """Join path parts for local paths and URLs (`gs://bucket/x`) alike."""
+    if "://" in base:
+        return posixpath.join(base, *parts)
+    import os
+
+    return os.path.join(base, *parts)
+
+
+def table_from_rows(rows: Sequence[dict], schema: pa.Schema) -> pa.Table:
+    """Rows (dicts) to a table of exactly `schema`; missing keys become nulls."""
+    return pa.Table.from_pylist(list(rows), schema=schema)
+
+
+def concat(tables: Iterable[pa.Table], schema: pa.Schema) -> pa.Table:
+    """Concatenate tables of one schema; an empty iterable gives an empty table."""
+    tables = [t if t.schema.equals(schema) else t.select(schema.names).cast(schema) for t in tables]
+    if not tables:
+        return schema.empty_table()
+    return pa.concat_tables(tables)
+
+
+def write_table(table: pa.Table, path: str) -> int:
+    """Write one Parquet file atomically enough for re-runs: the bytes go to a temporary
+    name and are renamed into place, so a reader never sees a half-written part file.
+    Returns the number of rows written."""
+    buf = io.BytesIO()
+    pq.write_table(table, buf, compression=COMPRESSION, row_group_size=ROW_GROUP_SIZE)
+    tmp = path + ".tmp"
+    with FileSystems.create(tmp) as f:
+        f.write(buf.getvalue())
+    if FileSystems.exists(path):
+        FileSystems.delete([path])
+    FileSystems.rename([tmp], [path])
+    return table.num_rows
+
+
+def part_path(directory: str, shard: int, num_shards: int) -> str:
+    return join_path(directory, f"part-{shard:05d}-of-{num_shards:05d}.parquet")
+
+
+def list_parts(directory: str) -> list[str]:
+    """The Parquet part files of a stage folder, sorted; [] when the folder has none."""
+    pattern = join_path(directory, "*.parquet")
+    try:
+        result = FileSystems.match([pattern])[0]
+    except Exception:  # noqa: BLE001 - Beam raises BeamIOError for "no match" on some filesystems
+        return []
+    return sorted(m.path for m in result.metadata_list)
+
+
+def read_table(directory: str, columns: Sequence[str] | None = None, schema: pa.Schema | None = None) -> pa.Table:
+    """Read a whole stage folder into one table (for small outputs, reports and tests)."""
+    parts = list_parts(directory)
+    tables = []
+    for path in parts:
+        with FileSystems.open(path) as f:
+            tables.append(pq.read_table(io.BytesIO(f.read()), columns=list(columns) if columns else None))
+    if not tables:
+        if schema is None:
+            raise FileNotFoundError(f"no Parquet files under {directory}")
+        empty = schema.empty_table()
+        return empty.select(list(columns)) if columns else empty
+    return pa.concat_tables(tables, promote_options="default")
+
+
+def clear_directory(directory: str) -> None:
+    """Remove a stage folder's previous part files so a re-run never mixes old and new."""
+    for path in list_parts(directory):
+        FileSystems.delete([path])
+    for pattern in (join_path(directory, "*.tmp"),):
+        try:
+            stale = [m.path for m in FileSystems.match([pattern])[0].metadata_list]
+        except Exception:  # noqa: BLE001
+            stale = []
+        if stale:
+            FileSystems.delete(stale)

@@ -1,0 +1,45 @@
+"""Beam pipeline options: one place that decides how a stage runs.
+
+Local runs and tests default to Beam's in-process `FnApiRunner` with one worker: the
+default DirectRunner of Beam >= 2.68 tries to download a Prism binary (fails offline), and
+`--direct_num_workers` > 1 lost rows in our tests (DESIGN.md, "Known traps"). Every other
+flag given on the command line passes through to Beam unchanged, so
+`--runner=DataflowRunner --project=... --region=...` or
+`--runner=PortableRunner --job_endpoint=...` work as Beam documents them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from apache_beam.options.pipeline_options import PipelineOptions
+
+
+def _has_flag(args: Sequence[str], name: str) -> bool:
+    return any(a == name or a.startswith(name + "=") for a in args)
+
+
+def pipeline_options(beam_args: Sequence[str] = ()) -> PipelineOptions:
+    """Options for one stage's pipeline from the pass-through Beam arguments.
+
+    When no `--runner` is given the in-process FnApiRunner is used. `save_main_session` is
+    never needed: DoFns are module-level classes that import what they use.
+    """
+    args = list(beam_args)
+    if not _has_flag(args, "--runner"):
+        args.append("--runner=" + LOCAL_RUNNER)
+    if _runner_name(args) in ("DirectRunner", "BundleBasedDirectRunner") and not _has_flag(
+        args, "--direct_num_workers"
+    ):
+        args.append("--direct_num_workers=1")
+    return PipelineOptions(args)
+
+
+LOCAL_RUNNER = "apache_beam.runners.portability.fn_api_runner.FnApiRunner"
+
+
+def _runner_name(args: Sequence[str]) -> str:
+    for a in args:
+        if a.startswith("--runner="):
+            return a.split("=", 1)[1]
+    return ""

@@ -1,0 +1,102 @@
+"""Text normalization shared by every field of every source: markup, whitespace, tokens.
+
+Crossref abstracts are JATS XML fragments (`<jats:p>`, `<jats:italic>`, `<mml:math>`),
+titles can carry HTML or MathML, and pages and PDFs bring stray control characters. This
+module turns all of them into NFC plain text, keeping paragraph breaks and the text inside
+math, and is where a paper's abstract is cleaned.
+
+The published reference scripts removed JATS tags with a greedy `</?jats:.+>` regex, which
+deletes everything between the first and the last tag, i.e. the whole abstract. Here tags
+are matched one at a time (`<[^>]*>`), so only the tags go.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import unicodedata
+
+# Block-level tags whose end is a paragraph break.
+_BLOCK_TAGS = r"(?:jats:)?(?:p|sec|title|list-item|list|def-item|disp-quote|boxed-text|br|div|h[1-6]|li|tr|table|label|caption)"
+_BLOCK_TAG_RE = re.compile(rf"</?{_BLOCK_TAGS}\b[^>]*/?>", re.IGNORECASE)
+_TAG_RE = re.compile(r"</?[A-Za-z][\w:.-]*(?:\s[^<>]*)?/?>")
+_COMMENT_RE = re.compile(r"<!--.*?-->", re.DOTALL)
+_CDATA_RE = re.compile(r"<!\[CDATA\[(.*?)\]\]>", re.DOTALL)
+_CONTROL_RE = re.compile("[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u200b\ufeff\ufffe]")
+_SPACES_RE = re.compile(r"[ \t\u00a0\u2000-\u200a\u202f\u205f\u3000]+")
+_BLANK_LINES_RE = re.compile(r"\n\s*\n+")
+# A heading that only says "Abstract" (in the languages we see most) before the real text.
+_ABSTRACT_HEADING_RE = re.compile(
+    r"^\s*(?:abstract|summary|résumé|resume|resumen|resumo|zusammenfassung|riassunto|"
+    r"samenvatting|streszczenie|аннотация|резюме|реферат|摘要|要旨|要約|초록|özet|ملخص|abstrak)"
+    r"\s*[:.\-–—]?\s*(?:\n|$)",
+    re.IGNORECASE,
+)
+# Same heading glued to the first sentence ("Abstract: We study ..." / "ABSTRACT We ...").
+_ABSTRACT_PREFIX_RE = re.compile(r"^\s*(?:abstract|summary)\s*[:.\-–—]\s*|^\s*ABSTRACT\s+", re.IGNORECASE)
+_TOKEN_RE = re.compile(r"\w+", re.UNICODE)
+_CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
+def normalize_text(text: str | None, keep_paragraphs: bool = True) -> str:
+    """NFC, control characters removed, runs of spaces collapsed, blank-line paragraphs kept."""
+    if not text:
+        return ""
+    text = unicodedata.normalize("NFC", text)
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = _CONTROL_RE.sub("", text)
+    text = _SPACES_RE.sub(" ", text)
+    if keep_paragraphs:
+        text = _BLANK_LINES_RE.sub("\n\n", text)
+        lines = [line.strip() for line in text.split("\n")]
+        text = "\n".join(lines)
+        text = re.sub(r"(?<!\n)\n(?!\n)", " ", text)  # single newlines are line wrapping
+        text = re.sub(r" {2,}", " ", text)
+    else:
+        text = re.sub(r"\s+", " ", text)
+    return text.strip()
+
+
+def strip_markup(text: str | None, keep_paragraphs: bool = True) -> str:
+    """Remove HTML / JATS / MathML tags one at a time, keeping the text inside them
+    (so `<mml:mi>x</mml:mi>` keeps "x"), block ends as paragraph breaks, entities decoded."""
+    if not text:
+        return ""
+    text = _CDATA_RE.sub(r"\1", text)
+    text = _COMMENT_RE.sub(" ", text)
+    if keep_paragraphs:
+        text = _BLOCK_TAG_RE.sub("\n\n", text)
+    text = _TAG_RE.sub(" " if not keep_paragraphs else "", text)
+    # Tags removed without a space can glue words that the markup separated only visually;
+    # inline tags (<i>, <sub>) normally sit inside words, so only block tags add breaks.
+    text = html.unescape(html.unescape(text)) if "&amp;" in text else html.unescape(text)
+    text = _TAG_RE.sub("", text)  # tags that were entity-escaped in the source ("&lt;i&gt;")
+    return normalize_text(text, keep_paragraphs=keep_paragraphs)
+
+
+def clean_title(title: str | None) -> str:
+    """A title as one line: markup (incl. MathML) stripped with its text kept."""
+    return strip_markup(title, keep_paragraphs=False)
+
+
+def clean_abstract(abstract: str | None) -> str:
+    """An abstract from any source: markup stripped, paragraphs kept, a leading
+    "Abstract" heading (in several languages) dropped."""
+    text = strip_markup(abstract, keep_paragraphs=True)
+    for _ in range(2):
+        stripped = _ABSTRACT_HEADING_RE.sub("", text, count=1)
+        stripped = _ABSTRACT_PREFIX_RE.sub("", stripped, count=1)
+        if stripped == text:
+            break
+        text = stripped.lstrip()
+    return text.strip()
+
+
+def count_tokens(text: str | None) -> int:
+    """Whitespace/word tokens, with each CJK character counted as a token (CJK text has no
+    spaces, so a word count would call a whole Chinese abstract one token)."""
+    if not text:
+        return 0
+    cjk = len(_CJK_RE.findall(text))
+    words = len(_TOKEN_RE.findall(_CJK_RE.sub(" ", text)))
+    return words + cjk

@@ -1,0 +1,1 @@
+"""One Beam pipeline per stage: wiring of sources, transforms and sinks only."""

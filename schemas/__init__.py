@@ -1,0 +1,32 @@
+"""The pyarrow schemas of every table the build writes: the data contracts between stages.
+
+Each stage module imports its schema from here; nothing else defines column names. A stage
+writes every column of its schema in every file (nullable columns as nulls), so downstream
+readers and other trainers can rely on the names and types below.
+"""
+
+from openmsd_build.schemas.tables import (
+    CITATIONS,
+    DOCUMENTS,
+    FETCH,
+    PAIRS,
+    PAPERS,
+    REJECTS,
+    SPLITS,
+    URL_STRUCT,
+    RELATION_STRUCT,
+    SCHEMAS,
+)
+
+__all__ = [
+    "CITATIONS",
+    "DOCUMENTS",
+    "FETCH",
+    "PAIRS",
+    "PAPERS",
+    "REJECTS",
+    "SPLITS",
+    "URL_STRUCT",
+    "RELATION_STRUCT",
+    "SCHEMAS",
+]

@@ -1,0 +1,128 @@
+"""Column-by-column definitions of the build's Parquet tables (see DESIGN.md, "Stages")."""
+
+import pyarrow as pa
+
+# One OA location of a paper, ranked for fetching (rank 0 is tried first).
+URL_STRUCT = pa.struct(
+    [
+        ("url", pa.string()),
+        ("kind", pa.string()),  # "pdf" or "landing"
+        ("host_type", pa.string()),  # "publisher" / "repository" / null
+        ("license", pa.string()),
+        ("version", pa.string()),  # publishedVersion / acceptedVersion / submittedVersion
+        ("source", pa.string()),  # which metadata source listed it
+        ("rank", pa.int32()),
+    ]
+)
+
+# A Crossref `relation` entry reduced to what splitting needs (versions of one work).
+RELATION_STRUCT = pa.struct([("type", pa.string()), ("doi", pa.string())])
+
+PAPERS = pa.schema(
+    [
+        ("doi", pa.string()),
+        ("title", pa.string()),
+        ("title_source", pa.string()),
+        ("abstract", pa.string()),
+        ("abstract_source", pa.string()),
+        ("venue", pa.string()),
+        ("publisher", pa.string()),
+        ("year", pa.int32()),
+        ("type", pa.string()),
+        ("categories", pa.list_(pa.string())),
+        ("publisher_language", pa.string()),
+        ("license", pa.string()),
+        ("is_oa", pa.bool_()),
+        ("urls", pa.list_(URL_STRUCT)),
+        ("relations", pa.list_(RELATION_STRUCT)),
+        ("sources", pa.list_(pa.string())),
+        ("n_records", pa.int32()),  # source records merged into this row (duplicates incl.)
+    ]
+)
+
+FETCH = pa.schema(
+    [
+        ("url", pa.string()),
+        ("doi", pa.string()),
+        ("kind", pa.string()),  # pdf / landing / citation_pdf
+        ("status", pa.int32()),  # HTTP status; null when no response
+        ("content_type", pa.string()),
+        ("bytes", pa.int64()),
+        ("sha1", pa.string()),
+        ("warc_file", pa.string()),
+        ("warc_offset", pa.int64()),
+        ("warc_length", pa.int64()),
+        ("fetched_at", pa.string()),
+        ("attempts", pa.int32()),
+        ("error", pa.string()),  # null on success; a short reason otherwise
+    ]
+)
+
+DOCUMENTS = pa.schema(
+    [
+        ("doi", pa.string()),
+        ("title", pa.string()),
+        ("abstract", pa.string()),
+        ("content", pa.string()),
+        ("language", pa.string()),
+        ("language_prob", pa.float32()),
+        ("language_reliable", pa.bool_()),
+        ("publisher_language", pa.string()),
+        ("title_source", pa.string()),
+        ("abstract_source", pa.string()),
+        ("content_source", pa.string()),
+        ("text_source", pa.string()),  # where the kept text came from overall
+        ("n_tokens_title", pa.int32()),
+        ("n_tokens_abstract", pa.int32()),
+        ("n_tokens_content", pa.int32()),
+        ("year", pa.int32()),
+        ("venue", pa.string()),
+        ("type", pa.string()),
+        ("categories", pa.list_(pa.string())),
+        ("relations", pa.list_(RELATION_STRUCT)),
+    ]
+)
+
+CITATIONS = pa.schema([("citing_doi", pa.string()), ("cited_doi", pa.string())])
+
+SPLITS = pa.schema(
+    [
+        ("doi", pa.string()),
+        ("paper_id", pa.int64()),  # compact key used in the pair shuffles
+        ("split", pa.string()),  # train / idt / odt
+        ("language", pa.string()),
+        ("group", pa.string()),  # the version / duplicate group that decided the split
+    ]
+)
+
+PAIRS = pa.schema(
+    [
+        ("doi_a", pa.string()),
+        ("doi_b", pa.string()),
+        ("lang_a", pa.string()),
+        ("lang_b", pa.string()),
+        ("lang_class", pa.string()),  # en-en / en-xx / xx-en / xx-xx
+        ("support", pa.int64()),
+    ]
+)
+
+REJECTS = pa.schema(
+    [
+        ("key", pa.string()),  # DOI, URL or file:line — whatever identifies the record
+        ("stage", pa.string()),
+        ("reason", pa.string()),  # a short, stable, countable code
+        ("detail", pa.string()),  # human-readable explanation
+        ("source", pa.string()),  # input file (or URL) it came from
+        ("raw", pa.string()),  # an excerpt of the raw record (capped)
+    ]
+)
+
+SCHEMAS = {
+    "papers": PAPERS,
+    "fetch": FETCH,
+    "documents": DOCUMENTS,
+    "citations": CITATIONS,
+    "splits": SPLITS,
+    "pairs": PAIRS,
+    "rejects": REJECTS,
+}

@@ -1,0 +1,55 @@
+"""Packaging for openmsd-build.
+
+`pipelines/` and `schemas/` live at the top of the repository (so a reader finds the stage
+wiring and the table contracts at once) but install as `openmsd_build.pipelines` and
+`openmsd_build.schemas`, so that Beam workers on Dataflow or Flink import one package.
+"""
+
+from setuptools import find_packages, setup
+
+VERSION = "0.1.0"
+
+INSTALL_REQUIRES = [
+    "apache-beam>=2.60,<3",
+    "pyarrow>=15,<27",
+    "polars>=1.10,<3",
+    "trafilatura>=1.12,<3",
+    "requests>=2.31,<3",
+    "google-cloud-storage>=2.10,<4",
+    # CLD3 language identification: cld3-py ships wheels that install the `gcld3` module;
+    # upstream `gcld3` needs protoc to build from source.
+    "cld3-py>=3.0,<4",
+    "pypdfium2>=4.20,<6",
+    "warcio>=1.7,<2",
+    "matplotlib>=3.7,<4",
+]
+
+setup(
+    name="openmsd-build",
+    version=VERSION,
+    description="Apache Beam pipelines that rebuild OpenMSD-style multilingual scientific-document datasets",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.11,<3.13",
+    packages=find_packages(include=["openmsd_build", "openmsd_build.*"])
+    + ["openmsd_build.pipelines", "openmsd_build.schemas"],
+    package_dir={
+        "openmsd_build": "openmsd_build",
+        "openmsd_build.pipelines": "pipelines",
+        "openmsd_build.schemas": "schemas",
+    },
+    install_requires=INSTALL_REQUIRES,
+    extras_require={
+        "test": [
+            "pytest>=7.4",
+            "pytest-timeout>=2.2",
+            "hypothesis>=6.90",
+            "ruff>=0.5",
+        ],
+        "gcp": [
+            "apache-beam[gcp]>=2.60,<3",
+            "gcp-storage-emulator>=2024.8.3",
+        ],
+    },
+    entry_points={"console_scripts": ["openmsd-build=openmsd_build.cli:main"]},
+)

@@ -1,0 +1,25 @@
+"""Shared fixtures: the real public samples beside the repository, and small helpers."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+REAL_SAMPLES = Path(os.environ.get("OPENMSD_REAL_SAMPLES", REPO.parent / "shared" / "real-samples"))
+
+
+@pytest.fixture(scope="session")
+def real_samples() -> Path:
+    """`../shared/real-samples` (or $OPENMSD_REAL_SAMPLES); tests skip when it is absent."""
+    if not REAL_SAMPLES.is_dir():
+        pytest.skip(f"real samples not found at {REAL_SAMPLES} (set OPENMSD_REAL_SAMPLES)")
+    return REAL_SAMPLES
+
+
+@pytest.fixture(scope="session")
+def beam_args() -> list[str]:
+    """Pass-through Beam arguments for pipeline tests: the in-process FnApiRunner."""
+    return ["--runner=apache_beam.runners.portability.fn_api_runner.FnApiRunner"]
