@@ -31,7 +31,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The CLI parser; only the chosen subcommand's module is imported (Beam is slow to
+    import, and `openmsd-build --help` should answer at once)."""
     parser = argparse.ArgumentParser(
         prog="openmsd-build",
         description="Rebuild OpenMSD-style multilingual scientific-document datasets with Apache Beam.",
@@ -41,7 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module_name, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
-        _module(module_name).add_arguments(p)
+        if name == command:
+            _module(module_name).add_arguments(p)
     return parser
 
 
@@ -51,7 +54,8 @@ def _module(name: str):
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
+    command = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(command if command in COMMANDS else None)
     args, beam_args = parser.parse_known_args(argv)
     stray = [a for a in beam_args if not a.startswith("-")]
     if stray:

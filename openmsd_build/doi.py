@@ -24,6 +24,8 @@ _INVISIBLE_RE = re.compile("[\u0000-\u001f\u007f\u200b-\u200f\u2060\ufeff\u00ad]
 # Trailing punctuation that belongs to the sentence around a DOI, not to the DOI.
 _TRAILING = ".,;:'\"»>"
 _CLOSERS = {")": "(", "]": "[", "}": "{"}
+_OPENERS = {"(": ")", "[": "]", "{": "}"}
+_LEADING = "<\"'«"
 _MAX_PEELS = 8
 # Registrant prefix "10." + 4–9 digits (optionally dotted sub-prefixes), "/" and a suffix
 # with no whitespace.
@@ -42,7 +44,7 @@ class InvalidDOI(ValueError):
 def normalize_doi(value: object) -> str:
     """Return the canonical key for a DOI string, or raise `InvalidDOI`.
 
-    Steps: NFKC-free trimming of whitespace, NULs and invisible characters; prefix removal
+    Steps: trimming of whitespace, NULs and invisible characters; prefix removal
     (`https://doi.org/`, `http://dx.doi.org/`, `doi:` ...); URL-decoding (repeated while
     it changes something, so a double-encoded DOI normalizes too); look-alike hyphens to
     ASCII; lower-case (DOIs are case-insensitive by the DOI Handbook); trailing sentence
@@ -58,11 +60,13 @@ def normalize_doi(value: object) -> str:
         text = _PREFIX_RE.sub("", text).strip()
         if "%" in text and _valid_percent(text):
             text = unquote(text, errors="strict")
-        text = _strip_trailing(_INVISIBLE_RE.sub("", text).strip())
+        text = _strip_leading(_strip_trailing(_INVISIBLE_RE.sub("", text).strip()))
         if text == before:
             break
     else:
         raise InvalidDOI("doi_malformed", value)
+    # The DOI Handbook makes DOIs case-insensitive over ASCII; lower() is what every source
+    # we join against (COCI, OpenAlex) already uses, so keys stay comparable with theirs.
     text = unicodedata.normalize("NFC", text.translate(_HYPHENS)).lower()
     if not text:
         raise InvalidDOI("doi_empty", value)
@@ -70,6 +74,15 @@ def normalize_doi(value: object) -> str:
         raise InvalidDOI("doi_too_long", value)
     if not _DOI_RE.match(text) or "%" in text and _valid_percent(text):
         raise InvalidDOI("doi_malformed", value)
+    return text
+
+
+def _strip_leading(text: str) -> str:
+    """Drop quotes and angle or unbalanced opening brackets in front of a DOI."""
+    while text and (text[0] in _LEADING or text[0].isspace() or (
+        text[0] in _OPENERS and text.count(text[0]) > text.count(_OPENERS[text[0]])
+    )):
+        text = text[1:]
     return text
 
 

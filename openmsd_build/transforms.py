@@ -70,11 +70,9 @@ class WriteParquetShards(beam.PTransform):
         self.sort_by = sort_by
 
     def expand(self, pcoll):
-        seed = pcoll.pipeline | "EnsureShard0" >> beam.Create([(0, [])])
         return (
-            (pcoll, seed)
-            | "WithShard0" >> beam.Flatten()
-            | "GroupShards" >> beam.GroupByKey()
+            pcoll
+            | "GroupShards" >> GroupShards()
             | "WriteShard" >> beam.ParDo(_WriteShard(self.directory, self.schema, self.num_shards, self.sort_by))
         )
 
@@ -148,3 +146,12 @@ class WriteCounts(beam.PTransform):
             | "SumCounts" >> beam.CombineGlobally(merge_counts)
             | "WriteCountsJson" >> beam.ParDo(_WriteJson(self.path, self.extra))
         )
+
+
+class GroupShards(beam.PTransform):
+    """`(shard, batch)` pairs grouped by shard, with shard 0 always present (possibly with
+    no batches), so every sharded output has at least one file for the next stage."""
+
+    def expand(self, pcoll):
+        seed = pcoll.pipeline | "EnsureShard0" >> beam.Create([(0, [])])
+        return (pcoll, seed) | "WithShard0" >> beam.Flatten() | "GroupByShard" >> beam.GroupByKey()

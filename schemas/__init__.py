@@ -12,10 +12,10 @@ from openmsd_build.schemas.tables import (
     PAIRS,
     PAPERS,
     REJECTS,
-    SPLITS,
-    URL_STRUCT,
     RELATION_STRUCT,
     SCHEMAS,
+    SPLITS,
+    URL_STRUCT,
 )
 
 __all__ = [

@@ -1,0 +1,102 @@
+"""Merging the source records of one DOI into one `papers` row, with a fixed precedence.
+
+Precedence per field (first non-empty wins; ties inside one source go to the record with the
+most filled fields, then the smallest origin `file:line`, so the result never depends on the
+order a runner delivers records in):
+
+| field                         | order                                  | why                              |
+|-------------------------------|----------------------------------------|----------------------------------|
+| title, venue, year, type      | crossref, openalex, unpaywall          | the registrar's metadata first   |
+| abstract                      | crossref (JATS), openalex (inv. index) | Unpaywall has none               |
+| publisher                     | crossref, unpaywall, openalex          |                                  |
+| categories                    | crossref `subject`                     | the paper's 340 categories       |
+| publisher_language            | crossref, openalex                     | kept beside detected language    |
+| license, is_oa                | unpaywall, openalex, crossref          | OA status is Unpaywall's subject |
+| urls                          | unpaywall, openalex, crossref; deduped | ranked for fetching              |
+| relations                     | union (crossref)                       | versions of one work             |
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+SOURCE_ORDER = ("crossref", "openalex", "unpaywall")
+
+_PRECEDENCE: dict[str, tuple[str, ...]] = {
+    "title": ("crossref", "openalex", "unpaywall"),
+    "abstract": ("crossref", "openalex", "unpaywall"),
+    "venue": ("crossref", "openalex", "unpaywall"),
+    "year": ("crossref", "openalex", "unpaywall"),
+    "type": ("crossref", "openalex", "unpaywall"),
+    "publisher": ("crossref", "unpaywall", "openalex"),
+    "categories": ("crossref", "openalex", "unpaywall"),
+    "publisher_language": ("crossref", "openalex", "unpaywall"),
+    "license": ("unpaywall", "openalex", "crossref"),
+    "is_oa": ("unpaywall", "openalex", "crossref"),
+}
+_URL_SOURCE_ORDER = ("unpaywall", "openalex", "crossref")
+_FILLED_FIELDS = ("title", "abstract", "venue", "year", "type", "urls", "categories")
+
+
+def _completeness(record: dict) -> int:
+    return sum(1 for f in _FILLED_FIELDS if record.get(f) not in (None, "", []))
+
+
+def _is_empty(value: object) -> bool:
+    return value is None or value == "" or value == []
+
+
+def merge_records(records: Iterable[dict]) -> dict:
+    """One `papers` row from all projected records of one DOI (any sources, duplicates too).
+
+    Records carry `origin` (`file:line`) for the deterministic tie-break. `n_records` counts
+    the records merged, so the stage can reconcile: read = written + rejected + merged."""
+    records = list(records)
+    if not records:
+        raise ValueError("merge_records needs at least one record")
+    by_source: dict[str, list[dict]] = {}
+    for rec in records:
+        by_source.setdefault(rec["source"], []).append(rec)
+    for recs in by_source.values():
+        recs.sort(key=lambda r: (-_completeness(r), r.get("origin") or ""))
+
+    def pick(field: str) -> tuple[object, str | None]:
+        for source in _PRECEDENCE[field]:
+            for rec in by_source.get(source, ()):
+                if not _is_empty(rec.get(field)):
+                    return rec[field], source
+        return None, None
+
+    row: dict = {"doi": records[0]["doi"]}
+    for field in _PRECEDENCE:
+        value, source = pick(field)
+        row[field] = value
+        if field in ("title", "abstract"):
+            row[f"{field}_source"] = source
+    row["categories"] = row["categories"] or []
+    row["urls"] = _rank_urls(by_source)
+    row["relations"] = _union_relations(records, row["doi"])
+    row["sources"] = [s for s in SOURCE_ORDER if s in by_source]
+    row["n_records"] = len(records)
+    return row
+
+
+def _rank_urls(by_source: dict[str, list[dict]]) -> list[dict]:
+    """All sources' OA URLs, deduplicated by URL, ranked: Unpaywall's order first (it ranks
+    by best location and version), then OpenAlex's, then Crossref's publisher links."""
+    seen: set[str] = set()
+    ranked: list[dict] = []
+    for source in _URL_SOURCE_ORDER:
+        for rec in by_source.get(source, ()):
+            for entry in sorted(rec.get("urls") or [], key=lambda e: e.get("rank") or 0):
+                key = entry["url"].strip()
+                if key in seen:
+                    continue
+                seen.add(key)
+                ranked.append({**entry, "rank": len(ranked)})
+    return ranked
+
+
+def _union_relations(records: list[dict], doi: str) -> list[dict]:
+    pairs = {(r["type"], r["doi"]) for rec in records for r in rec.get("relations") or [] if r["doi"] != doi}
+    return [{"type": t, "doi": d} for t, d in sorted(pairs)]

@@ -1,0 +1,117 @@
+"""The papers stage end to end on the in-process runner, with bad input on purpose."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from openmsd_build import layout, parquet_io
+from openmsd_build.errors import UserError
+from openmsd_build.pipelines.papers import run_papers
+from openmsd_build.schemas import PAPERS, REJECTS
+
+
+def _unpaywall(doi: str, title: str = "A title", pdf: str | None = None) -> dict:
+    loc = {"url": pdf or f"https://repo.example.org/{doi}", "url_for_pdf": pdf, "is_best": True,
+           "url_for_landing_page": f"https://repo.example.org/{doi}", "host_type": "repository",
+           "license": "cc-by", "version": "publishedVersion"}
+    return {"doi": doi, "title": title, "year": 2020, "genre": "journal-article", "is_oa": True,
+            "journal_name": "J", "publisher": "P", "best_oa_location": loc, "oa_locations": [loc]}
+
+
+def _crossref(doi: str, abstract: str | None = None, title: str = "Crossref title") -> dict:
+    item = {"DOI": doi, "title": [title], "type": "journal-article", "issued": {"date-parts": [[2019, 5]]},
+            "subject": ["Oncology"], "container-title": ["Journal"], "publisher": "P"}
+    if abstract:
+        item["abstract"] = abstract
+    return item
+
+
+@pytest.fixture()
+def bad_inputs(tmp_path: Path) -> dict[str, list[str]]:
+    up = tmp_path / "unpaywall"
+    up.mkdir()
+    good_lines = [json.dumps(_unpaywall(f"10.1000/u{i}")) for i in range(5)]
+    lines = good_lines + [
+        '{"doi": "10.1000/broken", "title": ',  # invalid JSON
+        json.dumps({"title": "no doi here"}),  # no DOI
+        json.dumps({"doi": "not-a-doi"}),  # malformed DOI
+        json.dumps(_unpaywall("10.1000/U0", title="duplicate of u0 in other case")),  # duplicate
+        "",  # blank line: skipped, not a record
+        "[1, 2, 3]",  # not an object
+    ]
+    data = ("\n".join(lines) + "\n").encode() + b'{"doi": "10.1000/latin1", "title": "caf\xe9"}\n'
+    (up / "part1.jsonl.gz").write_bytes(gzip.compress(data, mtime=0))
+    # a truncated gzip: the first records are kept, the cut is one reject
+    full = gzip.compress(("\n".join(json.dumps(_unpaywall(f"10.1000/t{i}")) for i in range(200)) + "\n").encode(), mtime=0)
+    (up / "part2.jsonl.gz").write_bytes(full[: len(full) // 2])
+    (up / "empty.jsonl").write_bytes(b"")
+
+    cr = tmp_path / "crossref"
+    cr.mkdir()
+    items = [
+        _crossref("10.1000/U1", "<jats:title>Abstract</jats:title><jats:p>Alpha <jats:italic>beta</jats:italic> gamma.</jats:p>"),
+        _crossref("10.1000/c-only"),
+        {"title": ["no DOI"]},
+    ]
+    (cr / "0.json.gz").write_bytes(gzip.compress(json.dumps({"items": items}).encode(), mtime=0))
+    (cr / "1.json.gz").write_bytes(gzip.compress(b"", mtime=0))  # empty file
+    (cr / "2.json").write_text(json.dumps({"status": "ok", "message": _crossref("https://doi.org/10.1000/u2")}))
+    return {"unpaywall": [str(up / "*")], "crossref": [str(cr / "*")]}
+
+
+def test_bad_input_is_rejected_with_reasons_and_counts_reconcile(tmp_path, bad_inputs, beam_args):
+    out = str(tmp_path / "out")
+    counts = run_papers(out, bad_inputs["unpaywall"], bad_inputs["crossref"], [], beam_args, shards=3)
+    papers = parquet_io.read_table(layout.papers_dir(out), schema=PAPERS)
+    rejects = parquet_io.read_table(layout.rejects_dir(out, "papers"), schema=REJECTS)
+    assert papers.schema.equals(PAPERS)
+    reasons = sorted(rejects.column("reason").to_pylist())
+    assert reasons == sorted(
+        ["invalid_json", "no_doi", "doi_malformed", "not_an_object", "invalid_utf8", "truncated_gzip", "no_doi"]
+    )
+    read = sum(v for k, v in counts.items() if k.startswith("read."))
+    rejected = sum(v for k, v in counts.items() if k.startswith("rejected."))
+    assert rejected == rejects.num_rows
+    assert read == papers.num_rows + rejected + counts["merged_records"]
+    assert counts["merged_duplicates.unpaywall"] == 1
+    dois = papers.column("doi").to_pylist()
+    assert dois == sorted(dois) or len(parquet_io.list_parts(layout.papers_dir(out))) > 1
+    assert len(dois) == len(set(dois))
+    rows = {r["doi"]: r for r in papers.to_pylist()}
+    assert rows["10.1000/u1"]["abstract"] == "Alpha beta gamma."
+    assert rows["10.1000/u1"]["sources"] == ["crossref", "unpaywall"]
+    assert rows["10.1000/u1"]["title"] == "Crossref title"
+    assert rows["10.1000/u0"]["n_records"] == 2
+    assert rows["10.1000/c-only"]["sources"] == ["crossref"]
+    assert rows["10.1000/u2"]["sources"] == ["crossref", "unpaywall"]  # REST single-work export
+    assert 0 < sum(d.startswith("10.1000/t") for d in dois) < 200  # the readable part of the cut file
+    assert counts["joined.crossref+unpaywall"] == 2
+
+
+def test_same_inputs_give_byte_identical_outputs(tmp_path, bad_inputs, beam_args):
+    digests = []
+    for run in ("a", "b"):
+        out = tmp_path / run
+        run_papers(str(out), bad_inputs["unpaywall"], bad_inputs["crossref"], [], beam_args, shards=3)
+        files = sorted((out / "papers").glob("*.parquet"))
+        digests.append({f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in files})
+    assert digests[0] == digests[1]
+    assert len(digests[0]) == 3
+
+
+def test_zstd_and_explicit_schema(tmp_path, bad_inputs, beam_args):
+    out = tmp_path / "out"
+    run_papers(str(out), bad_inputs["unpaywall"], bad_inputs["crossref"], [], beam_args, shards=2)
+    meta = pq.ParquetFile(sorted((out / "papers").glob("*.parquet"))[0]).metadata
+    assert meta.row_group(0).column(0).compression == "ZSTD"
+
+
+def test_glob_matching_nothing_is_a_clear_error(tmp_path, beam_args):
+    with pytest.raises(UserError, match="matches no file"):
+        run_papers(str(tmp_path / "o"), [str(tmp_path / "nope/*.gz")], [], [], beam_args)
