@@ -1,0 +1,95 @@
+"""`openmsd-build inspect`: local files and a local HTTP server (never the internet)."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import http.server
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from openmsd_build.errors import UserError
+from openmsd_build.extract import inspect as inspect_command
+
+
+def run_inspect(argv: list[str], beam_args: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser()
+    inspect_command.add_arguments(parser)
+    return inspect_command.run(parser.parse_args(argv), beam_args or [])
+
+
+def test_sniff_kind() -> None:
+    assert inspect_command.sniff_kind(b"%PDF-1.7\n...") == "pdf"
+    assert inspect_command.sniff_kind(b"\r\n  junk %PDF-1.4") == "pdf"
+    assert inspect_command.sniff_kind(b"<!doctype html><html>") == "html"
+
+
+def test_pdf_json(real_samples: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = real_samples / "pdf" / "scms-upload__rsp_v38n1_18446.pdf"
+    assert run_inspect([str(path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    for key in ("title", "abstract", "content", "language", "language_prob", "language_reliable", "text_source",
+                "pdf_url", "rules", "n_tokens_title", "n_tokens_abstract", "n_tokens_content"):
+        assert key in report, key
+    assert report["text_source"] == "pdf"
+    assert report["language"] == "pt" and report["language_reliable"] is True
+    assert report["rules"]["abstract"] == "abstract_heading" and report["rules"]["language"] == "cld3:title+abstract"
+    assert report["n_tokens_abstract"] > 100 and report["n_tokens_content"] > report["n_tokens_abstract"]
+    assert report["error"] is None
+
+
+def test_html_summary(real_samples: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = real_samples / "html" / "papis__Fallback_kobv.html"
+    assert run_inspect([str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("source:") and "[citation_title]" in out and "[DC.description]" in out
+    assert "language:  en" in out
+
+
+def test_extraction_failure_exit_code(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.pdf"
+    bad.write_bytes(b"%PDF-1.4 broken")
+    assert run_inspect([str(bad), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["error"] == "parse_error" and report["language"] == "und"
+
+
+def test_user_errors(tmp_path: Path) -> None:
+    with pytest.raises(UserError):
+        run_inspect([str(tmp_path / "missing.html")])
+    with pytest.raises(UserError):
+        run_inspect([str(tmp_path / "missing.html")], ["--runner=X"])
+    with pytest.raises(UserError):
+        run_inspect(["http://127.0.0.1:9/nothing-listens-here"])
+
+
+@pytest.fixture()
+def local_server(real_samples: Path) -> Iterator[str]:
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(real_samples / "html"))
+
+    class Quiet(handler.func):  # type: ignore[misc, name-defined]
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(real_samples / "html")))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_fetch_from_local_server(local_server: str, capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"{local_server}/papis__HAL_THESES_tel_02083632v1.html"
+    assert run_inspect([url, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["source_url"] == url and report["text_source"] == "landing"
+    assert report["title"] == "Global discharging methods for coloring problems in graphs"
+    assert report["language"] == "en" and report["language_hints"] == ["en", "fr"]
+    assert report["pdf_url"].startswith("https://theses.hal.science/")

@@ -1,0 +1,125 @@
+"""Language identification on real multilingual titles and abstracts (OpenAlex works, a
+Portuguese SciELO PDF) and normalization of publisher language fields."""
+
+from __future__ import annotations
+
+import json
+import pickle
+from pathlib import Path
+
+import pytest
+
+from openmsd_build.language import (
+    MIN_PROBABILITY,
+    detect_language,
+    get_detector,
+    map_cld3_code,
+    normalize_language_code,
+)
+
+
+def abstract_text(inverted: dict[str, list[int]]) -> str:
+    """OpenAlex abstract_inverted_index back to text: words sorted by position."""
+    return " ".join(word for _, word in sorted((pos, word) for word, positions in inverted.items() for pos in positions))
+
+
+@pytest.fixture(scope="module")
+def openalex_works(real_samples: Path) -> list[dict]:
+    path = real_samples / "openalex" / "parseland_eval_multilingual_works.unwrapped.jsonl"
+    with path.open(encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def test_agreement_with_openalex_language(openalex_works: list[dict]) -> None:
+    works = [w for w in openalex_works if w.get("abstract_inverted_index") and w.get("language") and w.get("title")]
+    assert len(works) >= 50
+    agree = sum(detect_language(w["title"], abstract_text(w["abstract_inverted_index"]))[0] == w["language"] for w in works)
+    # 72/83 measured. Nearly every disagreement is a German or Portuguese paper whose abstract
+    # is in English (OpenAlex labels the paper by its title; CLD3 on title + abstract, the
+    # OpenMSD definition, sees mostly English), so 90 % is not reachable without changing
+    # the definition; see test_title_language_when_abstract_is_english.
+    assert agree / len(works) >= 0.85, f"{agree}/{len(works)}"
+
+
+def test_title_language_when_abstract_is_english(openalex_works: list[dict]) -> None:
+    """The disagreements above are English abstracts, not detector errors."""
+    for work in openalex_works:
+        if not work.get("abstract_inverted_index") or work.get("language") not in ("de", "pt"):
+            continue
+        abstract = abstract_text(work["abstract_inverted_index"])
+        code, _, _ = detect_language(work["title"], abstract)
+        if code != work["language"] and len(abstract) > 300:
+            assert detect_language(None, abstract)[0] == "en", work["title"]
+
+
+@pytest.mark.parametrize("lang", ["de", "fr", "pt"])
+def test_spot_check_languages(openalex_works: list[dict], lang: str) -> None:
+    """Titles of de / fr / pt works (longer than 40 characters) are detected as such, and
+    whenever title + abstract is, the probability is above the und threshold."""
+    works = [w for w in openalex_works if w.get("language") == lang and len(w.get("title") or "") > 40]
+    assert len(works) >= 5
+    # OpenAlex's labels are noisy here (a Spanish and an English title are labelled "fr"),
+    # so titles alone are held to 60 %; measured de 32/36, fr 9/15, pt 12/13.
+    assert sum(detect_language(w["title"])[0] == lang for w in works) >= 0.6 * len(works)
+    for work in works:
+        if work.get("abstract_inverted_index"):
+            code, prob, reliable = detect_language(work["title"], abstract_text(work["abstract_inverted_index"]))
+            if code == lang:
+                assert prob >= MIN_PROBABILITY and isinstance(reliable, bool), work["title"]
+
+
+def test_arabic_and_cjk() -> None:
+    arabic = "دراسة انتشار الأمراض المعدية بين الأطفال في المدارس الابتدائية وتأثير التطعيم على معدلات الإصابة"
+    assert detect_language(arabic)[0] == "ar"
+    assert detect_language("基于深度学习的图像分割方法研究", "本文提出了一种新的图像分割方法，并在多个数据集上进行了实验验证。")[0] == "zh"
+
+
+def test_portuguese_pdf_is_pt(real_samples: Path) -> None:
+    from openmsd_build.extract.pdf import extract_pdf
+
+    result = extract_pdf((real_samples / "pdf" / "scms-upload__rsp_v38n1_18446.pdf").read_bytes())
+    code, prob, reliable = detect_language(result["title"], result["abstract"])
+    assert (code, reliable) == ("pt", True) and prob > 0.9
+    english = extract_pdf((real_samples / "pdf" / "scms-upload__rsp_v38n1_en_18446.pdf").read_bytes())
+    assert detect_language(english["title"], english["abstract"])[0] == "en"
+
+
+def test_empty_and_short_text_is_und() -> None:
+    # CLD3 itself answers "ja", reliable, for an empty string
+    assert detect_language("", "") == ("und", 0.0, False)
+    assert detect_language(None, None) == ("und", 0.0, False)
+    assert detect_language("a", "b") == ("und", 0.0, False)
+    assert detect_language("https://doi.org/10.1234/abc.def", "x@y.org") == ("und", 0.0, False)
+
+
+def test_code_mapping() -> None:
+    assert map_cld3_code("iw") == "he" and map_cld3_code("jw") == "jv" and map_cld3_code("fil") == "tl"
+    assert map_cld3_code("zh-Latn") == "und" and map_cld3_code("und") == "und"
+    assert map_cld3_code("ceb") == "ceb"
+    assert 0 < MIN_PROBABILITY < 1
+
+
+def test_normalize_language_code() -> None:
+    cases = {
+        "en": "en", "EN": "en", "eng": "en", "en-US": "en", "en_GB": "en", "English": "en",
+        "ger": "de", "deu": "de", "Deutsch": "de", "pt-BR": "pt", "por": "pt", "fre": "fr",
+        "zh-Hans": "zh", "chi": "zh", "iw": "he", "in": "id", "ji": "yi", " ES ": "es",
+        "und": None, "mul": None, "": None, None: None, "klingon": None, "xx-yy": None,
+    }
+    for value, expected in cases.items():
+        assert normalize_language_code(value) == expected, value
+
+
+def test_detector_is_per_thread_and_module_pickles() -> None:
+    import threading
+
+    import openmsd_build.language as language
+
+    main = get_detector()
+    assert get_detector() is main
+    other = []
+    thread = threading.Thread(target=lambda: other.append(get_detector()))
+    thread.start()
+    thread.join()
+    assert other[0] is not main
+    assert pickle.loads(pickle.dumps(language.detect_language)) is language.detect_language
