@@ -1,0 +1,113 @@
+"""What one fetch produced, and the small helpers every backend shares.
+
+A live fetch (`HttpFetcher`) and an archived one (`WarcBackend`) return the same
+`FetchResult`, so the extraction stage never needs to know where bytes came from and the
+`fetch/` table has one shape whatever the backend. Errors are short stable codes (not
+exception text) so they can be counted and grouped in rejects and Beam counters.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+# Stable error codes. `http_<status>` (e.g. "http_404", "http_503") is also used for final
+# non-2xx answers; it is produced by `http_error()` rather than listed here.
+ROBOTS_DISALLOWED = "robots_disallowed"
+ROBOTS_UNAVAILABLE = "robots_unavailable"
+TIMEOUT = "timeout"
+TOO_LARGE = "too_large"
+TOO_MANY_REDIRECTS = "too_many_redirects"
+BLOCKED_ADDRESS = "blocked_address"
+BAD_SCHEME = "bad_scheme"
+BAD_URL = "bad_url"
+DNS_ERROR = "dns_error"
+CONNECTION_ERROR = "connection_error"
+TLS_ERROR = "tls_error"
+WRONG_CONTENT_TYPE = "wrong_content_type"
+UNSUPPORTED_ENCODING = "unsupported_encoding"
+DECODE_ERROR = "decode_error"
+NOT_IN_ARCHIVE = "not_in_archive"
+
+HTML = "text/html"
+XHTML = "application/xhtml+xml"
+PDF = "application/pdf"
+DEFAULT_ACCEPTED_TYPES: tuple[str, ...] = (HTML, XHTML, PDF)
+
+# Media types that mean "PDF" in the wild; normalised so acceptance checks stay simple.
+_PDF_ALIASES = {"application/x-pdf", "application/acrobat", "applications/vnd.pdf", "text/pdf", "text/x-pdf"}
+_HTML_MARKERS = (b"<!doctype html", b"<html", b"<head", b"<body", b"<title")
+_SNIFF_BYTES = 1024
+
+
+def http_error(status: int) -> str:
+    """The error code for a final non-2xx status, e.g. `http_404`."""
+    return f"http_{status}"
+
+
+def now_iso() -> str:
+    """UTC timestamp with second precision and a `Z`, the form WARC-Date also uses."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def media_type(header_value: str | None) -> str:
+    """`Content-Type` without parameters, lower-cased, PDF aliases folded to application/pdf."""
+    if not header_value:
+        return ""
+    value = header_value.split(";", 1)[0].strip().lower()
+    return PDF if value in _PDF_ALIASES else value
+
+
+def sniff_content_type(body: bytes | None, header_value: str | None) -> str:
+    """Trust the bytes over the header: many repositories label PDFs octet-stream, and many
+    "PDF" links answer with an HTML interstitial. Falls back to the header's media type."""
+    if body:
+        head = body[:_SNIFF_BYTES]
+        if head.startswith(b"%PDF-"):
+            return PDF
+        stripped = head.lstrip(b"\xef\xbb\xbf \t\r\n").lower()
+        if stripped.startswith(_HTML_MARKERS):
+            return HTML
+        if stripped.startswith((b"<?xml", b"<!--")) and b"<html" in stripped:
+            return HTML
+    return media_type(header_value)
+
+
+def sha1_hex(body: bytes | None) -> str | None:
+    """Hex SHA-1 of the payload (the `fetch/` table's sha1 column); None when no body."""
+    return None if body is None else hashlib.sha1(body).hexdigest()
+
+
+@dataclass
+class FetchResult:
+    """One URL's outcome. `body` is the decoded payload (Content-Encoding removed) and is
+    only set for accepted 2xx answers; `error` is None exactly when the fetch succeeded."""
+
+    url: str
+    final_url: str
+    status: int | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    content_type: str = ""
+    body: bytes | None = None
+    error: str | None = None
+    attempts: int = 0
+    fetched_at: str = field(default_factory=now_iso)
+    # Redirect hops followed, in order: {"url", "status", "location"}; lets the WARC writer
+    # archive them so the offline backend can replay the same chain.
+    redirects: list[dict[str, object]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when the fetch produced an accepted body."""
+        return self.error is None and self.body is not None
+
+    @property
+    def sha1(self) -> str | None:
+        """Hex SHA-1 of `body`."""
+        return sha1_hex(self.body)
+
+    @property
+    def n_bytes(self) -> int:
+        """Length of `body` (0 when absent)."""
+        return len(self.body) if self.body is not None else 0
