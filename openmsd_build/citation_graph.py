@@ -106,8 +106,8 @@ def split_by_shard(df: pl.DataFrame, shards: np.ndarray) -> list[tuple[int, pa.T
     if df.height == 0:
         return []
     tagged = df.with_columns(pl.Series("__shard", shards, dtype=pl.Int64))
-    parts = tagged.partition_by("__shard", as_dict=True, include_key=False, maintain_order=False)
-    return [(int(key[0]), part.to_arrow()) for key, part in sorted(parts.items())]
+    parts = tagged.partition_by("__shard", as_dict=True, include_key=True, maintain_order=False)
+    return [(int(key[0]), part.drop("__shard").to_arrow()) for key, part in sorted(parts.items())]
 
 
 def to_frame(tables, schema: pa.Schema | None = None) -> pl.DataFrame:
