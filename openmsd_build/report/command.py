@@ -1,0 +1,114 @@
+"""`openmsd-build report OUT`: the build's statistics, funnel and figures.
+
+Writes `OUT/report/stats.json` (every number shown, under stable keys), `report.md`,
+`report.html` (self-contained) and the figures as PNG files. The report runs on one machine
+with polars (no Beam pipeline): it only aggregates columns, which polars does far faster
+than per-element Beam, and it must also work on a build that stopped halfway.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+
+from apache_beam.io.filesystems import FileSystems
+
+from openmsd_build import layout
+from openmsd_build.errors import UserError
+from openmsd_build.parquet_io import join_path
+from openmsd_build.report import render
+from openmsd_build.report.stats import compute_stats
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TOP = 20
+
+
+def default_rate_per_host() -> float | None:
+    """The fetch stage's own default, so the queue estimate matches what a fetch would do."""
+    try:
+        from openmsd_build.fetch.config import FetchConfig
+
+        return FetchConfig().per_host_rate
+    except Exception:  # noqa: BLE001 - the fetch package is optional for reporting; fall back to its documented 1 req/s
+        return 1.0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("out", help="output root of a build (local folder or gs://...)")
+    parser.add_argument(
+        "--top", type=int, default=DEFAULT_TOP, help="languages, categories and hosts shown (default 20)"
+    )
+    rate = default_rate_per_host()
+    parser.add_argument(
+        "--rate-per-host",
+        type=float,
+        default=rate,
+        help=f"requests per second per host for the fetch-queue time estimate (default {rate}, the fetch default)",
+    )
+
+
+def _write(path: str, data: bytes) -> None:
+    with FileSystems.create(path) as f:
+        f.write(data)
+
+
+def build_report(out: str, top: int = DEFAULT_TOP, rate_per_host: float | None = None, **_ignored) -> dict:
+    """Compute the stats of `out`, write stats.json, report.md, report.html and the PNG
+    figures under `OUT/report/`, and return the stats dict. `rate_per_host=None` uses the
+    fetch stage's default rate."""
+    if top < 1:
+        raise UserError("--top must be at least 1")
+    if not FileSystems.exists(out):
+        raise UserError(f"output root not found: {out}")
+    if rate_per_host is None:
+        rate_per_host = default_rate_per_host()
+    stats = compute_stats(out, top=top, rate_per_host=rate_per_host)
+    report = layout.report_dir(out)
+    if "://" not in report:
+        import os
+
+        os.makedirs(report, exist_ok=True)
+    pngs = render.figures(stats)
+    stats["files"] = {"stats": "stats.json", "markdown": "report.md", "html": "report.html", "figures": sorted(pngs)}
+    for name, png in pngs.items():
+        _write(join_path(report, name), png)
+    _write(join_path(report, "report.md"), render.render_markdown(stats, pngs).encode("utf-8"))
+    _write(join_path(report, "report.html"), render.render_html(stats, pngs).encode("utf-8"))
+    _write(join_path(report, "stats.json"), json.dumps(stats, indent=2, sort_keys=True).encode("utf-8"))
+    log.info("report written to %s", report)
+    return stats
+
+
+def headline_table(stats: dict) -> str:
+    """A short plain-text table of the headline numbers (what the demo prints)."""
+    t = stats.get("table1") or {}
+    rows: list[tuple[str, str]] = [
+        ("papers", render.fmt_int(t.get("papers"))),
+        ("with abstract", render.fmt_int(t.get("with_abstract"))),
+        ("with full content", render.fmt_int(t.get("with_content"))),
+        ("English", render.fmt_int(t.get("english"))),
+        ("languages", render.fmt_int(t.get("n_languages"))),
+        ("citations", render.fmt_int(t.get("citations"))),
+    ]
+    pairs = stats.get("pairs")
+    for split in layout.SPLIT_NAMES:
+        cells = []
+        for rel in layout.RELATIONS:
+            cell = pairs[rel][split] if pairs else None
+            cells.append(f"{rel.upper()} {render.fmt_int(cell['pairs'] if cell else None)}")
+        rows.append((f"pairs {split}", ", ".join(cells)))
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
+
+
+def run(args: argparse.Namespace, beam_args: list[str]) -> int:
+    """CLI entry: build the report and print the headline table and where it was written.
+    Beam arguments are accepted (the CLI passes unknown flags) but unused: no pipeline runs."""
+    if beam_args:
+        log.info("report runs no Beam pipeline; ignoring %s", " ".join(beam_args))
+    stats = build_report(args.out, top=args.top, rate_per_host=args.rate_per_host)
+    print(headline_table(stats))
+    print(f"report: {join_path(layout.report_dir(args.out), 'report.html')}")
+    return 0

@@ -1,0 +1,367 @@
+"""Formatting the stats dict as Markdown and as one self-contained HTML page.
+
+Both renderings come from one list of blocks (heading, paragraph, table, figure), so the
+Markdown and the HTML always show the same numbers in the same order; the numbers
+themselves come only from the stats dict (see `stats.py`), never recomputed here.
+
+The HTML embeds its figures as base64 PNG data URIs and its CSS inline: a report copied off
+a build machine, attached to an issue or opened offline shows everything, and loads nothing
+from the network.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from dataclasses import dataclass, field
+
+from openmsd_build import layout
+
+NOT_BUILT = "not built"
+CLASS_LABELS = {
+    "en-en": "En-En",
+    "en-xx": "En-nonEn",
+    "xx-en": "nonEn-En",
+    "xx-xx": "nonEn-nonEn",
+    "unknown": "unknown",
+}
+
+
+@dataclass
+class Block:
+    """One piece of the report: kind is h1 / h2 / h3 / p / table / figure."""
+
+    kind: str
+    text: str = ""
+    headers: list[str] = field(default_factory=list)
+    rows: list[list[str]] = field(default_factory=list)
+    png: bytes = b""
+    name: str = ""
+
+
+# --------------------------------------------------------------------------- formatting
+
+
+def fmt_int(value) -> str:
+    return NOT_BUILT if value is None else f"{int(value):,}"
+
+
+def fmt_float(value, digits: int = 1) -> str:
+    return "—" if value is None else f"{value:,.{digits}f}"
+
+
+def fmt_pct(value) -> str:
+    return "—" if value is None else f"{100 * value:.1f}%"
+
+
+def fmt_seconds(seconds) -> str:
+    """Seconds with a human unit beside them: queue times run from minutes to months."""
+    if seconds is None:
+        return "—"
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:,.1f} {unit} ({seconds:,.0f} s)"
+    return f"{seconds:,.1f} s"
+
+
+def _name(value) -> str:
+    return "(none)" if value is None else str(value)
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def bar_chart(rows: list[dict], key: str, title: str) -> bytes:
+    """A horizontal bar chart (largest on top) as PNG bytes, drawn with the Agg backend so
+    it works on headless build machines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    labels = [_name(r[key]) for r in rows][::-1]
+    values = [r["papers"] for r in rows][::-1]
+    fig, ax = plt.subplots(figsize=(8, max(2.5, 0.32 * len(rows) + 1.2)), dpi=100)
+    try:
+        bars = ax.barh(range(len(values)), values, color="#3b6ea8")
+        ax.set_yticks(range(len(values)), labels=labels, fontsize=9)
+        ax.set_xlabel("papers")
+        ax.set_title(title)
+        ax.grid(axis="x", alpha=0.3)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # paper counts: no 0.5 ticks
+        if values and max(values) > 0:
+            ax.set_xlim(0, max(values) * 1.18)
+        for bar, v in zip(bars, values, strict=True):
+            ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2, f" {v:,}", va="center", fontsize=8)
+        fig.tight_layout()
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png")
+    finally:
+        plt.close(fig)
+    return buf.getvalue()
+
+
+def figures(stats: dict) -> dict[str, bytes]:
+    """The report's PNG figures by file name; none when documents/ is not built."""
+    docs = stats.get("documents")
+    if not docs:
+        return {}
+    top = stats["options"]["top"]
+    return {
+        "figure1_languages.png": bar_chart(docs["top_languages"], "language", f"Top {top} languages (papers)"),
+        "figure2_categories.png": bar_chart(docs["top_categories"], "category", f"Top {top} categories (papers)"),
+    }
+
+
+# --------------------------------------------------------------------------- blocks
+
+
+def blocks(stats: dict, pngs: dict[str, bytes]) -> list[Block]:
+    """The report's content in order, shared by the Markdown and HTML renderers."""
+    out: list[Block] = [Block("h1", "OpenMSD build report"), Block("p", f"Output root: {stats['out']}")]
+    built = ", ".join(f"{k}: {'yes' if v else 'no'}" for k, v in stats["built"].items())
+    out.append(Block("p", f"Built parts — {built}."))
+    out += _table1(stats)
+    out += _figures(stats, pngs)
+    out += _table2(stats)
+    out += _table3(stats)
+    out += _funnel(stats)
+    out += _fetch(stats)
+    out += _queue(stats)
+    return out
+
+
+def _table1(stats: dict) -> list[Block]:
+    t = stats["table1"]
+    res = [Block("h2", "Table 1 — papers, tokens and citations")]
+    if t is None:
+        return res + [Block("p", f"documents/: {NOT_BUILT}.")]
+    rows = [
+        ["Papers (with text)", fmt_int(t["papers"])],
+        ["with abstract", fmt_int(t["with_abstract"])],
+        ["with citations (either end)", fmt_int(t["with_citations"])],
+        ["with full content", fmt_int(t["with_content"])],
+        ["in English", fmt_int(t["english"])],
+        ["Avg. abstract tokens", fmt_float(t["avg_abstract_tokens"])],
+        ["Avg. content tokens", fmt_float(t["avg_content_tokens"])],
+        ["Total tokens", fmt_int(t["total_tokens"])],
+        ["Languages", fmt_int(t["n_languages"])],
+        ["Categories", fmt_int(t["n_categories"])],
+    ]
+    res.append(Block("table", headers=["", "value"], rows=rows))
+    if t["citations"] is None:
+        res.append(Block("p", f"citations/: {NOT_BUILT}."))
+        return res
+    crow = [["all", fmt_int(t["citations"])]]
+    for key in ("en_en", "en_xx", "xx_en", "xx_xx", "unknown"):
+        crow.append([CLASS_LABELS[key.replace("_", "-")], fmt_int(t[f"citations_{key}"])])
+    res.append(Block("h3", "Citation pairs by language (citing-cited)"))
+    res.append(Block("table", headers=["citing-cited", "citations"], rows=crow))
+    return res
+
+
+def _figures(stats: dict, pngs: dict[str, bytes]) -> list[Block]:
+    top = stats["options"]["top"]
+    res = []
+    for i, (name, what) in enumerate(
+        (("figure1_languages.png", "languages"), ("figure2_categories.png", "categories")), 1
+    ):
+        res.append(Block("h2", f"Figure {i} — top {top} {what}"))
+        if name in pngs:
+            res.append(Block("figure", text=f"Top {top} {what} by papers", png=pngs[name], name=name))
+        else:
+            res.append(Block("p", f"documents/: {NOT_BUILT}."))
+    return res
+
+
+def _table2(stats: dict) -> list[Block]:
+    sp = stats["splits"]
+    res = [Block("h2", "Table 2 — languages of each split")]
+    if sp is None:
+        return res + [Block("p", f"splits/: {NOT_BUILT}.")]
+    top = stats["options"]["top"]
+    rows = []
+    for name, s in sp["by_split"].items():
+        langs = s["languages"]
+        shown = ", ".join(f"{_name(r['language'])} {r['papers']:,}" for r in langs[:top])
+        if len(langs) > top:
+            shown += f", … {len(langs) - top} more"
+        rows.append([name, fmt_int(s["papers"]), fmt_int(s["n_languages"]), shown or "—"])
+    rows.append(["all", fmt_int(sp["papers"]), "", ""])
+    return res + [Block("table", headers=["split", "papers", "languages", "languages by size"], rows=rows)]
+
+
+def _table3(stats: dict) -> list[Block]:
+    pairs = stats["pairs"]
+    res = [Block("h2", "Table 3 — related pairs per split and language class")]
+    if pairs is None:
+        return res + [Block("p", f"pairs/: {NOT_BUILT}.")]
+    classes = ["en-en", "en-xx", "xx-en", "xx-xx"]
+    rows = []
+    for rel in layout.RELATIONS:
+        for split in layout.SPLIT_NAMES:
+            cell = pairs[rel][split]
+            if cell is None:
+                rows.append([rel.upper(), split] + [NOT_BUILT] * (len(classes) + 2))
+                continue
+            rows.append(
+                [rel.upper(), split]
+                + [fmt_int(cell["by_lang_class"].get(c, {}).get("pairs", 0)) for c in classes]
+                + [fmt_int(cell["pairs"]), fmt_int(cell["support"])]
+            )
+    headers = ["relation", "split"] + [CLASS_LABELS[c] for c in classes] + ["pairs", "total support"]
+    return res + [Block("table", headers=headers, rows=rows)]
+
+
+def _funnel(stats: dict) -> list[Block]:
+    res = [Block("h2", "Funnel — from records read to pairs-ready papers")]
+    rows = [[s["label"], s["key"], fmt_int(s["count"])] for s in stats["funnel"]]
+    res.append(Block("table", headers=["step", "key", "count"], rows=rows))
+    res.append(Block("h3", "Stage counts (_stats/*.json)"))
+    if not stats["stage_counts"]:
+        res.append(Block("p", "No _stats/*.json files."))
+    for stage, counts in stats["stage_counts"].items():
+        res.append(Block("p", f"Stage {stage}:"))
+        res.append(Block("table", headers=["count", "value"], rows=[[k, fmt_int(v)] for k, v in counts.items()]))
+    res.append(Block("h3", "Rejected records (rejects/<stage>/) by reason"))
+    if not stats["rejects"]:
+        res.append(Block("p", "No rejects/ files."))
+    rows = []
+    for stage, r in stats["rejects"].items():
+        rows += [[stage, reason, fmt_int(n)] for reason, n in r["by_reason"].items()]
+        rows.append([stage, "(total)", fmt_int(r["total"])])
+    if rows:
+        res.append(Block("table", headers=["stage", "reason", "records"], rows=rows))
+    return res
+
+
+def _fetch(stats: dict) -> list[Block]:
+    f = stats["fetch"]
+    res = [Block("h2", "Fetch health")]
+    if f is None:
+        return res + [Block("p", f"fetch/: {NOT_BUILT} (e.g. a build with --fetch none).")]
+    summary = [
+        ["URLs fetched", fmt_int(f["urls"])],
+        ["without error", fmt_int(f["ok"])],
+        ["failed", fmt_int(f["failed"])],
+        ["success rate", fmt_pct(f["success_rate"])],
+        ["papers (DOIs) tried", fmt_int(f["dois"])],
+        ["papers with a success", fmt_int(f["dois_ok"])],
+        ["hosts", fmt_int(f["hosts"])],
+    ]
+    res.append(Block("table", headers=["", "value"], rows=summary))
+    res.append(Block("h3", "By HTTP status"))
+    res.append(Block("table", headers=["status", "URLs"], rows=[[k, fmt_int(v)] for k, v in f["by_status"].items()]))
+    res.append(Block("h3", "By error"))
+    if f["by_error"]:
+        res.append(Block("table", headers=["error", "URLs"], rows=[[k, fmt_int(v)] for k, v in f["by_error"].items()]))
+    else:
+        res.append(Block("p", "No errors."))
+    res.append(Block("h3", "Success rate of the top hosts"))
+    rows = [
+        [_name(h["host"]), fmt_int(h["urls"]), fmt_pct(h["share"]), fmt_int(h["ok"]), fmt_pct(h["success_rate"])]
+        for h in f["top_hosts"]
+    ]
+    res.append(Block("table", headers=["host", "URLs", "share", "ok", "success rate"], rows=rows))
+    return res
+
+
+def _queue(stats: dict) -> list[Block]:
+    q = stats["queue"]
+    res = [Block("h2", "Fetch queue — dominating hosts and time at the per-host rate")]
+    if q is None:
+        return res + [Block("p", f"papers/ and fetch/: {NOT_BUILT}.")]
+    source = "fetch/ (URLs queued)" if q["source"] == "fetch" else "papers/ (every distinct listed URL; an upper bound)"
+    rate = q["rate_per_host"]
+    summary = [
+        ["queue from", source],
+        ["URLs", fmt_int(q["urls"])],
+        ["hosts", fmt_int(q["hosts"])],
+        ["rate per host", "unlimited" if rate is None else f"{rate:g} req/s"],
+        ["wall time (slowest host bounds it)", f"{fmt_seconds(q['max_host_seconds'])} — {_name(q['slowest_host'])}"],
+        ["sum over hosts (one host at a time)", fmt_seconds(q["sum_seconds"])],
+    ]
+    res.append(Block("table", headers=["", "value"], rows=summary))
+    rows = [
+        [_name(h["host"]), fmt_int(h["urls"]), fmt_pct(h["share"]), fmt_seconds(h["seconds"])] for h in q["top_hosts"]
+    ]
+    res.append(Block("table", headers=["host", "URLs", "share", "time at rate"], rows=rows))
+    return res
+
+
+# --------------------------------------------------------------------------- renderers
+
+
+def _is_number(text: str) -> bool:
+    """Numbers (and "not built" / "—" placeholders) are right-aligned; words left-aligned."""
+    text = str(text)
+    return text in (NOT_BUILT, "—", "") or text.replace(",", "").replace(".", "").replace("%", "").isdigit()
+
+
+def _md_cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(stats: dict, pngs: dict[str, bytes]) -> str:
+    """GitHub-flavoured Markdown; figures are linked as the PNG files beside report.md."""
+    lines: list[str] = []
+    for b in blocks(stats, pngs):
+        if b.kind in ("h1", "h2", "h3"):
+            lines += ["#" * int(b.kind[1]) + " " + b.text, ""]
+        elif b.kind == "p":
+            lines += [b.text, ""]
+        elif b.kind == "figure":
+            lines += [f"![{b.text}]({b.name})", ""]
+        elif b.kind == "table":
+            lines.append("| " + " | ".join(_md_cell(h) for h in b.headers) + " |")
+            numeric = [all(_is_number(row[i]) for row in b.rows) for i in range(len(b.headers))]
+            lines.append("|" + "|".join("---:" if n and i else "---" for i, n in enumerate(numeric)) + "|")
+            lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in b.rows]
+            lines.append("")
+    return "\n".join(lines)
+
+
+_CSS = """
+body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 24px auto; max-width: 1100px;
+       color: #1d2330; background: #fff; line-height: 1.4; }
+h1 { border-bottom: 2px solid #3b6ea8; padding-bottom: 4px; }
+h2 { margin-top: 28px; color: #24466e; }
+table { border-collapse: collapse; margin: 8px 0 14px; font-size: 14px; }
+th, td { border: 1px solid #c9d2de; padding: 3px 9px; text-align: right; vertical-align: top; }
+th { background: #eaf0f7; }
+td:first-child, th:first-child { text-align: left; }
+td.text, th.text { text-align: left; }
+figure { margin: 8px 0; }
+figure img { max-width: 100%; border: 1px solid #dde3ea; }
+"""
+
+
+def render_html(stats: dict, pngs: dict[str, bytes]) -> str:
+    """One self-contained page: inline CSS, figures as data URIs, no scripts, no links."""
+    e = html.escape
+    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">', "<title>OpenMSD build report</title>"]
+    parts.append(f"<style>{_CSS}</style></head><body>")
+    for b in blocks(stats, pngs):
+        if b.kind in ("h1", "h2", "h3", "p"):
+            parts.append(f"<{b.kind}>{e(b.text)}</{b.kind}>")
+        elif b.kind == "figure":
+            data = base64.b64encode(b.png).decode("ascii")
+            parts.append(
+                f'<figure><img alt="{e(b.text)}" src="data:image/png;base64,{data}"><figcaption>{e(b.text)}</figcaption></figure>'
+            )
+        elif b.kind == "table":
+            # A column is right-aligned (header included) only when all its cells are numbers.
+            numeric = [all(_is_number(row[i]) for row in b.rows) for i in range(len(b.headers))]
+            heads = "".join(
+                f"<th>{e(h)}</th>" if n else f'<th class="text">{e(h)}</th>'
+                for h, n in zip(b.headers, numeric, strict=True)
+            )
+            parts.append(f"<table><thead><tr>{heads}</tr></thead><tbody>")
+            for row in b.rows:
+                cells = "".join(f"<td>{e(c)}</td>" if _is_number(c) else f'<td class="text">{e(c)}</td>' for c in row)
+                parts.append(f"<tr>{cells}</tr>")
+            parts.append("</tbody></table>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
