@@ -1,0 +1,149 @@
+"""Benchmark of the pairs stage on a skewed citation graph, next to plain polars.
+
+Why: DESIGN.md ("Performance architecture") asks each heavy stage to stay within ~3x of
+plain polars doing the same work on one machine. This script generates a graph whose
+in-degree is power-law (Pareto weights on the cited side, as in real citation data),
+writes it as a `citations/` + `splits/` build, and times, each in its own process so that
+the peak RSS (`resource.getrusage`) belongs to that phase alone:
+
+* `reference` — plain polars CC and BC counts on int ids (self-join per C + group_by),
+  no splits, no cap: the yardstick;
+* `pure` — `pairing.compute_pairs` (the stage's functions without Beam, with DOIs, splits,
+  languages, the cap and the DOI mapping);
+* `beam` — `pipelines.pairs.run_pairs` on the FnApiRunner.
+
+Usage: `python bench/pairs_bench.py --edges 1000000 [--papers N] [--shards 16]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+
+def generate(edges: int, papers: int, alpha: float = 2.0, seed: int = 7) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(citations with DOIs, splits) of a random graph with power-law in-degree."""
+    rng = np.random.default_rng(seed)
+    weights = rng.pareto(alpha, papers) + 1.0
+    weights /= weights.sum()
+    n = int(edges * 1.08)  # extra for duplicates and self-loops removed below
+    citing = rng.integers(0, papers, n)
+    cited = rng.choice(papers, n, p=weights)
+    ids = pl.DataFrame({"a": citing, "b": cited}).filter(pl.col("a") != pl.col("b")).unique(maintain_order=True).head(edges)
+    doi = pl.format("10.5555/b{}", pl.col("i"))
+    langs = np.array(["en"] * 8 + ["de", "fr"])[rng.integers(0, 10, papers)]
+    split = np.array(["train"] * 98 + ["idt", "odt"])[rng.integers(0, 100, papers)]
+    from openmsd_build.hashing import hash64
+
+    nodes = pl.DataFrame({"i": np.arange(papers)}).with_columns(doi.alias("doi"))
+    nodes = nodes.with_columns(
+        pl.Series("paper_id", [hash64(d) for d in nodes["doi"].to_list()], dtype=pl.Int64),
+        pl.Series("split", split),
+        pl.Series("language", langs),
+        pl.col("doi").alias("group"),
+    )
+    linked = pl.concat([ids["a"], ids["b"]]).unique()
+    splits = nodes.filter(pl.col("i").is_in(linked.implode())).select("doi", "paper_id", "split", "language", "group")
+    cit = ids.select(
+        pl.format("10.5555/b{}", pl.col("a")).alias("citing_doi"), pl.format("10.5555/b{}", pl.col("b")).alias("cited_doi")
+    )
+    return cit, splits
+
+
+def reference(cit: pl.DataFrame, max_degree: int) -> dict:
+    """Plain polars CC and BC on int ids: what the stage must stay within ~3x of. The same
+    degree cap is applied (Cs over it dropped) so both sides enumerate the same pairs."""
+    e = cit.select(
+        pl.col("citing_doi").str.slice(9).cast(pl.Int64).alias("a"), pl.col("cited_doi").str.slice(9).cast(pl.Int64).alias("b")
+    )
+    t0 = time.perf_counter()
+    cc_e = e.filter(pl.len().over("a") <= max_degree)
+    bc_e = e.filter(pl.len().over("b") <= max_degree)
+    cc = cc_e.join(cc_e, on="a", suffix="_2").filter(pl.col("b") < pl.col("b_2")).group_by("b", "b_2").len()
+    bc = bc_e.join(bc_e, on="b", suffix="_2").filter(pl.col("a") < pl.col("a_2")).group_by("a", "a_2").len()
+    return {"seconds": time.perf_counter() - t0, "cc_pairs": cc.height, "bc_pairs": bc.height,
+            "cc_instances": int(cc["len"].sum()), "bc_instances": int(bc["len"].sum())}
+
+
+def phase(name: str, root: Path, shards: int, max_degree: int) -> dict:
+    from openmsd_build import layout, parquet_io
+
+    cit = pl.from_arrow(parquet_io.read_table(layout.citations_dir(str(root))))
+    t0 = time.perf_counter()
+    if name == "reference":
+        result = reference(cit, max_degree)
+    elif name == "pure":
+        from openmsd_build.pairing import compute_pairs
+
+        splits = pl.from_arrow(parquet_io.read_table(layout.splits_dir(str(root))))
+        t0 = time.perf_counter()
+        frames, counts = compute_pairs(cit, splits, max_degree)
+        result = {"seconds": time.perf_counter() - t0, "rows": {f"{r}/{s}": f.height for (r, s), f in frames.items()},
+                  "cc_instances": counts["cc_instances"], "bc_instances": counts["bc_instances"]}
+    else:
+        from openmsd_build.pipelines.pairs import run_pairs
+
+        counts = run_pairs(str(root), ["--runner=apache_beam.runners.portability.fn_api_runner.FnApiRunner"],
+                           shards=shards, max_degree=max_degree)
+        result = {"seconds": time.perf_counter() - t0, "cc_instances": counts["cc_instances"],
+                  "bc_instances": counts["bc_instances"],
+                  "pairs": {k: v for k, v in counts.items() if "_pairs." in k or k.startswith("dc_kept")}}
+    result["edges"] = cit.height
+    result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return result
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--edges", type=int, default=200_000)
+    ap.add_argument("--papers", type=int, default=0, help="default edges // 5")
+    ap.add_argument("--shards", type=int, default=16)
+    ap.add_argument("--max-degree", type=int, default=1000)
+    ap.add_argument("--alpha", type=float, default=2.0, help="Pareto shape of the cited-side weights (smaller = more skew)")
+    ap.add_argument("--phase", choices=["reference", "pure", "beam"], help=argparse.SUPPRESS)
+    ap.add_argument("--root", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.phase:
+        print(json.dumps(phase(args.phase, Path(args.root), args.shards, args.max_degree)))
+        return
+    from openmsd_build import layout, parquet_io
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        t0 = time.perf_counter()
+        cit, splits = generate(args.edges, args.papers or max(10, args.edges // 5), args.alpha)
+        for directory, frame in ((layout.citations_dir(tmp), cit), (layout.splits_dir(tmp), splits)):
+            Path(directory).mkdir(parents=True)
+            parquet_io.write_table(frame.to_arrow(), parquet_io.part_path(directory, 0, 1))
+        indeg = cit.group_by("cited_doi").len()["len"]
+        print(f"graph: {cit.height:,} edges, {splits.height:,} papers, max in-degree {indeg.max():,}, "
+              f"generated in {time.perf_counter() - t0:.1f}s", flush=True)
+        results = {}
+        for name in ("reference", "pure", "beam"):
+            cmd = [sys.executable, __file__, "--phase", name, "--root", str(root), "--shards", str(args.shards),
+                   "--max-degree", str(args.max_degree)]
+            proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
+            results[name] = json.loads(proc.stdout.strip().splitlines()[-1])
+            r = results[name]
+            print(f"{name:9s} {r['seconds']:7.2f}s  {r['edges'] / r['seconds']:12,.0f} edges/s  "
+                  f"cc_instances {r['cc_instances']:,}  bc_instances {r['bc_instances']:,}  "
+                  f"peak RSS {r['peak_rss_mb']:,.0f} MB", flush=True)
+        print("reference distinct pairs: cc", f"{results['reference']['cc_pairs']:,}", "bc",
+              f"{results['reference']['bc_pairs']:,}")
+        print("beam pairs written:", json.dumps(results["beam"]["pairs"]))
+        ref = results["reference"]["seconds"]
+        print(f"ratio pure/reference {results['pure']['seconds'] / ref:.2f}x, "
+              f"beam/reference {results['beam']['seconds'] / ref:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,230 @@
+"""Stage 4, `split`: train / IDT / ODT for every paper with at least one kept citation link.
+
+Wiring only; the rule is `openmsd_build.splitting.assign_splits` (its docstring states it
+exactly, with the memory estimate of its single global step). Batched steps before it:
+
+1. citations -> the distinct DOIs of each batch, sharded by DOI (`linked`);
+2. documents -> split nodes (doi, language, 64-bit dedup key, relation DOIs) sharded by DOI;
+3. per shard: nodes of linked DOIs, `paper_id = hash64(doi)` computed in parallel;
+4. edges annotated with the language of both ends by two partitioned joins, and only
+   English/non-English edges kept (all the English rule needs);
+5. one global step: groups, languages, draws -> `splits/` (sharded by DOI, sorted).
+
+Counts (`_stats/split.json`) reconcile: `documents_read = no_link + papers_linked` and
+`papers_linked = train + idt + odt` (`odt = odt_other_language + odt_held_back +
+odt_english_linked`). `edge_ends_not_in_documents` counts linked DOIs absent from
+`documents/` (0 unless the inputs are stale). See `splitting` for the other counters.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+import apache_beam as beam
+import polars as pl
+import pyarrow as pa
+
+from openmsd_build import citation_graph as cg
+from openmsd_build import layout, parquet_io
+from openmsd_build.errors import UserError
+from openmsd_build.pipelines.citations import COUNTS, read_counts, read_parts, tag, untag
+from openmsd_build.runner import pipeline_options
+from openmsd_build.schemas import SPLITS
+from openmsd_build.splitting import SplitConfig, assign_splits, node_frame, paper_ids
+from openmsd_build.transforms import WriteCounts, WriteParquetShards, bump
+
+STAGE = "split"
+DEFAULT_SHARDS = 16
+NODE_SCHEMA = pa.schema(
+    [
+        ("doi", pa.string()),
+        ("language", pa.string()),
+        ("dup_key", pa.uint64()),
+        ("relation_dois", pa.list_(pa.string())),
+        ("paper_id", pa.int64()),
+    ]
+)
+EDGE_SCHEMA = pa.schema([("citing_doi", pa.string()), ("cited_doi", pa.string())])
+
+
+class _LinkedDois(beam.DoFn):
+    def __init__(self, shards: int):
+        self.shards = shards
+
+    def process(self, table: pa.Table):
+        df = pl.from_arrow(table)
+        dois = pl.concat([df["citing_doi"], df["cited_doi"]]).unique().to_frame("doi")
+        yield beam.pvalue.TaggedOutput(COUNTS, {"citations_read": df.height})
+        yield from cg.split_by_shard(dois, cg.shard_strings(dois["doi"], self.shards))
+
+
+class _Nodes(beam.DoFn):
+    def __init__(self, shards: int):
+        self.shards = shards
+
+    def process(self, table: pa.Table):
+        nodes = node_frame(pl.from_arrow(table))
+        yield beam.pvalue.TaggedOutput(COUNTS, {"documents_read": nodes.height})
+        yield from cg.split_by_shard(nodes, cg.shard_strings(nodes["doi"], self.shards))
+
+
+class _LinkShard(beam.DoFn):
+    def process(self, element):
+        shard, values = element
+        parts = untag(values, "linked", "docs")
+        linked = cg.to_frame(parts["linked"], pa.schema([("doi", pa.string())])).unique()
+        docs = cg.to_frame(parts["docs"], NODE_SCHEMA.remove(NODE_SCHEMA.get_field_index("paper_id")))
+        nodes = docs.join(linked, on="doi", how="semi") if docs.height else docs
+        counts = {
+            "no_link": docs.height - nodes.height,
+            "edge_ends_not_in_documents": linked.height - nodes.height,
+        }
+        bump(STAGE, counts)
+        yield beam.pvalue.TaggedOutput(COUNTS, counts)
+        if nodes.height:
+            yield shard, nodes.with_columns(paper_ids(nodes["doi"])).to_arrow()
+
+
+class _KeyEdges(beam.DoFn):
+    def __init__(self, side: str, shards: int):
+        self.side = side
+        self.shards = shards
+
+    def process(self, table: pa.Table):
+        df = pl.from_arrow(table)
+        yield from cg.split_by_shard(df, cg.shard_strings(df[f"{self.side}_doi"], self.shards))
+
+
+class _LanguageSide(beam.DoFn):
+    """Attach `{side}_lang`; after the cited side keep only English/non-English edges."""
+
+    def __init__(self, side: str, shards: int):
+        self.side = side
+        self.shards = shards
+
+    def process(self, element):
+        _, values = element
+        parts = untag(values, "nodes", "edges")
+        edges = cg.to_frame(parts["edges"])
+        if not edges.height:
+            return
+        langs = cg.to_frame(parts["nodes"], NODE_SCHEMA).select("doi", pl.col("language").alias(f"{self.side}_lang"))
+        edges = edges.join(langs, left_on=f"{self.side}_doi", right_on="doi", how="inner")
+        if self.side == "citing":
+            yield from cg.split_by_shard(edges, cg.shard_strings(edges["cited_doi"], self.shards))
+            return
+        mixed = edges.filter((pl.col("citing_lang") == "en") != (pl.col("cited_lang") == "en"))
+        if mixed.height:
+            yield mixed.select("citing_doi", "cited_doi").to_arrow()
+
+
+class _Assign(beam.DoFn):
+    """The single global step (see `splitting.assign_splits` for its memory)."""
+
+    def __init__(self, config: SplitConfig, shards: int):
+        self.config = config
+        self.shards = shards
+
+    def process(self, element):
+        _, values = element
+        parts = untag(values, "nodes", "edges")
+        nodes = cg.to_frame(parts["nodes"], NODE_SCHEMA)
+        edges = cg.to_frame(parts["edges"], EDGE_SCHEMA)
+        out, counts = assign_splits(nodes, edges, self.config)
+        bump(STAGE, {k: v for k, v in counts.items() if "." not in k})
+        yield beam.pvalue.TaggedOutput(COUNTS, counts)
+        yield from cg.split_by_shard(out, cg.shard_strings(out["doi"], self.shards))
+
+
+def build(pipeline, out: str, config: SplitConfig, shards: int) -> None:
+    citations = read_parts(pipeline, layout.citations_dir(out), ["citing_doi", "cited_doi"], "Citations")
+    linked = citations | "LinkedDois" >> beam.ParDo(_LinkedDois(shards)).with_outputs(COUNTS, main="keyed")
+    docs = read_parts(
+        pipeline, layout.documents_dir(out), ["doi", "title", "abstract", "language", "relations"], "Docs"
+    ) | "Nodes" >> beam.ParDo(_Nodes(shards)).with_outputs(COUNTS, main="keyed")
+    nodes = (
+        (linked.keyed | "TagLinked" >> beam.Map(tag("linked")), docs.keyed | "TagDocs" >> beam.Map(tag("docs")))
+        | "FlattenLink" >> beam.Flatten()
+        | "GroupLink" >> beam.GroupByKey()
+        | "LinkShard" >> beam.ParDo(_LinkShard()).with_outputs(COUNTS, main="nodes")
+    )
+    counts = [linked[COUNTS], docs[COUNTS], nodes[COUNTS]]
+    tagged_nodes = nodes.nodes | "TagNodes" >> beam.Map(tag("nodes"))
+    current = citations | "KeyCiting" >> beam.ParDo(_KeyEdges("citing", shards))
+    for side in ("citing", "cited"):
+        current = (
+            (tagged_nodes, current | f"TagEdges{side}" >> beam.Map(tag("edges")))
+            | f"Flatten{side}" >> beam.Flatten()
+            | f"Group{side}" >> beam.GroupByKey()
+            | f"Lang{side}" >> beam.ParDo(_LanguageSide(side, shards))
+        )
+    everything = (
+        nodes.nodes | "NodesToOne" >> beam.Map(lambda kv: (0, ("nodes", kv[1]))),
+        current | "EdgesToOne" >> beam.Map(lambda t: (0, ("edges", t))),
+        pipeline | "EnsureOne" >> beam.Create([(0, ("nodes", NODE_SCHEMA.empty_table()))]),
+    )
+    assigned = (
+        everything
+        | "FlattenAll" >> beam.Flatten()
+        | "GroupAll" >> beam.GroupByKey()
+        | "Assign" >> beam.ParDo(_Assign(config, shards)).with_outputs(COUNTS, main="splits")
+    )
+    counts.append(assigned[COUNTS])
+    _ = assigned.splits | "WriteSplits" >> WriteParquetShards(layout.splits_dir(out), SPLITS, shards, sort_by=("doi",))
+    _ = (
+        tuple(counts)
+        | "AllCounts" >> beam.Flatten()
+        | "WriteCounts" >> WriteCounts(layout.stats_path(out, STAGE), extra={"stage": STAGE})
+    )
+
+
+def run_split(
+    out: str,
+    beam_args: Sequence[str] = (),
+    shards: int = DEFAULT_SHARDS,
+    config: SplitConfig | None = None,
+) -> dict[str, int]:
+    """Run the stage and return its counts (also in `_stats/split.json`)."""
+    config = config or SplitConfig()
+    if not 0 <= config.idt_fraction < 1 or not 0 <= config.odt_fraction < 1 or config.top_k < 1 or shards < 1:
+        raise UserError("need 0 <= --idt-fraction, --odt-fraction < 1, --top-k >= 1, --shards >= 1")
+    parquet_io.clear_directory(layout.splits_dir(out))
+    with beam.Pipeline(options=pipeline_options(beam_args)) as pipeline:
+        build(pipeline, out, config, shards)
+    return read_counts(out, STAGE)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    d = SplitConfig()
+    parser.add_argument("--out", required=True, help="the build's output root (reads citations/, documents/)")
+    parser.add_argument("--top-k", type=int, default=d.top_k, help="languages feeding train and IDT (default 30)")
+    parser.add_argument(
+        "--idt-fraction", type=float, default=d.idt_fraction, help="share of top-K groups drawn into IDT (247/53000)"
+    )
+    parser.add_argument(
+        "--min-idt-groups",
+        type=int,
+        default=d.min_idt_groups,
+        help="IDT gets at least min(this, pool groups // 10) groups, for tiny builds (default 5)",
+    )
+    parser.add_argument(
+        "--odt-fraction",
+        type=float,
+        default=d.odt_fraction,
+        help="share of non-English top-K groups held back into ODT (default 0.005)",
+    )
+    parser.add_argument("--seed", default=d.seed, help="seed of the deterministic draws")
+    parser.add_argument("--shards", type=int, default=DEFAULT_SHARDS, help="partitions of shuffles and output files")
+
+
+def run(args: argparse.Namespace, beam_args: Sequence[str]) -> dict[str, int]:
+    d = SplitConfig()
+    config = SplitConfig(
+        top_k=getattr(args, "top_k", d.top_k),
+        idt_fraction=getattr(args, "idt_fraction", d.idt_fraction),
+        odt_fraction=getattr(args, "odt_fraction", d.odt_fraction),
+        min_idt_groups=getattr(args, "min_idt_groups", d.min_idt_groups),
+        seed=getattr(args, "seed", d.seed),
+    )
+    return run_split(args.out, beam_args, getattr(args, "shards", DEFAULT_SHARDS), config)

@@ -1,0 +1,136 @@
+"""End-to-end Beam runs (FnApiRunner) of the citations, split and pairs stages on a tiny build.
+
+Checks the written Parquet against hand-derived expectations and that every stage's counts
+reconcile (rows in = kept + each drop reason), which is what the report relies on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from openmsd_build import layout, parquet_io
+from openmsd_build.pipelines import citations, pairs, split
+from openmsd_build.schemas import DOCUMENTS, PAIRS, REJECTS, SPLITS
+from openmsd_build.splitting import SplitConfig
+
+LANG = {"a": "en", "b": "en", "c": "de", "d": "en", "e": "fr", "f": "en", "g": "de", "n": "en"}
+
+
+def _doc(key: str, abstract: str | None = "An abstract.") -> dict:
+    return {"doi": f"10.1000/{key}", "title": f"Title {key}", "abstract": abstract, "language": LANG.get(key, "en"),
+            "relations": []}
+
+
+def write_documents(out: Path) -> None:
+    rows = [_doc(k) for k in "abcdefg"] + [_doc("n", abstract=""), _doc("social.oci.2")]
+    table = parquet_io.table_from_rows(rows, DOCUMENTS)
+    Path(layout.documents_dir(str(out))).mkdir(parents=True)
+    parquet_io.write_table(table, parquet_io.part_path(layout.documents_dir(str(out)), 0, 1))
+
+
+CSV = """oci,citing,cited,creation,timespan,journal_sc,author_sc
+1-2,10.1000/A,10.1000/b,2020,P1Y,no,no
+1-3,doi:10.1000/a,https://doi.org/10.1000/c,2020,P1Y,no,no
+1-4,10.1000/a,10.1000/d,2020,P1Y,no,no
+2-3,10.1000/b,10.1000/c,2020,P1Y,no,no
+2-4,10.1000/b,10.1000/d,2020,P1Y,no,no
+2-4,10.1000/B,10.1000/D,2020,P1Y,no,no
+4-5,10.1000/d,10.1000/e,2020,P1Y,no,no
+oci-x,10.1000/social.oci.2,10.1000/a,2020,P1Y,no,no
+5-5,10.1000/e,10.1000/E,2020,P1Y,no,no
+6-7,10.1000/f,10.1000/zz-missing,2020,P1Y,no,no
+7-6,10.1000/zz-missing,10.1000/f,2020,P1Y,no,no
+8-9,10.1000/g,10.1000/n,2020,P1Y,no,no
+bad,not-a-doi,10.1000/a,2020,P1Y,no,no
+short,10.1000/a
+"""
+INDEX = """id,citing,cited,creation
+x,omid:br/0601 doi:10.1000/f,omid:br/0602 doi:10.1000/g pmid:12,2020
+y,omid:br/0603,omid:br/0602,2020
+z,omid:br/0699,omid:br/0601,2020
+"""
+META = """id,title
+omid:br/0601 doi:10.1000/F,F
+omid:br/0602 doi:10.1000/g issn:1234-5678,G
+omid:br/0603 doi:10.1000/c,C
+"""
+
+
+@pytest.fixture(scope="module")
+def build(tmp_path_factory, beam_args) -> tuple[Path, dict, dict, dict]:
+    out = tmp_path_factory.mktemp("build")
+    write_documents(out)
+    (out / "in").mkdir()
+    (out / "in" / "coci.csv").write_text(CSV)
+    (out / "in" / "index.csv").write_text(INDEX)
+    (out / "meta.csv").write_text(META)
+    c = citations.run(
+        argparse.Namespace(out=str(out), opencitations=[str(out / "in")], meta=[str(out / "meta.csv")], shards=3),
+        beam_args,
+    )
+    s = split.run_split(str(out), beam_args, shards=2, config=SplitConfig(top_k=2, min_idt_groups=0))
+    p = pairs.run_pairs(str(out), beam_args, shards=3, max_degree=1000)
+    return out, c, s, p
+
+
+def test_citations_edges_and_counts(build):
+    out, counts, _, _ = build
+    got = parquet_io.read_table(layout.citations_dir(str(out)), schema=None)
+    edges = set(zip(got["citing_doi"].to_pylist(), got["cited_doi"].to_pylist(), strict=True))
+    d = "10.1000/"
+    assert edges == {
+        (d + "a", d + "b"), (d + "a", d + "c"), (d + "a", d + "d"), (d + "b", d + "c"), (d + "b", d + "d"),
+        (d + "d", d + "e"), (d + "social.oci.2", d + "a"), (d + "f", d + "g"), (d + "c", d + "g"),
+    }
+    assert counts["rows_read"] == 17
+    assert counts["duplicate_edge"] == 1 and counts["self_citation"] == 1
+    assert counts["citing_missing"] == 1 and counts["cited_missing"] == 1 and counts["no_abstract"] == 1
+    assert counts["malformed_row"] == 1 and counts["bad_doi"] == 1 and counts["no_doi"] == 1
+    drops = ("rows_unrecognized_file", "malformed_row", "bad_doi", "no_doi", "self_citation", "duplicate_edge",
+             "citing_missing", "cited_missing", "no_abstract", "edges_kept")
+    assert counts["rows_read"] == sum(counts.get(k, 0) for k in drops)
+    assert counts["edges_kept"] == len(edges)
+    rejects = parquet_io.read_table(layout.rejects_dir(str(out), "citations"), schema=REJECTS)
+    assert sorted(rejects["reason"].to_pylist()) == ["bad_doi", "malformed_row"]
+    stats = json.loads(Path(layout.stats_path(str(out), "citations")).read_text())
+    assert stats["counts"] == counts
+
+
+def test_split_output(build):
+    out, _, counts, _ = build
+    table = pl.from_arrow(parquet_io.read_table(layout.splits_dir(str(out)), schema=SPLITS))
+    assert table.columns == SPLITS.names
+    assert table.height == counts["papers_linked"] == 8  # a..g and social.oci.2; n has no abstract
+    assert table["doi"].n_unique() == table.height
+    assert counts["documents_read"] == counts["no_link"] + counts["papers_linked"]
+    assert counts["papers_linked"] == counts["train"] + counts["idt"] + counts["odt"]
+    by = dict(zip(table["doi"].to_list(), table["split"].to_list(), strict=True))
+    assert by["10.1000/e"] == "odt"  # French is not in the top-2 languages (en, de)
+    assert by["10.1000/d"] == "odt"  # English, cites the ODT French paper
+
+
+def test_pairs_output(build):
+    out, _, _, counts = build
+    splits = pl.from_arrow(parquet_io.read_table(layout.splits_dir(str(out)), schema=SPLITS))
+    cit = pl.from_arrow(parquet_io.read_table(layout.citations_dir(str(out))))
+    from openmsd_build.pairing import compute_pairs
+
+    expected, exp_counts = compute_pairs(cit, splits)
+    for rel in ("dc", "cc", "bc"):
+        for name in ("train", "idt", "odt"):
+            got = pl.from_arrow(parquet_io.read_table(layout.pairs_dir(str(out), rel, name), schema=PAIRS))
+            assert got.columns == PAIRS.names
+            assert got.sort("doi_a", "doi_b").equals(expected[(rel, name)].sort("doi_a", "doi_b")), (rel, name)
+            if rel != "dc":
+                assert counts[f"{rel}_pairs.{name}"] == got.height
+                assert (got["doi_a"] < got["doi_b"]).all()
+    assert counts["edges_read"] == counts["edges_annotated"] + counts["edges_unannotated"] == cit.height
+    dc = sum(v for k, v in counts.items() if k.startswith("dc_kept."))
+    assert counts["edges_annotated"] == dc + counts.get("dc_cross_split", 0) + counts.get("dc_odt_en_en", 0)
+    for rel in ("cc", "bc"):
+        assert counts[f"{rel}_instances"] == exp_counts[f"{rel}_instances"]
