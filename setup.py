@@ -22,6 +22,8 @@ INSTALL_REQUIRES = [
     "pypdfium2>=4.20,<6",
     "warcio>=1.7,<2",
     "matplotlib>=3.7,<4",
+    "orjson>=3.9,<4",
+    "bm25s>=0.2,<1",
 ]
 
 setup(
@@ -45,6 +47,8 @@ setup(
             "pytest-timeout>=2.2",
             "hypothesis>=6.90",
             "ruff>=0.5",
+            "datasets>=2.18",
+            "gcp-storage-emulator>=2024.8.3",
         ],
         "gcp": [
             "apache-beam[gcp]>=2.60,<3",

@@ -28,6 +28,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("openmsd_build.report.command", "statistics tables, funnel and figures of a build"),
     "run": ("openmsd_build.pipelines.run", "run every stage in order"),
     "inspect": ("openmsd_build.extract.inspect", "show what the text stage extracts from one page or PDF"),
+    "release": ("openmsd_build.release.command", "write an id-only release of a build (no text), with checksums"),
+    "reconstruct": ("openmsd_build.release.reconstruct", "rebuild the text columns of an id-only release"),
+    "export": ("openmsd_build.evaluation.export", "export retrieval tasks and trainer pairs (BEIR, MTEB, HF datasets)"),
+    "evaluate": ("openmsd_build.evaluation.evaluate", "MAP and nDCG@10 on IDT / ODT retrieval (embeddings or BM25)"),
 }
 
 
