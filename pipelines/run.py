@@ -92,8 +92,11 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
         results[stage] = module.run(stage_args, beam_args) or {}
         print(f"   {stage} took {time.time() - started:.1f} s", flush=True)
     if not args.no_report:
+        from openmsd_build.evaluation.evaluate import run_bm25_baseline
         from openmsd_build.report.command import build_report, headline_table
 
+        if last == len(names) - 1:  # the lexical baseline needs the splits and pairs
+            run_bm25_baseline(args.out)
         stats = build_report(args.out)
         print(headline_table(stats))
         print(f"outputs: {args.out}/  report: {layout.report_dir(args.out)}/report.html")

@@ -127,6 +127,7 @@ def blocks(stats: dict, pngs: dict[str, bytes]) -> list[Block]:
     out += _figures(stats, pngs)
     out += _table2(stats)
     out += _table3(stats)
+    out += _evaluation(stats)
     out += _funnel(stats)
     out += _fetch(stats)
     out += _queue(stats)
@@ -213,6 +214,33 @@ def _table3(stats: dict) -> list[Block]:
             )
     headers = ["relation", "split"] + [CLASS_LABELS[c] for c in classes] + ["pairs", "total support"]
     return res + [Block("table", headers=headers, rows=rows)]
+
+
+def _evaluation(stats: dict) -> list[Block]:
+    """Retrieval evaluation (`openmsd-build evaluate`, e.g. the BM25 baseline); shown only
+    when `evaluation/` holds results."""
+    ev = stats.get("evaluation")
+    if not ev:
+        return []
+    res = [Block("h2", "Retrieval evaluation — MAP and nDCG on IDT / ODT")]
+    first = next(iter(next(iter(ev.values())).values()))
+    res.append(Block("p", "Every paper of the split is a query ranking the whole split except itself; relevant "
+                          "papers are its DC / CC / BC partners. Class X-Y ranks the side-Y papers for side-X "
+                          "queries (en = English, xx = other). Queries without a relevant paper are left out of "
+                          f"the means and counted. Ties: {first.get('tie_rule') or '—'}."))
+    for model, by_split in ev.items():
+        for split, r in by_split.items():
+            k = r.get("k") or 10
+            res.append(Block("h3", f"{model} on {split} (pool {fmt_int(r.get('pool'))} papers)"))
+            rows = []
+            for rel, by_cls in (r.get("relations") or {}).items():
+                for cls, m in by_cls.items():
+                    rows.append([rel.upper(), CLASS_LABELS.get(cls, cls), fmt_float(m.get("map"), 4),
+                                 fmt_float(m.get(f"ndcg@{k}"), 4), fmt_int(m.get("queries")),
+                                 fmt_int(m.get("queries_without_relevant"))])
+            headers = ["relation", "class", "MAP", f"nDCG@{k}", "queries", "no relevant"]
+            res.append(Block("table", headers=headers, rows=rows))
+    return res
 
 
 def _funnel(stats: dict) -> list[Block]:

@@ -457,6 +457,45 @@ def funnel(stats: dict) -> list[dict]:
     return steps
 
 
+def evaluation_section(out: str) -> dict | None:
+    """Retrieval results of `openmsd-build evaluate` (`evaluation/<model>_<split>.json`,
+    e.g. the BM25 baseline's `bm25_idt.json`): per model and split, MAP and nDCG@k per
+    relation and language class, as written. None when the folder has no results."""
+    pattern = join_path(out, "evaluation", "*.json")
+    try:
+        paths = sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
+    except Exception:  # noqa: BLE001 - no match raises on some filesystems
+        paths = []
+    results: dict[str, dict] = {}
+    for path in paths:
+        try:
+            doc = read_json(path)
+        except Exception:  # noqa: BLE001 - a broken or foreign JSON file is skipped, not fatal
+            continue
+        if not isinstance(doc, dict) or not {"model", "split", "relations", "k"} <= set(doc):
+            continue
+        keep = ("model", "split", "k", "pool", "pool_english", "tie_rule", "protocol", "params")
+        entry = {key: doc.get(key) for key in keep}
+        # Relations in build order (dc, cc, bc), classes as "all" then LANG_CLASSES.
+        rels = doc.get("relations") or {}
+        rel_order = [r for r in layout.RELATIONS if r in rels] + sorted(r for r in rels if r not in layout.RELATIONS)
+        cls_order = ("all", *LANG_CLASSES)
+        entry["relations"] = {
+            r: dict(sorted(rels[r].items(), key=lambda kv: (cls_order.index(kv[0]) if kv[0] in cls_order else 99, kv[0])))
+            for r in rel_order
+        }
+        results.setdefault(str(doc["model"]), {})[str(doc["split"])] = entry
+    if not results:
+        return None
+    # The BM25 baseline first, then other models by name; splits in build order.
+    order = sorted(results, key=lambda m: (m != "bm25", m))
+    split_order = {s: i for i, s in enumerate(layout.SPLIT_NAMES)}
+    return {
+        m: dict(sorted(results[m].items(), key=lambda kv: (split_order.get(kv[0], len(split_order)), kv[0])))
+        for m in order
+    }
+
+
 def compute_stats(out: str, top: int = 20, rate_per_host: float | None = 1.0) -> dict:
     """All numbers of the report for the output root `out` (local path or gs://)."""
     docs = documents_section(out, top)
@@ -475,6 +514,7 @@ def compute_stats(out: str, top: int = 20, rate_per_host: float | None = 1.0) ->
         "queue": queue_section(out, top, rate_per_host, hosts),
         "stage_counts": stage_counts(out),
         "rejects": rejects_section(out),
+        "evaluation": evaluation_section(out),
     }
     stats["table1"] = table1(docs, cit)
     stats["funnel"] = funnel(stats)

@@ -1,0 +1,159 @@
+"""`openmsd-build export`: BEIR JSONL, MTEB-style Parquet, trainer tables and the Hugging
+Face layout, loaded back with the `datasets` library (offline, local files only)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import polars as pl
+import pytest
+
+from openmsd_build.cli import main
+from openmsd_build.evaluation import hf_dataset, trainer
+from openmsd_build.evaluation.export import export_build
+from openmsd_build.evaluation.testing import write_tiny_build
+
+
+@pytest.fixture()
+def exported(tmp_path):
+    out = str(tmp_path / "build")
+    write_tiny_build(out)
+    summary = export_build(out)
+    return out, summary, tmp_path / "build" / "export"
+
+
+def _jsonl(path):
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_beir_layout(exported):
+    _, summary, dest = exported
+    task = dest / "beir" / "idt" / "dc"
+    corpus = _jsonl(task / "corpus.jsonl")
+    assert [d["_id"] for d in corpus] == ["10.1/a", "10.1/b", "10.1/c", "10.1/d", "10.1/e", "10.1/f"]
+    assert corpus[0] == {"_id": "10.1/a", "title": "Deep learning for protein folding",
+                         "text": "We fold proteins with neural networks.", "language": "en"}
+    queries = _jsonl(task / "queries.jsonl")
+    assert [q["_id"] for q in queries] == ["10.1/a", "10.1/b", "10.1/c", "10.1/d"]
+    assert queries[0]["text"] == "Deep learning for protein folding\nWe fold proteins with neural networks."
+    lines = (task / "qrels" / "test.tsv").read_text().splitlines()
+    assert lines[0] == "query-id\tcorpus-id\tscore"
+    assert sorted(lines[1:]) == sorted([
+        "10.1/a\t10.1/b\t1", "10.1/b\t10.1/a\t1", "10.1/c\t10.1/a\t1", "10.1/a\t10.1/c\t1",
+        "10.1/d\t10.1/b\t1", "10.1/b\t10.1/d\t1",
+    ])
+    assert summary["retrieval"]["odt"]["bc"] == {"queries": 0, "qrels": 0, "pairs_outside_pool": 0}
+
+
+def test_trainer_tables(exported):
+    _, summary, dest = exported
+    pairs = pl.read_parquet(dest / "trainer" / "train" / "pairs_dc_or_cc.parquet")
+    assert pairs.columns[:2] == ["anchor", "positive"]
+    # DC (5 unordered pairs) is down-sampled to CC's size (2) in expectation; CC is kept whole.
+    got = set(zip(pairs["anchor_doi"], pairs["positive_doi"], strict=True))
+    assert {("10.1/m", "10.1/n"), ("10.1/l", "10.1/n")} <= got
+    assert summary["trainer"]["train"]["pairs_dc_or_cc"]["kept.cc"] == 2
+    row = pairs.filter(pl.col("anchor_doi") == "10.1/m").row(0, named=True)
+    assert row["anchor"] == "Bibliographische Kopplung\nGemeinsame Referenzen verbinden Arbeiten."
+    assert row["lang_anchor"] == "de"
+    # Deterministic: a second export writes the same rows.
+    again, _ = trainer.pairs_for_mix(exported[0], "dc+cc", "train", trainer.split_documents(exported[0], "train"))
+    assert again.equals(pairs)
+
+    triplets = pl.read_parquet(dest / "trainer" / "train" / "triplets.parquet")
+    assert triplets.columns[:3] == ["anchor", "positive", "negative"]
+    # k->l->m (k does not cite m), l->m->o; k->l->n is no negative (k cites n).
+    assert set(triplets.select("anchor_doi", "positive_doi", "negative_doi").iter_rows()) == {
+        ("10.1/k", "10.1/l", "10.1/m"), ("10.1/l", "10.1/m", "10.1/o")}
+
+    ta = pl.read_parquet(dest / "trainer" / "train" / "title_abstract.parquet")
+    assert ta.height == 5 and set(ta["variant"]) == {"same-language"}  # p has no abstract
+    assert ta.filter(pl.col("doi") == "10.1/k").row(0, named=True)["anchor"] == "Citation graphs"
+
+
+def test_intersection_mix_and_bad_names(exported):
+    out = exported[0]
+    frame, counts = trainer.mix_pairs(out, "dc&cc", "idt")
+    assert frame.select("doi_a", "doi_b").rows() == [("10.1/a", "10.1/b")]
+    assert trainer.mix_slug("dc&cc") == "dc_and_cc"
+    with pytest.raises(ValueError):
+        trainer.parse_mix("dc+xx")
+
+
+def test_negatives_rule_by_hand():
+    edges = pl.DataFrame({"citing_doi": ["A", "B", "B", "A", "C", "B"], "cited_doi": ["B", "C", "D", "D", "A", "A"]})
+    neg = trainer.compute_negatives(edges, per_positive=5)
+    # A->B->C (A does not cite C) kept; A->B->D dropped (A cites D); A->B->A dropped (C == A);
+    # C->A->B kept, C->A->D kept; B->C->A dropped (B cites A); B->A->B dropped (C == anchor).
+    assert set(neg.iter_rows()) == {("A", "B", "C"), ("C", "A", "B"), ("C", "A", "D")}
+    assert trainer.compute_negatives(edges, per_positive=1).height == 2
+    # Bridges citing more than max_bridge_degree papers are skipped.
+    assert set(trainer.compute_negatives(edges, per_positive=5, max_bridge_degree=2).iter_rows()) == {
+        ("C", "A", "B"), ("C", "A", "D")}
+
+
+def test_cross_lingual_titles_code_path(tmp_path):
+    out = str(tmp_path / "build")
+    papers = [
+        {"doi": "10.1/k", "titles": ["Citation graphs", "Zitationsgraphen"], "title_translations": None},
+        {"doi": "10.1/l", "titles": None, "title_translations": [{"title": "Analyse de co-citation", "language": "fr"}]},
+        {"doi": "10.1/n", "titles": ["Document embeddings (english again)"], "title_translations": None},
+    ]
+    write_tiny_build(out, papers_extra=papers)
+
+    def detect(title):  # stands in for CLD3 in this test
+        return ("de", 0.99, True) if title == "Zitationsgraphen" else ("en", 0.99, True)
+
+    summary = export_build(out, trainer_splits=("train",), splits=("idt",), detect=detect)
+    ta = pl.read_parquet(os.path.join(out, "export", "trainer", "train", "title_abstract.parquet"))
+    cross = ta.filter(pl.col("variant") != "same-language").sort("doi", "variant")
+    assert cross.select("doi", "variant", "anchor", "lang_anchor", "lang_positive").rows() == [
+        ("10.1/k", "cross-lingual", "Zitationsgraphen", "de", "en"),
+        ("10.1/k", "title-title", "Zitationsgraphen", "de", "en"),
+        ("10.1/l", "cross-lingual", "Analyse de co-citation", "fr", "en"),
+        ("10.1/l", "title-title", "Analyse de co-citation", "fr", "en"),
+    ]
+    assert cross.filter(pl.col("variant") == "title-title")["positive"].to_list() == [
+        "Citation graphs", "Co-citation analysis"]
+    counts = summary["trainer"]["train"]["title_abstract"]
+    assert counts["cross_lingual_titles"] == 2 and counts["extra_title_columns"] == ["titles", "title_translations"]
+
+
+def test_card_lists_every_nonempty_config_and_datasets_loads_them(exported, monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    import datasets
+
+    _, summary, dest = exported
+    card = (dest / "README.md").read_text(encoding="utf-8")
+    configs = hf_dataset.parse_configs(card)
+    assert set(configs) == set(summary["configs"])
+    assert "idt-dc-queries" in configs and "pairs-dc_or_cc" in configs and "triplets" in configs
+    assert "odt-bc-qrels" not in configs and "odt-bc-qrels (test)" in summary["skipped_empty"]
+    assert configs["idt-dc-corpus"] == {"test": "retrieval/idt/corpus.parquet"}
+    cache = str(tmp_path / "cache")
+    for name, files in configs.items():
+        ds = datasets.load_dataset("parquet", data_files={s: str(dest / p) for s, p in files.items()}, cache_dir=cache)
+        for split in files:
+            assert ds[split].num_rows > 0, name
+    qrels = datasets.load_dataset(str(dest), "idt-dc-qrels", cache_dir=cache)["test"]
+    assert qrels.column_names == ["query-id", "corpus-id", "score"] and qrels.num_rows == 6
+    corpus = datasets.load_dataset(str(dest), "odt-dc-corpus", cache_dir=cache)["test"]
+    assert corpus.column_names == ["_id", "title", "text", "language"] and corpus.num_rows == 4
+    pairs = datasets.load_dataset(str(dest), "pairs-dc_or_cc", cache_dir=cache)["train"]
+    assert pairs.select_columns(["anchor", "positive"]).num_rows == pairs.num_rows > 0
+
+
+def test_export_cli(tmp_path, capsys):
+    out = str(tmp_path / "build")
+    write_tiny_build(out)
+    dest = str(tmp_path / "x")
+    assert main(["export", "--out", out, "--dest", dest, "--mix", "dc+cc", "--mix", "cc&bc", "--no-beir"]) == 0
+    assert "configs; card README.md" in capsys.readouterr().out
+    assert os.path.exists(os.path.join(dest, "trainer", "train", "pairs_cc_and_bc.parquet"))
+    assert not os.path.exists(os.path.join(dest, "beir"))
+    assert main(["export", "--out", out, "--mix", "dc+zz"]) == 2
+    assert main(["export", "--out", out, "--runner=FlinkRunner"]) == 2
+    assert "runs no Beam pipeline" in capsys.readouterr().err

@@ -1,0 +1,183 @@
+"""Ranking metrics against hand-computed cases (ties, exclusions, queries without relevant
+documents), the fast rank computation against a full sort, and the evaluation loop per
+relation and language class, including `evaluate --embeddings` on Parquet and .npy."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from openmsd_build.cli import main
+from openmsd_build.evaluation import metrics, tasks
+from openmsd_build.evaluation.evaluate import EmbeddingScorer, evaluate_pool
+from openmsd_build.evaluation.testing import DOCS, write_tiny_build
+
+L2, L3, L4, L5 = (math.log2(x) for x in (2, 3, 4, 5))
+
+
+def test_average_precision_and_ndcg_by_hand():
+    # Scores rank positions 0..4 in order; relevant {1, 3} sit at ranks 2 and 4.
+    ranks = metrics.relevant_ranks([0.9, 0.8, 0.7, 0.6, 0.5], [1, 3])
+    assert ranks.tolist() == [2, 4]
+    assert metrics.average_precision(ranks) == pytest.approx((1 / 2 + 2 / 4) / 2)
+    assert metrics.ndcg_at_k(ranks) == pytest.approx((1 / L3 + 1 / L5) / (1 / L2 + 1 / L3))
+    # A relevant document below the cut-off adds nothing to DCG but counts in IDCG.
+    assert metrics.ndcg_at_k([1, 11]) == pytest.approx((1 / L2) / (1 / L2 + 1 / L3))
+    assert metrics.ndcg_at_k([3], k=2) == 0.0
+    # Perfect ranking.
+    assert metrics.average_precision([1, 2, 3]) == 1.0
+    assert metrics.ndcg_at_k([1, 2, 3]) == pytest.approx(1.0)
+    # Relevant documents never retrieved count as precision 0 when n_relevant says so.
+    assert metrics.average_precision([1], n_relevant=2) == 0.5
+    with pytest.raises(ValueError):
+        metrics.average_precision([])
+    with pytest.raises(ValueError):
+        metrics.ndcg_at_k([])
+
+
+def test_query_itself_is_excluded():
+    # The query (position 0) scores highest against itself; without it, 2 is first.
+    scores = [1.0, 0.5, 0.7]
+    assert metrics.ranking(scores, exclude=0).tolist() == [2, 1]
+    assert metrics.relevant_ranks(scores, [2], exclude=0).tolist() == [1]
+    assert metrics.relevant_ranks(scores, [1], exclude=0).tolist() == [2]
+    # A self pair is no relevant document.
+    assert metrics.relevant_ranks(scores, [0], exclude=0).tolist() == []
+
+
+def test_ties_are_broken_by_pool_position_ascending():
+    scores = [0.5, 0.5, 0.5, 0.1]
+    assert metrics.ranking(scores).tolist() == [0, 1, 2, 3]
+    assert metrics.relevant_ranks(scores, [2]).tolist() == [3]
+    assert metrics.relevant_ranks(scores, [0]).tolist() == [1]
+    assert metrics.relevant_ranks(scores, [2], exclude=1).tolist() == [2]
+    # All-equal scores (e.g. a BM25 query sharing no term): pure DOI order.
+    assert metrics.relevant_ranks([0.0] * 6, [4, 1], exclude=0).tolist() == [1, 4]
+    assert metrics.average_precision([1, 4]) == pytest.approx((1 + 2 / 4) / 2)
+    # NaN ranks as -inf, below every real score, and ties among NaNs also go by position.
+    assert metrics.ranking([float("nan"), 0.2, float("nan"), -5.0]).tolist() == [1, 3, 0, 2]
+
+
+def test_mask_restricts_the_candidates():
+    scores = [0.9, 0.8, 0.7, 0.6]
+    mask = np.array([False, True, False, True])
+    assert metrics.relevant_ranks(scores, [3], mask=mask).tolist() == [2]
+    assert metrics.relevant_ranks(scores, [2, 3], mask=mask).tolist() == [2]  # 2 is masked out
+
+
+def test_queries_without_relevant_are_excluded_from_the_mean_and_counted():
+    rows = [
+        (np.array([0.0, 0.9, 0.1]), [1], 0),  # AP 1, nDCG 1
+        (np.array([0.9, 0.0, 0.8]), [2], 1),  # excluded 1: order 0, 2 -> rank 2
+        (np.array([0.3, 0.2, 0.1]), [], 2),  # no relevant document
+        (np.array([0.3, 0.2, 0.1]), [0], 0),  # only itself: no relevant document either
+    ]
+    result = metrics.evaluate_rankings(rows)
+    assert result["queries"] == 2
+    assert result["queries_without_relevant"] == 2
+    assert result["relevant"] == 2
+    assert result["map"] == pytest.approx((1 + 0.5) / 2)
+    assert result["ndcg@10"] == pytest.approx((1 + 1 / L3) / 2)
+    empty = metrics.evaluate_rankings([(np.array([1.0, 2.0]), [], 0)])
+    assert empty["map"] is None and empty["ndcg@10"] is None and empty["queries_without_relevant"] == 1
+
+
+def test_fast_ranks_match_a_full_sort():
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        n = int(rng.integers(2, 40))
+        scores = rng.integers(0, 5, n).astype(float)  # many ties
+        if rng.random() < 0.2:
+            scores[rng.integers(0, n)] = np.nan
+        exclude = int(rng.integers(0, n))
+        relevant = rng.choice(n, size=int(rng.integers(0, n)), replace=False)
+        mask = rng.random(n) < 0.7
+        order = metrics.ranking(scores, exclude=exclude, mask=mask).tolist()
+        expected = sorted(order.index(r) + 1 for r in set(relevant.tolist()) if r in order)
+        assert metrics.relevant_ranks(scores, relevant, exclude=exclude, mask=mask).tolist() == expected
+
+
+def test_relevance_is_symmetric_without_self_pairs_or_duplicates():
+    rel = tasks.relevance_from_pairs("dc", np.array([0, 1, 2, 2, 0, -1]), np.array([1, 0, 2, 3, 1, 3]), 4)
+    assert [rel.of(q).tolist() for q in range(4)] == [[1], [0], [3], [2]]
+    assert rel.pairs_outside_pool == 1
+
+
+class _FixedScorer:
+    def __init__(self, matrix):
+        self.matrix = np.asarray(matrix, dtype=float)
+
+    def score_batch(self, queries):
+        return self.matrix[queries]
+
+
+def test_evaluate_pool_per_language_class():
+    # Pool: 0 en, 1 en, 2 de, 3 ja. Relevant pairs (0,1), (0,2). Scores: row = query.
+    pool = tasks.Pool("idt", ["10.1/0", "10.1/1", "10.1/2", "10.1/3"], [None] * 4, [None] * 4, ["en", "en", "de", "ja"])
+    rel = {"dc": tasks.relevance_from_pairs("dc", np.array([0, 0]), np.array([1, 2]), 4)}
+    scores = [
+        [9, 1, 5, 7],  # query 0: all -> 3, 2, 1 : relevant 2 at rank 2, 1 at rank 3
+        [3, 9, 3, 3],  # query 1: 0, 2, 3 tie at 3 -> position order: 0 first
+        [0, 0, 9, 1],  # query 2: 3 first, then 0 and 1 tie -> 0 second
+        [1, 1, 1, 9],  # query 3: no relevant document
+    ]
+    result = evaluate_pool(pool, rel, _FixedScorer(scores), batch=2)["dc"]
+    assert result["all"]["queries"] == 3 and result["all"]["queries_without_relevant"] == 1
+    ap_all = [(1 / 2 + 2 / 3) / 2, 1.0, 1 / 2]
+    assert result["all"]["map"] == pytest.approx(sum(ap_all) / 3)
+    # en-en: queries 0 and 1 rank the English papers only: q0 -> [1] rank 1; q1 -> [0] rank 1.
+    assert result["en-en"]["map"] == pytest.approx(1.0) and result["en-en"]["queries"] == 2
+    # en-xx: q0 ranks {2, 3}: 3 (7) before 2 (5) -> rank 2; q1 has no non-English partner.
+    assert result["en-xx"]["map"] == pytest.approx(0.5)
+    assert result["en-xx"]["queries"] == 1 and result["en-xx"]["queries_without_relevant"] == 1
+    # xx-en: q2 ranks {0, 1} (tie at 0) -> 0 first; q3 has no English partner.
+    assert result["xx-en"]["map"] == pytest.approx(1.0) and result["xx-en"]["queries_without_relevant"] == 1
+    assert result["xx-xx"]["map"] is None and result["xx-xx"]["queries_without_relevant"] == 2
+
+
+def test_cosine_scorer_normalizes_and_handles_zero_vectors():
+    s = EmbeddingScorer(np.array([[2.0, 0.0], [1.0, 1.0], [0.0, 0.0]]))
+    out = s.score_batch(np.array([0]))
+    assert out[0].tolist() == pytest.approx([1.0, 1 / math.sqrt(2), 0.0])
+
+
+def _vectors(dois):
+    # Topic vectors: protein papers, galaxy papers, translation papers, graphs, training.
+    topic = {"a": 0, "b": 0, "c": 0, "d": 0, "e": 1, "f": 1, "g": 2, "h": 2, "i": 2, "j": 3}
+    out = []
+    for d in dois:
+        v = np.zeros(5, dtype=np.float32)
+        v[topic.get(d[-1], 4)] = 1.0
+        v[4] += 0.01 * (ord(d[-1]) - 96)
+        out.append(v)
+    return np.stack(out)
+
+
+def test_evaluate_embeddings_parquet_and_npy(tmp_path, capsys):
+    out = str(tmp_path / "build")
+    write_tiny_build(out)
+    dois = [d[0].upper() for d in DOCS]  # DOIs are normalized before matching
+    vectors = _vectors([d[0] for d in DOCS])
+    path = tmp_path / "emb.parquet"
+    pq.write_table(pa.table({"doi": dois, "embedding": pa.array(vectors.tolist(), pa.list_(pa.float32()))}), path)
+    assert main(["evaluate", "--out", out, "--embeddings", str(path), "--split", "idt"]) == 0
+    result = json.loads((tmp_path / "build" / "evaluation" / "emb_idt.json").read_text())
+    assert result["model"] == "emb" and result["pool"] == 6 and result["tie_rule"] == metrics.TIE_RULE
+    # Protein papers a-d are one topic, so every DC partner is ranked in the top 3.
+    assert result["relations"]["dc"]["all"]["queries"] == 4
+    assert result["relations"]["dc"]["all"]["map"] > 0.5
+    np.save(tmp_path / "emb.npy", vectors)
+    (tmp_path / "ids.txt").write_text("\n".join(d[0] for d in DOCS) + "\n")
+    assert main(["evaluate", "--out", out, "--embeddings", str(tmp_path / "emb.npy"), "--ids",
+                 str(tmp_path / "ids.txt"), "--name", "npy", "--split", "idt"]) == 0
+    again = json.loads((tmp_path / "build" / "evaluation" / "npy_idt.json").read_text())
+    assert again["relations"] == result["relations"]
+    # A pool paper without a vector is an error, not a silent skip.
+    pq.write_table(pa.table({"doi": dois[:3], "embedding": pa.array(vectors[:3].tolist())}), path)
+    assert main(["evaluate", "--out", out, "--embeddings", str(path), "--split", "idt"]) == 2
+    assert "have no embedding" in capsys.readouterr().err
