@@ -43,6 +43,10 @@ def normalize_text(text: str | None, keep_paragraphs: bool = True) -> str:
     if not text:
         return ""
     text = unicodedata.normalize("NFC", text)
+    if text.isprintable():
+        # Fast path for the common case (most titles, many abstracts): no line breaks, no
+        # control or format characters, no exotic spaces -- only runs of ASCII spaces.
+        return " ".join(text.split())
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = _CONTROL_RE.sub("", text)
     text = _SPACES_RE.sub(" ", text)
@@ -62,6 +66,8 @@ def strip_markup(text: str | None, keep_paragraphs: bool = True) -> str:
     (so `<mml:mi>x</mml:mi>` keeps "x"), block ends as paragraph breaks, entities decoded."""
     if not text:
         return ""
+    if "<" not in text and "&" not in text:
+        return normalize_text(text, keep_paragraphs=keep_paragraphs)
     text = _CDATA_RE.sub(r"\1", text)
     text = _COMMENT_RE.sub(" ", text)
     if keep_paragraphs:
@@ -82,6 +88,16 @@ def clean_title(title: str | None) -> str:
 def clean_abstract(abstract: str | None) -> str:
     """An abstract from any source: markup stripped, paragraphs kept, a leading
     "Abstract" heading (in several languages) dropped."""
+    if not abstract:
+        return ""
+    # A heading on a line of its own ("Resumo\n..."): single line breaks are joined into
+    # spaces by normalization, so look at the raw first line before that happens.
+    first, newline, rest = abstract.lstrip().partition("\n")
+    if newline:
+        first = strip_markup(first, keep_paragraphs=False)
+        heading = _ABSTRACT_HEADING_RE.match(first)
+        if heading and heading.end() == len(first):
+            abstract = rest
     text = strip_markup(abstract, keep_paragraphs=True)
     for _ in range(2):
         stripped = _ABSTRACT_HEADING_RE.sub("", text, count=1)

@@ -1,0 +1,55 @@
+"""Text cleaning: JATS/HTML/MathML markup, whitespace, abstract headings, token counts."""
+
+import pytest
+
+from openmsd_build.textclean import clean_abstract, clean_title, count_tokens, normalize_text, strip_markup
+
+
+def test_jats_abstract_keeps_text_and_paragraphs_and_drops_heading():
+    raw = (
+        "<jats:sec><jats:title>Abstract</jats:title><jats:p>We study <jats:italic>x</jats:italic> in"
+        " <jats:sub>2</jats:sub>D.</jats:p><jats:p>Second &amp; last.</jats:p></jats:sec>"
+    )
+    assert clean_abstract(raw) == "We study x in 2D.\n\nSecond & last."
+
+
+def test_greedy_regex_bug_is_absent():
+    # "</?jats:.+>" deleted everything between the first and last tag
+    assert clean_abstract("<jats:p>Keep <jats:bold>all</jats:bold> of this.</jats:p>") == "Keep all of this."
+
+
+def test_mathml_title_keeps_math_text():
+    title = 'Bounds for <mml:math xmlns:mml="x"><mml:msup><mml:mi>n</mml:mi><mml:mn>2</mml:mn></mml:msup></mml:math> sums'
+    assert clean_title(title) == "Bounds for n 2 sums"
+
+
+@pytest.mark.parametrize(
+    "raw,expected",
+    [
+        ("plain title", "plain title"),
+        ("  many   spaces  ", "many spaces"),
+        ("tab\tand\u00a0nbsp", "tab and nbsp"),
+        ("zero\u200bwidth", "zerowidth"),
+        ("cafe\u0301", "caf\u00e9"),  # NFC
+        ("line\nwrapped\n\nnew paragraph", "line wrapped\n\nnew paragraph"),
+    ],
+)
+def test_normalize_text(raw, expected):
+    assert normalize_text(raw) == expected
+
+
+def test_fast_and_slow_paths_agree_on_one_line_text():
+    for text in ["a  b", " x ", "ünïcödé  text", "日本語 の テキスト"]:
+        assert normalize_text(text) == normalize_text(text + "\u200b")
+
+
+def test_escaped_tags_and_leading_abstract_prefix():
+    assert strip_markup("&lt;i&gt;Escaped&lt;/i&gt; tags") == "Escaped tags"
+    assert clean_abstract("Abstract: The text.") == "The text."
+    assert clean_abstract("ABSTRACT We show things.") == "We show things."
+    assert clean_abstract("Resumo\nO texto em português.") == "O texto em português."
+
+
+def test_count_tokens_counts_cjk_characters():
+    assert count_tokens("deep learning 深度学习") == 2 + 4
+    assert count_tokens("") == 0
