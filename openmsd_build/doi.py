@@ -31,6 +31,9 @@ _MAX_PEELS = 8
 # with no whitespace.
 _DOI_RE = re.compile(r"^10\.\d{4,9}(?:\.\d+)*/\S+$")
 MAX_DOI_LENGTH = 400
+# Already canonical: ASCII, lower-case, no '%', no leading/trailing punctuation to strip.
+# Such strings are returned as they are without the full pipeline (most source DOIs).
+_CANONICAL_RE = re.compile(r"10\.\d{4,9}(?:\.\d+)*/[!-$&-@\[-~]+(?<![.,;:'\"\>\)\]\}])")
 
 
 class InvalidDOI(ValueError):
@@ -52,6 +55,8 @@ def normalize_doi(value: object) -> str:
     """
     if not isinstance(value, str):
         raise InvalidDOI("doi_not_a_string", value)
+    if len(value) <= MAX_DOI_LENGTH and _CANONICAL_RE.fullmatch(value):
+        return value
     text = _INVISIBLE_RE.sub("", value).strip()
     # Prefixes and encodings can nest ("doi:https%3A%2F%2Fdoi.org%2F10..."): peel them off
     # until nothing changes, so the result is a fixpoint and normalization is idempotent.
@@ -74,7 +79,17 @@ def normalize_doi(value: object) -> str:
         raise InvalidDOI("doi_too_long", value)
     if not _DOI_RE.match(text) or "%" in text and _valid_percent(text):
         raise InvalidDOI("doi_malformed", value)
+    if not text.isprintable() or not _encodable(text):  # lone surrogates cannot be written to Parquet
+        raise InvalidDOI("doi_malformed", value)
     return text
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _strip_leading(text: str) -> str:

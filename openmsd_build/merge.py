@@ -38,7 +38,8 @@ _URL_SOURCE_ORDER = ("unpaywall", "openalex", "crossref")
 _FILLED_FIELDS = ("title", "abstract", "venue", "year", "type", "urls", "categories")
 
 
-def _completeness(record: dict) -> int:
+def completeness(record: dict) -> int:
+    """How many of the main fields a record fills (the tie-break inside one source)."""
     return sum(1 for f in _FILLED_FIELDS if record.get(f) not in (None, "", []))
 
 
@@ -58,7 +59,7 @@ def merge_records(records: Iterable[dict]) -> dict:
     for rec in records:
         by_source.setdefault(rec["source"], []).append(rec)
     for recs in by_source.values():
-        recs.sort(key=lambda r: (-_completeness(r), r.get("origin") or ""))
+        recs.sort(key=lambda r: (-completeness(r), r.get("origin") or ""))
 
     def pick(field: str) -> tuple[object, str | None]:
         for source in _PRECEDENCE[field]:

@@ -16,9 +16,13 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+import pyarrow as pa
+
 from openmsd_build.hashing import shard_of
-from openmsd_build.merge import merge_records
+from openmsd_build.merge import completeness
+from openmsd_build.merge_columnar import PROJECTED, merge_frame
 from openmsd_build.rejects import make_reject
+from openmsd_build.schemas import PAPERS
 from openmsd_build.sources import crossref, openalex
 from openmsd_build.sources.crossref import parse_crossref
 from openmsd_build.sources.openalex import parse_openalex
@@ -63,13 +67,17 @@ def read_source_file(
                 record = parse(item.obj)
             except RecordError as exc:
                 item = Item(item.origin, reason=exc.reason, detail=exc.detail, raw=_excerpt(item.obj))
+            except Exception as exc:  # noqa: BLE001 - a parser bug must cost one record, not the whole file
+                item = Item(item.origin, reason="parser_error", detail=f"{type(exc).__name__}: {exc}"[:200],
+                            raw=_excerpt(item.obj))
             else:
                 record["origin"] = item.origin
+                record["completeness"] = completeness(record)
                 shard = shard_of(record["doi"], num_shards)
                 buf = buffers.setdefault(shard, [])
                 buf.append(record)
                 if len(buf) >= batch_size:
-                    yield "batch", (shard, buf)
+                    yield "batch", (shard, pa.Table.from_pylist(buf, schema=PROJECTED))
                     buffers[shard] = []
                 continue
         counts[f"rejected.{source}.{item.reason}"] += 1
@@ -78,7 +86,7 @@ def read_source_file(
         )
     for shard in sorted(buffers):
         if buffers[shard]:
-            yield "batch", (shard, buffers[shard])
+            yield "batch", (shard, pa.Table.from_pylist(buffers[shard], schema=PROJECTED))
     counts[f"files.{source}"] += 1
     yield "counts", dict(counts)
 
@@ -92,29 +100,13 @@ def _excerpt(obj: Any) -> bytes | None:
         return repr(obj)[:4000].encode("utf-8", "replace")
 
 
-def merge_shard(batches: Iterable[list[dict]]) -> tuple[list[dict], dict[str, int]]:
-    """All records of one shard -> merged `papers` rows sorted by DOI, plus join counts:
-    `written`; `merged_records` (records folded into another record's row: cross-source
-    joins and duplicates, so read = written + rejected + merged_records); of those,
-    `merged_duplicates.<source>` (same DOI twice in one source); `joined.<sources>`;
-    `with_abstract`; `with_urls`."""
-    by_doi: dict[str, list[dict]] = {}
-    for batch in batches:
-        for record in batch:
-            by_doi.setdefault(record["doi"], []).append(record)
-    counts: Counter = Counter()
-    rows = []
-    for doi in sorted(by_doi):
-        records = by_doi[doi]
-        row = merge_records(records)
-        rows.append(row)
-        per_source = Counter(r["source"] for r in records)
-        for source, n in per_source.items():
-            if n > 1:
-                counts[f"merged_duplicates.{source}"] += n - 1
-        counts["merged_records"] += len(records) - 1
-        counts["joined." + "+".join(row["sources"])] += 1
-        counts["written"] += 1
-        counts["with_abstract"] += row["abstract"] is not None
-        counts["with_urls"] += bool(row["urls"])
-    return rows, dict(counts)
+def merge_shard(batches: Iterable[pa.Table | list]) -> tuple[pa.Table, dict[str, int]]:
+    """All records of one shard (Arrow tables of `PROJECTED` rows) -> the merged `papers`
+    table sorted by DOI, plus join counts: `written`; `merged_records` (records folded into
+    another record's row: cross-source joins and duplicates, so
+    read = written + rejected + merged_records); of those, `merged_duplicates.<source>`
+    (same DOI twice in one source); `joined.<sources>`; `with_abstract`; `with_urls`."""
+    tables = [b for b in batches if isinstance(b, pa.Table) and b.num_rows]
+    if not tables:
+        return PAPERS.empty_table(), {}
+    return merge_frame(pa.concat_tables(tables))

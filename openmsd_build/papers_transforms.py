@@ -5,7 +5,6 @@ from __future__ import annotations
 import apache_beam as beam
 
 from openmsd_build import paper_join, parquet_io
-from openmsd_build.schemas import PAPERS
 from openmsd_build.transforms import COUNTS_TAG, REJECTS_TAG, bump
 
 
@@ -37,9 +36,8 @@ class MergeAndWriteShard(beam.DoFn):
 
     def process(self, element):
         shard, batches = element
-        rows, counts = paper_join.merge_shard(batches)
-        if rows or shard == 0:
-            path = parquet_io.part_path(self.directory, shard, self.num_shards)
-            parquet_io.write_table(parquet_io.table_from_rows(rows, PAPERS), path)
+        table, counts = paper_join.merge_shard(batches)
+        if table.num_rows or shard == 0:
+            parquet_io.write_table(table, parquet_io.part_path(self.directory, shard, self.num_shards))
         bump(paper_join.STAGE, counts)
         yield counts

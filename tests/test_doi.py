@@ -104,3 +104,25 @@ def _ascii_upper(text: str) -> str:
 
 def _ascii_lower(text: str) -> str:
     return "".join(c.lower() if c.isascii() else c for c in text)
+
+
+ascii_dois = st.builds(
+    lambda reg, suffix: f"10.{reg}/{suffix}",
+    st.integers(min_value=1000, max_value=99999),
+    st.text(st.characters(min_codepoint=32, max_codepoint=126), min_size=1, max_size=20),
+)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.one_of(dois, ascii_dois))
+def test_fast_path_agrees_with_full_normalization(doi):
+    from openmsd_build import doi as doi_module
+
+    key = try_normalize_doi(doi)
+    pattern = doi_module._CANONICAL_RE
+    try:
+        doi_module._CANONICAL_RE = doi_module.re.compile(r"(?!)")  # never matches: full pipeline
+        slow = try_normalize_doi(doi)
+    finally:
+        doi_module._CANONICAL_RE = pattern
+    assert key == slow

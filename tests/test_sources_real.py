@@ -107,7 +107,7 @@ def test_crossref_and_openalex_records_of_one_doi_merge_into_one_paper(real_samp
 def test_crossref_file_shapes_all_read(real_samples, name):
     outputs = list(read_source_file(str(real_samples / name), "crossref", num_shards=4))
     counts = [v for tag, v in outputs if tag == "counts"][0]
-    records = [r for tag, (shard, batch) in ((t, v) for t, v in outputs if t == "batch") for r in batch]
+    records = [r for tag, (shard, batch) in ((t, v) for t, v in outputs if t == "batch") for r in batch.to_pylist()]
     rejects = [v for tag, v in outputs if tag == "reject"]
     assert records, name
     assert counts["read.crossref"] == len(records) + len(rejects)
