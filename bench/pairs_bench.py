@@ -7,12 +7,15 @@ writes it as a `citations/` + `splits/` build, and times, each in its own proces
 the peak RSS (`resource.getrusage`) belongs to that phase alone:
 
 * `reference` — plain polars CC and BC counts on int ids (self-join per C + group_by),
-  no splits, no cap: the yardstick;
+  no splits, the same cap, nothing written: the yardstick of the first version;
+* `full` — plain polars doing the stage's whole work the obvious way (annotate by id, DC,
+  same-split CC/BC with the ODT rule, DOIs and languages by joins, DOI order, zstd Parquet
+  per relation and split): the "same work" yardstick of DESIGN.md;
 * `pure` — `pairing.compute_pairs` (the stage's functions without Beam, with DOIs, splits,
   languages, the cap and the DOI mapping);
 * `beam` — `pipelines.pairs.run_pairs` on the FnApiRunner.
 
-Usage: `python bench/pairs_bench.py --edges 1000000 [--papers N] [--shards 16]`.
+Usage: `python bench/pairs_bench.py --edges 1000000 [--papers N] [--shards 16] [--phases reference,full,pure,beam]`.
 """
 
 from __future__ import annotations
@@ -53,9 +56,14 @@ def generate(edges: int, papers: int, alpha: float = 2.0, seed: int = 7) -> tupl
     )
     linked = pl.concat([ids["a"], ids["b"]]).unique()
     splits = nodes.filter(pl.col("i").is_in(linked.implode())).select("doi", "paper_id", "split", "language", "group")
-    cit = ids.select(
-        pl.format("10.5555/b{}", pl.col("a")).alias("citing_doi"), pl.format("10.5555/b{}", pl.col("b")).alias("cited_doi")
+    pid = nodes.select("i", "paper_id")
+    cit = ids.join(pid.rename({"i": "a", "paper_id": "citing_id"}), on="a").join(
+        pid.rename({"i": "b", "paper_id": "cited_id"}), on="b"
     )
+    cit = cit.select(
+        pl.format("10.5555/b{}", pl.col("a")).alias("citing_doi"), pl.format("10.5555/b{}", pl.col("b")).alias("cited_doi"),
+        "citing_id", "cited_id",
+    )  # as the citations stage writes them: ids are hash64(doi), the split stage's paper_id
     return cit, splits
 
 
@@ -74,6 +82,48 @@ def reference(cit: pl.DataFrame, max_degree: int) -> dict:
             "cc_instances": int(cc["len"].sum()), "bc_instances": int(bc["len"].sum())}
 
 
+def reference_full(cit: pl.DataFrame, splits: pl.DataFrame, max_degree: int, out: Path) -> dict:
+    """Plain polars doing the stage's whole work on one machine, written the obvious way:
+    annotate both ends by id, DC, CC/BC by a self-join on (C, split) with the cap and the
+    ODT En-En rule, counts, DOIs and languages by joins, DOI order, zstd Parquet per
+    relation and split. No Beam, no sharding, no counters."""
+    t0 = time.perf_counter()
+    look = splits.select(pl.col("paper_id").alias("id"), "doi", pl.col("language").alias("lang"), "split",
+                         (pl.col("language") == "en").alias("en"))
+    attrs = look.select("id", "split", "en")
+    e = cit.select("citing_id", "cited_id")
+    e = e.join(attrs.rename({"id": "citing_id", "split": "s1", "en": "e1"}), on="citing_id")
+    e = e.join(attrs.rename({"id": "cited_id", "split": "s2", "en": "e2"}), on="cited_id")
+    names = look.select("id", "doi", "lang")
+    frames = {"dc": e.filter((pl.col("s1") == pl.col("s2")) & ~((pl.col("s1") == "odt") & pl.col("e1") & pl.col("e2")))
+              .select(pl.col("citing_id").alias("x"), pl.col("cited_id").alias("y"), pl.col("s1").alias("s"),
+                      pl.lit(1).alias("support"))}
+    for rel, c, x, s, en in (("cc", "citing_id", "cited_id", "s2", "e2"), ("bc", "cited_id", "citing_id", "s1", "e1")):
+        m = e.select(pl.col(c).alias("c"), pl.col(x).alias("x"), pl.col(s).alias("s"), pl.col(en).alias("en"))
+        m = m.filter(pl.len().over("c") <= max_degree)
+        p = m.join(m, on=["c", "s"], suffix="_2").filter(pl.col("x") < pl.col("x_2"))
+        p = p.filter(~((pl.col("s") == "odt") & pl.col("en") & pl.col("en_2")))
+        frames[rel] = p.group_by("x", "x_2", "s").len("support").rename({"x_2": "y"})
+    rows = {}
+    for rel, f in frames.items():
+        f = f.join(names.rename({"id": "x", "doi": "doi_a", "lang": "lang_a"}), on="x")
+        f = f.join(names.rename({"id": "y", "doi": "doi_b", "lang": "lang_b"}), on="y")
+        if rel != "dc":
+            sw = pl.col("doi_a") > pl.col("doi_b")
+            f = f.with_columns(pl.when(sw).then(pl.col(b)).otherwise(pl.col(a)).alias(a)
+                               for a, b in (("doi_a", "doi_b"), ("doi_b", "doi_a"), ("lang_a", "lang_b"),
+                                            ("lang_b", "lang_a")))
+        f = f.with_columns((pl.when(pl.col("lang_a") == "en").then(pl.lit("en")).otherwise(pl.lit("xx")) + "-"
+                            + pl.when(pl.col("lang_b") == "en").then(pl.lit("en")).otherwise(pl.lit("xx")))
+                           .alias("lang_class")).sort("x", "y")
+        for split in ("train", "idt", "odt"):
+            part = f.filter(pl.col("s") == split).select("doi_a", "doi_b", "lang_a", "lang_b", "lang_class", "support")
+            part.write_parquet(out / f"{rel}-{split}.parquet", compression="zstd")
+            rows[f"{rel}/{split}"] = part.height
+    return {"seconds": time.perf_counter() - t0, "rows": rows, "cc_instances": int(frames["cc"]["support"].sum()),
+            "bc_instances": int(frames["bc"]["support"].sum())}
+
+
 def phase(name: str, root: Path, shards: int, max_degree: int) -> dict:
     from openmsd_build import layout, parquet_io
 
@@ -81,6 +131,10 @@ def phase(name: str, root: Path, shards: int, max_degree: int) -> dict:
     t0 = time.perf_counter()
     if name == "reference":
         result = reference(cit, max_degree)
+    elif name == "full":
+        splits = pl.from_arrow(parquet_io.read_table(layout.splits_dir(str(root))))
+        (root / "full").mkdir(exist_ok=True)
+        result = reference_full(cit, splits, max_degree, root / "full")
     elif name == "pure":
         from openmsd_build.pairing import compute_pairs
 
@@ -109,7 +163,8 @@ def main() -> None:
     ap.add_argument("--shards", type=int, default=16)
     ap.add_argument("--max-degree", type=int, default=1000)
     ap.add_argument("--alpha", type=float, default=2.0, help="Pareto shape of the cited-side weights (smaller = more skew)")
-    ap.add_argument("--phase", choices=["reference", "pure", "beam"], help=argparse.SUPPRESS)
+    ap.add_argument("--phase", choices=["reference", "full", "pure", "beam"], help=argparse.SUPPRESS)
+    ap.add_argument("--phases", default="reference,full,pure,beam", help="comma-separated phases to run")
     ap.add_argument("--root", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.phase:
@@ -128,7 +183,7 @@ def main() -> None:
         print(f"graph: {cit.height:,} edges, {splits.height:,} papers, max in-degree {indeg.max():,}, "
               f"generated in {time.perf_counter() - t0:.1f}s", flush=True)
         results = {}
-        for name in ("reference", "pure", "beam"):
+        for name in args.phases.split(","):
             cmd = [sys.executable, __file__, "--phase", name, "--root", str(root), "--shards", str(args.shards),
                    "--max-degree", str(args.max_degree)]
             proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
@@ -137,12 +192,15 @@ def main() -> None:
             print(f"{name:9s} {r['seconds']:7.2f}s  {r['edges'] / r['seconds']:12,.0f} edges/s  "
                   f"cc_instances {r['cc_instances']:,}  bc_instances {r['bc_instances']:,}  "
                   f"peak RSS {r['peak_rss_mb']:,.0f} MB", flush=True)
-        print("reference distinct pairs: cc", f"{results['reference']['cc_pairs']:,}", "bc",
-              f"{results['reference']['bc_pairs']:,}")
-        print("beam pairs written:", json.dumps(results["beam"]["pairs"]))
-        ref = results["reference"]["seconds"]
-        print(f"ratio pure/reference {results['pure']['seconds'] / ref:.2f}x, "
-              f"beam/reference {results['beam']['seconds'] / ref:.2f}x")
+        if "reference" in results:
+            print("reference distinct pairs: cc", f"{results['reference']['cc_pairs']:,}", "bc",
+                  f"{results['reference']['bc_pairs']:,}")
+        if "beam" in results:
+            print("beam pairs written:", json.dumps(results["beam"]["pairs"]))
+        for base in ("reference", "full"):
+            for other in ("pure", "beam"):
+                if base in results and other in results:
+                    print(f"ratio {other}/{base} {results[other]['seconds'] / results[base]['seconds']:.2f}x")
 
 
 if __name__ == "__main__":

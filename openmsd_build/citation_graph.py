@@ -25,6 +25,8 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from openmsd_build.hashing import hash64
+
 _M1 = np.uint64(0x9E3779B97F4A7C15)
 _M2 = np.uint64(0xBF58476D1CE4E5B9)
 _M3 = np.uint64(0x94D049BB133111EB)
@@ -155,18 +157,34 @@ def dedup_edges(edges: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:
 
 
 def document_keys(docs: pl.DataFrame) -> pl.DataFrame:
-    """(doi, has_abstract) per document; a DOI listed twice keeps 'has abstract' if any copy has."""
-    return docs.select(
+    """(doi, has_abstract, paper_id) per document; a DOI listed twice keeps 'has abstract'
+    if any copy has. `paper_id = hashing.hash64(doi)` (the split stage's key) is computed
+    here, once per document with an abstract, and travels onto the kept edges as
+    `citing_id` / `cited_id` (null for documents without one: their edges are dropped)."""
+    keys = docs.select(
         pl.col("doi"),
         (pl.col("abstract").is_not_null() & (pl.col("abstract").str.strip_chars().str.len_chars() > 0)).alias(
             "has_abstract"
         ),
     ).group_by("doi").agg(pl.col("has_abstract").any())
+    return with_paper_ids(keys)
+
+
+def with_paper_ids(keys: pl.DataFrame) -> pl.DataFrame:
+    """Add `paper_id` (hash64 of the DOI) to (doi, has_abstract) rows that have an abstract."""
+    if "paper_id" in keys.columns:
+        return keys
+    dois = keys["doi"].to_list()
+    flags = keys["has_abstract"].to_list()
+    ids = [hash64(d) if f else None for d, f in zip(dois, flags, strict=True)]
+    return keys.with_columns(pl.Series("paper_id", ids, dtype=pl.Int64))
 
 
 def filter_side(edges: pl.DataFrame, keys: pl.DataFrame, side: str) -> tuple[pl.DataFrame, dict[str, int]]:
-    """Keep edges whose `side` end is a document with an abstract; count the two drop reasons."""
-    joined = edges.join(keys, left_on=f"{side}_doi", right_on="doi", how="left")
+    """Keep edges whose `side` end is a document with an abstract, attaching its paper id as
+    `{side}_id`; count the two drop reasons."""
+    keys = with_paper_ids(keys).rename({"paper_id": f"{side}_id"})
+    joined = edges.drop(f"{side}_id", strict=False).join(keys, left_on=f"{side}_doi", right_on="doi", how="left")
     missing = int(joined["has_abstract"].is_null().sum())
     kept = joined.filter(pl.col("has_abstract").fill_null(False))
     no_abstract = joined.height - missing - kept.height
@@ -185,4 +203,4 @@ def filter_edges(edges: pl.DataFrame, keys: pl.DataFrame) -> tuple[pl.DataFrame,
         for k, v in c.items():
             counts[k] = counts.get(k, 0) + v
     counts["edges_kept"] = edges.height
-    return edges, counts
+    return edges.select("citing_doi", "cited_doi", "citing_id", "cited_id"), counts

@@ -55,3 +55,13 @@ def stats_path(out: str, stage: str) -> str:
 
 def report_dir(out: str) -> str:
     return join_path(out, "report")
+
+
+def negatives_dir(out: str, split: str) -> str:
+    """Hard negatives of `pairs --hard-negatives` (schema NEGATIVES)."""
+    return join_path(out, "negatives", f"split={split}")
+
+
+def mixes_dir(out: str, name: str, split: str) -> str:
+    """A relation mix of `pairs --mixes` (schema MIXES), e.g. name `dc+cc` or `dc&cc`."""
+    return join_path(out, "pairs", "mix", name, f"split={split}")

@@ -15,26 +15,12 @@ import pyarrow as pa
 from openmsd_build.merge import _PRECEDENCE, _URL_SOURCE_ORDER, SOURCE_ORDER
 from openmsd_build.schemas import PAPERS, RELATION_STRUCT, URL_STRUCT
 
-# One source record, projected to what the merge needs (the shuffle's row format).
+# One source record, projected to what the merge needs (the shuffle's row format): the
+# `papers` columns a source can fill, plus the record's source, origin and completeness.
+_MERGED_ONLY = ("doi", "title_source", "abstract_source", "sources", "n_records")
 PROJECTED = pa.schema(
-    [
-        ("doi", pa.string()),
-        ("source", pa.string()),
-        ("origin", pa.string()),
-        ("completeness", pa.int8()),
-        ("title", pa.string()),
-        ("abstract", pa.string()),
-        ("venue", pa.string()),
-        ("publisher", pa.string()),
-        ("year", pa.int32()),
-        ("type", pa.string()),
-        ("categories", pa.list_(pa.string())),
-        ("publisher_language", pa.string()),
-        ("license", pa.string()),
-        ("is_oa", pa.bool_()),
-        ("urls", pa.list_(URL_STRUCT)),
-        ("relations", pa.list_(RELATION_STRUCT)),
-    ]
+    [("doi", pa.string()), ("source", pa.string()), ("origin", pa.string()), ("completeness", pa.int8())]
+    + [PAPERS.field(name) for name in PAPERS.names if name not in _MERGED_ONLY]
 )
 _LIST_FIELDS = ("categories",)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 
@@ -24,6 +25,11 @@ def pipeline_options(beam_args: Sequence[str] = ()) -> PipelineOptions:
 
     When no `--runner` is given the in-process FnApiRunner is used. `save_main_session` is
     never needed: DoFns are module-level classes that import what they use.
+
+    The options are also handed to Beam's `FileSystems` at once (as `beam.Pipeline` does
+    when it is built), so the launcher's own file work before the pipeline -- matching
+    input globs, clearing old part files -- already uses them: e.g. `--no_auth` against a
+    storage emulator, or `--project` and credentials for `gs://` paths.
     """
     args = list(beam_args)
     if not _has_flag(args, "--runner"):
@@ -32,7 +38,9 @@ def pipeline_options(beam_args: Sequence[str] = ()) -> PipelineOptions:
         args, "--direct_num_workers"
     ):
         args.append("--direct_num_workers=1")
-    return PipelineOptions(args)
+    options = PipelineOptions(args)
+    FileSystems.set_options(options)
+    return options
 
 
 LOCAL_RUNNER = "apache_beam.runners.portability.fn_api_runner.FnApiRunner"

@@ -15,11 +15,18 @@ The rule, exactly:
    (some member in another language or `und`) goes to ODT (`odt_other_language`).
 5. Each pool group draws `u = unit_interval(group key, seed)`. IDT = pool groups with
    `u < idt_fraction`; if that gives fewer than `min(min_idt_groups, pool groups // 10)`
-   groups (tiny builds), IDT is instead that many pool groups with the smallest `u` — so a
-   demo's IDT is not empty while a full build is unaffected (247/53000 of 53M papers ≫ the
-   minimum). Because the draw is per group, IDT holds the same language set as train.
+   groups (small builds), IDT is instead that many pool groups with the smallest `u`.
+   Why 200 by default: a pair is in IDT only when *both* papers are, so an IDT holding a
+   fraction f of the papers holds about f² of the pairs. With the published fraction
+   (247/53000 ≈ 0.47%) a 2,000-paper demo gets ~10 IDT papers and essentially no IDT
+   pairs; 200 groups capped at a tenth of the pool gives a demo an IDT of ~10% of its
+   papers and ~1% of its pairs (hundreds of rows in Table 3). A full build is unaffected:
+   247/53000 of 53M papers is ~247K groups ≫ 200, so the threshold decides. Because the
+   draw is per group, IDT holds the same language set as train.
 6. Non-English pool groups (at least one member not `en`) not in IDT with
-   `u < idt_fraction + odt_fraction` are held back to ODT (`odt_held_back`). English-only
+   `u < idt_fraction + odt_fraction` are held back to ODT (`odt_held_back`); when rule 5's
+   minimum decided IDT, the band is `u < u(last IDT group) + odt_fraction` instead, so the
+   larger IDT of a small build does not swallow the held-back groups. English-only
    groups are never held back by the draw.
 7. An English-only pool group not in IDT moves to ODT (`odt_english_linked`) when one of its
    papers cites or is cited by a non-English paper that is in ODT after steps 4–6; this
@@ -64,7 +71,7 @@ class SplitConfig:
     top_k: int = 30
     idt_fraction: float = 247 / 53_000
     odt_fraction: float = 0.005
-    min_idt_groups: int = 5
+    min_idt_groups: int = 200
     seed: str = "openmsd-split-v1"
 
 
@@ -215,7 +222,12 @@ def assign_splits(
     n_idt = max(n_threshold, n_minimum)
     counts["idt_minimum_applied"] = int(n_minimum > n_threshold)
     idt_groups = pool.head(n_idt)["group"]
-    held_cut = config.idt_fraction + config.odt_fraction
+    # Held back: the next odt_fraction of draws after IDT's. When the threshold decided IDT
+    # this is exactly `u < idt_fraction + odt_fraction`; when the minimum did (small
+    # builds), IDT reaches further up the draws and the held-back band moves with it, so
+    # a larger IDT never empties the held-back ODT.
+    last_idt_u = float(pool["u"][n_idt - 1]) if n_idt else 0.0
+    held_cut = max(config.idt_fraction + config.odt_fraction, last_idt_u + config.odt_fraction)
     groups = groups.with_columns(
         pl.when(~pl.col("pool"))
         .then(pl.lit("odt_other_language"))

@@ -13,6 +13,9 @@ the shuffles:
    removed there (all copies of an edge share the citing shard) and the citing end checked;
 5. re-shard by cited DOI, join again, check the cited end; write `citations/`.
 
+The documents' keys carry `paper_id = hash64(doi)` (computed once per document), so both
+joins also attach `citing_id` / `cited_id`: the pairs stage then works on integers only.
+
 Counts in `_stats/citations.json` reconcile:
 `rows_read = rows_unrecognized_file + malformed_row + bad_doi + no_doi + self_citation +
 duplicate_edge + citing_missing + cited_missing + no_abstract + edges_kept`.
@@ -49,6 +52,8 @@ DEFAULT_SHARDS = 16
 COUNTS = "counts"
 REJECTS = "rejects"
 NEEDS_META = "needs_meta"
+EDGE_SCHEMA = pa.schema([("citing_doi", pa.string()), ("cited_doi", pa.string())])
+DOC_KEYS = pa.schema([("doi", pa.string()), ("has_abstract", pa.bool_()), ("paper_id", pa.int64())])
 
 
 # ---------------------------------------------------------------- shared Beam helpers
@@ -227,12 +232,12 @@ class _FilterShard(beam.DoFn):
     def process(self, element):
         shard, values = element
         parts = untag(values, "docs", "edges")
-        edges = cg.to_frame(parts["edges"], CITATIONS)
+        edges = cg.to_frame(parts["edges"], EDGE_SCHEMA if self.side == "citing" else CITATIONS)
         if not edges.height:
             return
-        docs = cg.to_frame(parts["docs"], pa.schema([("doi", pa.string()), ("has_abstract", pa.bool_())]))
+        docs = cg.to_frame(parts["docs"], DOC_KEYS)
         if docs.height:
-            docs = docs.group_by("doi").agg(pl.col("has_abstract").any())
+            docs = docs.group_by("doi").agg(pl.col("has_abstract").any(), pl.col("paper_id").max())
         counts: dict[str, int] = {}
         if self.side == "citing":
             edges, counts = cg.dedup_edges(edges)
@@ -244,7 +249,7 @@ class _FilterShard(beam.DoFn):
             bump(STAGE, counts)
             yield beam.pvalue.TaggedOutput(COUNTS, counts)
             if edges.height:
-                yield shard, edges.to_arrow()
+                yield shard, edges.select(CITATIONS.names).to_arrow()
             return
         bump(STAGE, counts)
         yield beam.pvalue.TaggedOutput(COUNTS, counts)

@@ -1,16 +1,32 @@
-"""Stage 5, `pairs`: DC / CC / BC pairs per split from `citations/` and `splits/`.
+"""Stage 5, `pairs`: DC / CC / BC pairs per split from `citations/` and `splits/`; optional
+Specter-style hard negatives and relation mixes.
 
 Wiring only; the per-shard work is `openmsd_build.pairing` (its docstring defines the pairs,
-the cap and every counter). Elements are `(shard, (tag, arrow table))`; shuffles:
+the cap, the negatives, the mixes and every counter). Elements are `(shard, (tag, arrow
+table))`; every shard key is `citation_graph.shard_ints` of an int64 paper id, so a paper's
+lookup rows and its edges / pairs meet in one shard. Shuffles (`E` carry edges, `P` pairs):
 
-1. edges by citing DOI + split lookup by DOI -> citing end annotated (id, split, lang, en);
-2. by cited DOI + lookup -> cited end annotated. DC pairs are final here and written
-   directly (`pairs/dc/split=*/part-<shard>`); the id-only edges go on, tagged cc and bc;
-3. by C (citing id for CC, cited id for BC): enumerate same-split pairs per C with a
-   polars self-join, capped by `--max-degree`, partial supports summed in the shard;
-4. by pair hash (both ids, so hub papers do not make hot keys): supports summed;
-5. by id of A + lookup by paper_id: doi_a, lang_a; 6. by id of B + lookup: doi_b, lang_b,
-   canonical DOI order, lang_class; each shard writes its `pairs/{cc,bc}/split=*/` parts.
+E1. id edges by cited id + (paper_id, split, en) attrs -> cited end annotated;
+E2. by citing id + attrs -> citing end annotated. All out-edges of each citing paper are
+    here: DC pairs (ids) leave for P1, CC is enumerated (C = citing), partial supports
+    leave for P1; the BC members go on;
+E3. by cited id: all citers of each C are here: BC enumerated, partials leave for P1;
+P1. by the smaller id `a` + (paper_id, doi, lang, split) names: CC/BC partial supports
+    summed (a pair's partials all share `a`), doi/lang of `a` and the pair's split attached;
+P2. by the larger id `b` + names: doi/lang of `b`, written order fixed, `pairs/{dc,cc,bc}/
+    split=*/part-<shard>` written by the shard itself; with `--mixes`, every relation of an
+    unordered pair is in this shard too, so the mixes are built and written here (union
+    down-sampling reads the global per-relation counts of P1 as a side input).
+
+With `--hard-negatives N`: E2 also sends same-split edges into E3 keyed by their cited
+paper B and by their citing paper B (B's in- and out-edges meet), where A -> B -> C paths
+become ranked candidates; N1 (by anchor A, with A's out-edges and names) removes Cs that A
+cites and keeps N per anchor; N2 (by B) and N3 (by C) attach the other two names, N3 writes
+`negatives/split=*/`.
+
+Hot keys: P1 and N1 are keyed by one paper, so a hub's pairs share a shard (as any
+per-paper DOI lookup must); the enumeration shards are keyed by C and capped by
+`--max-degree`.
 
 Part files are written by the shard's own DoFn (same name and content on a retry, renamed
 into place atomically), so the pairs never pass through one more shuffle just to be
@@ -20,6 +36,7 @@ written; missing shards get an empty part at the end so every folder holds `--sh
 from __future__ import annotations
 
 import argparse
+import io
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -27,6 +44,7 @@ from typing import Any
 import apache_beam as beam
 import polars as pl
 import pyarrow as pa
+import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from openmsd_build import citation_graph as cg
@@ -35,153 +53,244 @@ from openmsd_build import pairing as pg
 from openmsd_build.errors import UserError
 from openmsd_build.pipelines.citations import COUNTS, read_counts, read_parts, untag
 from openmsd_build.runner import pipeline_options
-from openmsd_build.schemas import PAIRS
-from openmsd_build.transforms import WriteCounts, bump
+from openmsd_build.schemas import MIXES, NEGATIVES, PAIRS
+from openmsd_build.transforms import WriteCounts, bump, merge_counts
 
 STAGE = "pairs"
 DEFAULT_SHARDS = 16
-RELATIONS = ("cc", "bc")
-LOOKUP = "lookup"
+ATTRS = "attrs"
+NAMES = "names"
+EDGES = "edges"
+INTO, OUT_OF, CAND, ANCHOR = "into", "out_of", "cand", "anchor"
 
 
-def write_pair_parts(out: str, relation: str, frame: pl.DataFrame, shard: int, shards: int) -> dict[str, int]:
-    """Write one shard's pairs of `relation` into its three split folders; returns counts."""
+def _key(frame: pl.DataFrame, column: str, shards: int, tag: str, output: str | None = None):
+    """(shard, (tag, table)) elements of `frame` keyed by the int id column `column`."""
+    for s, t in cg.split_by_shard(frame, cg.shard_ints(frame[column], shards)):
+        yield (s, (tag, t)) if output is None else beam.pvalue.TaggedOutput(output, (s, (tag, t)))
+
+
+def write_split_parts(directory_of, frame: pl.DataFrame, schema: pa.Schema, shard: int, shards: int,
+                      prefix: str) -> dict[str, int]:
+    """Write one shard's rows into the three split folders `directory_of(split)`."""
     counts: dict[str, int] = {}
     for code, name in enumerate(pg.SPLITS):
-        part = frame.filter(pl.col("split") == code).drop("split")
-        part = part.sort("doi_a", "doi_b") if relation == "dc" else part  # CC/BC arrive sorted by ids
-        table = part.to_arrow().select(PAIRS.names).cast(PAIRS) if part.height else PAIRS.empty_table()
-        parquet_io.write_table(table, parquet_io.part_path(layout.pairs_dir(out, relation, name), shard, shards))
-        counts[f"{relation}_pairs.{name}"] = part.height
+        part = frame.filter(pl.col("split") == code)
+        table = part.to_arrow().select(schema.names).cast(schema) if part.height else schema.empty_table()
+        parquet_io.write_table(table, parquet_io.part_path(directory_of(name), shard, shards))
+        counts[f"{prefix}.{name}"] = part.height
     return counts
 
 
-class _SplitLookup(beam.DoFn):
-    """splits rows -> the lookup keyed by DOI shard (main) and by paper_id shard (`by_id`)."""
+class _Lookups(beam.DoFn):
+    """splits rows -> attrs (main) and names (`names`), both keyed by paper_id shard."""
 
     def __init__(self, shards: int):
         self.shards = shards
 
     def process(self, table: pa.Table):
         lookup = pg.split_codes(pl.from_arrow(table))
-        for shard, t in cg.split_by_shard(lookup, cg.shard_strings(lookup["doi"], self.shards)):
-            yield shard, (LOOKUP, t)
-        ids = lookup.select("paper_id", "doi", "lang")
-        for shard, t in cg.split_by_shard(ids, cg.shard_ints(ids["paper_id"], self.shards)):
-            yield beam.pvalue.TaggedOutput("by_id", (shard, (LOOKUP, t)))
+        shards = cg.shard_ints(lookup["paper_id"], self.shards)
+        for s, t in cg.split_by_shard(pg.attrs_of(lookup), shards):
+            yield s, (ATTRS, t)
+        for s, t in cg.split_by_shard(pg.names_of(lookup), shards):
+            yield beam.pvalue.TaggedOutput(NAMES, (s, (NAMES, t)))
 
 
-class _KeyCiting(beam.DoFn):
+class _KeyEdges(beam.DoFn):
     def __init__(self, shards: int):
         self.shards = shards
 
     def process(self, table: pa.Table):
-        df = pl.from_arrow(table)
-        yield beam.pvalue.TaggedOutput(COUNTS, {"edges_read": df.height})
-        for shard, t in cg.split_by_shard(df, cg.shard_strings(df["citing_doi"], self.shards)):
-            yield shard, ("edges", t)
+        edges = pg.ensure_ids(pl.from_arrow(table))
+        yield beam.pvalue.TaggedOutput(COUNTS, {"edges_read": edges.height})
+        yield from _key(edges, "cited_id", self.shards, EDGES)
 
 
-class _Annotate(beam.DoFn):
-    """Join one shard's edges with the same shard's split lookup on `side`'s DOI."""
-
-    def __init__(self, side: str, out: str, shards: int):
-        self.side = side
-        self.out = out
-        self.shards = shards
-
-    def process(self, element):
-        shard, values = element
-        parts = untag(values, LOOKUP, "edges")
-        edges = cg.to_frame(parts["edges"])
-        if not edges.height:
-            return
-        lookup = cg.to_frame(parts[LOOKUP])
-        if not lookup.height:
-            lookup = pg.split_codes(pl.DataFrame(schema={"doi": pl.String, "paper_id": pl.Int64,
-                                                         "split": pl.String, "language": pl.String}))
-        edges, missing = pg.annotate_side(edges, lookup, self.side)
-        counts: Counter = Counter({"edges_unannotated": missing})
-        if self.side == "citing":
-            for s, t in cg.split_by_shard(edges, cg.shard_strings(edges["cited_doi"], self.shards)):
-                yield s, ("edges", t)
-        else:
-            counts["edges_annotated"] = edges.height
-            dc, c = pg.direct_pairs(edges)
-            counts.update(c)
-            write_pair_parts(self.out, "dc", pg.finalize(dc, unordered=False), shard, self.shards)
-            ids = edges.select(pg.EDGE_COLUMNS)
-            for rel in RELATIONS:
-                key = ids[pg.c_key(rel)]
-                for s, t in cg.split_by_shard(ids, cg.shard_ints(key, self.shards)):
-                    yield beam.pvalue.TaggedOutput("by_c", (s, (rel, t)))
-        bump(STAGE, counts)
-        yield beam.pvalue.TaggedOutput(COUNTS, dict(counts))
+def _attrs(parts) -> pl.DataFrame:
+    return cg.to_frame(parts[ATTRS]) if any(t.num_rows for t in parts[ATTRS]) else pg.empty(pg.ATTR_SCHEMA)
 
 
-class _Enumerate(beam.DoFn):
-    def __init__(self, max_degree: int, shards: int):
-        self.max_degree = max_degree
-        self.shards = shards
-
-    def process(self, element):
-        _, values = element
-        parts = untag(values, *RELATIONS)
-        for rel in RELATIONS:
-            if not parts[rel]:
-                continue
-            partial, counts = pg.enumerate_pairs(cg.to_frame(parts[rel]), rel, self.max_degree)
-            bump(STAGE, counts)
-            yield beam.pvalue.TaggedOutput(COUNTS, counts)
-            shards = pg.pair_shards(partial["a"].to_numpy(), partial["b"].to_numpy(), self.shards)
-            for s, t in cg.split_by_shard(partial, shards):
-                yield s, (rel, t)
+def _names(parts) -> pl.DataFrame:
+    return cg.to_frame(parts[NAMES]) if any(t.num_rows for t in parts[NAMES]) else pg.empty(pg.NAME_SCHEMA)
 
 
-class _Sum(beam.DoFn):
+class _AnnotateCited(beam.DoFn):
+    """E1: attach the cited end's split/en; re-key by citing id."""
+
     def __init__(self, shards: int):
         self.shards = shards
 
     def process(self, element):
         _, values = element
-        parts = untag(values, *RELATIONS)
-        for rel in RELATIONS:
-            if parts[rel]:
-                pairs = pg.sum_partials(cg.to_frame(parts[rel]))
-                for s, t in cg.split_by_shard(pairs, cg.shard_ints(pairs["a"], self.shards)):
-                    yield s, (rel, t)
+        parts = untag(values, ATTRS, EDGES)
+        edges = cg.to_frame(parts[EDGES])
+        if not edges.height:
+            return
+        edges, missing = pg.annotate_side(edges, _attrs(parts), "cited")
+        yield beam.pvalue.TaggedOutput(COUNTS, {"edges_unannotated": missing})
+        yield from _key(edges, "citing_id", self.shards, EDGES)
 
 
-class _Lookup(beam.DoFn):
-    """Attach doi/lang of `side` ('a' then 'b'); after 'b', finalize and write the shard."""
+class _AnnotateCiting(beam.DoFn):
+    """E2: attach the citing end; DC and CC (C = citing) here; BC members and the
+    negatives' edges go on."""
 
-    def __init__(self, side: str, out: str, shards: int):
-        self.side = side
-        self.out = out
+    def __init__(self, shards: int, max_degree: int, negatives: int):
         self.shards = shards
+        self.max_degree = max_degree
+        self.negatives = negatives
 
     def process(self, element):
-        shard, values = element
-        parts = untag(values, LOOKUP, *RELATIONS)
-        if not any(parts[rel] for rel in RELATIONS):
+        _, values = element
+        parts = untag(values, ATTRS, EDGES)
+        edges = cg.to_frame(parts[EDGES])
+        if not edges.height:
             return
-        lookup = cg.to_frame(parts[LOOKUP])
+        edges, missing = pg.annotate_side(edges, _attrs(parts), "citing")
+        counts: Counter = Counter({"edges_unannotated": missing, "edges_annotated": edges.height})
+        dc, c = pg.direct_pairs(edges)
+        counts.update(c)
+        yield from _key(dc, "a", self.shards, "dc", "pairs")
+        partial, c = pg.enumerate_pairs(edges.select(pg.member_columns("cc")), "cc", self.max_degree)
+        counts.update(c)
+        yield from _key(partial, "a", self.shards, "cc", "pairs")
+        yield from _key(edges.select(pg.member_columns("bc")), "cited_id", self.shards, "bc")
+        if self.negatives:
+            e = pg.negative_edges(edges)
+            yield from _key(e, "cited_id", self.shards, INTO)
+            yield from _key(e.select("citing_id", "cited_id"), "citing_id", self.shards, OUT_OF)
+            yield from _key(edges.select("citing_id", "cited_id"), "citing_id", self.shards, ANCHOR, "anchor")
+        bump(STAGE, counts)
+        yield beam.pvalue.TaggedOutput(COUNTS, dict(counts))
+
+
+class _EnumerateBC(beam.DoFn):
+    """E3: BC (C = cited) and the negatives' candidate paths through B = this shard's papers."""
+
+    def __init__(self, shards: int, max_degree: int, negatives: int):
+        self.shards = shards
+        self.max_degree = max_degree
+        self.negatives = negatives
+
+    def process(self, element):
+        _, values = element
+        parts = untag(values, "bc", INTO, OUT_OF)
         counts: Counter = Counter()
-        for rel in RELATIONS:
+        if parts["bc"]:
+            partial, c = pg.enumerate_pairs(cg.to_frame(parts["bc"]), "bc", self.max_degree)
+            counts.update(c)
+            yield from _key(partial, "a", self.shards, "bc")
+        if self.negatives and parts[INTO] and parts[OUT_OF]:
+            cand, c = pg.negative_candidates(cg.to_frame(parts[INTO]), cg.to_frame(parts[OUT_OF]), self.negatives,
+                                             self.max_degree)
+            counts.update(c)
+            yield from _key(cand, "a", self.shards, CAND, "cand")
+        bump(STAGE, counts)
+        yield beam.pvalue.TaggedOutput(COUNTS, dict(counts))
+
+
+class _LowNames(beam.DoFn):
+    """P1: sum CC/BC partials; attach doi/lang of `a` and the split; re-key by `b`."""
+
+    def __init__(self, shards: int, mixes: bool):
+        self.shards = shards
+        self.mixes = mixes
+
+    def process(self, element):
+        _, values = element
+        parts = untag(values, NAMES, *pg.RELATIONS)
+        if not any(parts[r] for r in pg.RELATIONS):
+            return
+        names = _names(parts)
+        counts: Counter = Counter()
+        named = {}
+        for rel in pg.RELATIONS:
             if not parts[rel]:
                 continue
             pairs = cg.to_frame(parts[rel])
-            if not lookup.height:
-                counts["pairs_unmapped"] += pairs.height
-                continue
-            pairs, missing = pg.attach_dois(pairs, lookup, self.side)
+            if rel != "dc":
+                pairs = pg.sum_partials(pairs)
+            pairs, missing = pg.attach_low(pairs, names)
             counts["pairs_unmapped"] += missing
-            if self.side == "a":
-                for s, t in cg.split_by_shard(pairs, cg.shard_ints(pairs["b"], self.shards)):
-                    yield s, (rel, t)
-            else:
-                final = pg.finalize(pairs.sort("a", "b"), unordered=True)
-                counts.update(write_pair_parts(self.out, rel, final, shard, self.shards))
+            named[rel] = pairs
+            yield from _key(pairs, "b", self.shards, rel)
+        if self.mixes:
+            mix_n = pg.mix_counts(named)
+            counts.update(mix_n)
+            yield beam.pvalue.TaggedOutput("mix_n", mix_n)
+        yield beam.pvalue.TaggedOutput(COUNTS, dict(counts))
+
+
+class _HighNamesAndWrite(beam.DoFn):
+    """P2: attach doi/lang of `b`, finalize and write this shard's parts (and mixes)."""
+
+    def __init__(self, out: str, shards: int, mixes: Sequence[str]):
+        self.out = out
+        self.shards = shards
+        self.mixes = tuple(mixes)
+
+    def process(self, element, totals=None):
+        shard, values = element
+        parts = untag(values, NAMES, *pg.RELATIONS)
+        if not any(parts[r] for r in pg.RELATIONS):
+            return
+        names = _names(parts)
+        counts: Counter = Counter()
+        named = {}
+        for rel in pg.RELATIONS:
+            pairs = cg.to_frame(parts[rel]) if parts[rel] else None
+            if pairs is None or not pairs.height:
+                continue
+            pairs, missing = pg.attach_high(pg.sort_pairs(pairs, rel), names)
+            counts["pairs_unmapped"] += missing
+            named[rel] = pairs
+            final = pg.finalize(pairs, rel)
+            c = write_split_parts(lambda s, r=rel: layout.pairs_dir(self.out, r, s), final, PAIRS, shard,
+                                  self.shards, f"{rel}_pairs")
+            if rel != "dc":
+                counts.update(c)
+        if self.mixes:
+            merged = pg.unordered(named)
+            for name in self.mixes:
+                mix = pg.build_mix(merged, name, totals or {})
+                counts.update(write_split_parts(lambda s, n=name: layout.mixes_dir(self.out, n, s), mix, MIXES,
+                                                shard, self.shards, f"mix.{name}"))
+        yield beam.pvalue.TaggedOutput(COUNTS, dict(counts))
+
+
+class _NegativeNames(beam.DoFn):
+    """N1 (`step` a): drop Cs the anchor cites, keep N per anchor, anchor names; N2 (b):
+    positive names; N3 (c): negative names, write `negatives/`."""
+
+    def __init__(self, step: str, out: str, shards: int, per_anchor: int):
+        self.step = step
+        self.out = out
+        self.shards = shards
+        self.per_anchor = per_anchor
+
+    def process(self, element):
+        shard, values = element
+        parts = untag(values, NAMES, CAND, ANCHOR)
+        if not parts[CAND]:
+            return
+        cand = cg.to_frame(parts[CAND])
+        counts: Counter = Counter()
+        if self.step == "a":
+            anchor = cg.to_frame(parts[ANCHOR]) if parts[ANCHOR] else pg.empty({"citing_id": pl.Int64,
+                                                                                "cited_id": pl.Int64})
+            cand, c = pg.select_negatives(cand, anchor, self.per_anchor)
+            counts.update(c)
+        prefix = {"a": "anchor", "b": "positive", "c": "negative"}[self.step]
+        cand, missing = pg.attach_name(cand, _names(parts), self.step, prefix)
+        counts["negatives_unmapped"] += missing
+        if self.step == "c":
+            final = pg.finalize_negatives(cand)
+            counts.update(write_split_parts(lambda s: layout.negatives_dir(self.out, s), final, NEGATIVES, shard,
+                                            self.shards, "negatives"))
+        else:
+            yield from _key(cand, "b" if self.step == "a" else "c", self.shards, CAND)
+        bump(STAGE, counts)
         yield beam.pvalue.TaggedOutput(COUNTS, dict(counts))
 
 
@@ -189,26 +298,49 @@ def _grouped(inputs, label: str):
     return inputs | f"Flatten{label}" >> beam.Flatten() | f"Group{label}" >> beam.GroupByKey()
 
 
-def build(pipeline, out: str, shards: int, max_degree: int) -> None:
+def _citation_columns(out: str) -> list[str]:
+    """The id columns when `citations/` has them (current builds), else the DOIs."""
+    first = parquet_io.list_parts(layout.citations_dir(out))
+    if first:
+        with FileSystems.open(first[0]) as f:
+            names = pq.read_schema(io.BytesIO(f.read())).names
+        if "citing_id" in names and "cited_id" in names:
+            return ["citing_id", "cited_id"]
+    return ["citing_doi", "cited_doi"]
+
+
+def build(pipeline, out: str, shards: int, max_degree: int, negatives: int = 0, mixes: Sequence[str] = ()) -> None:
     splits = read_parts(pipeline, layout.splits_dir(out), ["doi", "paper_id", "split", "language"], "Splits")
-    lookup = splits | "Lookup" >> beam.ParDo(_SplitLookup(shards)).with_output_types(Any).with_outputs("by_id", main="by_doi")
-    citations = read_parts(pipeline, layout.citations_dir(out), ["citing_doi", "cited_doi"], "Citations")
-    keyed = citations | "KeyCiting" >> beam.ParDo(_KeyCiting(shards)).with_output_types(Any).with_outputs(COUNTS, main="edges")
+    lookup = splits | "Lookups" >> beam.ParDo(_Lookups(shards)).with_output_types(Any).with_outputs(NAMES, main=ATTRS)
+    attrs, names = lookup[ATTRS], lookup[NAMES]
+    citations = read_parts(pipeline, layout.citations_dir(out), _citation_columns(out), "Citations")
+    keyed = citations | "KeyEdges" >> beam.ParDo(_KeyEdges(shards)).with_output_types(Any).with_outputs(
+        COUNTS, main=EDGES)
     counts = [keyed[COUNTS]]
-    citing = _grouped((lookup.by_doi, keyed.edges), "Citing") | "AnnotateCiting" >> beam.ParDo(
-        _Annotate("citing", out, shards)).with_output_types(Any).with_outputs(COUNTS, main="edges")
-    cited = _grouped((lookup.by_doi, citing.edges), "Cited") | "AnnotateCited" >> beam.ParDo(
-        _Annotate("cited", out, shards)).with_output_types(Any).with_outputs(COUNTS, "by_c")
-    counts += [citing[COUNTS], cited[COUNTS]]
-    enumerated = _grouped((cited.by_c,), "ByC") | "Enumerate" >> beam.ParDo(
-        _Enumerate(max_degree, shards)).with_output_types(Any).with_outputs(COUNTS, main="partials")
-    counts.append(enumerated[COUNTS])
-    summed = _grouped((enumerated.partials,), "ByPair") | "Sum" >> beam.ParDo(_Sum(shards)).with_output_types(Any)
-    side_a = _grouped((lookup.by_id, summed), "ByA") | "LookupA" >> beam.ParDo(
-        _Lookup("a", out, shards)).with_output_types(Any).with_outputs(COUNTS, main="pairs")
-    side_b = _grouped((lookup.by_id, side_a.pairs), "ByB") | "LookupB" >> beam.ParDo(
-        _Lookup("b", out, shards)).with_output_types(Any).with_outputs(COUNTS, main="none")
-    counts += [side_a[COUNTS], side_b[COUNTS]]
+    e1 = _grouped((attrs, keyed[EDGES]), "E1") | "AnnotateCited" >> beam.ParDo(
+        _AnnotateCited(shards)).with_output_types(Any).with_outputs(COUNTS, main=EDGES)
+    e2 = _grouped((attrs, e1[EDGES]), "E2") | "AnnotateCiting" >> beam.ParDo(
+        _AnnotateCiting(shards, max_degree, negatives)).with_output_types(Any).with_outputs(
+        COUNTS, "pairs", "anchor", main="members")
+    e3 = _grouped((e2.members,), "E3") | "EnumerateBC" >> beam.ParDo(
+        _EnumerateBC(shards, max_degree, negatives)).with_output_types(Any).with_outputs(COUNTS, "cand", main="pairs")
+    counts += [e1[COUNTS], e2[COUNTS], e3[COUNTS]]
+    p1 = _grouped((names, e2.pairs, e3.pairs), "P1") | "LowNames" >> beam.ParDo(
+        _LowNames(shards, bool(mixes))).with_output_types(Any).with_outputs(COUNTS, "mix_n", main="pairs")
+    side = {}
+    if mixes:
+        totals = p1.mix_n | "MixTotals" >> beam.CombineGlobally(merge_counts)
+        side["totals"] = beam.pvalue.AsSingleton(totals)
+    p2 = _grouped((names, p1.pairs), "P2") | "HighNamesAndWrite" >> beam.ParDo(
+        _HighNamesAndWrite(out, shards, mixes), **side).with_output_types(Any).with_outputs(COUNTS, main="none")
+    counts += [p1[COUNTS], p2[COUNTS]]
+    if negatives:
+        current = (names, e3.cand, e2.anchor)
+        for step in ("a", "b", "c"):
+            done = _grouped(current, f"N{step}") | f"Negatives{step}" >> beam.ParDo(
+                _NegativeNames(step, out, shards, negatives)).with_output_types(Any).with_outputs(COUNTS, main="cand")
+            counts.append(done[COUNTS])
+            current = (names, done.cand)
     _ = (
         tuple(counts)
         | "AllCounts" >> beam.Flatten()
@@ -216,29 +348,41 @@ def build(pipeline, out: str, shards: int, max_degree: int) -> None:
     )
 
 
-def _fill_missing_parts(out: str, shards: int) -> None:
-    for rel in ("dc", *RELATIONS):
-        for split in pg.SPLITS:
-            for shard in range(shards):
-                path = parquet_io.part_path(layout.pairs_dir(out, rel, split), shard, shards)
-                if not FileSystems.exists(path):
-                    parquet_io.write_table(PAIRS.empty_table(), path)
+def output_dirs(out: str, negatives: int = 0, mixes: Sequence[str] = ()) -> list[tuple[str, pa.Schema]]:
+    dirs = [(layout.pairs_dir(out, rel, s), PAIRS) for rel in pg.RELATIONS for s in pg.SPLITS]
+    if negatives:
+        dirs += [(layout.negatives_dir(out, s), NEGATIVES) for s in pg.SPLITS]
+    dirs += [(layout.mixes_dir(out, name, s), MIXES) for name in mixes for s in pg.SPLITS]
+    return dirs
+
+
+def _fill_missing_parts(out: str, shards: int, negatives: int, mixes: Sequence[str]) -> None:
+    for directory, schema in output_dirs(out, negatives, mixes):
+        for shard in range(shards):
+            path = parquet_io.part_path(directory, shard, shards)
+            if not FileSystems.exists(path):
+                parquet_io.write_table(schema.empty_table(), path)
 
 
 def run_pairs(
-    out: str, beam_args: Sequence[str] = (), shards: int = DEFAULT_SHARDS, max_degree: int = pg.DEFAULT_MAX_DEGREE
+    out: str, beam_args: Sequence[str] = (), shards: int = DEFAULT_SHARDS, max_degree: int = pg.DEFAULT_MAX_DEGREE,
+    negatives: int = 0, mixes: Sequence[str] = (),
 ) -> dict[str, int]:
     """Run the stage and return its counts (also in `_stats/pairs.json`)."""
-    if shards < 1 or max_degree < 2:
-        raise UserError("need --shards >= 1 and --max-degree >= 2")
-    for rel in ("dc", *RELATIONS):
-        for split in pg.SPLITS:
-            parquet_io.clear_directory(layout.pairs_dir(out, rel, split))
+    if shards < 1 or max_degree < 2 or negatives < 0:
+        raise UserError("need --shards >= 1, --max-degree >= 2 and --hard-negatives >= 0")
+    for name in mixes:
+        try:
+            pg.mix_relations(name)
+        except ValueError as exc:
+            raise UserError(str(exc)) from exc
+    # Stale optional outputs of an earlier run must not survive a run without the flag.
+    for directory, _ in output_dirs(out, 1, pg.MIX_NAMES + tuple(mixes)):
+        parquet_io.clear_directory(directory)
     with beam.Pipeline(options=pipeline_options(beam_args)) as pipeline:
-        build(pipeline, out, shards, max_degree)
-    _fill_missing_parts(out, shards)
-    counts = read_counts(out, STAGE)
-    return counts
+        build(pipeline, out, shards, max_degree, negatives, tuple(mixes))
+    _fill_missing_parts(out, shards, negatives, mixes)
+    return read_counts(out, STAGE)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -250,9 +394,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="skip a C with more references (CC) or citers (BC) than this; counted (default 1000)",
     )
     parser.add_argument("--shards", type=int, default=DEFAULT_SHARDS, help="partitions of shuffles and output files")
+    parser.add_argument(
+        "--hard-negatives",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also write up to N Specter-style hard negatives per anchor to OUT/negatives/split=*/ (default 0: off)",
+    )
+    parser.add_argument(
+        "--mixes",
+        nargs="*",
+        metavar="NAME",
+        help="also write relation mixes to OUT/pairs/mix/<name>/split=*/: unions down-sampled to equal counts "
+        "per relation ('dc+cc') and intersections ('dc&cc'); no NAME = all of " + ", ".join(pg.MIX_NAMES),
+    )
 
 
 def run(args: argparse.Namespace, beam_args: Sequence[str]) -> dict[str, int]:
+    mixes = getattr(args, "mixes", None)
+    mixes = tuple(pg.MIX_NAMES if mixes == [] else (mixes or ()))
     return run_pairs(
-        args.out, beam_args, getattr(args, "shards", DEFAULT_SHARDS), getattr(args, "max_degree", pg.DEFAULT_MAX_DEGREE)
+        args.out, beam_args, getattr(args, "shards", DEFAULT_SHARDS), getattr(args, "max_degree", pg.DEFAULT_MAX_DEGREE),
+        getattr(args, "hard_negatives", 0) or 0, mixes,
     )

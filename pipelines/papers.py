@@ -48,23 +48,28 @@ def run_papers(
     shards: int = 0,
 ) -> dict:
     """Build `papers/` from the given snapshot globs; returns the stage's counts."""
+    options = pipeline_options(beam_args)  # first: the globs below may be gs:// (FileSystems options)
     inputs = [("unpaywall", g) for g in unpaywall] + [("crossref", g) for g in crossref]
     inputs += [("openalex", g) for g in openalex or []]
     if not inputs:
         raise UserError("papers: give at least one of --unpaywall, --crossref, --openalex")
     files: list[tuple[str, str]] = []
+    sizes: dict[str, int] = {}
     total_bytes = 0
     for source, pattern in inputs:
         for path, size in expand_globs([pattern], source):
             files.append((source, path))
+            sizes[path] = size
             total_bytes += size
+    # The snapshot files read, recorded in `_stats/papers.json` (the release's source versions).
+    input_files = [{"source": s, "path": f, "bytes": sizes[f]} for s, f in sorted(set(files))]
     num_shards = shards or default_shards(total_bytes)
     papers_dir = layout.papers_dir(out)
     parquet_io.clear_directory(papers_dir)
     parquet_io.clear_directory(layout.rejects_dir(out, "papers"))
 
     started = time.time()
-    with beam.Pipeline(options=pipeline_options(beam_args)) as p:
+    with beam.Pipeline(options=options) as p:
         parsed = (
             p
             | "InputFiles" >> beam.Create(sorted(set(files)))
@@ -81,7 +86,8 @@ def run_papers(
         _ = (
             (parsed[COUNTS_TAG], merged)
             | "AllCounts" >> beam.Flatten()
-            | "WriteCounts" >> WriteCounts(layout.stats_path(out, "papers"), {"stage": "papers", "shards": num_shards})
+            | "WriteCounts" >> WriteCounts(
+                layout.stats_path(out, "papers"), {"stage": "papers", "shards": num_shards, "inputs": input_files})
         )
     counts = read_stage_counts(out, "papers")
     counts["seconds"] = round(time.time() - started, 2)

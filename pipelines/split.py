@@ -206,7 +206,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--min-idt-groups",
         type=int,
         default=d.min_idt_groups,
-        help="IDT gets at least min(this, pool groups // 10) groups, for tiny builds (default 5)",
+        help="IDT gets at least min(this, pool groups // 10) groups, so small builds have IDT pairs (default 200; "
+        "no effect at full scale)",
     )
     parser.add_argument(
         "--odt-fraction",

@@ -84,6 +84,7 @@ def run_text(
     shards: int = 0,
 ) -> dict:
     """Build `fetch/` and `documents/` from `papers/`; returns the stage's counts."""
+    options = pipeline_options(beam_args)  # first: OUT may be gs:// (FileSystems options)
     if fetch not in ("none", "http") and not fetch.startswith("warc:"):
         raise UserError(f"--fetch must be none, http or warc:GLOB, not {fetch!r}")
     papers_parts = parquet_io.list_parts(layout.papers_dir(out))
@@ -101,7 +102,7 @@ def run_text(
     columns = list(META_FIELDS) + (["urls"] if fetch != "none" else [])
 
     started = time.time()
-    with beam.Pipeline(options=pipeline_options(beam_args)) as p:
+    with beam.Pipeline(options=options) as p:
         papers = p | "ReadPapers" >> beam.io.ReadFromParquetBatched(
             parquet_io.join_path(layout.papers_dir(out), "*.parquet"), columns=columns)
         if fetch == "none":

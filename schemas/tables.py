@@ -83,7 +83,17 @@ DOCUMENTS = pa.schema(
     ]
 )
 
-CITATIONS = pa.schema([("citing_doi", pa.string()), ("cited_doi", pa.string())])
+CITATIONS = pa.schema(
+    [
+        ("citing_doi", pa.string()),
+        ("cited_doi", pa.string()),
+        # hashing.hash64(doi): the same int64 key as splits.paper_id, so the pairs stage
+        # shuffles and joins on integers and never on DOI strings. Nullable: builds written
+        # before these columns existed get them computed by the pairs stage.
+        ("citing_id", pa.int64()),
+        ("cited_id", pa.int64()),
+    ]
+)
 
 SPLITS = pa.schema(
     [
@@ -106,6 +116,34 @@ PAIRS = pa.schema(
     ]
 )
 
+# Specter-style hard negatives (`pairs --hard-negatives N`): anchor A cites positive B, B
+# cites negative C, A does not cite C; A, B, C in one split (the folder's).
+NEGATIVES = pa.schema(
+    [
+        ("anchor_doi", pa.string()),
+        ("positive_doi", pa.string()),
+        ("negative_doi", pa.string()),
+        ("lang_anchor", pa.string()),
+        ("lang_positive", pa.string()),
+        ("lang_negative", pa.string()),
+    ]
+)
+
+# Relation mixes (`pairs --mixes`): unordered pairs, doi_a < doi_b, with the full support of
+# each relation (DC: number of citation directions, 0-2; 0 = not in that relation).
+MIXES = pa.schema(
+    [
+        ("doi_a", pa.string()),
+        ("doi_b", pa.string()),
+        ("lang_a", pa.string()),
+        ("lang_b", pa.string()),
+        ("lang_class", pa.string()),
+        ("support_dc", pa.int64()),
+        ("support_cc", pa.int64()),
+        ("support_bc", pa.int64()),
+    ]
+)
+
 REJECTS = pa.schema(
     [
         ("key", pa.string()),  # DOI, URL or file:line — whatever identifies the record
@@ -124,5 +162,7 @@ SCHEMAS = {
     "citations": CITATIONS,
     "splits": SPLITS,
     "pairs": PAIRS,
+    "negatives": NEGATIVES,
+    "mixes": MIXES,
     "rejects": REJECTS,
 }

@@ -134,3 +134,34 @@ def test_pairs_output(build):
     assert counts["edges_annotated"] == dc + counts.get("dc_cross_split", 0) + counts.get("dc_odt_en_en", 0)
     for rel in ("cc", "bc"):
         assert counts[f"{rel}_instances"] == exp_counts[f"{rel}_instances"]
+
+
+def test_pairs_negatives_and_mixes_match_single_machine(build, beam_args, tmp_path):
+    out, _, _, _ = build
+    from openmsd_build.pairing import MIX_NAMES, compute_pairs
+    from openmsd_build.schemas import MIXES, NEGATIVES
+
+    args = argparse.Namespace(out=str(out), shards=3, max_degree=1000, hard_negatives=2, mixes=[])
+    counts = pairs.run(args, beam_args)
+    splits = pl.from_arrow(parquet_io.read_table(layout.splits_dir(str(out)), schema=SPLITS))
+    cit = pl.from_arrow(parquet_io.read_table(layout.citations_dir(str(out))))
+    expected, exp_counts = compute_pairs(cit, splits, negatives=2, mixes=MIX_NAMES)
+    n_neg = 0
+    for name in ("train", "idt", "odt"):
+        got = pl.from_arrow(parquet_io.read_table(layout.negatives_dir(str(out), name), schema=NEGATIVES))
+        assert got.columns == NEGATIVES.names
+        key = ["anchor_doi", "negative_doi"]
+        assert got.sort(key).equals(expected[("negatives", name)].sort(key)), name
+        n_neg += got.height
+        for mix in MIX_NAMES:
+            got = pl.from_arrow(parquet_io.read_table(layout.mixes_dir(str(out), mix, name), schema=MIXES))
+            assert got.columns == MIXES.names
+            exp = expected[(f"mix/{mix}", name)]
+            assert got.sort("doi_a", "doi_b").equals(exp.sort("doi_a", "doi_b")), (mix, name)
+            assert counts.get(f"mix.{mix}.{name}", 0) == exp.height
+    assert n_neg > 0 and n_neg == sum(v for k, v in exp_counts.items() if k.startswith("negatives."))
+    assert counts["neg_cited_by_anchor"] == exp_counts["neg_cited_by_anchor"]
+    # a run without the flags removes the optional outputs of this one
+    pairs.run_pairs(str(out), beam_args, shards=3)
+    assert parquet_io.list_parts(layout.negatives_dir(str(out), "train")) == []
+    assert parquet_io.list_parts(layout.mixes_dir(str(out), "dc&cc", "train")) == []

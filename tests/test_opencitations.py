@@ -9,6 +9,7 @@ import io
 import polars as pl
 
 from openmsd_build import citation_graph as cg
+from openmsd_build.hashing import hash64
 from openmsd_build.opencitations import parse_citation_file, parse_citation_rows, parse_id_field, parse_meta_rows
 
 
@@ -102,7 +103,7 @@ def test_filter_edges_counts():
     edges = pl.DataFrame({"citing_doi": ["a", "a", "a", "b", "x", "b"], "cited_doi": ["a", "b", "b", "y", "b", "n"]})
     keys = pl.DataFrame({"doi": ["a", "b", "n"], "has_abstract": [True, True, False]})
     kept, counts = cg.filter_edges(edges, keys)
-    assert kept.rows() == [("a", "b")]
+    assert kept.rows() == [("a", "b", hash64("a"), hash64("b"))]  # ids = splits' paper_id
     assert counts == {"self_citation": 1, "duplicate_edge": 1, "citing_missing": 1, "cited_missing": 1,
                       "no_abstract": 1, "edges_kept": 1}
 

@@ -4,12 +4,25 @@ from __future__ import annotations
 
 from itertools import combinations
 
+import numpy as np
 import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from openmsd_build.hashing import hash64
-from openmsd_build.pairing import annotate_edges, compute_pairs, hard_negatives, split_codes
+from openmsd_build.pairing import (
+    MIX_NAMES,
+    NEGATIVE_SEED,
+    annotate_edges,
+    attrs_of,
+    compute_pairs,
+    ensure_ids,
+    hard_negatives,
+    keep_draw,
+    names_of,
+    pair_hash,
+    split_codes,
+)
 
 D = "10.1000/"
 
@@ -70,11 +83,18 @@ def test_max_degree_cap_skips_hubs_and_counts():
     assert counts["cc_c_skipped_cap"] == 1 and counts["cc_instances_skipped_cap"] == 10
 
 
+def _annotated(edges: list[tuple[str, str]], papers: dict[str, tuple[str, str]]):
+    lookup = split_codes(_splits(papers))
+    annotated, _ = annotate_edges(ensure_ids(_edges(edges)), attrs_of(lookup))
+    return annotated, names_of(lookup)
+
+
 def test_hard_negatives():
     papers = {k: ("train", "en") for k in "abcd"}
-    annotated, _ = annotate_edges(_edges([("a", "b"), ("b", "c"), ("b", "d"), ("a", "d")]), split_codes(_splits(papers)))
-    neg = hard_negatives(annotated)
+    annotated, names = _annotated([("a", "b"), ("b", "c"), ("b", "d"), ("a", "d")], papers)
+    neg, counts = hard_negatives(annotated, names)
     assert neg.select("anchor_doi", "positive_doi", "negative_doi").rows() == [(D + "a", D + "b", D + "c")]
+    assert counts["neg_cited_by_anchor"] == 1 and counts["negatives.train"] == 1
 
 
 graphs = st.tuples(
@@ -113,3 +133,100 @@ def test_supports_equal_brute_force_common_neighbours(graph):
                 assert papers[a[len(D):]][0] == papers[b[len(D):]][0] == s  # no pair crosses splits
             if s == "odt":
                 assert got.filter(pl.col("lang_class") == "en-en").height == 0
+
+
+def test_hard_negatives_exact_and_per_anchor_choice():
+    # a->b, b->c, b->d, a->d, b->e (e in IDT), f->b, b->a.
+    papers = {k: ("train", "en") for k in "abcdf"}
+    papers["e"] = ("idt", "en")
+    edges = [("a", "b"), ("b", "c"), ("b", "d"), ("a", "d"), ("b", "e"), ("f", "b"), ("b", "a")]
+    annotated, names = _annotated(edges, papers)
+    neg, counts = hard_negatives(annotated, names, per_anchor=10)
+    got = {tuple(x[len(D):] for x in r) for r in neg.select("anchor_doi", "positive_doi", "negative_doi").rows()}
+    # a: d is cited by a, e is in another split, a itself is not its own negative.
+    # b (via a): b cites d, and a->b->b would be b itself.
+    assert got == {("a", "b", "c"), ("f", "b", "a"), ("f", "b", "c"), ("f", "b", "d")}
+    assert counts["negatives.train"] == 4 and counts["neg_cited_by_anchor"] == 2
+    assert neg.columns == ["anchor_doi", "positive_doi", "negative_doi", "lang_anchor", "lang_positive",
+                           "lang_negative", "split"]
+    # Two per anchor: f keeps the two candidates of smallest seeded hash rank.
+    two, _ = hard_negatives(annotated, names, per_anchor=2)
+    f_negs = {r[len(D):] for r in two.filter(pl.col("anchor_doi") == D + "f")["negative_doi"]}
+    seed = hash64("negatives", NEGATIVE_SEED)
+    rank = sorted("acd", key=lambda k: int(pair_hash(np.array([hash64(D + "f")]), np.array([hash64(D + k)]), seed)[0]))
+    assert f_negs == set(rank[:2])
+    assert two.filter(pl.col("anchor_doi") == D + "a").height == 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(graphs, st.integers(1, 4))
+def test_every_negative_satisfies_the_definition(graph, per_anchor):
+    raw, attrs = graph
+    edges = sorted({(f"p{a:02d}", f"p{b:02d}") for a, b in raw if a != b})
+    papers = {f"p{i:02d}": attrs[i] for i in range(15)}
+    annotated, names = _annotated(edges, papers)
+    neg, _ = hard_negatives(annotated, names, per_anchor=per_anchor)
+    cites = {(a, b) for a, b in edges}
+    split = {k: v[0] for k, v in papers.items()}
+    brute: dict[str, set] = {}
+    for a, b in edges:
+        for b2, c in edges:
+            if b2 == b and c != a and (a, c) not in cites and split[a] == split[b] == split[c]:
+                brute.setdefault(a, set()).add(c)
+    rows = [tuple(x[len(D):] for x in r) for r in neg.select("anchor_doi", "positive_doi", "negative_doi").rows()]
+    by_anchor: dict[str, set] = {}
+    for a, b, c in rows:
+        assert (a, b) in cites and (b, c) in cites and (a, c) not in cites and a != c
+        assert split[a] == split[b] == split[c]
+        by_anchor.setdefault(a, set()).add(c)
+    assert len(rows) == len({(a, c) for a, _, c in rows})  # one row per (anchor, negative)
+    for a, cs in brute.items():  # exactly min(N, candidates) per anchor, all valid
+        assert len(by_anchor.get(a, set())) == min(per_anchor, len(cs))
+    assert set(by_anchor) <= set(brute)
+
+
+def test_mixes_exact_intersections_and_downsampled_unions():
+    # DC: x->y, y->z, x->z, w->x. CC via x: (y, z); via w: none. BC via z: (x, y); via x: (w?) no;
+    # via y: none (only x cites y). So DC={xy, yz, xz, wx}, CC={yz}, BC={xy}.
+    papers = {k: ("train", "en") for k in "wxyz"}
+    out, counts = compute_pairs(_edges([("x", "y"), ("y", "z"), ("x", "z"), ("w", "x")]), _splits(papers),
+                                mixes=MIX_NAMES)
+    def pairs(name):
+        return {(a[len(D):], b[len(D):]) for a, b in out[(f"mix/{name}", "train")].select("doi_a", "doi_b").rows()}
+    assert pairs("dc&cc") == {("y", "z")} and pairs("dc&bc") == {("x", "y")}
+    assert pairs("cc&bc") == set() and pairs("dc&cc&bc") == set()
+    assert counts["mix_n.dc.train"] == 4 and counts["mix_n.cc.train"] == 1 and counts["mix_n.bc.train"] == 1
+    # cc+bc: equal sizes, both kept whole.
+    assert pairs("cc+bc") == {("y", "z"), ("x", "y")}
+    # dc+cc: CC (1 pair) kept whole, each DC pair drawn with probability 1/4 by its seeded hash.
+    ids = {k: hash64(D + k) for k in "wxyz"}
+    drawn = {p for p in [("w", "x"), ("x", "y"), ("x", "z"), ("y", "z")]
+             if keep_draw(np.array([min(ids[p[0]], ids[p[1]])]), np.array([max(ids[p[0]], ids[p[1]])]), "dc", 0.25)[0]}
+    assert pairs("dc+cc") == drawn | {("y", "z")}
+    row = out[("mix/dc&cc", "train")].row(0, named=True)
+    assert (row["support_dc"], row["support_cc"], row["support_bc"], row["lang_class"]) == (1, 1, 0, "en-en")
+
+
+@settings(max_examples=30, deadline=None)
+@given(graphs)
+def test_mix_properties(graph):
+    raw, attrs = graph
+    edges = sorted({(f"p{a:02d}", f"p{b:02d}") for a, b in raw if a != b})
+    papers = {f"p{i:02d}": attrs[i] for i in range(15)}
+    out, counts = compute_pairs(_edges(edges) if edges else _edges([]).cast(pl.String), _splits(papers),
+                                mixes=MIX_NAMES)
+    for s in ("train", "idt", "odt"):
+        rel = {}
+        for r in ("dc", "cc", "bc"):
+            rel[r] = {tuple(sorted(p)) for p in out[(r, s)].select("doi_a", "doi_b").rows()}
+            assert counts.get(f"mix_n.{r}.{s}", 0) == len(rel[r])
+        for name in MIX_NAMES:
+            got = {p for p in out[(f"mix/{name}", s)].select("doi_a", "doi_b").rows()}
+            assert all(a < b for a, b in got)
+            rels = name.replace("&", "+").split("+")
+            if "&" in name:
+                assert got == set.intersection(*(rel[r] for r in rels))
+            else:
+                assert got <= set.union(*(rel[r] for r in rels))
+                smallest = min(rels, key=lambda r: (len(rel[r]), r))
+                assert rel[smallest] <= got  # the smallest relation is kept whole

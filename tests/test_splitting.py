@@ -112,3 +112,13 @@ def test_split_properties(ps, links, rnd):
     # IDT and train hold only top-K languages
     top = set(top_languages(out["language"], 2))
     assert set(out.filter(pl.col("split") != "odt")["language"].to_list()) <= top
+
+
+def test_small_builds_get_a_useful_idt_full_scale_rule_unchanged():
+    rows = [(f"10.1000/p{i:04d}", f"t{i}", f"a{i}", "en", []) for i in range(3000)]
+    nodes = node_frame(_docs(rows))
+    out, counts = assign_splits(nodes, EMPTY_EDGES)  # defaults: 247/53000, minimum 200 groups
+    assert counts["idt"] == 200 and counts["idt_minimum_applied"] == 1  # threshold alone: ~14
+    # where the fraction already gives more than the minimum, the threshold decides as before
+    out, counts = assign_splits(nodes, EMPTY_EDGES, SplitConfig(idt_fraction=0.2))
+    assert counts["idt_minimum_applied"] == 0 and 500 < counts["idt"] < 700

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import http.client
 import random
+import socket
 import threading
 import time
 import zlib
@@ -29,6 +30,7 @@ from http import HTTPStatus
 from urllib.parse import quote, urljoin, urlsplit
 
 import urllib3
+import urllib3.connection
 from urllib3 import exceptions as u3exc
 
 from openmsd_build.fetch.config import FetchConfig
@@ -71,6 +73,62 @@ _ACCEPT = "text/html,application/xhtml+xml,application/pdf;q=0.9,*/*;q=0.1"
 _CHUNK = 64 * 1024
 _SNIFF_AT = 512
 _ROBOTS_MAX_REDIRECTS = 5
+
+
+# The wall-clock deadline of the request attempt running in this thread (see `_exchange`).
+_DEADLINE = threading.local()
+
+
+def _shutdown(sock) -> None:
+    """Watchdog action: unblock a read stuck on a trickling server (the read then fails)."""
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
+class _DeadlineMixin:
+    """Enforces the attempt's total deadline while the status line and headers are read.
+
+    urllib3's timeouts are per socket read, so a server that trickles one header byte per
+    second could hold a worker for hours (http.client accepts 100 header lines of 64 KiB).
+    A timer shuts the socket down at the deadline; the read fails and `_exchange` reports
+    a timeout. The body has its own deadline check in `_read_body`."""
+
+    def getresponse(self, *args, **kwargs):
+        deadline = getattr(_DEADLINE, "value", None)
+        sock = getattr(self, "sock", None)
+        timer = None
+        if deadline is not None and sock is not None:
+            timer = threading.Timer(max(0.0, deadline - time.monotonic()), _shutdown, (sock,))
+            timer.daemon = True
+            timer.start()
+        try:
+            return super().getresponse(*args, **kwargs)
+        finally:
+            if timer is not None:
+                timer.cancel()
+
+
+class _DeadlineHTTPConnection(_DeadlineMixin, urllib3.connection.HTTPConnection):
+    pass
+
+
+class _DeadlineHTTPSConnection(_DeadlineMixin, urllib3.connection.HTTPSConnection):
+    pass
+
+
+def _error_code(exc: BaseException) -> str:
+    """The stable error code of an exception raised by one request attempt."""
+    if isinstance(exc, u3exc.SSLError):
+        return TLS_ERROR
+    if isinstance(exc, u3exc.NewConnectionError):  # subclass of ConnectTimeoutError: test it first
+        return CONNECTION_ERROR
+    if isinstance(exc, (u3exc.TimeoutError, TimeoutError)):
+        return TIMEOUT
+    if isinstance(exc, (u3exc.HTTPError, OSError)):
+        return CONNECTION_ERROR
+    return BAD_URL  # ValueError / HTTPException: e.g. InvalidURL, bad header bytes
 
 
 @dataclass(frozen=True)
@@ -298,6 +356,7 @@ class HttpFetcher:
                 )
             else:
                 pool = urllib3.HTTPConnectionPool(ip, port, **common)
+            pool.ConnectionCls = _DeadlineHTTPSConnection if scheme == "https" else _DeadlineHTTPConnection
             self._pools[key] = pool
             evicted = []
             while len(self._pools) > cfg.max_pools:
@@ -330,6 +389,7 @@ class HttpFetcher:
         }
         pool = self._pool(target.scheme, addresses[0], target.port, target.host)
         response = None
+        _DEADLINE.value = deadline
         try:
             response = pool.urlopen(
                 "GET",
@@ -358,17 +418,11 @@ class HttpFetcher:
                 return exchange
             self._read_body(response, exchange, header_type, deadline, max_bytes, accept, truncate)
             return exchange
-        except u3exc.SSLError:
-            return _Exchange(error=TLS_ERROR)
-        except u3exc.NewConnectionError:  # subclass of ConnectTimeoutError: test it first
-            return _Exchange(error=CONNECTION_ERROR)
-        except (u3exc.TimeoutError, TimeoutError):
-            return _Exchange(error=TIMEOUT)
-        except (u3exc.HTTPError, OSError):
-            return _Exchange(error=CONNECTION_ERROR)
-        except (ValueError, http.client.HTTPException):  # e.g. InvalidURL, bad header bytes
-            return _Exchange(error=BAD_URL)
+        except (u3exc.HTTPError, OSError, ValueError, http.client.HTTPException) as exc:
+            # past the deadline, whatever broke was the watchdog cutting a trickling answer
+            return _Exchange(error=TIMEOUT if time.monotonic() >= deadline else _error_code(exc))
         finally:
+            _DEADLINE.value = None
             if response is not None:
                 response.release_conn()
 

@@ -21,6 +21,10 @@ from apache_beam.io.filesystems import FileSystems
 
 GZIP_MAGIC = b"\x1f\x8b"
 READ_CHUNK = 1 << 20
+# Caps on decompressed sizes: one JSON Lines record, and one whole-file JSON document
+# (Crossref public-data-file chunks are tens of MB). Beyond them the input is rejected.
+MAX_RECORD_BYTES = 256 << 20
+MAX_DOCUMENT_BYTES = 2 << 30
 
 
 class RecordError(ValueError):
@@ -102,11 +106,25 @@ def _parse_json(data: bytes, origin: str) -> Item:
 
 
 def iter_json_lines(path: str) -> Iterator[Item]:
-    """Yield one `Item` per non-blank line of a JSON Lines file (gzip or plain)."""
+    """Yield one `Item` per non-blank line of a JSON Lines file (gzip or plain). A line
+    longer than `MAX_RECORD_BYTES` is skipped (never held in memory whole) and yielded as a
+    `record_too_large` failure, so a compression bomb of one endless line costs one reject."""
     line_no = 0
     try:
         with open_binary(path) as stream:
-            for line_no, line in enumerate(stream, start=1):  # noqa: B007 - used after the loop
+            while True:
+                line = stream.readline(MAX_RECORD_BYTES + 1)
+                if not line:
+                    break
+                line_no += 1
+                if len(line) > MAX_RECORD_BYTES and not line.endswith(b"\n"):
+                    head, size = line[:200], len(line)
+                    while line and not line.endswith(b"\n"):
+                        line = stream.readline(READ_CHUNK)
+                        size += len(line)
+                    yield Item(f"{path}:{line_no}", reason="record_too_large",
+                               detail=f"line of {size} bytes > {MAX_RECORD_BYTES}", raw=head)
+                    continue
                 if not line.strip():
                     continue
                 yield _parse_json(line, f"{path}:{line_no}")
@@ -115,12 +133,17 @@ def iter_json_lines(path: str) -> Iterator[Item]:
 
 
 def read_all(path: str) -> tuple[bytes | None, Item | None]:
-    """The whole (decompressed) file, or a failure item."""
+    """The whole (decompressed) file, or a failure item (`file_too_large` beyond
+    `MAX_DOCUMENT_BYTES`, so a compression bomb cannot exhaust the worker's memory)."""
     try:
         with open_binary(path) as stream:
-            return stream.read(), None
+            data = stream.read(MAX_DOCUMENT_BYTES + 1)
     except (EOFError, OSError, zlib.error) as exc:
         return None, Item(f"{path}:0", reason=_decode_error(exc), detail=f"{type(exc).__name__}: {exc}")
+    if len(data) > MAX_DOCUMENT_BYTES:
+        return None, Item(f"{path}:0", reason="file_too_large",
+                          detail=f"more than {MAX_DOCUMENT_BYTES} bytes decompressed", raw=data[:200])
+    return data, None
 
 
 def iter_json_documents(path: str, list_keys: tuple[tuple[str, ...], ...]) -> Iterator[Item]:
