@@ -148,7 +148,10 @@ def generate(out: str, n: int, seed: int = 0) -> dict:
     # citations: ~5 per paper
     n_cit = 5 * n
     citing, cited = rng.integers(0, n, n_cit), _zipf_choice(rng, n, n_cit, a=0.6)
-    cit = pa.table({"citing_doi": _dois(citing), "cited_doi": _dois(cited)}, schema=tables.CITATIONS)
+    # the report reads only the DOI columns; the id columns are left null here
+    cit = pa.table({"citing_doi": _dois(citing), "cited_doi": _dois(cited),
+                    "citing_id": pa.nulls(n_cit, pa.int64()), "cited_id": pa.nulls(n_cit, pa.int64())},
+                   schema=tables.CITATIONS)
     _write_parts(layout.citations_dir(out), cit, parts * 4)
     sizes["citations"] = n_cit
 

@@ -111,3 +111,12 @@ def test_evaluate_cli_bm25_and_stray_beam_args(tmp_path, capsys):
     assert main(["evaluate", "--out", out, "--baseline", "bm25", "--runner=DirectRunner"]) == 2
     assert "runs no Beam pipeline" in capsys.readouterr().err
     assert main(["evaluate", "--out", str(tmp_path / "missing"), "--baseline", "bm25"]) == 2
+
+
+def test_empty_split_pool_gives_empty_relevance_without_error():
+    from openmsd_build.evaluation import tasks
+
+    pool = tasks.Pool(split="odt", dois=[], titles=[], abstracts=[], languages=[])
+    relevance = tasks.load_relevance("/nonexistent-build", "cc", pool)
+    assert relevance.indices.size == 0
+    assert relevance.n_links == 0

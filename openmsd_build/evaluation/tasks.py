@@ -139,7 +139,11 @@ def load_pairs(out: str, relation: str, split: str) -> pl.DataFrame:
 def load_relevance(out: str, relation: str, pool: Pool) -> Relevance:
     """The symmetric relevance of `relation` over `pool` (see the module docstring)."""
     pairs = load_pairs(out, relation, pool.split)
-    positions = pl.DataFrame({"doi": pool.dois, "pos": np.arange(len(pool), dtype=np.int64)})
+    # explicit dtypes: an empty pool must still join as strings (no null-typed column)
+    positions = pl.DataFrame(
+        {"doi": list(pool.dois), "pos": np.arange(len(pool), dtype=np.int64)},
+        schema={"doi": pl.String, "pos": pl.Int64},
+    )
     joined = (
         pairs.join(positions.rename({"doi": "doi_a", "pos": "a"}), on="doi_a", how="left")
         .join(positions.rename({"doi": "doi_b", "pos": "b"}), on="doi_b", how="left")
