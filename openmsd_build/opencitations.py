@@ -24,6 +24,8 @@ Counters produced while parsing (names are stable; the stage adds the later ones
 * `files_unrecognized` — files without citing/cited columns in their header;
 * `rows_read` — non-blank data rows of every file (header excluded);
 * `rows_unrecognized_file` — data rows of unrecognized files (dropped);
+* `files_unreadable` — truncated or corrupt .gz / .zip inputs (one reject each; the rows
+  read before the damage are kept and counted as usual);
 * `malformed_row` — too few fields, or an empty citing/cited field (dropped, rejected);
 * `bad_doi` — an end whose DOI ids all failed `normalize_doi` and that has no OMID
   (dropped, rejected with the normalizer's reason);
@@ -42,6 +44,7 @@ import gzip
 import io
 import sys
 import zipfile
+import zlib
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import IO
@@ -217,10 +220,20 @@ def parse_citation_rows(
         yield flush()
 
 
+# A cut download or a corrupt archive: the rows before the damage are kept, the file is
+# counted as `files_unreadable` with one reject, and the job carries on.
+_ARCHIVE_ERRORS = (EOFError, OSError, zlib.error, zipfile.BadZipFile)
+
+
 def parse_citation_file(path: str, batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[tuple[pa.Table, list[dict], dict]]:
     """All batches of one input file (plain, .gz, or every CSV member of a .zip)."""
-    for source, stream in open_text_streams(path):
-        yield from parse_citation_rows(csv.reader(stream), source, batch_rows)
+    try:
+        for source, stream in open_text_streams(path):
+            yield from parse_citation_rows(csv.reader(stream), source, batch_rows)
+    except _ARCHIVE_ERRORS as exc:
+        reason = "truncated_archive" if isinstance(exc, EOFError) else "corrupt_archive"
+        reject = make_reject(STAGE, reason, path, f"{type(exc).__name__}: {exc}", path, None)
+        yield EDGE_BATCH_SCHEMA.empty_table(), [reject], {"files_unreadable": 1}
 
 
 def parse_meta_rows(rows: Iterable[list[str]], source: str) -> tuple[pa.Table, list[dict], dict[str, int]]:

@@ -18,6 +18,12 @@ def doi_of(value: Any) -> str:
         raise RecordError(exc.reason, str(value)[:200]) from None
 
 
+def as_list(value: Any) -> list:
+    """`value` when it is a list, else [] (a list field holding `true` or `3` in a corrupt
+    record must not raise while iterating)."""
+    return value if isinstance(value, list) else []
+
+
 def first_text(value: Any) -> str | None:
     """First non-blank string of a string or a list of strings (Crossref uses lists)."""
     if isinstance(value, str):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from openmsd_build.doi import try_normalize_doi
-from openmsd_build.sources.common import as_year, doi_of, first_text, str_or_none, url_entry
+from openmsd_build.sources.common import as_list, as_year, doi_of, first_text, str_or_none, url_entry
 from openmsd_build.sources.records import RecordError
 from openmsd_build.textclean import clean_abstract, clean_title
 
@@ -67,7 +67,7 @@ def relations_of(record: dict) -> list[dict]:
 
 
 def license_of(record: dict) -> str | None:
-    licenses = [lic for lic in record.get("license") or [] if isinstance(lic, dict) and lic.get("URL")]
+    licenses = [lic for lic in as_list(record.get("license")) if isinstance(lic, dict) and lic.get("URL")]
     licenses.sort(key=lambda lic: lic.get("content-version") != "vor")
     return str_or_none(licenses[0]["URL"]) if licenses else None
 
@@ -75,7 +75,7 @@ def license_of(record: dict) -> str | None:
 def links_of(record: dict) -> list[dict]:
     """Full-text links deposited by the publisher (PDFs), then the DOI's landing page."""
     urls: list[dict] = []
-    for position, link in enumerate(record.get("link") or []):
+    for position, link in enumerate(as_list(record.get("link"))):
         if not isinstance(link, dict):
             continue
         if (link.get("content-type") or "").lower() != "application/pdf":

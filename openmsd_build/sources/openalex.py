@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from openmsd_build.sources.common import as_year, doi_of, str_or_none, url_entry
+from openmsd_build.sources.common import as_list, as_year, doi_of, str_or_none, url_entry
 from openmsd_build.sources.records import RecordError
 from openmsd_build.textclean import clean_abstract, clean_title
 
@@ -44,7 +44,7 @@ def unwrap(record: Any) -> Any:
 
 def oa_urls(record: dict) -> list[dict]:
     best = record.get("best_oa_location") if isinstance(record.get("best_oa_location"), dict) else None
-    locations = [loc for loc in record.get("locations") or [] if isinstance(loc, dict) and loc.get("is_oa")]
+    locations = [loc for loc in as_list(record.get("locations")) if isinstance(loc, dict) and loc.get("is_oa")]
     if best and best not in locations:
         locations.insert(0, best)
     locations.sort(key=lambda loc: (loc is not best and loc != best, _VERSION_ORDER.get(loc.get("version") or "", 3)))

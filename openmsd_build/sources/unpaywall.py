@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from openmsd_build.sources.common import as_year, doi_of, str_or_none, url_entry
+from openmsd_build.sources.common import as_list, as_year, doi_of, str_or_none, url_entry
 from openmsd_build.sources.records import RecordError
 
 SOURCE = "unpaywall"
@@ -18,7 +18,7 @@ _VERSION_ORDER = {"publishedVersion": 0, "acceptedVersion": 1, "submittedVersion
 def oa_urls(record: dict) -> list[dict]:
     """The record's OA URLs, best location first; within a location the PDF comes before
     the landing page. Preference: is_best, then version (published first), then listing order."""
-    locations = record.get("oa_locations") or []
+    locations = as_list(record.get("oa_locations"))
     if not locations and isinstance(record.get("best_oa_location"), dict):
         locations = [record["best_oa_location"]]
     best = record.get("best_oa_location") if isinstance(record.get("best_oa_location"), dict) else {}
