@@ -1,0 +1,255 @@
+"""`openmsd-build release OUT`: an id-only release of a build, with checksums.
+
+Writes (default `OUT/release/`, or `--to DIR`; local or gs://):
+
+    ids/split={train,idt,odt,none}/part-*.parquet  one row per document: DOI, split, language,
+                                                   categories, year, token counts and a sha256 of
+                                                   title / abstract / content (no text)
+    citations/  pairs/{dc,cc,bc}/split=*/  [pairs/mix/  negatives/]  fetch/   copied as built
+    _stats/release.json                            the release's own counts
+    MANIFEST.json   format, our version, build config, stage counts (`_stats/*.json`), source
+                    snapshot files (names, sizes, modification times where still reachable),
+                    and every file's bytes, rows and sha256
+    SHA256SUMS      the same checksums in `sha256sum -c` format
+
+Two small Beam pipelines do the work (ids: a sharded join of documents and splits; checksums:
+one element per file), so a full-scale release runs on the same runners as the build; the
+copies of the id-only tables are `FileSystems.copy` (server-side on Cloud Storage).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import time
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+import openmsd_build
+from openmsd_build import layout, parquet_io
+from openmsd_build.errors import UserError
+from openmsd_build.release.schema import FORMAT, NO_SPLIT
+from openmsd_build.release.transforms import SPLIT_FOLDERS, FileChecksum, ShardTable, WriteIdsShard, seed_side
+from openmsd_build.runner import pipeline_options
+from openmsd_build.schemas import DOCUMENTS
+from openmsd_build.transforms import WriteCounts
+
+DOC_COLUMNS = (
+    "doi", "title", "abstract", "content", "language", "language_prob", "categories", "year", "text_source",
+    "n_tokens_title", "n_tokens_abstract", "n_tokens_content",
+)
+# Id-only tables of the build copied unchanged into the release: (pattern below OUT).
+COPIED = (
+    "citations/*.parquet",
+    "pairs/*/split=*/*.parquet",
+    "pairs/mix/*/split=*/*.parquet",
+    "negatives/split=*/*.parquet",
+    "fetch/*.parquet",
+)
+MANIFEST = "MANIFEST.json"
+SUMS = "SHA256SUMS"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("out", help="output root of a finished build (local folder or gs://...)")
+    parser.add_argument("--to", default=None, help="release folder (default OUT/release)")
+    parser.add_argument("--allow-partial", action="store_true",
+                        help="release a build whose split stage has not run (every document gets split=none)")
+    parser.add_argument("--no-fetch-table", action="store_true", help="do not include fetch/ (URLs and statuses)")
+    parser.add_argument("--shards", type=int, default=0, help="files per split folder (default: as documents/)")
+
+
+def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
+    release = args.to or parquet_io.join_path(args.out, "release")
+    manifest = write_release(args.out, release, beam_args, allow_partial=args.allow_partial,
+                             include_fetch=not args.no_fetch_table, shards=args.shards)
+    ids = manifest["release_counts"]
+    print(
+        "release: " + ", ".join(f"{s} {ids.get(f'ids.{s}', 0)}" for s in SPLIT_FOLDERS)
+        + f" documents; {len(manifest['files'])} files, {sum(f['bytes'] for f in manifest['files']):,} bytes"
+        + f" -> {release}/{MANIFEST}"
+    )
+    return manifest
+
+
+def _abs(path: str) -> str:
+    return path if "://" in path else os.path.abspath(path)
+
+
+def _match(pattern: str) -> list:
+    try:
+        return sorted(FileSystems.match([pattern])[0].metadata_list, key=lambda m: m.path)
+    except Exception:  # noqa: BLE001 - Beam raises for "no match" on some filesystems
+        return []
+
+
+def _read_json(path: str) -> dict | None:
+    if not FileSystems.exists(path):
+        return None
+    with FileSystems.open(path, compression_type="uncompressed") as f:
+        return json.loads(f.read().decode("utf-8"))
+
+
+def _write_bytes(path: str, data: bytes) -> None:
+    with FileSystems.create(path, compression_type="uncompressed") as f:
+        f.write(data)
+
+
+def _clear_release(release: str) -> None:
+    """Remove an earlier release in the same folder; refuse to empty a folder that holds
+    files but no release manifest (a typo in --to must not delete someone's data)."""
+    stale = [m.path for m in _match(parquet_io.join_path(release, "**"))]
+    stale = [p for p in stale if not p.endswith("/")]
+    if stale and not FileSystems.exists(parquet_io.join_path(release, MANIFEST)):
+        raise UserError(f"{release} holds files but no {MANIFEST}: not overwriting it (choose an empty folder)")
+    if stale:
+        FileSystems.delete(stale)
+
+
+def write_release(
+    out: str, release: str, beam_args: list[str], allow_partial: bool = False, include_fetch: bool = True,
+    shards: int = 0,
+) -> dict:
+    """Write the id-only release of build `out` to `release`; returns the manifest."""
+    options = pipeline_options(beam_args)
+    out, release = _abs(out), _abs(release)
+    doc_parts = parquet_io.list_parts(layout.documents_dir(out))
+    if not doc_parts:
+        raise UserError(f"no documents under {layout.documents_dir(out)}: run the build (at least `text`) first")
+    split_parts = parquet_io.list_parts(layout.splits_dir(out))
+    if not split_parts and not allow_partial:
+        raise UserError(f"no splits under {layout.splits_dir(out)}: run `split` (or pass --allow-partial)")
+    if release.rstrip("/") == out.rstrip("/"):
+        raise UserError("the release folder must not be the build's output root")
+    num_shards = shards or len(doc_parts)
+    _clear_release(release)
+    started = time.time()
+
+    ids_root = parquet_io.join_path(release, "ids")
+    with beam.Pipeline(options=options) as p:
+        docs = (
+            p | "ReadDocuments" >> beam.io.ReadFromParquetBatched(
+                parquet_io.join_path(layout.documents_dir(out), "*.parquet"), columns=list(DOC_COLUMNS))
+            | "ShardDocuments" >> beam.ParDo(ShardTable("docs", "doi", num_shards))
+        )
+        sides = [docs, seed_side(p, "Shard0", "docs", DOCUMENTS.empty_table().select(list(DOC_COLUMNS)).schema)]
+        if split_parts:
+            sides.append(
+                p | "ReadSplits" >> beam.io.ReadFromParquetBatched(
+                    parquet_io.join_path(layout.splits_dir(out), "*.parquet"), columns=["doi", "split"])
+                | "ShardSplits" >> beam.ParDo(ShardTable("splits", "doi", num_shards))
+            )
+        _ = (
+            tuple(sides) | "AllSides" >> beam.Flatten() | "GroupByShard" >> beam.GroupByKey()
+            | "WriteIds" >> beam.ParDo(WriteIdsShard(ids_root, num_shards))
+            | "WriteCounts" >> WriteCounts(parquet_io.join_path(release, "_stats", "release.json"),
+                                           {"stage": "release", "shards": num_shards})
+        )
+
+    copied = []
+    for pattern in COPIED:
+        if pattern.startswith("fetch/") and not include_fetch:
+            continue
+        for meta in _match(parquet_io.join_path(out, pattern)):
+            rel = meta.path[len(out.rstrip("/")) + 1 :]
+            if rel.startswith("release/"):
+                continue
+            copied.append((meta.path, parquet_io.join_path(release, rel)))
+    copied = sorted(dict(copied).items())
+    for _, dst in copied:
+        if "://" not in dst:
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+    if copied:
+        FileSystems.copy([s for s, _ in copied], [d for _, d in copied])
+
+    files = _checksums(release, options)
+    stages = {}
+    for stage in ("papers", "text", "citations", "split", "pairs"):
+        stats = _read_json(layout.stats_path(out, stage))
+        if stats is not None:
+            stages[stage] = stats
+    release_stats = _read_json(parquet_io.join_path(release, "_stats", "release.json")) or {}
+    manifest = {
+        "format": FORMAT,
+        "openmsd_build_version": openmsd_build.__version__,
+        "created_at": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "build": {
+            "out": out,
+            "stages_present": sorted(stages),
+            "partial": not split_parts,
+            "config": {stage: {k: v for k, v in s.items() if k not in ("counts", "inputs")} for stage, s in stages.items()},
+        },
+        "sources": _sources(stages),
+        "stage_counts": {stage: s.get("counts", {}) for stage, s in stages.items()},
+        "release_counts": release_stats.get("counts", {}),
+        "splits": list(SPLIT_FOLDERS),
+        "no_split_label": NO_SPLIT,
+        "hashes": "sha256 of the UTF-8 text of title / abstract / content (null: the build had none)",
+        "files": files,
+        "seconds": round(time.time() - started, 2),
+    }
+    _write_bytes(parquet_io.join_path(release, MANIFEST), json.dumps(manifest, indent=2, sort_keys=True).encode())
+    sums = "".join(f"{f['sha256']}  {f['path']}\n" for f in files)
+    _write_bytes(parquet_io.join_path(release, SUMS), sums.encode())
+    return manifest
+
+
+def _checksums(release: str, options) -> list[dict]:
+    paths = [m.path for m in _match(parquet_io.join_path(release, "**"))]
+    paths = sorted(p for p in paths if not p.endswith("/") and os.path.basename(p) not in (MANIFEST, SUMS))
+    tmp = parquet_io.join_path(release, "_checksums.tmp.json")
+    paths = [p for p in paths if p != tmp]
+    with beam.Pipeline(options=options) as p:
+        _ = (
+            p | "Files" >> beam.Create(paths) | "Spread" >> beam.Reshuffle()
+            | "Checksum" >> beam.ParDo(FileChecksum(release))
+            | "All" >> beam.combiners.ToList()
+            | "Write" >> beam.Map(_write_list, tmp)
+        )
+    with FileSystems.open(tmp, compression_type="uncompressed") as f:
+        files = json.loads(f.read().decode("utf-8"))
+    FileSystems.delete([tmp])
+    return sorted(files, key=lambda f: f["path"])
+
+
+def _write_list(items: list, path: str) -> int:
+    _write_bytes(path, json.dumps(items).encode("utf-8"))
+    return len(items)
+
+
+def _sources(stages: dict) -> dict:
+    """What the build knows of its source snapshots: the files the papers stage read (with
+    their sizes then, and size / modification time now where still reachable), the text
+    stage's fetch mode and WARC files, the citation files' count."""
+    sources: dict = {}
+    inputs = (stages.get("papers") or {}).get("inputs")
+    if inputs:
+        files = []
+        for item in inputs:
+            entry = dict(item)
+            metas = _match(item["path"])
+            if metas:
+                entry["bytes_now"] = metas[0].size_in_bytes
+                mtime = getattr(metas[0], "last_updated_in_seconds", None)
+                if mtime:
+                    entry["modified"] = _dt.datetime.fromtimestamp(mtime, _dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            files.append(entry)
+        sources["metadata_files"] = files
+    else:
+        sources["metadata_files"] = "not recorded by this build's papers stage"
+    fetch = (stages.get("text") or {}).get("fetch")
+    if fetch:
+        sources["text_fetch"] = fetch
+        if fetch.startswith("warc:"):
+            warcs = []
+            for pattern in fetch[len("warc:") :].split(","):
+                for m in _match(pattern):
+                    warcs.append({"path": m.path, "bytes": m.size_in_bytes})
+            sources["warc_files"] = warcs
+    citations = (stages.get("citations") or {}).get("counts", {})
+    if citations:
+        sources["opencitations"] = {k: citations[k] for k in ("files_read", "rows_read") if k in citations}
+    return sources

@@ -1,0 +1,168 @@
+"""`openmsd-build reconstruct RELEASE --unpaywall G --crossref G [--openalex G]
+--fetch none|http|warc:GLOB --out DIR`: rebuild the text columns of an id-only release.
+
+Steps (each a Beam pipeline on the runner the Beam flags choose; paths local or gs://):
+
+1. the papers stage on the given snapshots -> `DIR/_unrestricted/papers/`;
+2. restrict: a sharded join of those papers with the release's DOIs -> `DIR/papers/`
+   (release DOIs missing from the snapshots are counted);
+3. the text stage on `DIR` exactly as in a build -> `DIR/documents/`, `DIR/fetch/`;
+4. verify: a sharded join of the release's hashes with the rebuilt documents ->
+   `DIR/reconstruct/mismatches/` (one row per field that differs or is missing) and
+   `DIR/reconstruct/recovery.json` (counts and recovery rate per split and field).
+
+A field is *recovered* when the sha256 of the rebuilt text equals the release's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from openmsd_build import layout, parquet_io
+from openmsd_build.errors import UserError
+from openmsd_build.release.command import MANIFEST, _abs, _read_json, _write_bytes
+from openmsd_build.release.hashes import FIELDS, recovery_rates
+from openmsd_build.release.schema import MISMATCHES, RELEASE_IDS
+from openmsd_build.release.transforms import MISMATCH_TAG, RestrictPapersShard, ShardTable, VerifyShard, seed_side
+from openmsd_build.runner import pipeline_options
+from openmsd_build.schemas import PAPERS
+from openmsd_build.transforms import WriteCounts, WriteParquetShards
+
+DOC_COLUMNS = ["doi", "title", "abstract", "content", "language"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("release", help="an id-only release folder (local or gs://) written by `openmsd-build release`")
+    parser.add_argument("--out", required=True, help="where to rebuild (a build output root)")
+    parser.add_argument("--unpaywall", action="append", default=[], metavar="GLOB")
+    parser.add_argument("--crossref", action="append", default=[], metavar="GLOB")
+    parser.add_argument("--openalex", action="append", default=[], metavar="GLOB")
+    parser.add_argument("--fetch", default="none", help="none | http | warc:GLOB (as the text stage)")
+    parser.add_argument("--max-urls-per-paper", type=int, default=3)
+    parser.add_argument("--rate-per-host", type=float, default=1.0)
+    parser.add_argument("--contact", default=None)
+    parser.add_argument("--allow-network", action="append", default=[], metavar="CIDR")
+    parser.add_argument("--no-robots", action="store_true")
+    parser.add_argument("--extract-timeout", type=float, default=60.0)
+
+
+def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
+    text_argv = ["--max-urls-per-paper", str(args.max_urls_per_paper), "--rate-per-host", str(args.rate_per_host),
+                 "--extract-timeout", str(args.extract_timeout)]
+    if args.contact:
+        text_argv += ["--contact", args.contact]
+    for cidr in args.allow_network:
+        text_argv += ["--allow-network", cidr]
+    if args.no_robots:
+        text_argv.append("--no-robots")
+    result = reconstruct(args.release, args.out, args.unpaywall, args.crossref, args.openalex, args.fetch,
+                         beam_args, text_argv)
+    print(format_rates(result["rates"]))
+    print(f"recovery: {parquet_io.join_path(args.out, 'reconstruct', 'recovery.json')}")
+    return result
+
+
+def reconstruct(
+    release: str, out: str, unpaywall: list[str], crossref: list[str], openalex: list[str] | None, fetch: str,
+    beam_args: list[str], text_argv: list[str] | None = None,
+) -> dict:
+    from openmsd_build.pipelines import papers as papers_stage
+    from openmsd_build.pipelines import text as text_stage
+
+    options = pipeline_options(beam_args)
+    release, out = _abs(release), _abs(out)
+    manifest = _read_json(parquet_io.join_path(release, MANIFEST))
+    if manifest is None:
+        raise UserError(f"{release}: no {MANIFEST} (is it a release written by `openmsd-build release`?)")
+    ids_glob = parquet_io.join_path(release, "ids", "split=*", "*.parquet")
+    started = time.time()
+
+    # 1. papers on the whole snapshots (the cheap stage); 2. restricted to the release.
+    full = parquet_io.join_path(out, "_unrestricted")
+    papers_stage.run_papers(full, unpaywall, crossref, openalex, beam_args)
+    full_parts = parquet_io.list_parts(layout.papers_dir(full))
+    num_shards = max(1, len(full_parts))
+    papers_dir = layout.papers_dir(out)
+    parquet_io.clear_directory(papers_dir)
+    with beam.Pipeline(options=options) as p:
+        papers = (
+            p | "ReadPapers" >> beam.io.ReadFromParquetBatched(parquet_io.join_path(layout.papers_dir(full), "*.parquet"))
+            | "ShardPapers" >> beam.ParDo(ShardTable("papers", "doi", num_shards))
+        )
+        ids = (
+            p | "ReadIds" >> beam.io.ReadFromParquetBatched(ids_glob, columns=["doi"])
+            | "ShardIds" >> beam.ParDo(ShardTable("ids", "doi", num_shards))
+        )
+        _ = (
+            (papers, ids, seed_side(p, "Shard0", "papers", PAPERS)) | "AllSides" >> beam.Flatten()
+            | "GroupByShard" >> beam.GroupByKey()
+            | "Restrict" >> beam.ParDo(RestrictPapersShard(papers_dir, num_shards))
+            | "WriteCounts" >> WriteCounts(parquet_io.join_path(out, "reconstruct", "restrict.json"),
+                                           {"stage": "reconstruct.restrict"})
+        )
+    for path in full_parts:  # the unrestricted copy is only a step
+        FileSystems.delete([path])
+
+    # 3. the text stage, unchanged.
+    text_parser = argparse.ArgumentParser(prog="openmsd-build text")
+    text_stage.add_arguments(text_parser)
+    text_args = text_parser.parse_args(["--out", out, "--fetch", fetch, *(text_argv or [])])
+    text_stage.run(text_args, beam_args)
+
+    # 4. verify against the release's hashes.
+    verify_dir = parquet_io.join_path(out, "reconstruct")
+    mismatch_dir = parquet_io.join_path(verify_dir, "mismatches")
+    parquet_io.clear_directory(mismatch_dir)
+    verify_shards = max(1, len(parquet_io.list_parts(layout.documents_dir(out))))
+    with beam.Pipeline(options=options) as p:
+        expected = (
+            p | "ReadIds" >> beam.io.ReadFromParquetBatched(ids_glob, columns=RELEASE_IDS.names)
+            | "ShardIds" >> beam.ParDo(ShardTable("ids", "doi", verify_shards))
+        )
+        rebuilt = (
+            p | "ReadDocuments" >> beam.io.ReadFromParquetBatched(
+                parquet_io.join_path(layout.documents_dir(out), "*.parquet"), columns=DOC_COLUMNS)
+            | "ShardDocuments" >> beam.ParDo(ShardTable("docs", "doi", verify_shards))
+        )
+        verified = (
+            (expected, rebuilt, seed_side(p, "Shard0", "ids", RELEASE_IDS)) | "AllSides" >> beam.Flatten()
+            | "GroupByShard" >> beam.GroupByKey()
+            | "Verify" >> beam.ParDo(VerifyShard()).with_outputs(MISMATCH_TAG, main="counts")
+        )
+        _ = verified[MISMATCH_TAG] | "WriteMismatches" >> WriteParquetShards(
+            mismatch_dir, MISMATCHES, verify_shards, sort_by=("doi", "field"))
+        _ = verified.counts | "WriteCounts" >> WriteCounts(
+            parquet_io.join_path(verify_dir, "counts.json"), {"stage": "reconstruct.verify"})
+
+    counts = (_read_json(parquet_io.join_path(verify_dir, "counts.json")) or {}).get("counts", {})
+    restrict = (_read_json(parquet_io.join_path(verify_dir, "restrict.json")) or {}).get("counts", {})
+    result = {
+        "release": release,
+        "release_version": manifest.get("openmsd_build_version"),
+        "fetch": fetch,
+        "rates": recovery_rates(counts),
+        "restrict": restrict,
+        "counts": counts,
+        "seconds": round(time.time() - started, 2),
+    }
+    _write_bytes(parquet_io.join_path(verify_dir, "recovery.json"),
+                 json.dumps(result, indent=2, sort_keys=True).encode("utf-8"))
+    return result
+
+
+def format_rates(rates: dict) -> str:
+    """A plain-text table: one line per split, recovered / expected (rate) per field."""
+    lines = ["recovered (rebuilt sha256 = release sha256) / expected, per split and field:"]
+    for split, fields in rates.items():
+        cells = []
+        for field in FIELDS:
+            f = fields[field]
+            if f["expected"]:
+                cells.append(f"{field} {f['recovered']}/{f['expected']} ({100 * f['rate']:.1f}%)")
+        lines.append(f"  {split:<6} " + ", ".join(cells))
+    return "\n".join(lines)
