@@ -69,6 +69,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     module = _module(COMMANDS[args.command][0])
+    # Hand the Beam flags to Beam's FileSystems before any command touches a path, so
+    # `gs://` inputs and outputs work for every command, pipelines or not.
+    from openmsd_build.runner import pipeline_options
+
+    pipeline_options(beam_args)
     try:
         result = module.run(args, beam_args)
     except UserError as exc:

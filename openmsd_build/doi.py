@@ -64,7 +64,10 @@ def normalize_doi(value: object) -> str:
         before = text
         text = _PREFIX_RE.sub("", text).strip()
         if "%" in text and _valid_percent(text):
-            text = unquote(text, errors="strict")
+            try:
+                text = unquote(text, errors="strict")
+            except UnicodeDecodeError:  # "%80": escapes that are not UTF-8 encode no DOI
+                raise InvalidDOI("doi_malformed", value) from None
         text = _strip_leading(_strip_trailing(_INVISIBLE_RE.sub("", text).strip()))
         if text == before:
             break

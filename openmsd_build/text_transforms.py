@@ -171,7 +171,10 @@ class FetchAndExtract(beam.DoFn):
                     "url": url, "doi": task["doi"], "kind": task.get("kind"), "status": result.status,
                     "content_type": result.content_type or None, "bytes": result.n_bytes, "sha1": result.sha1,
                     "warc_file": warc_file, "warc_offset": warc_offset, "warc_length": warc_length,
-                    "fetched_at": result.fetched_at, "attempts": result.attempts, "error": result.error,
+                    # replay from an archive keeps the archived date; a URL missing from it has
+                    # none (a wall-clock time there would make reruns differ)
+                    "fetched_at": result.fetched_at if result.status is not None or self.fetch_spec == "http" else None,
+                    "attempts": result.attempts, "error": result.error,
                 })
             result, extraction = done[url]
             if extraction is None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from dataclasses import asdict
 
 import apache_beam as beam
 import polars as pl
@@ -175,7 +176,7 @@ def build(pipeline, out: str, config: SplitConfig, shards: int) -> None:
     _ = (
         tuple(counts)
         | "AllCounts" >> beam.Flatten()
-        | "WriteCounts" >> WriteCounts(layout.stats_path(out, STAGE), extra={"stage": STAGE})
+        | "WriteCounts" >> WriteCounts(layout.stats_path(out, STAGE), extra={"stage": STAGE, "config": asdict(config)})
     )
 
 

@@ -155,6 +155,37 @@ REJECTS = pa.schema(
     ]
 )
 
+# An id-only release (`RELEASE/ids/split=*/`): labels and text hashes, no text.
+RELEASE_IDS = pa.schema(
+    [
+        ("doi", pa.string()),
+        ("split", pa.string()),  # train / idt / odt / none
+        ("language", pa.string()),
+        ("language_prob", pa.float32()),
+        ("categories", pa.list_(pa.string())),
+        ("year", pa.int32()),
+        ("text_source", pa.string()),
+        # sha256 (hex) of the UTF-8 text; null when the build had no such text.
+        ("title_sha256", pa.string()),
+        ("abstract_sha256", pa.string()),
+        ("content_sha256", pa.string()),
+        ("n_tokens_title", pa.int32()),
+        ("n_tokens_abstract", pa.int32()),
+        ("n_tokens_content", pa.int32()),
+    ]
+)
+
+MISMATCHES = pa.schema(
+    [
+        ("doi", pa.string()),
+        ("split", pa.string()),
+        ("field", pa.string()),  # title / abstract / content / language / document
+        ("outcome", pa.string()),  # no_document / missing / different / unexpected
+        ("expected", pa.string()),  # release hash (or label)
+        ("rebuilt", pa.string()),  # rebuilt hash (or label)
+    ]
+)
+
 SCHEMAS = {
     "papers": PAPERS,
     "fetch": FETCH,
@@ -165,4 +196,6 @@ SCHEMAS = {
     "negatives": NEGATIVES,
     "mixes": MIXES,
     "rejects": REJECTS,
+    "release_ids": RELEASE_IDS,
+    "mismatches": MISMATCHES,
 }

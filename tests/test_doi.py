@@ -50,6 +50,7 @@ def test_lookalike_hyphens_and_sici_brackets():
         ("10.1234/", "doi_malformed"),
         ("10.1234/with space", "doi_malformed"),
         ("10.1234/" + "x" * 500, "doi_too_long"),
+        ("10.1000/%80", "doi_malformed"),  # percent-escape that is not UTF-8 (found by hypothesis)
     ],
 )
 def test_rejects_non_dois(raw, reason):
