@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterable, Sequence
 
 from apache_beam.io.filesystems import FileSystems
@@ -36,3 +37,14 @@ def default_shards(total_bytes: int, bytes_per_shard: int = 32 << 20, minimum: i
 def flatten_globs(values: Sequence[str] | None) -> list[str]:
     """argparse `append` values, each possibly comma-free single globs; None -> []."""
     return [v for v in (values or []) if v]
+
+
+def expand_input_files(patterns: Sequence[str], what: str = "input") -> list[str]:
+    """Files, globs or local folders -> sorted file list; a pattern matching nothing is a
+    `UserError` (see `expand_globs`)."""
+    expanded: list[str] = []
+    for pattern in patterns:
+        if "://" not in pattern and os.path.isdir(pattern):
+            pattern = os.path.join(pattern, "*")
+        expanded.append(pattern)
+    return [path for path, _ in expand_globs(expanded, what)]

@@ -9,16 +9,19 @@ the same inputs give byte-identical part files on any runner.
 
 from __future__ import annotations
 
+import io
 import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
 import apache_beam as beam
 import pyarrow as pa
+import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from openmsd_build import parquet_io
+from openmsd_build.errors import UserError
 from openmsd_build.hashing import shard_of
 from openmsd_build.schemas import REJECTS
 
@@ -155,3 +158,50 @@ class GroupShards(beam.PTransform):
     def expand(self, pcoll):
         seed = pcoll.pipeline | "EnsureShard0" >> beam.Create([(0, [])])
         return (pcoll, seed) | "WithShard0" >> beam.Flatten() | "GroupByShard" >> beam.GroupByKey()
+
+
+# ---------------------------------------------------------------- tagged shuffles and Parquet parts
+
+
+def tag(name: str):
+    """`(shard, table)` -> `(shard, (name, table))` so two inputs can share one GroupByKey."""
+    return lambda kv: (kv[0], (name, kv[1]))
+
+
+def untag(values: Iterable, *names: str) -> dict[str, list]:
+    """The grouped values of a shard, split by tag (tables not yet concatenated)."""
+    out: dict[str, list] = {n: [] for n in names}
+    for name, table in values:
+        out[name].append(table)
+    return out
+
+
+class ReadParquetFrames(beam.DoFn):
+    """A Parquet file path -> Arrow tables of `columns`, one per row group batch.
+
+    Reading by batches keeps a worker's memory bounded by `batch_rows`, whatever the size
+    of the upstream part files.
+    """
+
+    def __init__(self, columns: Sequence[str], batch_rows: int = 250_000):
+        self.columns = list(columns)
+        self.batch_rows = batch_rows
+
+    def process(self, path: str):
+        with FileSystems.open(path) as f:
+            pf = pq.ParquetFile(io.BytesIO(f.read()))
+            for batch in pf.iter_batches(batch_size=self.batch_rows, columns=self.columns):
+                yield pa.Table.from_batches([batch])
+
+
+def read_parts(pipeline, directory: str, columns: Sequence[str], label: str):
+    """A PCollection of Arrow tables with `columns` from a stage folder's part files."""
+    parts = parquet_io.list_parts(directory)
+    if not parts:
+        raise UserError(f"no Parquet files under {directory}; run the previous stage first")
+    return (
+        pipeline
+        | f"{label}Files" >> beam.Create(parts)
+        | f"{label}Reshuffle" >> beam.Reshuffle()
+        | f"{label}Read" >> beam.ParDo(ReadParquetFrames(columns))
+    )

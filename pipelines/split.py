@@ -23,142 +23,48 @@ from collections.abc import Sequence
 from dataclasses import asdict
 
 import apache_beam as beam
-import polars as pl
-import pyarrow as pa
 
-from openmsd_build import citation_graph as cg
 from openmsd_build import layout, parquet_io
 from openmsd_build.errors import UserError
-from openmsd_build.pipelines.citations import COUNTS, read_counts, read_parts, tag, untag
 from openmsd_build.runner import pipeline_options
 from openmsd_build.schemas import SPLITS
-from openmsd_build.splitting import SplitConfig, assign_splits, node_frame, paper_ids
-from openmsd_build.transforms import WriteCounts, WriteParquetShards, bump
-
-STAGE = "split"
-DEFAULT_SHARDS = 16
-NODE_SCHEMA = pa.schema(
-    [
-        ("doi", pa.string()),
-        ("language", pa.string()),
-        ("dup_key", pa.uint64()),
-        ("relation_dois", pa.list_(pa.string())),
-        ("paper_id", pa.int64()),
-    ]
+from openmsd_build.split_transforms import (
+    DEFAULT_SHARDS,
+    NODE_SCHEMA,
+    STAGE,
+    Assign,
+    KeyEdges,
+    LanguageSide,
+    LinkedDois,
+    LinkShard,
+    Nodes,
 )
-EDGE_SCHEMA = pa.schema([("citing_doi", pa.string()), ("cited_doi", pa.string())])
-
-
-class _LinkedDois(beam.DoFn):
-    def __init__(self, shards: int):
-        self.shards = shards
-
-    def process(self, table: pa.Table):
-        df = pl.from_arrow(table)
-        dois = pl.concat([df["citing_doi"], df["cited_doi"]]).unique().to_frame("doi")
-        yield beam.pvalue.TaggedOutput(COUNTS, {"citations_read": df.height})
-        yield from cg.split_by_shard(dois, cg.shard_strings(dois["doi"], self.shards))
-
-
-class _Nodes(beam.DoFn):
-    def __init__(self, shards: int):
-        self.shards = shards
-
-    def process(self, table: pa.Table):
-        nodes = node_frame(pl.from_arrow(table))
-        yield beam.pvalue.TaggedOutput(COUNTS, {"documents_read": nodes.height})
-        yield from cg.split_by_shard(nodes, cg.shard_strings(nodes["doi"], self.shards))
-
-
-class _LinkShard(beam.DoFn):
-    def process(self, element):
-        shard, values = element
-        parts = untag(values, "linked", "docs")
-        linked = cg.to_frame(parts["linked"], pa.schema([("doi", pa.string())])).unique()
-        docs = cg.to_frame(parts["docs"], NODE_SCHEMA.remove(NODE_SCHEMA.get_field_index("paper_id")))
-        nodes = docs.join(linked, on="doi", how="semi") if docs.height else docs
-        counts = {
-            "no_link": docs.height - nodes.height,
-            "edge_ends_not_in_documents": linked.height - nodes.height,
-        }
-        bump(STAGE, counts)
-        yield beam.pvalue.TaggedOutput(COUNTS, counts)
-        if nodes.height:
-            yield shard, nodes.with_columns(paper_ids(nodes["doi"])).to_arrow()
-
-
-class _KeyEdges(beam.DoFn):
-    def __init__(self, side: str, shards: int):
-        self.side = side
-        self.shards = shards
-
-    def process(self, table: pa.Table):
-        df = pl.from_arrow(table)
-        yield from cg.split_by_shard(df, cg.shard_strings(df[f"{self.side}_doi"], self.shards))
-
-
-class _LanguageSide(beam.DoFn):
-    """Attach `{side}_lang`; after the cited side keep only English/non-English edges."""
-
-    def __init__(self, side: str, shards: int):
-        self.side = side
-        self.shards = shards
-
-    def process(self, element):
-        _, values = element
-        parts = untag(values, "nodes", "edges")
-        edges = cg.to_frame(parts["edges"])
-        if not edges.height:
-            return
-        langs = cg.to_frame(parts["nodes"], NODE_SCHEMA).select("doi", pl.col("language").alias(f"{self.side}_lang"))
-        edges = edges.join(langs, left_on=f"{self.side}_doi", right_on="doi", how="inner")
-        if self.side == "citing":
-            yield from cg.split_by_shard(edges, cg.shard_strings(edges["cited_doi"], self.shards))
-            return
-        mixed = edges.filter((pl.col("citing_lang") == "en") != (pl.col("cited_lang") == "en"))
-        if mixed.height:
-            yield mixed.select("citing_doi", "cited_doi").to_arrow()
-
-
-class _Assign(beam.DoFn):
-    """The single global step (see `splitting.assign_splits` for its memory)."""
-
-    def __init__(self, config: SplitConfig, shards: int):
-        self.config = config
-        self.shards = shards
-
-    def process(self, element):
-        _, values = element
-        parts = untag(values, "nodes", "edges")
-        nodes = cg.to_frame(parts["nodes"], NODE_SCHEMA)
-        edges = cg.to_frame(parts["edges"], EDGE_SCHEMA)
-        out, counts = assign_splits(nodes, edges, self.config)
-        bump(STAGE, {k: v for k, v in counts.items() if "." not in k})
-        yield beam.pvalue.TaggedOutput(COUNTS, counts)
-        yield from cg.split_by_shard(out, cg.shard_strings(out["doi"], self.shards))
+from openmsd_build.splitting import SplitConfig
+from openmsd_build.stats import read_stage_counts
+from openmsd_build.transforms import COUNTS_TAG, WriteCounts, WriteParquetShards, read_parts, tag
 
 
 def build(pipeline, out: str, config: SplitConfig, shards: int) -> None:
     citations = read_parts(pipeline, layout.citations_dir(out), ["citing_doi", "cited_doi"], "Citations")
-    linked = citations | "LinkedDois" >> beam.ParDo(_LinkedDois(shards)).with_outputs(COUNTS, main="keyed")
+    linked = citations | "LinkedDois" >> beam.ParDo(LinkedDois(shards)).with_outputs(COUNTS_TAG, main="keyed")
     docs = read_parts(
         pipeline, layout.documents_dir(out), ["doi", "title", "abstract", "language", "relations"], "Docs"
-    ) | "Nodes" >> beam.ParDo(_Nodes(shards)).with_outputs(COUNTS, main="keyed")
+    ) | "Nodes" >> beam.ParDo(Nodes(shards)).with_outputs(COUNTS_TAG, main="keyed")
     nodes = (
         (linked.keyed | "TagLinked" >> beam.Map(tag("linked")), docs.keyed | "TagDocs" >> beam.Map(tag("docs")))
         | "FlattenLink" >> beam.Flatten()
         | "GroupLink" >> beam.GroupByKey()
-        | "LinkShard" >> beam.ParDo(_LinkShard()).with_outputs(COUNTS, main="nodes")
+        | "LinkShard" >> beam.ParDo(LinkShard()).with_outputs(COUNTS_TAG, main="nodes")
     )
-    counts = [linked[COUNTS], docs[COUNTS], nodes[COUNTS]]
+    counts = [linked[COUNTS_TAG], docs[COUNTS_TAG], nodes[COUNTS_TAG]]
     tagged_nodes = nodes.nodes | "TagNodes" >> beam.Map(tag("nodes"))
-    current = citations | "KeyCiting" >> beam.ParDo(_KeyEdges("citing", shards))
+    current = citations | "KeyCiting" >> beam.ParDo(KeyEdges("citing", shards))
     for side in ("citing", "cited"):
         current = (
             (tagged_nodes, current | f"TagEdges{side}" >> beam.Map(tag("edges")))
             | f"Flatten{side}" >> beam.Flatten()
             | f"Group{side}" >> beam.GroupByKey()
-            | f"Lang{side}" >> beam.ParDo(_LanguageSide(side, shards))
+            | f"Lang{side}" >> beam.ParDo(LanguageSide(side, shards))
         )
     everything = (
         nodes.nodes | "NodesToOne" >> beam.Map(lambda kv: (0, ("nodes", kv[1]))),
@@ -169,9 +75,9 @@ def build(pipeline, out: str, config: SplitConfig, shards: int) -> None:
         everything
         | "FlattenAll" >> beam.Flatten()
         | "GroupAll" >> beam.GroupByKey()
-        | "Assign" >> beam.ParDo(_Assign(config, shards)).with_outputs(COUNTS, main="splits")
+        | "Assign" >> beam.ParDo(Assign(config, shards)).with_outputs(COUNTS_TAG, main="splits")
     )
-    counts.append(assigned[COUNTS])
+    counts.append(assigned[COUNTS_TAG])
     _ = assigned.splits | "WriteSplits" >> WriteParquetShards(layout.splits_dir(out), SPLITS, shards, sort_by=("doi",))
     _ = (
         tuple(counts)
@@ -193,7 +99,7 @@ def run_split(
     parquet_io.clear_directory(layout.splits_dir(out))
     with beam.Pipeline(options=pipeline_options(beam_args)) as pipeline:
         build(pipeline, out, config, shards)
-    return read_counts(out, STAGE)
+    return read_stage_counts(out, STAGE)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
