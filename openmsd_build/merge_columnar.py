@@ -98,7 +98,7 @@ def _ranked_urls(df: pl.DataFrame) -> pl.DataFrame:
         .explode("urls")
         .with_columns([pl.col("urls").struct.field(f).alias(f"_u_{f}") for f in fields])
         .with_columns(pl.col("_u_url").str.strip_chars().alias("_key"))
-        .sort(["doi", "_p_url", "_neg_complete", "origin", "_u_rank"], nulls_last=False)
+        .sort(["doi", "_p_url", "_neg_complete", "origin", "_u_rank"], nulls_last=False, maintain_order=True)
         .unique(subset=["doi", "_key"], keep="first", maintain_order=True)
         .with_columns(pl.int_range(pl.len()).over("doi").cast(pl.Int32).alias("_u_rank"))
     )

@@ -23,10 +23,10 @@ from openmsd_build.merge import completeness
 from openmsd_build.merge_columnar import PROJECTED, merge_frame
 from openmsd_build.rejects import make_reject
 from openmsd_build.schemas import PAPERS
-from openmsd_build.sources import crossref, openalex
+from openmsd_build.sources import crossref, crossref_columnar, openalex
 from openmsd_build.sources.crossref import parse_crossref
 from openmsd_build.sources.openalex import parse_openalex
-from openmsd_build.sources.records import Item, RecordError, iter_json_documents, iter_json_lines
+from openmsd_build.sources.records import Item, RecordError, iter_documents_in, iter_json_lines, read_all
 from openmsd_build.sources.unpaywall import parse_unpaywall
 
 STAGE = "papers"
@@ -41,11 +41,42 @@ _PARSERS: dict[str, Parser] = {
 }
 
 
-def _items(path: str, source: str) -> Iterator[Item]:
+def _outcomes(path: str, source: str) -> Iterator[tuple[str, dict | None, Item | None]]:
+    """Every record of one file as `(origin, projected record, None)` or
+    `(origin, None, failed item)`. Crossref public-data-file chunks are projected on columns
+    (`crossref_columnar`); everything else, and any chunk that does not fit that reader, is
+    parsed record by record."""
     if source == "unpaywall":
-        return iter_json_lines(path)
-    keys = crossref.LIST_KEYS if source == "crossref" else openalex.LIST_KEYS
-    return iter_json_documents(path, keys)
+        items: Iterator[Item] = iter_json_lines(path)
+    else:
+        data, failure = read_all(path)
+        if failure is not None:
+            yield failure.origin, None, failure
+            return
+        assert data is not None
+        chunk = crossref_columnar.parse_chunk(data) if source == "crossref" else None
+        if chunk is not None:
+            records, rejected = chunk
+            for record in records:
+                yield f"{path}:#{record.pop('_index')}", record, None
+            for index, reason, raw_doi in rejected:
+                origin = f"{path}:#{index}"
+                yield origin, None, Item(origin, reason=reason, raw=(raw_doi or "").encode("utf-8"))
+            return
+        keys = crossref.LIST_KEYS if source == "crossref" else openalex.LIST_KEYS
+        items = iter_documents_in(data, path, keys)
+    parse = _PARSERS[source]
+    for item in items:
+        if item.reason is not None:
+            yield item.origin, None, item
+            continue
+        try:
+            yield item.origin, parse(item.obj), None
+        except RecordError as exc:
+            yield item.origin, None, Item(item.origin, reason=exc.reason, detail=exc.detail, raw=_excerpt(item.obj))
+        except Exception as exc:  # noqa: BLE001 - a parser bug must cost one record, not the whole file
+            yield item.origin, None, Item(item.origin, reason="parser_error",
+                                          detail=f"{type(exc).__name__}: {exc}"[:200], raw=_excerpt(item.obj))
 
 
 def read_source_file(
@@ -53,36 +84,29 @@ def read_source_file(
 ) -> Iterator[tuple[str, Any]]:
     """Parse one file of `source`. Yields tagged outputs:
 
-    - `("batch", (shard, [record, ...]))` projected records, at most `batch_size` a batch;
+    - `("batch", (shard, table))` projected records (`PROJECTED` rows), at most
+      `batch_size` a batch;
     - `("reject", reject_row)` for every record that could not be used;
     - `("counts", {...})` once at the end: `read.<source>`, `rejected.<source>.<reason>`.
     """
-    parse = _PARSERS[source]
     counts: Counter = Counter()
     buffers: dict[int, list[dict]] = {}
-    for item in _items(path, source):
+    for origin, record, failed in _outcomes(path, source):
         counts[f"read.{source}"] += 1
-        if item.reason is None:
-            try:
-                record = parse(item.obj)
-            except RecordError as exc:
-                item = Item(item.origin, reason=exc.reason, detail=exc.detail, raw=_excerpt(item.obj))
-            except Exception as exc:  # noqa: BLE001 - a parser bug must cost one record, not the whole file
-                item = Item(item.origin, reason="parser_error", detail=f"{type(exc).__name__}: {exc}"[:200],
-                            raw=_excerpt(item.obj))
-            else:
-                record["origin"] = item.origin
-                record["completeness"] = completeness(record)
-                shard = shard_of(record["doi"], num_shards)
-                buf = buffers.setdefault(shard, [])
-                buf.append(record)
-                if len(buf) >= batch_size:
-                    yield "batch", (shard, pa.Table.from_pylist(buf, schema=PROJECTED))
-                    buffers[shard] = []
-                continue
-        counts[f"rejected.{source}.{item.reason}"] += 1
+        if record is not None:
+            record["origin"] = origin
+            record["completeness"] = completeness(record)
+            shard = shard_of(record["doi"], num_shards)
+            buf = buffers.setdefault(shard, [])
+            buf.append(record)
+            if len(buf) >= batch_size:
+                yield "batch", (shard, pa.Table.from_pylist(buf, schema=PROJECTED))
+                buffers[shard] = []
+            continue
+        assert failed is not None
+        counts[f"rejected.{source}.{failed.reason}"] += 1
         yield "reject", make_reject(
-            STAGE, item.reason or "unknown", key=item.origin, detail=item.detail, source=path, raw=item.raw
+            STAGE, failed.reason or "unknown", key=origin, detail=failed.detail, source=path, raw=failed.raw
         )
     for shard in sorted(buffers):
         if buffers[shard]:

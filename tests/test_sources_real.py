@@ -112,3 +112,41 @@ def test_crossref_file_shapes_all_read(real_samples, name):
     assert records, name
     assert counts["read.crossref"] == len(records) + len(rejects)
     assert all(r["doi"] == r["doi"].lower() for r in records)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "crossref/files_as_found/oc_ds_converter__gzip_test_0.json.gz",
+        "crossref/cassette_works_all.public_data_file_style.json.gz",
+    ],
+)
+def test_columnar_crossref_projection_equals_record_parser(real_samples, name):
+    """The column-wise reader of public-data-file chunks gives exactly the records (and
+    rejects) that `parse_crossref` gives one work at a time."""
+    from openmsd_build.sources import crossref_columnar
+    from openmsd_build.sources.records import RecordError
+
+    data = gzip.decompress((real_samples / name).read_bytes())
+    records, rejected = crossref_columnar.parse_chunk(data)
+    expected, expected_rejects = [], []
+    for index, item in enumerate(json.loads(data)["items"]):
+        try:
+            expected.append({**parse_crossref(item), "_index": index})
+        except RecordError as exc:
+            expected_rejects.append((index, exc.reason))
+    assert records == expected
+    assert [(i, r) for i, r, _ in rejected] == expected_rejects
+
+
+def test_columnar_crossref_falls_back_on_other_shapes():
+    from openmsd_build.sources import crossref_columnar
+
+    assert crossref_columnar.parse_chunk(b'{"message": {"DOI": "10.1/x"}}') is None
+    assert crossref_columnar.parse_chunk(b'{"DOI": "10.1/x"}\n{"DOI": "10.1/y"}\n') is None
+    assert crossref_columnar.parse_chunk(b'{"items": [{"DOI": "10.1/x", "issued": {"date-parts": [["x"]]}}]}') is None
+    records, rejected = crossref_columnar.parse_chunk(
+        b'{"items": [{"DOI": "10.1000/ABC", "title": ["T &amp; U"]}, {"title": ["no doi"]}, {"DOI": "nope"}]}'
+    )
+    assert [r["doi"] for r in records] == ["10.1000/abc"] and records[0]["title"] == "T & U"
+    assert [(i, reason) for i, reason, _ in rejected] == [(1, "no_doi"), (2, "doi_malformed")]

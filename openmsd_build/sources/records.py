@@ -157,6 +157,11 @@ def iter_json_documents(path: str, list_keys: tuple[tuple[str, ...], ...]) -> It
         yield failure
         return
     assert data is not None
+    yield from iter_documents_in(data, path, list_keys)
+
+
+def iter_documents_in(data: bytes, path: str, list_keys: tuple[tuple[str, ...], ...]) -> Iterator[Item]:
+    """`iter_json_documents` on a file's bytes already read (`path` names the origins)."""
     if not data.strip():
         return
     try:
