@@ -171,7 +171,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, beam_args: Sequence[str]) -> dict[str, int]:
-    return run_citations(
+    counts = run_citations(
         args.out, list(args.opencitations), list(args.meta) if getattr(args, "meta", None) else None, beam_args,
         getattr(args, "shards", DEFAULT_SHARDS),
     )
+    print(summary_line(counts))
+    return counts
+
+
+_DROPS = ("rows_unrecognized_file", "malformed_row", "bad_doi", "no_doi", "self_citation", "duplicate_edge",
+          "citing_missing", "cited_missing", "no_abstract")
+
+
+def summary_line(counts: dict) -> str:
+    drops = {k: counts[k] for k in _DROPS if counts.get(k)}
+    return f"citations: read {counts.get('rows_read', 0)} rows, kept {counts.get('edges_kept', 0)} edges; dropped {drops}"

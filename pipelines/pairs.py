@@ -173,7 +173,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, beam_args: Sequence[str]) -> dict[str, int]:
     mixes = getattr(args, "mixes", None)
     mixes = tuple(pg.MIX_NAMES if mixes == [] else (mixes or ()))
-    return run_pairs(
+    counts = run_pairs(
         args.out, beam_args, getattr(args, "shards", DEFAULT_SHARDS), getattr(args, "max_degree", pg.DEFAULT_MAX_DEGREE),
         getattr(args, "hard_negatives", 0) or 0, mixes,
     )
+    print(summary_line(counts))
+    return counts
+
+
+def summary_line(counts: dict) -> str:
+    parts = []
+    for relation in ("dc", "cc", "bc"):
+        key = "dc_kept" if relation == "dc" else f"{relation}_pairs"
+        per_split = ", ".join(f"{s} {counts.get(f'{key}.{s}', 0)}" for s in ("train", "idt", "odt"))
+        parts.append(f"{relation.upper()} ({per_split})")
+    skipped = sum(v for k, v in counts.items() if k.endswith("_c_skipped_cap"))
+    return f"pairs: {'; '.join(parts)}; {skipped} citing/cited papers over the degree cap skipped"

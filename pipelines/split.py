@@ -135,4 +135,13 @@ def run(args: argparse.Namespace, beam_args: Sequence[str]) -> dict[str, int]:
         min_idt_groups=getattr(args, "min_idt_groups", d.min_idt_groups),
         seed=getattr(args, "seed", d.seed),
     )
-    return run_split(args.out, beam_args, getattr(args, "shards", DEFAULT_SHARDS), config)
+    counts = run_split(args.out, beam_args, getattr(args, "shards", DEFAULT_SHARDS), config)
+    print(summary_line(counts))
+    return counts
+
+
+def summary_line(counts: dict) -> str:
+    return (
+        f"split: {counts.get('documents_read', 0)} documents, {counts.get('no_link', 0)} without a link; "
+        f"train {counts.get('train', 0)}, idt {counts.get('idt', 0)}, odt {counts.get('odt', 0)}"
+    )
