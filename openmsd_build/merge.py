@@ -6,7 +6,7 @@ order a runner delivers records in):
 
 | field                         | order                                  | why                              |
 |-------------------------------|----------------------------------------|----------------------------------|
-| title, venue, year, type      | crossref, openalex, unpaywall          | the registrar's metadata first   |
+| title, titles, venue, year, type | crossref, openalex, unpaywall       | the registrar's metadata first   |
 | abstract                      | crossref (JATS), openalex (inv. index) | Unpaywall has none               |
 | publisher                     | crossref, unpaywall, openalex          |                                  |
 | categories                    | crossref `subject`                     | the paper's 340 categories       |
@@ -24,6 +24,7 @@ SOURCE_ORDER = ("crossref", "openalex", "unpaywall")
 
 _PRECEDENCE: dict[str, tuple[str, ...]] = {
     "title": ("crossref", "openalex", "unpaywall"),
+    "titles": ("crossref", "openalex", "unpaywall"),
     "abstract": ("crossref", "openalex", "unpaywall"),
     "venue": ("crossref", "openalex", "unpaywall"),
     "year": ("crossref", "openalex", "unpaywall"),
@@ -75,6 +76,7 @@ def merge_records(records: Iterable[dict]) -> dict:
         if field in ("title", "abstract"):
             row[f"{field}_source"] = source
     row["categories"] = row["categories"] or []
+    row["titles"] = row["titles"] or []
     row["urls"] = _rank_urls(by_source)
     row["relations"] = _union_relations(records, row["doi"])
     row["sources"] = [s for s in SOURCE_ORDER if s in by_source]

@@ -22,7 +22,7 @@ PROJECTED = pa.schema(
     [("doi", pa.string()), ("source", pa.string()), ("origin", pa.string()), ("completeness", pa.int8())]
     + [PAPERS.field(name) for name in PAPERS.names if name not in _MERGED_ONLY]
 )
-_LIST_FIELDS = ("categories",)
+_LIST_FIELDS = ("categories", "titles")
 
 
 def _priority(field_order: tuple[str, ...]) -> pl.Expr:
@@ -73,6 +73,7 @@ def merge_frame(records: pa.Table) -> tuple[pa.Table, dict[str, int]]:
         .join(relations, on="doi", how="left")
         .with_columns(
             pl.col("categories").fill_null(pl.lit([], dtype=pl.List(pl.String))),
+            pl.col("titles").fill_null(pl.lit([], dtype=pl.List(pl.String))),
             pl.col("urls").fill_null(pl.lit([], dtype=pl.from_arrow(pa.array([], pa.list_(URL_STRUCT))).dtype)),
             pl.col("relations").fill_null(
                 pl.lit([], dtype=pl.from_arrow(pa.array([], pa.list_(RELATION_STRUCT))).dtype)

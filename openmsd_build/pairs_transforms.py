@@ -77,6 +77,16 @@ def name_frame(parts) -> pl.DataFrame:
     return cg.to_frame(parts[NAMES]) if any(t.num_rows for t in parts[NAMES]) else pg.empty(pg.NAME_SCHEMA)
 
 
+def annotate(element, side: str) -> tuple[pl.DataFrame, int] | None:
+    """A shard's edges with one end's split and language attached (E1, E2), or None."""
+    _, values = element
+    parts = untag(values, ATTRS, EDGES)
+    edges = cg.to_frame(parts[EDGES])
+    if not edges.height:
+        return None
+    return pg.annotate_side(edges, attr_frame(parts), side)
+
+
 class AnnotateCited(beam.DoFn):
     """E1: attach the cited end's split/en; re-key by citing id."""
 
@@ -84,12 +94,10 @@ class AnnotateCited(beam.DoFn):
         self.shards = shards
 
     def process(self, element):
-        _, values = element
-        parts = untag(values, ATTRS, EDGES)
-        edges = cg.to_frame(parts[EDGES])
-        if not edges.height:
+        annotated = annotate(element, "cited")
+        if annotated is None:
             return
-        edges, missing = pg.annotate_side(edges, attr_frame(parts), "cited")
+        edges, missing = annotated
         yield beam.pvalue.TaggedOutput(COUNTS_TAG, {"edges_unannotated": missing})
         yield from key(edges, "citing_id", self.shards, EDGES)
 
@@ -104,12 +112,10 @@ class AnnotateCiting(beam.DoFn):
         self.negatives = negatives
 
     def process(self, element):
-        _, values = element
-        parts = untag(values, ATTRS, EDGES)
-        edges = cg.to_frame(parts[EDGES])
-        if not edges.height:
+        annotated = annotate(element, "citing")
+        if annotated is None:
             return
-        edges, missing = pg.annotate_side(edges, attr_frame(parts), "citing")
+        edges, missing = annotated
         counts: Counter = Counter({"edges_unannotated": missing, "edges_annotated": edges.height})
         dc, c = pg.direct_pairs(edges)
         counts.update(c)

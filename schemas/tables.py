@@ -23,6 +23,9 @@ PAPERS = pa.schema(
         ("doi", pa.string()),
         ("title", pa.string()),
         ("title_source", pa.string()),
+        # every title the metadata lists (Crossref `title` + `original-title`, cleaned): a
+        # paper's title in a second language feeds the cross-lingual trainer export
+        ("titles", pa.list_(pa.string())),
         ("abstract", pa.string()),
         ("abstract_source", pa.string()),
         ("venue", pa.string()),

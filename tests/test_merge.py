@@ -35,6 +35,7 @@ records = st.fixed_dictionaries({
     "year": st.one_of(st.none(), st.integers(1990, 2024)),
     "is_oa": st.one_of(st.none(), st.booleans()),
     "categories": st.lists(st.sampled_from(["Oncology", "Physics"]), max_size=2, unique=True),
+    "titles": st.lists(st.sampled_from(["Ein Titel", "A title"]), max_size=2, unique=True),
     "urls": urls, "relations": relations,
 })
 

@@ -88,6 +88,8 @@ def test_crossref_and_openalex_records_of_one_doi_merge_into_one_paper(real_samp
     assert paper["n_records"] == 2
     assert paper["title"] == cross["title"] and paper["title_source"] == "crossref"
     assert paper["publisher_language"] == "de"  # OpenAlex and Crossref both say German
+    # Crossref lists the title in German and in English: both are kept for cross-lingual pairs
+    assert paper["titles"] == ["Penisverletzung durch eine Moulinette", "Penile injury caused by a Moulinette"]
     assert paper["year"] == cross["year"]
     assert {u["url"] for u in paper["urls"]} >= {u["url"] for u in alex["urls"]}
     # order of arrival does not change the merged row

@@ -50,6 +50,7 @@ from openmsd_build.fetch.result import (
     CONNECTION_ERROR,
     DECODE_ERROR,
     DNS_ERROR,
+    REDIRECT_STATUSES,
     ROBOTS_DISALLOWED,
     ROBOTS_UNAVAILABLE,
     TIMEOUT,
@@ -59,14 +60,15 @@ from openmsd_build.fetch.result import (
     UNSUPPORTED_ENCODING,
     WRONG_CONTENT_TYPE,
     FetchResult,
-    http_error,
+    final_error,
+    follow_redirect,
     now_iso,
     sniff_content_type,
 )
 from openmsd_build.fetch.safety import FetchRefused, check_scheme, resolve_checked
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
-_REDIRECTS = (301, 302, 303, 307, 308)
+
 _RETRY_STATUSES = frozenset({429, 500, 502, 503, 504, 507, 508, 509, 520, 521, 522, 523, 524})
 _RETRY_ERRORS = frozenset({TIMEOUT, CONNECTION_ERROR})
 _ACCEPT = "text/html,application/xhtml+xml,application/pdf;q=0.9,*/*;q=0.1"
@@ -283,15 +285,11 @@ class HttpFetcher:
             result.status = exchange.status
             result.headers = exchange.headers
             result.content_type = exchange.content_type
-            location = exchange.headers.get("location")
-            if exchange.error is None and exchange.status in _REDIRECTS and location:
-                nxt = urljoin(current, location.strip())
-                result.redirects.append({"url": current, "status": exchange.status, "location": nxt})
-                current = nxt
+            target = follow_redirect(result, current, exchange.status, exchange.headers, exchange.error)
+            if target is not None:
+                current = target
                 continue
-            result.error = exchange.error
-            if exchange.error is None and exchange.status is not None and not 200 <= exchange.status < 300:
-                result.error = http_error(exchange.status)
+            result.error = final_error(exchange.status, exchange.error)
             result.body = exchange.body if result.error is None else None
             result.fetched_at = now_iso()
             return result
@@ -560,7 +558,7 @@ class HttpFetcher:
             if exchange.error is not None or exchange.status is None:
                 return DISALLOW_ALL, cfg.robots_error_ttl, True
             location = exchange.headers.get("location")
-            if exchange.status in _REDIRECTS and location:
+            if exchange.status in REDIRECT_STATUSES and location:
                 url = urljoin(url, location.strip())
                 continue
             if 200 <= exchange.status < 300:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from urllib.parse import urljoin
 
 # Stable error codes. `http_<status>` (e.g. "http_404", "http_503") is also used for final
 # non-2xx answers; it is produced by `http_error()` rather than listed here.
@@ -111,3 +112,27 @@ class FetchResult:
     def n_bytes(self) -> int:
         """Length of `body` (0 when absent)."""
         return len(self.body) if self.body is not None else 0
+
+
+REDIRECT_STATUSES = (301, 302, 303, 307, 308)
+
+
+def follow_redirect(result: FetchResult, current: str, status: int | None, headers: dict[str, str],
+                    error: str | None) -> str | None:
+    """The next URL when `status` is a redirect with a Location (the hop is recorded on
+    `result`, so the WARC writer can archive it and replay can follow it); None when the
+    answer is final. Shared by the live fetcher and the archive replay."""
+    location = headers.get("location")
+    if error is None and status in REDIRECT_STATUSES and location:
+        target = urljoin(current, location.strip())
+        result.redirects.append({"url": current, "status": status, "location": target})
+        return target
+    return None
+
+
+def final_error(status: int | None, error: str | None) -> str | None:
+    """The error code of a final answer: a transport error, else `http_<status>` for a
+    non-2xx status, else None."""
+    if error is None and status is not None and not 200 <= status < 300:
+        return http_error(status)
+    return error

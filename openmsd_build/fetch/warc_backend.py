@@ -16,7 +16,6 @@ from __future__ import annotations
 import glob
 import threading
 from collections.abc import Mapping, Sequence
-from urllib.parse import urljoin
 
 from warcio.archiveiterator import ArchiveIterator
 
@@ -28,11 +27,10 @@ from openmsd_build.fetch.result import (
     TOO_MANY_REDIRECTS,
     WRONG_CONTENT_TYPE,
     FetchResult,
-    http_error,
+    final_error,
+    follow_redirect,
 )
 from openmsd_build.fetch.warc_store import _is_remote, open_for_read, read_record
-
-_REDIRECTS = (301, 302, 303, 307, 308)
 
 
 def expand_paths(paths: str | Sequence[str]) -> list[str]:
@@ -138,15 +136,11 @@ class WarcBackend:
             result.headers = archived.headers
             result.content_type = archived.content_type
             result.fetched_at = archived.fetched_at
-            location = archived.headers.get("location")
-            if archived.status in _REDIRECTS and location:
-                nxt = urljoin(current, location.strip())
-                result.redirects.append({"url": current, "status": archived.status, "location": nxt})
-                current = nxt
+            target = follow_redirect(result, current, archived.status, archived.headers, archived.error)
+            if target is not None:
+                current = target
                 continue
-            result.error = archived.error
-            if result.error is None and archived.status is not None and not 200 <= archived.status < 300:
-                result.error = http_error(archived.status)
+            result.error = final_error(archived.status, archived.error)
             if result.error is None:
                 if self.max_bytes is not None and archived.body is not None and len(archived.body) > self.max_bytes:
                     result.error = TOO_LARGE

@@ -93,18 +93,32 @@ def links_of(record: dict) -> list[dict]:
     return urls
 
 
+def all_titles(*lists: Any) -> list[str]:
+    """Every distinct non-blank title of `title` and `original-title`, cleaned, in order
+    (Crossref lists a paper's title in each language it was published with)."""
+    titles: list[str] = []
+    for values in lists:
+        for value in as_list(values) if not isinstance(values, str) else [values]:
+            cleaned = clean_title(value) if isinstance(value, str) else ""
+            if cleaned and cleaned not in titles:
+                titles.append(cleaned)
+    return titles
+
+
 def parse_crossref(record: Any) -> dict:
     """Project one Crossref work; raises `RecordError` when it has no usable DOI."""
     record = unwrap(record)
     if not isinstance(record, dict):
         raise RecordError("not_an_object", type(record).__name__)
     title = clean_title(first_text(record.get("title"))) or None
+    titles = all_titles(record.get("title"), record.get("original-title"))
     abstract = clean_abstract(record.get("abstract")) if isinstance(record.get("abstract"), str) else ""
     subjects = record.get("subject") if isinstance(record.get("subject"), list) else []
     return {
         "doi": doi_of(record.get("DOI")),
         "source": SOURCE,
         "title": title,
+        "titles": titles,
         "abstract": abstract or None,
         "venue": str_or_none(first_text(record.get("container-title"))),
         "publisher": str_or_none(record.get("publisher")),

@@ -77,6 +77,7 @@ def parse_openalex(record: Any) -> dict:
         "doi": doi_of(record.get("doi")),
         "source": SOURCE,
         "title": clean_title(str_or_none(record.get("title")) or str_or_none(record.get("display_name"))) or None,
+        "titles": [],
         "abstract": clean_abstract(abstract) or None if abstract else None,
         "venue": str_or_none(source.get("display_name")),
         "publisher": str_or_none(source.get("host_organization_name")),

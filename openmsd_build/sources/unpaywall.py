@@ -50,6 +50,7 @@ def parse_unpaywall(record: Any) -> dict:
         "doi": doi_of(record.get("doi")),
         "source": SOURCE,
         "title": str_or_none(record.get("title")),
+        "titles": [],
         "abstract": None,
         "venue": str_or_none(record.get("journal_name")),
         "publisher": str_or_none(record.get("publisher")),
