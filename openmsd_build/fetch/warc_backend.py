@@ -136,7 +136,8 @@ class WarcBackend:
             result.headers = archived.headers
             result.content_type = archived.content_type
             result.fetched_at = archived.fetched_at
-            target = follow_redirect(result, current, archived.status, archived.headers, archived.error)
+            # an archived 3xx is a hop to replay whatever error code reading it produced
+            target = follow_redirect(result, current, archived.status, archived.headers, None)
             if target is not None:
                 current = target
                 continue
