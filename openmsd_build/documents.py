@@ -33,12 +33,17 @@ _ABSTRACT_ORDER = ("landing", "pdf")
 _CONTENT_ORDER = ("pdf", "landing")
 
 
-def _first(extractions: list[dict], field: str, order: tuple[str, ...]) -> tuple[str, str | None]:
+def _candidates(paper: dict, extractions: list[dict], field: str, order: tuple[str, ...]) -> list[tuple[str, str]]:
+    """(raw text, source) for `field`: the metadata's value first, then every extraction's
+    in `order` of kinds (URL order inside a kind). Callers take the first that passes their
+    test, so a placeholder ("No abstract available.") or a truncated PDF never hides a
+    better candidate behind it."""
+    found: list[tuple[str, str]] = []
+    if (paper.get(field) or "").strip():
+        found.append((paper[field], paper.get(f"{field}_source") or "metadata"))
     for kind in order:
-        for ext in extractions:
-            if ext.get("kind") == kind and (ext.get(field) or "").strip():
-                return ext[field], kind
-    return "", None
+        found += [(e[field], kind) for e in extractions if e.get("kind") == kind and (e.get(field) or "").strip()]
+    return found
 
 
 def build_document(paper: dict, extractions: Iterable[dict] = ()) -> tuple[dict | None, str]:
@@ -47,27 +52,32 @@ def build_document(paper: dict, extractions: Iterable[dict] = ()) -> tuple[dict 
     `paper` is a `papers` row (or its projection); `extractions` are the extractor outputs
     for its fetched URLs, each with `kind` ("landing" or "pdf"), `url`, `title`,
     `abstract`, `content` (any may be empty). Extractions are sorted by (kind, url) first
-    so the result never depends on the order fetches finished in."""
+    so the result never depends on the order fetches finished in.
+
+    Drop reasons: `no_text` (nothing fetched or extracted and no metadata abstract),
+    `abstract_too_short` / `content_too_short` (text found, all of it under the minimum),
+    `nothing_extracted` (pages fetched, no text in them)."""
     extractions = sorted(extractions, key=lambda e: (e.get("kind") or "", e.get("url") or ""))
 
-    title = clean_title(paper.get("title"))
-    title_source = paper.get("title_source") if title else None
-    if not title:
-        raw, title_source = _first(extractions, "title", _TITLE_ORDER)
+    title, title_source = "", None
+    for raw, source in _candidates(paper, extractions, "title", _TITLE_ORDER):
         title = clean_title(raw)
+        if title:
+            title_source = source
+            break
 
-    abstract = clean_abstract(paper.get("abstract"))
-    abstract_source = paper.get("abstract_source") if abstract else None
-    if not abstract:
-        raw, abstract_source = _first(extractions, "abstract", _ABSTRACT_ORDER)
-        abstract = clean_abstract(raw)
-    n_abstract = count_tokens(abstract)
-    if n_abstract < MIN_ABSTRACT_TOKENS:
-        abstract, abstract_source, n_abstract = "", None, 0
+    abstract, abstract_source, n_abstract = "", None, 0
+    abstracts = _candidates(paper, extractions, "abstract", _ABSTRACT_ORDER)
+    for raw, source in abstracts:
+        text = clean_abstract(raw)
+        n_text = count_tokens(text)
+        if n_text >= MIN_ABSTRACT_TOKENS:
+            abstract, abstract_source, n_abstract = text, source, n_text
+            break
 
     content, content_source = "", None
-    for kind in _CONTENT_ORDER:
-        raw, source = _first([e for e in extractions if e.get("kind") == kind], "content", (kind,))
+    contents = _candidates({}, extractions, "content", _CONTENT_ORDER)
+    for raw, source in contents:
         text = normalize_text(raw)
         n_text = count_tokens(text)
         if n_text >= MIN_CONTENT_TOKENS and n_text >= CONTENT_OVER_ABSTRACT * n_abstract:
@@ -76,8 +86,10 @@ def build_document(paper: dict, extractions: Iterable[dict] = ()) -> tuple[dict 
     n_content = count_tokens(content)
 
     if not abstract and not content:
-        if paper.get("abstract") or any(e.get("abstract") for e in extractions):
+        if abstracts:
             return None, "abstract_too_short"
+        if contents:
+            return None, "content_too_short"
         return None, "no_text" if not extractions else "nothing_extracted"
 
     language, probability, reliable = detect_language(title, abstract or content[:LANGUAGE_TEXT_CHARS])

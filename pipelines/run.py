@@ -34,11 +34,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--crossref", action="append", default=[], metavar="GLOB")
     parser.add_argument("--openalex", action="append", default=[], metavar="GLOB")
     parser.add_argument("--opencitations", action="append", default=[], metavar="GLOB")
-    parser.add_argument("--opencitations-meta", action="append", default=[], metavar="GLOB",
-                        help="OpenCitations Meta CSV, needed for OMID-only citation dumps")
+    parser.add_argument("--meta", "--opencitations-meta", dest="opencitations_meta", action="append", default=[],
+                        metavar="GLOB", help="OpenCitations Meta CSV, needed for OMID-only citation dumps")
     parser.add_argument("--fetch", default=None,
                         help="text source: none | http | warc:GLOB (default: the sample's WARC, else none)")
     parser.add_argument("--seed", type=int, default=7, help="seed of the split assignment")
+    parser.add_argument("--top-k", type=int, default=None,
+                        help="languages feeding train and IDT (split's default: 30, as in the paper)")
     parser.add_argument("--from-stage", choices=[s for s, _ in STAGE_MODULES], default="papers",
                         help="skip the stages before this one (their outputs must exist)")
     parser.add_argument("--to-stage", choices=[s for s, _ in STAGE_MODULES], default="pairs",
@@ -73,6 +75,8 @@ def stage_argv(stage: str, args: argparse.Namespace) -> list[str]:
             argv += ["--meta", glob]
     elif stage == "split":
         argv += ["--seed", str(args.seed)]
+        if args.top_k is not None:
+            argv += ["--top-k", str(args.top_k)]
     return argv
 
 
@@ -96,8 +100,23 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
         from openmsd_build.report.command import build_report, headline_table
 
         if last == len(names) - 1:  # the lexical baseline needs the splits and pairs
-            run_bm25_baseline(args.out)
+            print("== evaluation (BM25 baseline on IDT and ODT)", flush=True)
+            for split, result in run_bm25_baseline(args.out).items():
+                print(f"   {split}: {bm25_line(result)}")
         stats = build_report(args.out)
         print(headline_table(stats))
         print(f"outputs: {args.out}/  report: {layout.report_dir(args.out)}/report.html")
     return results
+
+
+def bm25_line(result: dict) -> str:
+    """MAP / nDCG@10 per relation of one split's baseline result, on one line."""
+    parts = []
+    relations = result.get("relations") or {}
+    for relation in [r for r in layout.RELATIONS if r in relations]:
+        overall = (relations[relation] or {}).get("all") or {}
+        if overall.get("map") is None:
+            parts.append(f"{relation.upper()} -")
+        else:
+            parts.append(f"{relation.upper()} MAP {overall['map']:.3f} nDCG@10 {overall['ndcg@10']:.3f}")
+    return ", ".join(parts) or "no pool"
