@@ -438,12 +438,18 @@ def test_partial_build_only_papers(tmp_path: Path):
 
 
 def test_empty_root_and_missing_root(tmp_path: Path):
-    stats = build_report(str(tmp_path))
-    assert not any(stats["built"].values()) and stats["queue"] is None and stats["stage_counts"] == {}
     from openmsd_build.errors import UserError
 
+    with pytest.raises(UserError, match="not a build"):
+        build_report(str(tmp_path))  # a folder with no stage output is not a build
     with pytest.raises(UserError):
         build_report(str(tmp_path / "nope"))
+    # a build that stopped before writing any table still reports its stage counts
+    (tmp_path / "_stats").mkdir()
+    (tmp_path / "_stats" / "papers.json").write_text(json.dumps({"counts": {"read.unpaywall": 3}}))
+    stats = build_report(str(tmp_path))
+    assert not any(stats["built"].values()) and stats["queue"] is None
+    assert stats["stage_counts"]["papers"]["read.unpaywall"] == 3
 
 
 def test_cli_report(tmp_path: Path, capsys):

@@ -65,8 +65,8 @@ def build_report(out: str, top: int = DEFAULT_TOP, rate_per_host: float | None =
     if rate_per_host is None:
         rate_per_host = default_rate_per_host()
     stats = compute_stats(out, top=top, rate_per_host=rate_per_host)
-    if not any(stats.get("built", {}).values()):
-        raise UserError(f"{out} holds no stage output (papers/, documents/, ...): not a build's output root")
+    if not any(stats.get("built", {}).values()) and not stats.get("stage_counts"):
+        raise UserError(f"{out} holds no stage output (papers/, documents/, _stats/, ...): not a build's output root")
     report = layout.report_dir(out)
     if "://" not in report:
         import os
