@@ -158,6 +158,16 @@ class EnumerateBC(beam.DoFn):
         yield beam.pvalue.TaggedOutput(COUNTS_TAG, dict(counts))
 
 
+def pair_parts(element) -> tuple[int, dict, pl.DataFrame] | None:
+    """A shard's pair batches by relation and its paper names (P1, P2), or None when the
+    shard holds no pairs."""
+    shard, values = element
+    parts = untag(values, NAMES, *pg.RELATIONS)
+    if not any(parts[r] for r in pg.RELATIONS):
+        return None
+    return shard, parts, name_frame(parts)
+
+
 class LowNames(beam.DoFn):
     """P1: sum CC/BC partials; attach doi/lang of `a` and the split; re-key by `b`."""
 
@@ -166,11 +176,10 @@ class LowNames(beam.DoFn):
         self.mixes = mixes
 
     def process(self, element):
-        _, values = element
-        parts = untag(values, NAMES, *pg.RELATIONS)
-        if not any(parts[r] for r in pg.RELATIONS):
+        grouped = pair_parts(element)
+        if grouped is None:
             return
-        names = name_frame(parts)
+        _, parts, names = grouped
         counts: Counter = Counter()
         named = {}
         for rel in pg.RELATIONS:
@@ -199,11 +208,10 @@ class HighNamesAndWrite(beam.DoFn):
         self.mixes = tuple(mixes)
 
     def process(self, element, totals=None):
-        shard, values = element
-        parts = untag(values, NAMES, *pg.RELATIONS)
-        if not any(parts[r] for r in pg.RELATIONS):
+        grouped = pair_parts(element)
+        if grouped is None:
             return
-        names = name_frame(parts)
+        shard, parts, names = grouped
         counts: Counter = Counter()
         named = {}
         for rel in pg.RELATIONS:

@@ -60,14 +60,18 @@ def part_path(directory: str, shard: int, num_shards: int) -> str:
     return join_path(directory, f"part-{shard:05d}-of-{num_shards:05d}.parquet")
 
 
+def match_paths(pattern: str) -> list[str]:
+    """Paths matching a glob (local or remote), sorted; [] when nothing matches (some Beam
+    filesystems raise BeamIOError for "no match" instead of returning nothing)."""
+    try:
+        return sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
+    except Exception:  # noqa: BLE001
+        return []
+
+
 def list_parts(directory: str) -> list[str]:
     """The Parquet part files of a stage folder, sorted; [] when the folder has none."""
-    pattern = join_path(directory, "*.parquet")
-    try:
-        result = FileSystems.match([pattern])[0]
-    except Exception:  # noqa: BLE001 - Beam raises BeamIOError for "no match" on some filesystems
-        return []
-    return sorted(m.path for m in result.metadata_list)
+    return match_paths(join_path(directory, "*.parquet"))
 
 
 def read_table(directory: str, columns: Sequence[str] | None = None, schema: pa.Schema | None = None) -> pa.Table:
@@ -87,12 +91,6 @@ def read_table(directory: str, columns: Sequence[str] | None = None, schema: pa.
 
 def clear_directory(directory: str) -> None:
     """Remove a stage folder's previous part files so a re-run never mixes old and new."""
-    for path in list_parts(directory):
-        FileSystems.delete([path])
-    for pattern in (join_path(directory, "*.tmp"),):
-        try:
-            stale = [m.path for m in FileSystems.match([pattern])[0].metadata_list]
-        except Exception:  # noqa: BLE001
-            stale = []
-        if stale:
-            FileSystems.delete(stale)
+    stale = list_parts(directory) + match_paths(join_path(directory, "*.tmp"))
+    if stale:
+        FileSystems.delete(stale)

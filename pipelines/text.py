@@ -98,7 +98,7 @@ def run_text(
     docs_dir, fetch_dir, warc_dir = layout.documents_dir(out), layout.fetch_dir(out), layout.warc_dir(out)
     for directory in (docs_dir, fetch_dir, layout.rejects_dir(out, "text")):
         parquet_io.clear_directory(directory)
-    resume = [p for p in _list(parquet_io.join_path(warc_dir, "*.warc.gz"))] if fetch == "http" else []
+    resume = parquet_io.match_paths(parquet_io.join_path(warc_dir, "*.warc.gz")) if fetch == "http" else []
     columns = list(META_FIELDS) + (["urls"] if fetch != "none" else [])
 
     started = time.time()
@@ -162,14 +162,6 @@ def run_text(
     result["seconds"] = round(time.time() - started, 2)
     return result
 
-
-def _list(pattern: str) -> list[str]:
-    from apache_beam.io.filesystems import FileSystems
-
-    try:
-        return sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
-    except Exception:  # noqa: BLE001 - no match
-        return []
 
 
 def summary_line(counts: dict) -> str:

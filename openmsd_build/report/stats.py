@@ -33,7 +33,7 @@ import polars as pl
 from apache_beam.io.filesystems import FileSystems
 
 from openmsd_build import layout
-from openmsd_build.parquet_io import join_path, list_parts
+from openmsd_build.parquet_io import join_path, list_parts, match_paths
 from openmsd_build.schemas import tables
 from openmsd_build.stats import read_json
 
@@ -392,10 +392,7 @@ def _stem(path: str) -> str:
 def stage_counts(out: str) -> dict[str, dict[str, int]]:
     """Every `_stats/<stage>.json`'s counts, by stage name (the names are the stage's own)."""
     pattern = join_path(out, "_stats", "*.json")
-    try:
-        paths = sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
-    except Exception:  # noqa: BLE001 - Beam raises BeamIOError when nothing matches on some filesystems
-        paths = []
+    paths = match_paths(pattern)
     # Pipeline order first (papers, text, ...), then any other stage by name.
     order = {stage: i for i, stage in enumerate(layout.STAGES)}
     paths.sort(key=lambda p: (order.get(_stem(p), len(order)), _stem(p)))
@@ -425,10 +422,7 @@ def rejects_section(out: str) -> dict[str, dict]:
 
 def _reject_parts(out: str) -> list[str]:
     pattern = join_path(out, "rejects", "*", "*.parquet")
-    try:
-        return [m.path for m in FileSystems.match([pattern])[0].metadata_list]
-    except Exception:  # noqa: BLE001
-        return []
+    return match_paths(pattern)
 
 
 def funnel(stats: dict) -> list[dict]:
@@ -462,10 +456,7 @@ def evaluation_section(out: str) -> dict | None:
     e.g. the BM25 baseline's `bm25_idt.json`): per model and split, MAP and nDCG@k per
     relation and language class, as written. None when the folder has no results."""
     pattern = join_path(out, "evaluation", "*.json")
-    try:
-        paths = sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
-    except Exception:  # noqa: BLE001 - no match raises on some filesystems
-        paths = []
+    paths = match_paths(pattern)
     results: dict[str, dict] = {}
     for path in paths:
         try:
