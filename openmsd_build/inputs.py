@@ -34,10 +34,6 @@ def default_shards(total_bytes: int, bytes_per_shard: int = 32 << 20, minimum: i
     return max(minimum, min(maximum, math.ceil(total_bytes / bytes_per_shard)))
 
 
-def flatten_globs(values: Sequence[str] | None) -> list[str]:
-    """argparse `append` values, each possibly comma-free single globs; None -> []."""
-    return [v for v in (values or []) if v]
-
 
 def expand_input_files(patterns: Sequence[str], what: str = "input") -> list[str]:
     """Files, globs or local folders -> sorted file list; a pattern matching nothing is a
