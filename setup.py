@@ -1,8 +1,10 @@
 """Packaging for openmsd-build.
 
 `pipelines/` and `schemas/` live at the top of the repository (so a reader finds the stage
-wiring and the table contracts at once) but install as `openmsd_build.pipelines` and
-`openmsd_build.schemas`, so that Beam workers on Dataflow or Flink import one package.
+wiring and the table contracts at once) and are linked into the package as
+`openmsd_build/pipelines` and `openmsd_build/schemas` (symbolic links), so that Beam workers
+on Dataflow or Flink import one package, and a checkout's `openmsd_build/` is complete: a
+command started from the repository root imports the same modules as the installed package.
 """
 
 from setuptools import find_packages, setup
@@ -33,13 +35,7 @@ setup(
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     python_requires=">=3.11,<3.13",
-    packages=find_packages(include=["openmsd_build", "openmsd_build.*"])
-    + ["openmsd_build.pipelines", "openmsd_build.schemas"],
-    package_dir={
-        "openmsd_build": "openmsd_build",
-        "openmsd_build.pipelines": "pipelines",
-        "openmsd_build.schemas": "schemas",
-    },
+    packages=find_packages(include=["openmsd_build", "openmsd_build.*"]),
     install_requires=INSTALL_REQUIRES,
     extras_require={
         "test": [

@@ -56,9 +56,9 @@ def main() -> None:
 
     import pypdfium2 as pdfium
 
-    from openmsd_build.extract.isolate import IsolatedExtractor
-    from openmsd_build.extract.landing import extract_landing
-    from openmsd_build.extract.pdf import extract_pdf
+    from openmsd_build.text.extract.isolate import IsolatedExtractor
+    from openmsd_build.text.extract.landing import extract_landing
+    from openmsd_build.text.extract.pdf import extract_pdf
 
     pages = [p.read_bytes() for p in sorted((args.samples / "html").glob("*.html"))]
     pdfs = [p.read_bytes() for p in sorted((args.samples / "pdf").glob("*.pdf"))]

@@ -15,8 +15,8 @@ import argparse
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from openmsd_build.fetch import FetchConfig, HttpFetcher
-from openmsd_build.fetch.testing import LocalServer, respond
+from openmsd_build.text.fetch import FetchConfig, HttpFetcher
+from openmsd_build.text.fetch.testing import LocalServer, respond
 
 
 class LoopbackResolver:

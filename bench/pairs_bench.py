@@ -45,7 +45,7 @@ def generate(edges: int, papers: int, alpha: float = 2.0, seed: int = 7) -> tupl
     doi = pl.format("10.5555/b{}", pl.col("i"))
     langs = np.array(["en"] * 8 + ["de", "fr"])[rng.integers(0, 10, papers)]
     split = np.array(["train"] * 98 + ["idt", "odt"])[rng.integers(0, 100, papers)]
-    from openmsd_build.hashing import hash64
+    from openmsd_build.core.hashing import hash64
 
     nodes = pl.DataFrame({"i": np.arange(papers)}).with_columns(doi.alias("doi"))
     nodes = nodes.with_columns(
@@ -125,7 +125,7 @@ def reference_full(cit: pl.DataFrame, splits: pl.DataFrame, max_degree: int, out
 
 
 def phase(name: str, root: Path, shards: int, max_degree: int) -> dict:
-    from openmsd_build import layout, parquet_io
+    from openmsd_build.core import layout, parquet_io
 
     cit = pl.from_arrow(parquet_io.read_table(layout.citations_dir(str(root))))
     t0 = time.perf_counter()
@@ -136,7 +136,7 @@ def phase(name: str, root: Path, shards: int, max_degree: int) -> dict:
         (root / "full").mkdir(exist_ok=True)
         result = reference_full(cit, splits, max_degree, root / "full")
     elif name == "pure":
-        from openmsd_build.pairing import compute_pairs
+        from openmsd_build.pairs.relations import compute_pairs
 
         splits = pl.from_arrow(parquet_io.read_table(layout.splits_dir(str(root))))
         t0 = time.perf_counter()
@@ -144,7 +144,7 @@ def phase(name: str, root: Path, shards: int, max_degree: int) -> dict:
         result = {"seconds": time.perf_counter() - t0, "rows": {f"{r}/{s}": f.height for (r, s), f in frames.items()},
                   "cc_instances": counts["cc_instances"], "bc_instances": counts["bc_instances"]}
     else:
-        from openmsd_build.pipelines.pairs import run_pairs
+        from openmsd_build.pairs.command import run_pairs
 
         counts = run_pairs(str(root), ["--runner=apache_beam.runners.portability.fn_api_runner.FnApiRunner"],
                            shards=shards, max_degree=max_degree)
@@ -170,7 +170,7 @@ def main() -> None:
     if args.phase:
         print(json.dumps(phase(args.phase, Path(args.root), args.shards, args.max_degree)))
         return
-    from openmsd_build import layout, parquet_io
+    from openmsd_build.core import layout, parquet_io
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

@@ -40,7 +40,7 @@ def peak_rss_mb() -> float:
 
 
 def run_beam(inputs: Path, out: Path) -> dict:
-    from openmsd_build.pipelines.papers import run_papers
+    from openmsd_build.papers.command import run_papers
 
     manifest = json.loads((inputs / "manifest.json").read_text())["inputs"]
     started = time.perf_counter()

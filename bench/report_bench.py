@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from openmsd_build import layout, parquet_io
+from openmsd_build.core import layout, parquet_io
 from openmsd_build.schemas import tables
 
 LANGS = [

@@ -38,8 +38,8 @@ CLI = [sys.executable, "-m", "openmsd_build.cli"]
 
 
 def fuzz_round(samples: Path, work: Path, seed: int, tally: dict) -> None:
-    from openmsd_build.extract.isolate import IsolatedExtractor
-    from openmsd_build.opencitations import parse_citation_file
+    from openmsd_build.citations.opencitations import parse_citation_file
+    from openmsd_build.text.extract.isolate import IsolatedExtractor
 
     files = {
         "unpaywall": sorted((samples / "unpaywall").glob("*.jsonl.gz")),
@@ -87,7 +87,7 @@ def fuzz_round(samples: Path, work: Path, seed: int, tally: dict) -> None:
 
 
 def build_round(work: Path, papers: int, seed: int, tally: dict) -> None:
-    from openmsd_build.pipelines import papers as papers_pipeline
+    from openmsd_build.papers import command as papers_pipeline
 
     inputs, a, b = work / "inputs", work / "a", work / "b"
     for d in (inputs, a, b):

@@ -15,23 +15,23 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from openmsd_build.errors import UserError
+from openmsd_build.core.errors import UserError
 
 # subcommand -> (module, one-line help). Modules are imported lazily so `--help` is fast.
 COMMANDS: dict[str, tuple[str, str]] = {
     "sample": ("openmsd_build.sample.command", "generate the embedded sample inputs (real formats)"),
-    "papers": ("openmsd_build.pipelines.papers", "stage 1: join Unpaywall, Crossref, OpenAlex by DOI"),
-    "text": ("openmsd_build.pipelines.text", "stage 2: fetch, extract and clean text, detect language"),
-    "citations": ("openmsd_build.pipelines.citations", "stage 3: OpenCitations edges between kept papers"),
-    "split": ("openmsd_build.pipelines.split", "stage 4: train / IDT / ODT split"),
-    "pairs": ("openmsd_build.pipelines.pairs", "stage 5: DC / CC / BC pairs per split"),
+    "papers": ("openmsd_build.papers.command", "stage 1: join Unpaywall, Crossref, OpenAlex by DOI"),
+    "text": ("openmsd_build.text.command", "stage 2: fetch, extract and clean text, detect language"),
+    "citations": ("openmsd_build.citations.command", "stage 3: OpenCitations edges between kept papers"),
+    "split": ("openmsd_build.split.command", "stage 4: train / IDT / ODT split"),
+    "pairs": ("openmsd_build.pairs.command", "stage 5: DC / CC / BC pairs per split"),
     "report": ("openmsd_build.report.command", "statistics tables, funnel and figures of a build"),
-    "run": ("openmsd_build.pipelines.run", "run every stage in order"),
-    "inspect": ("openmsd_build.extract.inspect", "show what the text stage extracts from one page or PDF"),
+    "run": ("openmsd_build.run.command", "run every stage in order"),
+    "inspect": ("openmsd_build.text.inspect", "show what the text stage extracts from one page or PDF"),
     "release": ("openmsd_build.release.command", "write an id-only release of a build (no text), with checksums"),
     "reconstruct": ("openmsd_build.release.reconstruct", "rebuild the text columns of an id-only release"),
-    "export": ("openmsd_build.evaluation.export", "export retrieval tasks and trainer pairs (BEIR, MTEB, HF datasets)"),
-    "evaluate": ("openmsd_build.evaluation.evaluate", "MAP and nDCG@10 on IDT / ODT retrieval (embeddings or BM25)"),
+    "export": ("openmsd_build.export.command", "export retrieval tasks and trainer pairs (BEIR, MTEB, HF datasets)"),
+    "evaluate": ("openmsd_build.evaluate.command", "MAP and nDCG@10 on IDT / ODT retrieval (embeddings or BM25)"),
 }
 
 
@@ -71,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     module = _module(COMMANDS[args.command][0])
     # Hand the Beam flags to Beam's FileSystems before any command touches a path, so
     # `gs://` inputs and outputs work for every command, pipelines or not.
-    from openmsd_build.runner import pipeline_options
+    from openmsd_build.core.runner import pipeline_options
 
     pipeline_options(beam_args)
     try:

@@ -1,54 +1,18 @@
-"""Stage 5, `pairs`: DC / CC / BC pairs per split from `citations/` and `splits/`; optional
-Specter-style hard negatives and relation mixes.
-
-Wiring only; the per-shard work is `openmsd_build.pairing` (its docstring defines the pairs,
-the cap, the negatives, the mixes and every counter). Elements are `(shard, (tag, arrow
-table))`; every shard key is `citation_graph.shard_ints` of an int64 paper id, so a paper's
-lookup rows and its edges / pairs meet in one shard. Shuffles (`E` carry edges, `P` pairs):
-
-E1. id edges by cited id + (paper_id, split, en) attrs -> cited end annotated;
-E2. by citing id + attrs -> citing end annotated. All out-edges of each citing paper are
-    here: DC pairs (ids) leave for P1, CC is enumerated (C = citing), partial supports
-    leave for P1; the BC members go on;
-E3. by cited id: all citers of each C are here: BC enumerated, partials leave for P1;
-P1. by the smaller id `a` + (paper_id, doi, lang, split) names: CC/BC partial supports
-    summed (a pair's partials all share `a`), doi/lang of `a` and the pair's split attached;
-P2. by the larger id `b` + names: doi/lang of `b`, written order fixed, `pairs/{dc,cc,bc}/
-    split=*/part-<shard>` written by the shard itself; with `--mixes`, every relation of an
-    unordered pair is in this shard too, so the mixes are built and written here (union
-    down-sampling reads the global per-relation counts of P1 as a side input).
-
-With `--hard-negatives N`: E2 also sends same-split edges into E3 keyed by their cited
-paper B and by their citing paper B (B's in- and out-edges meet), where A -> B -> C paths
-become ranked candidates; N1 (by anchor A, with A's out-edges and names) removes Cs that A
-cites and keeps N per anchor; N2 (by B) and N3 (by C) attach the other two names, N3 writes
-`negatives/split=*/`.
-
-Hot keys: P1 and N1 are keyed by one paper, so a hub's pairs share a shard (as any
-per-paper DOI lookup must); the enumeration shards are keyed by C and capped by
-`--max-degree`.
-
-Part files are written by the shard's own DoFn (same name and content on a retry, renamed
-into place atomically), so the pairs never pass through one more shuffle just to be
-written; missing shards get an empty part at the end so every folder holds `--shards` files.
-"""
+"""The `pairs` stage's Beam graph (wiring only). The flags, input checks and the run
+are in `openmsd_build.pairs.command`; what the stage decides is described there and in
+the rule modules of `openmsd_build.pairs`."""
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
 from typing import Any
 
 import apache_beam as beam
-import pyarrow as pa
-from apache_beam.io.filesystems import FileSystems
 
-from openmsd_build import layout, parquet_io
-from openmsd_build import pairing as pg
-from openmsd_build.errors import UserError
-from openmsd_build.pairs_transforms import (
+from openmsd_build.core import layout
+from openmsd_build.core.beam_io import COUNTS_TAG, WriteCounts, merge_counts, read_parts
+from openmsd_build.pairs.beam import (
     ATTRS,
-    DEFAULT_SHARDS,
     EDGES,
     NAMES,
     STAGE,
@@ -63,10 +27,6 @@ from openmsd_build.pairs_transforms import (
     citation_columns,
     grouped,
 )
-from openmsd_build.runner import pipeline_options
-from openmsd_build.schemas import MIXES, NEGATIVES, PAIRS
-from openmsd_build.stats import read_stage_counts
-from openmsd_build.transforms import COUNTS_TAG, WriteCounts, merge_counts, read_parts
 
 
 def build(pipeline, out: str, shards: int, max_degree: int, negatives: int = 0, mixes: Sequence[str] = ()) -> None:
@@ -106,86 +66,3 @@ def build(pipeline, out: str, shards: int, max_degree: int, negatives: int = 0, 
         | "AllCounts" >> beam.Flatten()
         | "WriteCounts" >> WriteCounts(layout.stats_path(out, STAGE), extra={"stage": STAGE})
     )
-
-
-def output_dirs(out: str, negatives: int = 0, mixes: Sequence[str] = ()) -> list[tuple[str, pa.Schema]]:
-    dirs = [(layout.pairs_dir(out, rel, s), PAIRS) for rel in pg.RELATIONS for s in pg.SPLITS]
-    if negatives:
-        dirs += [(layout.negatives_dir(out, s), NEGATIVES) for s in pg.SPLITS]
-    dirs += [(layout.mixes_dir(out, name, s), MIXES) for name in mixes for s in pg.SPLITS]
-    return dirs
-
-
-def _fill_missing_parts(out: str, shards: int, negatives: int, mixes: Sequence[str]) -> None:
-    for directory, schema in output_dirs(out, negatives, mixes):
-        for shard in range(shards):
-            path = parquet_io.part_path(directory, shard, shards)
-            if not FileSystems.exists(path):
-                parquet_io.write_table(schema.empty_table(), path)
-
-
-def run_pairs(
-    out: str, beam_args: Sequence[str] = (), shards: int = DEFAULT_SHARDS, max_degree: int = pg.DEFAULT_MAX_DEGREE,
-    negatives: int = 0, mixes: Sequence[str] = (),
-) -> dict[str, int]:
-    """Run the stage and return its counts (also in `_stats/pairs.json`)."""
-    if shards < 1 or max_degree < 2 or negatives < 0:
-        raise UserError("need --shards >= 1, --max-degree >= 2 and --hard-negatives >= 0")
-    for name in mixes:
-        try:
-            pg.mix_relations(name)
-        except ValueError as exc:
-            raise UserError(str(exc)) from exc
-    # Stale optional outputs of an earlier run must not survive a run without the flag.
-    for directory, _ in output_dirs(out, 1, pg.MIX_NAMES + tuple(mixes)):
-        parquet_io.clear_directory(directory)
-    with beam.Pipeline(options=pipeline_options(beam_args)) as pipeline:
-        build(pipeline, out, shards, max_degree, negatives, tuple(mixes))
-    _fill_missing_parts(out, shards, negatives, mixes)
-    return read_stage_counts(out, STAGE)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", required=True, help="the build's output root (reads citations/, splits/)")
-    parser.add_argument(
-        "--max-degree",
-        type=int,
-        default=pg.DEFAULT_MAX_DEGREE,
-        help="skip a C with more references (CC) or citers (BC) than this; counted (default 1000)",
-    )
-    parser.add_argument("--shards", type=int, default=DEFAULT_SHARDS, help="partitions of shuffles and output files")
-    parser.add_argument(
-        "--hard-negatives",
-        type=int,
-        default=0,
-        metavar="N",
-        help="also write up to N Specter-style hard negatives per anchor to OUT/negatives/split=*/ (default 0: off)",
-    )
-    parser.add_argument(
-        "--mixes",
-        nargs="*",
-        metavar="NAME",
-        help="also write relation mixes to OUT/pairs/mix/<name>/split=*/: unions down-sampled to equal counts "
-        "per relation ('dc+cc') and intersections ('dc&cc'); no NAME = all of " + ", ".join(pg.MIX_NAMES),
-    )
-
-
-def run(args: argparse.Namespace, beam_args: Sequence[str]) -> dict[str, int]:
-    mixes = getattr(args, "mixes", None)
-    mixes = tuple(pg.MIX_NAMES if mixes == [] else (mixes or ()))
-    counts = run_pairs(
-        args.out, beam_args, getattr(args, "shards", DEFAULT_SHARDS), getattr(args, "max_degree", pg.DEFAULT_MAX_DEGREE),
-        getattr(args, "hard_negatives", 0) or 0, mixes,
-    )
-    print(summary_line(counts))
-    return counts
-
-
-def summary_line(counts: dict) -> str:
-    parts = []
-    for relation in ("dc", "cc", "bc"):
-        key = "dc_kept" if relation == "dc" else f"{relation}_pairs"
-        per_split = ", ".join(f"{s} {counts.get(f'{key}.{s}', 0)}" for s in ("train", "idt", "odt"))
-        parts.append(f"{relation.upper()} ({per_split})")
-    skipped = sum(v for k, v in counts.items() if k.endswith("_c_skipped_cap"))
-    return f"pairs: {'; '.join(parts)}; {skipped} citing/cited papers over the degree cap skipped"

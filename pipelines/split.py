@@ -1,35 +1,18 @@
-"""Stage 4, `split`: train / IDT / ODT for every paper with at least one kept citation link.
-
-Wiring only; the rule is `openmsd_build.splitting.assign_splits` (its docstring states it
-exactly, with the memory estimate of its single global step). Batched steps before it:
-
-1. citations -> the distinct DOIs of each batch, sharded by DOI (`linked`);
-2. documents -> split nodes (doi, language, 64-bit dedup key, relation DOIs) sharded by DOI;
-3. per shard: nodes of linked DOIs, `paper_id = hash64(doi)` computed in parallel;
-4. edges annotated with the language of both ends by two partitioned joins, and only
-   English/non-English edges kept (all the English rule needs);
-5. one global step: groups, languages, draws -> `splits/` (sharded by DOI, sorted).
-
-Counts (`_stats/split.json`) reconcile: `documents_read = no_link + papers_linked` and
-`papers_linked = train + idt + odt` (`odt = odt_other_language + odt_held_back +
-odt_english_linked`). `edge_ends_not_in_documents` counts linked DOIs absent from
-`documents/` (0 unless the inputs are stale). See `splitting` for the other counters.
-"""
+"""The `split` stage's Beam graph (wiring only). The flags, input checks and the run
+are in `openmsd_build.split.command`; what the stage decides is described there and in
+the rule modules of `openmsd_build.split`."""
 
 from __future__ import annotations
 
-import argparse
-from collections.abc import Sequence
 from dataclasses import asdict
 
 import apache_beam as beam
 
-from openmsd_build import layout, parquet_io
-from openmsd_build.errors import UserError
-from openmsd_build.runner import pipeline_options
+from openmsd_build.core import layout
+from openmsd_build.core.beam_io import COUNTS_TAG, WriteCounts, WriteParquetShards, read_parts, tag
 from openmsd_build.schemas import SPLITS
-from openmsd_build.split_transforms import (
-    DEFAULT_SHARDS,
+from openmsd_build.split.assign import SplitConfig
+from openmsd_build.split.beam import (
     NODE_SCHEMA,
     STAGE,
     Assign,
@@ -39,9 +22,6 @@ from openmsd_build.split_transforms import (
     LinkShard,
     Nodes,
 )
-from openmsd_build.splitting import SplitConfig
-from openmsd_build.stats import read_stage_counts
-from openmsd_build.transforms import COUNTS_TAG, WriteCounts, WriteParquetShards, read_parts, tag
 
 
 def build(pipeline, out: str, config: SplitConfig, shards: int) -> None:
@@ -83,65 +63,4 @@ def build(pipeline, out: str, config: SplitConfig, shards: int) -> None:
         tuple(counts)
         | "AllCounts" >> beam.Flatten()
         | "WriteCounts" >> WriteCounts(layout.stats_path(out, STAGE), extra={"stage": STAGE, "config": asdict(config)})
-    )
-
-
-def run_split(
-    out: str,
-    beam_args: Sequence[str] = (),
-    shards: int = DEFAULT_SHARDS,
-    config: SplitConfig | None = None,
-) -> dict[str, int]:
-    """Run the stage and return its counts (also in `_stats/split.json`)."""
-    config = config or SplitConfig()
-    if not 0 <= config.idt_fraction < 1 or not 0 <= config.odt_fraction < 1 or config.top_k < 1 or shards < 1:
-        raise UserError("need 0 <= --idt-fraction, --odt-fraction < 1, --top-k >= 1, --shards >= 1")
-    parquet_io.clear_directory(layout.splits_dir(out))
-    with beam.Pipeline(options=pipeline_options(beam_args)) as pipeline:
-        build(pipeline, out, config, shards)
-    return read_stage_counts(out, STAGE)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    d = SplitConfig()
-    parser.add_argument("--out", required=True, help="the build's output root (reads citations/, documents/)")
-    parser.add_argument("--top-k", type=int, default=d.top_k, help="languages feeding train and IDT (default 30)")
-    parser.add_argument(
-        "--idt-fraction", type=float, default=d.idt_fraction, help="share of top-K groups drawn into IDT (247/53000)"
-    )
-    parser.add_argument(
-        "--min-idt-groups",
-        type=int,
-        default=d.min_idt_groups,
-        help="IDT gets at least min(this, pool groups // 10) groups, so small builds have IDT pairs (default 200; "
-        "no effect at full scale)",
-    )
-    parser.add_argument(
-        "--odt-fraction",
-        type=float,
-        default=d.odt_fraction,
-        help="share of non-English top-K groups held back into ODT (default 0.005)",
-    )
-    parser.add_argument("--seed", default=d.seed, help="seed of the deterministic draws")
-    parser.add_argument("--shards", type=int, default=DEFAULT_SHARDS, help="partitions of shuffles and output files")
-
-
-def run(args: argparse.Namespace, beam_args: Sequence[str]) -> dict[str, int]:
-    d = SplitConfig()
-    config = SplitConfig(
-        top_k=getattr(args, "top_k", d.top_k),
-        idt_fraction=getattr(args, "idt_fraction", d.idt_fraction),
-        odt_fraction=getattr(args, "odt_fraction", d.odt_fraction),
-        min_idt_groups=getattr(args, "min_idt_groups", d.min_idt_groups),
-        seed=getattr(args, "seed", d.seed),
-    )
-    counts = run_split(args.out, beam_args, getattr(args, "shards", DEFAULT_SHARDS), config)
-    print(summary_line(counts))
-    return counts
-
-
-def summary_line(counts: dict) -> str:
-    return (
-        f"split: {counts.get('documents_read', 0)} documents, {counts.get('no_link', 0)} without a link; "
-        f"train {counts.get('train', 0)}, idt {counts.get('idt', 0)}, odt {counts.get('odt', 0)}"
     )

@@ -1,28 +1,23 @@
-"""Stage 2, `openmsd-build text`: fetch pages and PDFs, extract and clean text, detect
-language -> `fetch/` (one row per fetched URL) and `documents/` (one row per kept paper).
+"""The `text` stage's Beam graph (wiring only).
 
-Wiring only. With `--fetch none` papers become documents from their metadata in batches.
-With `--fetch http` or `--fetch warc:GLOB`:
+With `--fetch none` papers become documents from their metadata in batches. With
+`--fetch http` or `--fetch warc:GLOB`:
 
     papers -> PlanFetches -> (host key, task) -> GroupByKey -> FetchAndExtract
            -> citation_pdf_url follow-ups -> GroupByKey -> FetchAndExtract (no follow)
     meta + extractions -> CoGroupByKey(doi) -> BuildDocuments -> documents/
+
+Flags and input checks are in `openmsd_build.text.command`.
 """
 
 from __future__ import annotations
 
-import argparse
-import time
-
 import apache_beam as beam
 
-from openmsd_build import layout, parquet_io
-from openmsd_build.errors import UserError
-from openmsd_build.fetch.config import FetchConfig
-from openmsd_build.runner import pipeline_options
+from openmsd_build.core import layout, parquet_io
+from openmsd_build.core.beam_io import COUNTS_TAG, REJECTS_TAG, ShardRows, WriteCounts, WriteParquetShards, WriteRejects
 from openmsd_build.schemas import DOCUMENTS, FETCH
-from openmsd_build.stats import read_stage_counts
-from openmsd_build.text_transforms import (
+from openmsd_build.text.beam import (
     FETCH_TAG,
     FOLLOW_TAG,
     META_FIELDS,
@@ -33,143 +28,77 @@ from openmsd_build.text_transforms import (
     PlanFetches,
     slim,
 )
-from openmsd_build.transforms import COUNTS_TAG, REJECTS_TAG, ShardRows, WriteCounts, WriteParquetShards, WriteRejects
+from openmsd_build.text.fetch.config import FetchConfig
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", required=True, help="output root of the build (reads OUT/papers/)")
-    parser.add_argument("--fetch", default="none",
-                        help="none (metadata only) | http (live, polite) | warc:GLOB (offline from WARC archives)")
-    parser.add_argument("--max-urls-per-paper", type=int, default=3, help="fetch at most this many URLs per paper")
-    parser.add_argument("--host-shards", type=int, default=4,
-                        help="split each host's queue into this many keys (per-key rate = rate / shards)")
-    parser.add_argument("--rate-per-host", type=float, default=1.0, help="requests per second per host (http)")
-    parser.add_argument("--user-agent", default=None, help="User-Agent for http fetching")
-    parser.add_argument("--contact", default=None, help="contact address added to the User-Agent (e.g. mailto:...)")
-    parser.add_argument("--allow-network", action="append", default=[], metavar="CIDR",
-                        help="allow fetching from this private/loopback network (e.g. 127.0.0.0/8 for tests)")
-    parser.add_argument("--no-robots", action="store_true", help="do not honour robots.txt (only for your own servers)")
-    parser.add_argument("--extract-timeout", type=float, default=60.0, help="hard limit per document extraction (s)")
-    parser.add_argument("--no-follow-pdf", action="store_true", help="do not follow citation_pdf_url from landing pages")
-    parser.add_argument("--shards", type=int, default=0, help="output files (default: as many as papers/)")
-
-
-def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
-    config_kwargs: dict = {
-        "per_host_rate": args.rate_per_host / max(1, args.host_shards),
-        "allow_networks": tuple(args.allow_network),
-        "respect_robots": not args.no_robots,
-        "contact": args.contact,
-    }
-    if args.user_agent:
-        config_kwargs["user_agent"] = args.user_agent
-    counts = run_text(
-        args.out, args.fetch, beam_args, FetchConfig(**config_kwargs), cap=args.max_urls_per_paper,
-        host_shards=args.host_shards, extract_timeout=args.extract_timeout, follow=not args.no_follow_pdf,
-        shards=args.shards,
-    )
-    print(summary_line(counts))
-    return counts
-
-
-def run_text(
+def build(
+    p,
     out: str,
     fetch: str,
-    beam_args: list[str],
-    fetch_config: FetchConfig | None = None,
+    fetch_config: FetchConfig,
+    num_shards: int,
+    resume: list[str],
     cap: int = 3,
     host_shards: int = 4,
     extract_timeout: float = 60.0,
     follow: bool = True,
-    shards: int = 0,
-) -> dict:
-    """Build `fetch/` and `documents/` from `papers/`; returns the stage's counts."""
-    options = pipeline_options(beam_args)  # first: OUT may be gs:// (FileSystems options)
-    if fetch not in ("none", "http") and not fetch.startswith("warc:"):
-        raise UserError(f"--fetch must be none, http or warc:GLOB, not {fetch!r}")
-    papers_parts = parquet_io.list_parts(layout.papers_dir(out))
-    if not papers_parts:
-        raise UserError(f"no papers under {layout.papers_dir(out)}: run `openmsd-build papers` first")
-    if fetch.startswith("warc:"):
-        from openmsd_build.inputs import expand_globs
-
-        expand_globs(fetch[len("warc:") :].split(","), "WARC")  # a typo must fail before the run
-    num_shards = shards or len(papers_parts)
+) -> None:
+    """Add the stage to pipeline `p` (`fetch` is none | http | warc:GLOB; `resume` the WARC
+    files of an earlier fetch into `out`)."""
     docs_dir, fetch_dir, warc_dir = layout.documents_dir(out), layout.fetch_dir(out), layout.warc_dir(out)
-    for directory in (docs_dir, fetch_dir, layout.rejects_dir(out, "text")):
-        parquet_io.clear_directory(directory)
-    resume = parquet_io.match_paths(parquet_io.join_path(warc_dir, "*.warc.gz")) if fetch == "http" else []
     columns = list(META_FIELDS) + (["urls"] if fetch != "none" else [])
-
-    started = time.time()
-    with beam.Pipeline(options=options) as p:
-        papers = p | "ReadPapers" >> beam.io.ReadFromParquetBatched(
-            parquet_io.join_path(layout.papers_dir(out), "*.parquet"), columns=columns)
-        if fetch == "none":
-            docs = papers | "FromMetadata" >> beam.ParDo(MetadataDocuments(num_shards)).with_outputs(
-                COUNTS_TAG, main="docs")
-            doc_shards, counts = docs.docs, [docs[COUNTS_TAG]]
-            rejects = []
-        else:
-            planned = papers | "PlanFetches" >> beam.ParDo(PlanFetches(cap, host_shards)).with_outputs(
-                META_TAG, COUNTS_TAG, main="tasks")
-            fetcher = FetchAndExtract(fetch, fetch_config or FetchConfig(), warc_dir, resume, extract_timeout,
-                                      host_shards, follow=follow)
-            first = (
-                planned.tasks
-                | "GroupByHost" >> beam.GroupByKey()
-                | "Fetch" >> beam.ParDo(fetcher).with_outputs(FETCH_TAG, FOLLOW_TAG, REJECTS_TAG, COUNTS_TAG, main="ext")
-            )
-            second = (
-                first[FOLLOW_TAG]
-                | "GroupFollowUps" >> beam.GroupByKey()
-                | "FetchFollowUps" >> beam.ParDo(FetchAndExtract(
-                    fetch, fetch_config or FetchConfig(), warc_dir, resume, extract_timeout, host_shards, follow=False,
-                )).with_outputs(FETCH_TAG, FOLLOW_TAG, REJECTS_TAG, COUNTS_TAG, main="ext")
-            )
-            extractions = (
-                (first.ext, second.ext) | "AllExtractions" >> beam.Flatten()
-                | "Slim" >> beam.MapTuple(lambda doi, ext: (doi, slim(ext)))
-            )
-            built = (
-                {"meta": planned[META_TAG], "ext": extractions}
-                | "JoinByDoi" >> beam.CoGroupByKey()
-                | "BuildDocuments" >> beam.ParDo(BuildDocuments()).with_outputs(COUNTS_TAG, main="rows")
-            )
-            doc_shards = (
-                built.rows
-                | "BatchDocs" >> beam.BatchElements(min_batch_size=500, max_batch_size=5000)
-                | "ShardDocs" >> beam.ParDo(ShardRows("doi", num_shards))
-            )
-            _ = (
-                (first[FETCH_TAG], second[FETCH_TAG])
-                | "AllFetchRows" >> beam.Flatten()
-                | "BatchFetchRows" >> beam.BatchElements(min_batch_size=500, max_batch_size=5000)
-                | "ShardFetchRows" >> beam.ParDo(ShardRows("url", num_shards))
-                | "WriteFetch" >> WriteParquetShards(fetch_dir, FETCH, num_shards, sort_by=("url", "doi"))
-            )
-            counts = [planned[COUNTS_TAG], first[COUNTS_TAG], second[COUNTS_TAG], built[COUNTS_TAG]]
-            rejects = [first[REJECTS_TAG], second[REJECTS_TAG]]
-        _ = doc_shards | "WriteDocuments" >> WriteParquetShards(docs_dir, DOCUMENTS, num_shards, sort_by=("doi",))
-        if rejects:
-            _ = tuple(rejects) | "AllRejects" >> beam.Flatten() | "WriteRejects" >> WriteRejects(
-                layout.rejects_dir(out, "text"))
-        _ = (
-            tuple(counts) | "AllCounts" >> beam.Flatten()
-            | "WriteCounts" >> WriteCounts(layout.stats_path(out, "text"), {"stage": "text", "fetch": fetch})
+    papers = p | "ReadPapers" >> beam.io.ReadFromParquetBatched(
+        parquet_io.join_path(layout.papers_dir(out), "*.parquet"), columns=columns)
+    if fetch == "none":
+        docs = papers | "FromMetadata" >> beam.ParDo(MetadataDocuments(num_shards)).with_outputs(
+            COUNTS_TAG, main="docs")
+        doc_shards, counts = docs.docs, [docs[COUNTS_TAG]]
+        rejects = []
+    else:
+        planned = papers | "PlanFetches" >> beam.ParDo(PlanFetches(cap, host_shards)).with_outputs(
+            META_TAG, COUNTS_TAG, main="tasks")
+        fetcher = FetchAndExtract(fetch, fetch_config, warc_dir, resume, extract_timeout,
+                                  host_shards, follow=follow)
+        first = (
+            planned.tasks
+            | "GroupByHost" >> beam.GroupByKey()
+            | "Fetch" >> beam.ParDo(fetcher).with_outputs(FETCH_TAG, FOLLOW_TAG, REJECTS_TAG, COUNTS_TAG, main="ext")
         )
-    result = read_stage_counts(out, "text")
-    result["seconds"] = round(time.time() - started, 2)
-    return result
-
-
-
-def summary_line(counts: dict) -> str:
-    kept = counts.get("documents.kept", 0)
-    dropped = {k.split(".", 1)[1]: v for k, v in counts.items() if k.startswith("documents.") and k != "documents.kept"}
-    fetched_ok = counts.get("fetch.ok", 0)
-    errors = {k.split(".", 2)[2]: v for k, v in counts.items() if k.startswith("fetch.error.")}
-    return (
-        f"text: {kept} documents kept, dropped {dropped}; fetched ok {fetched_ok}, errors {errors}; "
-        f"{counts.get('with_content', 0)} with full content"
+        second = (
+            first[FOLLOW_TAG]
+            | "GroupFollowUps" >> beam.GroupByKey()
+            | "FetchFollowUps" >> beam.ParDo(FetchAndExtract(
+                fetch, fetch_config, warc_dir, resume, extract_timeout, host_shards, follow=False,
+            )).with_outputs(FETCH_TAG, FOLLOW_TAG, REJECTS_TAG, COUNTS_TAG, main="ext")
+        )
+        extractions = (
+            (first.ext, second.ext) | "AllExtractions" >> beam.Flatten()
+            | "Slim" >> beam.MapTuple(lambda doi, ext: (doi, slim(ext)))
+        )
+        built = (
+            {"meta": planned[META_TAG], "ext": extractions}
+            | "JoinByDoi" >> beam.CoGroupByKey()
+            | "BuildDocuments" >> beam.ParDo(BuildDocuments()).with_outputs(COUNTS_TAG, main="rows")
+        )
+        doc_shards = (
+            built.rows
+            | "BatchDocs" >> beam.BatchElements(min_batch_size=500, max_batch_size=5000)
+            | "ShardDocs" >> beam.ParDo(ShardRows("doi", num_shards))
+        )
+        _ = (
+            (first[FETCH_TAG], second[FETCH_TAG])
+            | "AllFetchRows" >> beam.Flatten()
+            | "BatchFetchRows" >> beam.BatchElements(min_batch_size=500, max_batch_size=5000)
+            | "ShardFetchRows" >> beam.ParDo(ShardRows("url", num_shards))
+            | "WriteFetch" >> WriteParquetShards(fetch_dir, FETCH, num_shards, sort_by=("url", "doi"))
+        )
+        counts = [planned[COUNTS_TAG], first[COUNTS_TAG], second[COUNTS_TAG], built[COUNTS_TAG]]
+        rejects = [first[REJECTS_TAG], second[REJECTS_TAG]]
+    _ = doc_shards | "WriteDocuments" >> WriteParquetShards(docs_dir, DOCUMENTS, num_shards, sort_by=("doi",))
+    if rejects:
+        _ = tuple(rejects) | "AllRejects" >> beam.Flatten() | "WriteRejects" >> WriteRejects(
+            layout.rejects_dir(out, "text"))
+    _ = (
+        tuple(counts) | "AllCounts" >> beam.Flatten()
+        | "WriteCounts" >> WriteCounts(layout.stats_path(out, "text"), {"stage": "text", "fetch": fetch})
     )

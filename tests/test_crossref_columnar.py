@@ -5,9 +5,9 @@ from __future__ import annotations
 import gzip
 import json
 
+from openmsd_build.papers.sources import crossref_columnar
+from openmsd_build.papers.sources.crossref import parse_crossref
 from openmsd_build.sample.generator import generate
-from openmsd_build.sources import crossref_columnar
-from openmsd_build.sources.crossref import parse_crossref
 
 
 def test_generated_chunk_projects_like_the_record_parser(tmp_path):

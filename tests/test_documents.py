@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from openmsd_build.documents import build_document
+from openmsd_build.text.documents import build_document
 
 LONG_ABSTRACT = " ".join(["We measure how citation graphs shape multilingual retrieval."] * 6)
 LONG_CONTENT = " ".join(["The body of the paper discusses methods, data and results at length."] * 40)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openmsd_build.doi import InvalidDOI, normalize_doi, try_normalize_doi
+from openmsd_build.core.doi import InvalidDOI, normalize_doi, try_normalize_doi
 
 
 @pytest.mark.parametrize(
@@ -117,7 +117,7 @@ ascii_dois = st.builds(
 @settings(max_examples=1000, deadline=None)
 @given(st.one_of(dois, ascii_dois))
 def test_fast_path_agrees_with_full_normalization(doi):
-    from openmsd_build import doi as doi_module
+    from openmsd_build.core import doi as doi_module
 
     key = try_normalize_doi(doi)
     pattern = doi_module._CANONICAL_RE

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from openmsd_build.cli import main
-from openmsd_build.evaluation import tasks
-from openmsd_build.evaluation.bm25 import BM25Scorer
-from openmsd_build.evaluation.evaluate import result_path, run_bm25_baseline
-from openmsd_build.evaluation.testing import write_tiny_build
-from openmsd_build.evaluation.tokenize import char_bigrams, tokenize
+from openmsd_build.evaluate import tasks
+from openmsd_build.evaluate.bm25 import BM25Scorer
+from openmsd_build.evaluate.command import result_path, run_bm25_baseline
+from openmsd_build.evaluate.testing import write_tiny_build
+from openmsd_build.evaluate.tokenize import char_bigrams, tokenize
 from openmsd_build.report.command import build_report
 
 
@@ -114,7 +114,7 @@ def test_evaluate_cli_bm25_and_stray_beam_args(tmp_path, capsys):
 
 
 def test_empty_split_pool_gives_empty_relevance_without_error():
-    from openmsd_build.evaluation import tasks
+    from openmsd_build.evaluate import tasks
 
     pool = tasks.Pool(split="odt", dois=[], titles=[], abstracts=[], languages=[])
     relevance = tasks.load_relevance("/nonexistent-build", "cc", pool)

@@ -10,9 +10,9 @@ import polars as pl
 import pytest
 
 from openmsd_build.cli import main
-from openmsd_build.evaluation import hf_dataset, trainer
-from openmsd_build.evaluation.export import export_build
-from openmsd_build.evaluation.testing import write_tiny_build
+from openmsd_build.evaluate.testing import write_tiny_build
+from openmsd_build.export import hf_dataset, trainer
+from openmsd_build.export.command import export_build
 
 
 @pytest.fixture()

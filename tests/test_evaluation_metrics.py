@@ -13,9 +13,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from openmsd_build.cli import main
-from openmsd_build.evaluation import metrics, tasks
-from openmsd_build.evaluation.evaluate import EmbeddingScorer, evaluate_pool
-from openmsd_build.evaluation.testing import DOCS, write_tiny_build
+from openmsd_build.evaluate import metrics, tasks
+from openmsd_build.evaluate.command import EmbeddingScorer, evaluate_pool
+from openmsd_build.evaluate.testing import DOCS, write_tiny_build
 
 L2, L3, L4, L5 = (math.log2(x) for x in (2, 3, 4, 5))
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from openmsd_build.extract.landing import (
+from openmsd_build.text.extract.landing import (
     MIN_GENERIC_DESCRIPTION_CHARS,
     LandingParseError,
     clean_content,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from openmsd_build.extract.pdf import (
+from openmsd_build.text.extract.pdf import (
     PdfParseError,
     _cut_references,
     _find_abstract,

@@ -15,10 +15,10 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 import urllib3.util.connection
 
-from openmsd_build.fetch import FetchConfig, HttpFetcher, canonical_url, should_fetch
-from openmsd_build.fetch.politeness import parse_retry_after, parse_robots
-from openmsd_build.fetch.safety import is_blocked_ip
-from openmsd_build.fetch.testing import LocalServer, respond
+from openmsd_build.text.fetch import FetchConfig, HttpFetcher, canonical_url, should_fetch
+from openmsd_build.text.fetch.politeness import parse_retry_after, parse_robots
+from openmsd_build.text.fetch.safety import is_blocked_ip
+from openmsd_build.text.fetch.testing import LocalServer, respond
 
 PAGE = b"<!doctype html><html><head><title>t</title></head><body>" + b"x" * 2000 + b"</body></html>"
 PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 2000

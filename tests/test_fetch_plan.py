@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pickle
 
-from openmsd_build.fetch import FetchConfig, canonical_url, host_key, plan_urls, shard_host, should_fetch
+from openmsd_build.text.fetch import FetchConfig, canonical_url, host_key, plan_urls, shard_host, should_fetch
 
 
 def test_canonical_url():

@@ -9,9 +9,9 @@ import pickle
 
 import pytest
 
-from openmsd_build.fetch import FetchConfig, HttpFetcher, WarcBackend, WarcWriter, read_record
-from openmsd_build.fetch.result import FetchResult
-from openmsd_build.fetch.testing import LocalServer, respond
+from openmsd_build.text.fetch import FetchConfig, HttpFetcher, WarcBackend, WarcWriter, read_record
+from openmsd_build.text.fetch.result import FetchResult
+from openmsd_build.text.fetch.testing import LocalServer, respond
 
 PAGE = b"<!doctype html><html><body>" + "Ünïcode text ".encode() * 300 + b"</body></html>"
 PDF_BODY = b"%PDF-1.4\n" + bytes(range(256)) * 40

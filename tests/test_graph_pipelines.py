@@ -13,10 +13,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from openmsd_build import layout, parquet_io
-from openmsd_build.pipelines import citations, pairs, split
+from openmsd_build.citations import command as citations
+from openmsd_build.core import layout, parquet_io
+from openmsd_build.pairs import command as pairs
 from openmsd_build.schemas import DOCUMENTS, PAIRS, REJECTS, SPLITS
-from openmsd_build.splitting import SplitConfig
+from openmsd_build.split import command as split
+from openmsd_build.split.assign import SplitConfig
 
 LANG = {"a": "en", "b": "en", "c": "de", "d": "en", "e": "fr", "f": "en", "g": "de", "n": "en"}
 
@@ -118,7 +120,7 @@ def test_pairs_output(build):
     out, _, _, counts = build
     splits = pl.from_arrow(parquet_io.read_table(layout.splits_dir(str(out)), schema=SPLITS))
     cit = pl.from_arrow(parquet_io.read_table(layout.citations_dir(str(out))))
-    from openmsd_build.pairing import compute_pairs
+    from openmsd_build.pairs.relations import compute_pairs
 
     expected, exp_counts = compute_pairs(cit, splits)
     for rel in ("dc", "cc", "bc"):
@@ -138,7 +140,7 @@ def test_pairs_output(build):
 
 def test_pairs_negatives_and_mixes_match_single_machine(build, beam_args, tmp_path):
     out, _, _, _ = build
-    from openmsd_build.pairing import MIX_NAMES, compute_pairs
+    from openmsd_build.pairs.relations import MIX_NAMES, compute_pairs
     from openmsd_build.schemas import MIXES, NEGATIVES
 
     args = argparse.Namespace(out=str(out), shards=3, max_degree=1000, hard_negatives=2, mixes=[])

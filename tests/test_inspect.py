@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from openmsd_build.errors import UserError
-from openmsd_build.extract import inspect as inspect_command
+from openmsd_build.core.errors import UserError
+from openmsd_build.text import inspect as inspect_command
 
 
 def run_inspect(argv: list[str], beam_args: list[str] | None = None) -> int:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from openmsd_build.extract.isolate import IsolatedExtractor
+from openmsd_build.text.extract.isolate import IsolatedExtractor
 
 
 @pytest.fixture(scope="module")

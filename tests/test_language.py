@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from openmsd_build.language import (
+from openmsd_build.text.language import (
     MIN_PROBABILITY,
     detect_language,
     get_detector,
@@ -75,7 +75,7 @@ def test_arabic_and_cjk() -> None:
 
 
 def test_portuguese_pdf_is_pt(real_samples: Path) -> None:
-    from openmsd_build.extract.pdf import extract_pdf
+    from openmsd_build.text.extract.pdf import extract_pdf
 
     result = extract_pdf((real_samples / "pdf" / "scms-upload__rsp_v38n1_18446.pdf").read_bytes())
     code, prob, reliable = detect_language(result["title"], result["abstract"])
@@ -113,7 +113,7 @@ def test_normalize_language_code() -> None:
 def test_detector_is_per_thread_and_module_pickles() -> None:
     import threading
 
-    import openmsd_build.language as language
+    import openmsd_build.text.language as language
 
     main = get_detector()
     assert get_detector() is main

@@ -6,8 +6,8 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openmsd_build.merge import completeness, merge_records
-from openmsd_build.merge_columnar import PROJECTED, merge_frame
+from openmsd_build.papers.merge_fast import PROJECTED, merge_frame
+from openmsd_build.papers.merge_reference import completeness, merge_records
 
 texts = st.one_of(st.none(), st.sampled_from(["", "alpha", "beta", "gamma title"]))
 urls = st.lists(

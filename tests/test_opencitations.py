@@ -8,9 +8,14 @@ import io
 
 import polars as pl
 
-from openmsd_build import citation_graph as cg
-from openmsd_build.hashing import hash64
-from openmsd_build.opencitations import parse_citation_file, parse_citation_rows, parse_id_field, parse_meta_rows
+from openmsd_build.citations import graph as cg
+from openmsd_build.citations.opencitations import (
+    parse_citation_file,
+    parse_citation_rows,
+    parse_id_field,
+    parse_meta_rows,
+)
+from openmsd_build.core.hashing import hash64
 
 
 def _rows(text: str) -> list[list[str]]:

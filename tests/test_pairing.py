@@ -9,8 +9,8 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openmsd_build.hashing import hash64
-from openmsd_build.pairing import (
+from openmsd_build.core.hashing import hash64
+from openmsd_build.pairs.relations import (
     MIX_NAMES,
     NEGATIVE_SEED,
     annotate_edges,

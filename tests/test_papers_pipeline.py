@@ -10,9 +10,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from openmsd_build import layout, parquet_io
-from openmsd_build.errors import UserError
-from openmsd_build.pipelines.papers import run_papers
+from openmsd_build.core import layout, parquet_io
+from openmsd_build.core.errors import UserError
+from openmsd_build.papers.command import run_papers
 from openmsd_build.schemas import PAPERS, REJECTS
 
 

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 import pyarrow as pa
 import pytest
 
-from openmsd_build import layout, parquet_io
+from openmsd_build.core import layout, parquet_io
 from openmsd_build.report.command import build_report, headline_table
 from openmsd_build.schemas import tables
 
@@ -438,7 +438,7 @@ def test_partial_build_only_papers(tmp_path: Path):
 
 
 def test_empty_root_and_missing_root(tmp_path: Path):
-    from openmsd_build.errors import UserError
+    from openmsd_build.core.errors import UserError
 
     with pytest.raises(UserError, match="not a build"):
         build_report(str(tmp_path))  # a folder with no stage output is not a build

@@ -8,11 +8,11 @@ import re
 
 import pytest
 
-from openmsd_build.merge import merge_records
-from openmsd_build.paper_join import read_source_file
-from openmsd_build.sources.crossref import parse_crossref
-from openmsd_build.sources.openalex import parse_openalex, rebuild_abstract
-from openmsd_build.sources.unpaywall import parse_unpaywall
+from openmsd_build.papers.join import read_source_file
+from openmsd_build.papers.merge_reference import merge_records
+from openmsd_build.papers.sources.crossref import parse_crossref
+from openmsd_build.papers.sources.openalex import parse_openalex, rebuild_abstract
+from openmsd_build.papers.sources.unpaywall import parse_unpaywall
 
 TAG = re.compile(r"<[^>]+>")
 
@@ -126,8 +126,8 @@ def test_crossref_file_shapes_all_read(real_samples, name):
 def test_columnar_crossref_projection_equals_record_parser(real_samples, name):
     """The column-wise reader of public-data-file chunks gives exactly the records (and
     rejects) that `parse_crossref` gives one work at a time."""
-    from openmsd_build.sources import crossref_columnar
-    from openmsd_build.sources.records import RecordError
+    from openmsd_build.papers.sources import crossref_columnar
+    from openmsd_build.papers.sources.records import RecordError
 
     data = gzip.decompress((real_samples / name).read_bytes())
     records, rejected = crossref_columnar.parse_chunk(data)
@@ -142,7 +142,7 @@ def test_columnar_crossref_projection_equals_record_parser(real_samples, name):
 
 
 def test_columnar_crossref_falls_back_on_other_shapes():
-    from openmsd_build.sources import crossref_columnar
+    from openmsd_build.papers.sources import crossref_columnar
 
     assert crossref_columnar.parse_chunk(b'{"message": {"DOI": "10.1/x"}}') is None
     assert crossref_columnar.parse_chunk(b'{"DOI": "10.1/x"}\n{"DOI": "10.1/y"}\n') is None

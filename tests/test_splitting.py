@@ -7,7 +7,7 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openmsd_build.splitting import SplitConfig, assign_splits, connected_groups, node_frame, top_languages
+from openmsd_build.split.assign import SplitConfig, assign_splits, connected_groups, node_frame, top_languages
 
 
 def _docs(rows):

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from openmsd_build import layout, parquet_io
-from openmsd_build.fetch.config import FetchConfig
-from openmsd_build.fetch.testing import LocalServer, respond
-from openmsd_build.pipelines.text import run_text
+from openmsd_build.core import layout, parquet_io
 from openmsd_build.schemas import DOCUMENTS, FETCH, PAPERS
+from openmsd_build.text.command import run_text
+from openmsd_build.text.fetch.config import FetchConfig
+from openmsd_build.text.fetch.testing import LocalServer, respond
 
 PDF = "pdf/crminer__10.3897.compcytogen.v10i4.9536.pdf"
 PDF_TITLE_WORDS = ["FISH-based", "karyotype", "Rosa"]

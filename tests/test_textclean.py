@@ -2,7 +2,7 @@
 
 import pytest
 
-from openmsd_build.textclean import clean_abstract, clean_title, count_tokens, normalize_text, strip_markup
+from openmsd_build.core.textclean import clean_abstract, clean_title, count_tokens, normalize_text, strip_markup
 
 
 def test_jats_abstract_keeps_text_and_paragraphs_and_drops_heading():

@@ -29,13 +29,13 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 import openmsd_build
-from openmsd_build import layout, parquet_io
-from openmsd_build.errors import UserError
+from openmsd_build.core import layout, parquet_io
+from openmsd_build.core.beam_io import WriteCounts
+from openmsd_build.core.errors import UserError
+from openmsd_build.core.runner import pipeline_options
+from openmsd_build.release.beam import SPLIT_FOLDERS, FileChecksum, ShardTable, WriteIdsShard, seed_side
 from openmsd_build.release.schema import FORMAT, NO_SPLIT
-from openmsd_build.release.transforms import SPLIT_FOLDERS, FileChecksum, ShardTable, WriteIdsShard, seed_side
-from openmsd_build.runner import pipeline_options
 from openmsd_build.schemas import DOCUMENTS
-from openmsd_build.transforms import WriteCounts
 
 DOC_COLUMNS = (
     "doi", "title", "abstract", "content", "language", "language_prob", "categories", "year", "text_source",

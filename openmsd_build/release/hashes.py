@@ -16,7 +16,7 @@ from collections.abc import Mapping
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from openmsd_build.hashing import shard_of
+from openmsd_build.core.hashing import shard_of
 from openmsd_build.release.schema import HASHED_FIELDS, LABEL_FIELDS, MISMATCHES, NO_SPLIT, RELEASE_IDS
 
 DOCUMENT_FIELD = "document"  # all hashed fields equal at once

@@ -23,15 +23,15 @@ import time
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from openmsd_build import layout, parquet_io
-from openmsd_build.errors import UserError
+from openmsd_build.core import layout, parquet_io
+from openmsd_build.core.beam_io import WriteCounts, WriteParquetShards
+from openmsd_build.core.errors import UserError
+from openmsd_build.core.runner import pipeline_options
+from openmsd_build.release.beam import MISMATCH_TAG, RestrictPapersShard, ShardTable, VerifyShard, seed_side
 from openmsd_build.release.command import MANIFEST, _abs, _read_json, _write_bytes
 from openmsd_build.release.hashes import FIELDS, recovery_rates
 from openmsd_build.release.schema import MISMATCHES, RELEASE_IDS
-from openmsd_build.release.transforms import MISMATCH_TAG, RestrictPapersShard, ShardTable, VerifyShard, seed_side
-from openmsd_build.runner import pipeline_options
 from openmsd_build.schemas import PAPERS
-from openmsd_build.transforms import WriteCounts, WriteParquetShards
 
 DOC_COLUMNS = ["doi", "title", "abstract", "content", "language"]
 
@@ -71,8 +71,8 @@ def reconstruct(
     release: str, out: str, unpaywall: list[str], crossref: list[str], openalex: list[str] | None, fetch: str,
     beam_args: list[str], text_argv: list[str] | None = None,
 ) -> dict:
-    from openmsd_build.pipelines import papers as papers_stage
-    from openmsd_build.pipelines import text as text_stage
+    from openmsd_build.papers import command as papers_stage
+    from openmsd_build.text import command as text_stage
 
     options = pipeline_options(beam_args)
     release, out = _abs(release), _abs(out)

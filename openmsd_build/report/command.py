@@ -14,9 +14,9 @@ import logging
 
 from apache_beam.io.filesystems import FileSystems
 
-from openmsd_build import layout
-from openmsd_build.errors import UserError
-from openmsd_build.parquet_io import join_path
+from openmsd_build.core import layout
+from openmsd_build.core.errors import UserError
+from openmsd_build.core.parquet_io import join_path
 from openmsd_build.report import render
 from openmsd_build.report.stats import compute_stats
 
@@ -28,7 +28,7 @@ DEFAULT_TOP = 20
 def default_rate_per_host() -> float | None:
     """The fetch stage's own default, so the queue estimate matches what a fetch would do."""
     try:
-        from openmsd_build.fetch.config import FetchConfig
+        from openmsd_build.text.fetch.config import FetchConfig
 
         return FetchConfig().per_host_rate
     except Exception:  # noqa: BLE001 - the fetch package is optional for reporting; fall back to its documented 1 req/s

@@ -16,7 +16,7 @@ import html
 import io
 from dataclasses import dataclass, field
 
-from openmsd_build import layout
+from openmsd_build.core import layout
 
 NOT_BUILT = "not built"
 CLASS_LABELS = {

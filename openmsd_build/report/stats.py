@@ -32,10 +32,10 @@ from collections.abc import Sequence
 import polars as pl
 from apache_beam.io.filesystems import FileSystems
 
-from openmsd_build import layout
-from openmsd_build.parquet_io import join_path, list_parts, match_paths
+from openmsd_build.core import layout
+from openmsd_build.core.parquet_io import join_path, list_parts, match_paths
+from openmsd_build.core.stats import read_json
 from openmsd_build.schemas import tables
-from openmsd_build.stats import read_json
 
 SCHEMA_VERSION = 1
 LANG_CLASSES = ("en-en", "en-xx", "xx-en", "xx-xx")

@@ -11,7 +11,7 @@ import argparse
 import os
 import time
 
-from openmsd_build.errors import UserError
+from openmsd_build.core.errors import UserError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -12,8 +12,8 @@ from __future__ import annotations
 import hashlib
 import os
 
-from openmsd_build.papers_transforms import MergeAndWriteShard, ReadSourceFile
-from openmsd_build.text_transforms import BuildDocuments, FetchAndExtract
+from openmsd_build.papers.beam import MergeAndWriteShard, ReadSourceFile
+from openmsd_build.text.beam import BuildDocuments, FetchAndExtract
 
 ENV = "OPENMSD_FAULT_DIR"
 MOD_ENV = "OPENMSD_FAULT_MOD"  # fail 1 in this many elements (default 2)

@@ -33,7 +33,7 @@ def account_source_file(path: str, source: str, num_shards: int = 4, batch_size:
     """Run `paper_join.read_source_file` to the end and check its bookkeeping: every item
     read is either a projected record in a batch or a reject, and the counters say so.
     Returns {"read", "records", "rejects", "reasons"}; raises AssertionError otherwise."""
-    from openmsd_build.paper_join import read_source_file
+    from openmsd_build.papers.join import read_source_file
     from openmsd_build.schemas import REJECTS
 
     records = rejects = 0

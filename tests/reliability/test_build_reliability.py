@@ -19,8 +19,8 @@ import pytest
 from faults import ENV, MOD_ENV, FlakyFetchAndExtract, FlakyMergeAndWriteShard, FlakyReadSourceFile
 from reconcile import check_build, diff_digests, output_digest
 
-from openmsd_build.pipelines import papers as papers_pipeline
-from openmsd_build.pipelines import text as text_pipeline
+from openmsd_build.papers import command as papers_pipeline
+from openmsd_build.text import command as text_pipeline
 
 FNAPI = ["--runner=apache_beam.runners.portability.fn_api_runner.FnApiRunner"]
 BUNDLE_RETRYING = ["--runner=BundleBasedDirectRunner"]

@@ -18,8 +18,8 @@ import zlib
 
 import pytest
 
-from openmsd_build.fetch import FetchConfig, HttpFetcher
-from openmsd_build.fetch.testing import LocalServer, respond
+from openmsd_build.text.fetch import FetchConfig, HttpFetcher
+from openmsd_build.text.fetch.testing import LocalServer, respond
 
 PAGE = b"<!doctype html><html><head><title>ok</title></head><body>" + b"y" * 3000 + b"</body></html>"
 
@@ -178,9 +178,9 @@ def test_fetch_inside_a_stage_survives_every_fault(srv, tmp_path):
     row with an error code, nothing raises, and the stage's counts reconcile."""
     from reconcile import check_text
 
-    from openmsd_build import layout, parquet_io
-    from openmsd_build.pipelines.text import run_text
+    from openmsd_build.core import layout, parquet_io
     from openmsd_build.schemas import PAPERS
+    from openmsd_build.text.command import run_text
 
     rows = []
     for i, path in enumerate([*sorted(FAULTS), "/page", "/short-length"]):
@@ -208,7 +208,7 @@ class Resolver:
         self.mapping = mapping
 
     def __call__(self, host, port):
-        from openmsd_build.fetch.safety import system_resolver
+        from openmsd_build.text.fetch.safety import system_resolver
 
         return [self.mapping[host]] if host in self.mapping else list(system_resolver(host, port))
 

@@ -18,9 +18,16 @@ from harness import deadline
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from openmsd_build.extract.isolate import CRASHED, OUT_OF_MEMORY, PARSE_ERROR, TIMEOUT, TOO_LARGE, IsolatedExtractor
-from openmsd_build.extract.landing import LandingParseError, extract_landing
-from openmsd_build.extract.pdf import PdfParseError, extract_pdf
+from openmsd_build.text.extract.isolate import (
+    CRASHED,
+    OUT_OF_MEMORY,
+    PARSE_ERROR,
+    TIMEOUT,
+    TOO_LARGE,
+    IsolatedExtractor,
+)
+from openmsd_build.text.extract.landing import LandingParseError, extract_landing
+from openmsd_build.text.extract.pdf import PdfParseError, extract_pdf
 
 REASONS = {CRASHED, OUT_OF_MEMORY, PARSE_ERROR, TIMEOUT, TOO_LARGE}
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -21,8 +21,8 @@ from harness import deadline
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from openmsd_build.doi import InvalidDOI, normalize_doi
-from openmsd_build.opencitations import parse_citation_file, parse_citation_rows
+from openmsd_build.citations.opencitations import parse_citation_file, parse_citation_rows
+from openmsd_build.core.doi import InvalidDOI, normalize_doi
 
 DROPS = ("rows_unrecognized_file", "malformed_row", "bad_doi", "no_doi", "rows_parsed")
 FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow,

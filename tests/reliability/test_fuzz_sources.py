@@ -17,11 +17,11 @@ from harness import account_source_file, deadline
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from openmsd_build.sources import records as records_mod
-from openmsd_build.sources.crossref import parse_crossref
-from openmsd_build.sources.openalex import parse_openalex
-from openmsd_build.sources.records import RecordError
-from openmsd_build.sources.unpaywall import parse_unpaywall
+from openmsd_build.papers.sources import records as records_mod
+from openmsd_build.papers.sources.crossref import parse_crossref
+from openmsd_build.papers.sources.openalex import parse_openalex
+from openmsd_build.papers.sources.records import RecordError
+from openmsd_build.papers.sources.unpaywall import parse_unpaywall
 
 PARSERS = {"unpaywall": parse_unpaywall, "crossref": parse_crossref, "openalex": parse_openalex}
 FIELDS = (
@@ -170,7 +170,7 @@ def test_regression_openalex_non_string_title():
 def test_regression_unexpected_parser_exception_is_a_reject(tmp_path, monkeypatch):
     """A parser bug (any exception, not only RecordError) costs one record: the item becomes
     a `parser_error` reject and the rest of the file is read (paper_join.read_source_file)."""
-    from openmsd_build import paper_join
+    from openmsd_build.papers import join as paper_join
 
     def flaky(record):
         if record.get("doi") == "10.1234/boom":

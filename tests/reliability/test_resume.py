@@ -16,11 +16,11 @@ from pathlib import Path
 
 from reconcile import check_text, read_rows, table_digest
 
-from openmsd_build import layout, parquet_io
-from openmsd_build.fetch.config import FetchConfig
-from openmsd_build.fetch.testing import LocalServer, respond
-from openmsd_build.pipelines.text import run_text
+from openmsd_build.core import layout, parquet_io
 from openmsd_build.schemas import PAPERS
+from openmsd_build.text.command import run_text
+from openmsd_build.text.fetch.config import FetchConfig
+from openmsd_build.text.fetch.testing import LocalServer, respond
 
 N_OK = 4
 

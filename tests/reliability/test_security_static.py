@@ -87,7 +87,7 @@ def test_clean_build_file_names_follow_the_layout(clean_builds):
 
 
 def test_hostile_record_content_never_names_a_file(tmp_path):
-    from openmsd_build.pipelines.papers import run_papers
+    from openmsd_build.papers.command import run_papers
 
     evil = tmp_path / "evil"
     inputs = tmp_path / "in"

@@ -1,0 +1,97 @@
+"""Stage 3, `citations`: OpenCitations rows -> DOI-to-DOI edges between kept documents.
+
+Wiring only; the work is in `openmsd_build.citations.opencitations` (parsing) and
+`openmsd_build.citations.graph` (vectorized filters). Elements are batches: one input file
+per element, Arrow tables of up to 200k edges after parsing, and `(shard, table)` pairs in
+the shuffles:
+
+1. parse every CSV (plain, .gz, .zip members) -> edge batches + rejects + counts;
+2. with `--meta`: OMID-only ends are resolved by two partitioned joins with the Meta
+   mapping (by citing OMID, then by cited OMID); without it they count as `no_doi`;
+3. self-citations dropped per batch;
+4. partitioned join by citing DOI with the documents' (doi, has_abstract): duplicates are
+   removed there (all copies of an edge share the citing shard) and the citing end checked;
+5. re-shard by cited DOI, join again, check the cited end; write `citations/`.
+
+The documents' keys carry `paper_id = hash64(doi)` (computed once per document), so both
+joins also attach `citing_id` / `cited_id`: the pairs stage then works on integers only.
+
+Counts in `_stats/citations.json` reconcile:
+`rows_read = rows_unrecognized_file + malformed_row + bad_doi + no_doi + self_citation +
+duplicate_edge + citing_missing + cited_missing + no_abstract + edges_kept`.
+Informational: `files_read`, `files_unrecognized`, `rows_parsed`, `rows_needing_meta`,
+`omid_resolved`, `meta_*`, `documents_read`.
+
+The DoFns are in `openmsd_build.citations.beam`; the shared Beam helpers
+(`read_parts`, `tag`, `untag`) in `openmsd_build.core.beam_io`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+import apache_beam as beam
+
+from openmsd_build.citations.beam import (
+    DEFAULT_SHARDS,
+    STAGE,
+)
+from openmsd_build.core import layout, parquet_io
+from openmsd_build.core.errors import UserError
+from openmsd_build.core.runner import pipeline_options
+from openmsd_build.core.stats import read_stage_counts
+from openmsd_build.pipelines.citations import build
+
+
+def run_citations(
+    out: str,
+    opencitations: list[str],
+    meta: list[str] | None = None,
+    beam_args: Sequence[str] = (),
+    shards: int = DEFAULT_SHARDS,
+) -> dict[str, int]:
+    """Run the stage and return its counts (also in `_stats/citations.json`)."""
+    if shards < 1:
+        raise UserError("--shards must be >= 1")
+    parquet_io.clear_directory(layout.citations_dir(out))
+    parquet_io.clear_directory(layout.rejects_dir(out, STAGE))
+    with beam.Pipeline(options=pipeline_options(beam_args)) as pipeline:
+        build(pipeline, out, opencitations, meta, shards)
+    return read_stage_counts(out, STAGE)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", required=True, help="the build's output root (reads documents/, writes citations/)")
+    parser.add_argument(
+        "--opencitations",
+        nargs="+",
+        required=True,
+        metavar="PATH",
+        help="OpenCitations CSV files, globs or folders (.csv, .csv.gz, .zip of CSVs): COCI, Index or OMID-only",
+    )
+    parser.add_argument(
+        "--meta",
+        nargs="+",
+        metavar="PATH",
+        help="OpenCitations Meta CSV files/globs (id column with omid: and doi:) to resolve OMID-only rows",
+    )
+    parser.add_argument("--shards", type=int, default=DEFAULT_SHARDS, help="partitions of the shuffles and output files")
+
+
+def run(args: argparse.Namespace, beam_args: Sequence[str]) -> dict[str, int]:
+    counts = run_citations(
+        args.out, list(args.opencitations), list(args.meta) if getattr(args, "meta", None) else None, beam_args,
+        getattr(args, "shards", DEFAULT_SHARDS),
+    )
+    print(summary_line(counts))
+    return counts
+
+
+_DROPS = ("rows_unrecognized_file", "malformed_row", "bad_doi", "no_doi", "self_citation", "duplicate_edge",
+          "citing_missing", "cited_missing", "no_abstract")
+
+
+def summary_line(counts: dict) -> str:
+    drops = {k: counts[k] for k in _DROPS if counts.get(k)}
+    return f"citations: read {counts.get('rows_read', 0)} rows, kept {counts.get('edges_kept', 0)} edges; dropped {drops}"

@@ -1,0 +1,206 @@
+"""Vectorized edge work on batches: stable partition hashes, OMID resolution, self-citation
+and duplicate removal, and the "both ends kept with an abstract" filter.
+
+Why vectorized: the citations stage sees ~1.4B OpenCitations rows; per-row Python costs
+tens of microseconds in Beam, so every function here takes and returns whole polars frames
+and the Beam pipeline only moves `(shard, table)` pairs (DESIGN.md, "Performance
+architecture"). Partitioning uses `hash_strings` / `mix64` below rather than polars'
+`hash` (documented as unstable across releases) or Python's salted `hash()`: both sides of
+a partitioned join must agree on every worker and in every re-run.
+
+Counters returned here (the citations stage sums them into `_stats/citations.json`):
+
+* `no_doi` — an OMID-only end that the Meta mapping could not resolve (or no `--meta`);
+* `self_citation` — citing DOI equals cited DOI after normalization;
+* `duplicate_edge` — a repeat of an edge already counted (same normalized DOI pair);
+* `citing_missing` / `cited_missing` — that end is not in `documents/` (the citing side is
+  checked first, so an edge missing both ends counts as `citing_missing`);
+* `no_abstract` — that end is in `documents/` but its abstract is empty (citing first);
+* `edges_kept` — written to `citations/`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from openmsd_build.core.hashing import hash64
+
+_M1 = np.uint64(0x9E3779B97F4A7C15)
+_M2 = np.uint64(0xBF58476D1CE4E5B9)
+_M3 = np.uint64(0x94D049BB133111EB)
+_P = np.uint64(0x100000001B3)  # FNV prime, used as the polynomial base
+_POW = np.cumprod(np.full(512, _P, dtype=np.uint64), dtype=np.uint64)
+_POW = np.concatenate([np.ones(1, dtype=np.uint64), _POW])
+
+
+def mix64(values: np.ndarray) -> np.ndarray:
+    """splitmix64 finalizer: a stable, well-spread uint64 image of integer keys."""
+    with np.errstate(over="ignore"):
+        z = values.astype(np.uint64, copy=False) + _M1
+        z = (z ^ (z >> np.uint64(30))) * _M2
+        z = (z ^ (z >> np.uint64(27))) * _M3
+        return z ^ (z >> np.uint64(31))
+
+
+def _powers(n: int) -> np.ndarray:
+    global _POW
+    if n >= len(_POW):
+        more = np.cumprod(np.full(n + 1 - len(_POW), _P, dtype=np.uint64), dtype=np.uint64)
+        with np.errstate(over="ignore"):
+            _POW = np.concatenate([_POW, more * _POW[-1]])
+    return _POW
+
+
+def hash_strings(values: pa.Array | pa.ChunkedArray | pl.Series) -> np.ndarray:
+    """Stable uint64 hash of each string (null -> a fixed value), computed on Arrow buffers.
+
+    A polynomial hash of the UTF-8 bytes modulo 2**64 (cumulative sums give every string's
+    sum in one pass), finished with splitmix64 of the hash and the length. It exists to
+    partition DOIs without a Python call per row; it is not `hashing.hash64` and is never
+    stored, only used to pick shards.
+    """
+    if isinstance(values, pl.Series):
+        values = values.to_arrow()
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
+    arr = values.cast(pa.large_string())
+    n = len(arr)
+    if n == 0:
+        return np.zeros(0, dtype=np.uint64)
+    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset : arr.offset + n + 1]
+    data_buf = arr.buffers()[2]
+    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+    start, end = int(offsets[0]), int(offsets[-1])
+    lengths = np.diff(offsets)
+    if end > start:
+        body = data[start:end].astype(np.uint64)
+        ends_rep = np.repeat(offsets[1:], lengths)
+        rev = ends_rep - 1 - np.arange(start, end, dtype=np.int64)
+        pows = _powers(int(lengths.max()))
+        with np.errstate(over="ignore"):
+            csum = np.concatenate([np.zeros(1, np.uint64), np.cumsum(body * pows[rev], dtype=np.uint64)])
+            sums = csum[offsets[1:] - start] - csum[offsets[:-1] - start]
+    else:
+        sums = np.zeros(n, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        h = mix64(sums ^ mix64(lengths.astype(np.uint64)))
+    if arr.null_count:
+        h[np.asarray(arr.is_null())] = np.uint64(0)
+    return h
+
+
+def shard_strings(values, num_shards: int) -> np.ndarray:
+    """The shard (int64) of every string for a partitioned shuffle."""
+    return (hash_strings(values) % np.uint64(num_shards)).astype(np.int64)
+
+
+def shard_ints(values: np.ndarray | pl.Series, num_shards: int) -> np.ndarray:
+    """The shard (int64) of every integer key (paper ids) for a partitioned shuffle."""
+    if isinstance(values, pl.Series):
+        values = values.to_numpy()
+    return (mix64(np.asarray(values)) % np.uint64(num_shards)).astype(np.int64)
+
+
+def split_by_shard(df: pl.DataFrame, shards: np.ndarray) -> list[tuple[int, pa.Table]]:
+    """Cut a frame into `(shard, arrow table)` pieces, one per shard present, for Beam."""
+    if df.height == 0:
+        return []
+    tagged = df.with_columns(pl.Series("__shard", shards, dtype=pl.Int64))
+    parts = tagged.partition_by("__shard", as_dict=True, include_key=True, maintain_order=False)
+    return [(int(key[0]), part.drop("__shard").to_arrow()) for key, part in sorted(parts.items())]
+
+
+def to_frame(tables, schema: pa.Schema | None = None) -> pl.DataFrame:
+    """Concatenate Arrow tables / polars frames (possibly none) into one polars frame."""
+    frames = []
+    for t in tables:
+        f = t if isinstance(t, pl.DataFrame) else pl.from_arrow(t)
+        if f.height:
+            frames.append(f)
+    if not frames:
+        if schema is None:
+            return pl.DataFrame()
+        return pl.from_arrow(schema.empty_table())
+    return pl.concat(frames, how="vertical_relaxed")
+
+
+def resolve_omids(edges: pl.DataFrame, meta: pl.DataFrame, side: str) -> pl.DataFrame:
+    """Fill `{side}_doi` from the Meta mapping (omid -> doi) where it is null.
+
+    Meta may list one OMID twice (re-exports); the smallest DOI wins so the result does not
+    depend on input order.
+    """
+    mapping = meta.group_by("omid").agg(pl.col("doi").min().alias("__doi"))
+    joined = edges.join(mapping, left_on=f"{side}_omid", right_on="omid", how="left")
+    return joined.with_columns(pl.coalesce(f"{side}_doi", "__doi").alias(f"{side}_doi")).drop("__doi")
+
+
+def finish_resolution(edges: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:
+    """Keep edges whose two DOIs are known; count the rest as `no_doi`."""
+    ok = edges.filter(pl.col("citing_doi").is_not_null() & pl.col("cited_doi").is_not_null())
+    return ok.select("citing_doi", "cited_doi"), {"no_doi": edges.height - ok.height}
+
+
+def drop_self_citations(edges: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:
+    """Remove A->A edges (after normalization two spellings of one DOI are one paper)."""
+    kept = edges.filter(pl.col("citing_doi") != pl.col("cited_doi"))
+    return kept, {"self_citation": edges.height - kept.height}
+
+
+def dedup_edges(edges: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:
+    """Remove repeated (citing, cited) pairs. Correct inside a shard keyed by the citing DOI,
+    because every copy of an edge lands in the same shard."""
+    kept = edges.unique(subset=["citing_doi", "cited_doi"], maintain_order=False)
+    return kept, {"duplicate_edge": edges.height - kept.height}
+
+
+def document_keys(docs: pl.DataFrame) -> pl.DataFrame:
+    """(doi, has_abstract, paper_id) per document; a DOI listed twice keeps 'has abstract'
+    if any copy has. `paper_id = hashing.hash64(doi)` (the split stage's key) is computed
+    here, once per document with an abstract, and travels onto the kept edges as
+    `citing_id` / `cited_id` (null for documents without one: their edges are dropped)."""
+    keys = docs.select(
+        pl.col("doi"),
+        (pl.col("abstract").is_not_null() & (pl.col("abstract").str.strip_chars().str.len_chars() > 0)).alias(
+            "has_abstract"
+        ),
+    ).group_by("doi").agg(pl.col("has_abstract").any())
+    return with_paper_ids(keys)
+
+
+def with_paper_ids(keys: pl.DataFrame) -> pl.DataFrame:
+    """Add `paper_id` (hash64 of the DOI) to (doi, has_abstract) rows that have an abstract."""
+    if "paper_id" in keys.columns:
+        return keys
+    dois = keys["doi"].to_list()
+    flags = keys["has_abstract"].to_list()
+    ids = [hash64(d) if f else None for d, f in zip(dois, flags, strict=True)]
+    return keys.with_columns(pl.Series("paper_id", ids, dtype=pl.Int64))
+
+
+def filter_side(edges: pl.DataFrame, keys: pl.DataFrame, side: str) -> tuple[pl.DataFrame, dict[str, int]]:
+    """Keep edges whose `side` end is a document with an abstract, attaching its paper id as
+    `{side}_id`; count the two drop reasons."""
+    keys = with_paper_ids(keys).rename({"paper_id": f"{side}_id"})
+    joined = edges.drop(f"{side}_id", strict=False).join(keys, left_on=f"{side}_doi", right_on="doi", how="left")
+    missing = int(joined["has_abstract"].is_null().sum())
+    kept = joined.filter(pl.col("has_abstract").fill_null(False))
+    no_abstract = joined.height - missing - kept.height
+    return kept.drop("has_abstract"), {f"{side}_missing": missing, "no_abstract": no_abstract}
+
+
+def filter_edges(edges: pl.DataFrame, keys: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:
+    """The whole per-graph filter on one frame (used by tests and small inputs): self-citations,
+    duplicates, then the citing and cited document checks, in the stage's order."""
+    counts: dict[str, int] = {}
+    for step in (drop_self_citations, dedup_edges):
+        edges, c = step(edges)
+        counts.update(c)
+    for side in ("citing", "cited"):
+        edges, c = filter_side(edges, keys, side)
+        for k, v in c.items():
+            counts[k] = counts.get(k, 0) + v
+    counts["edges_kept"] = edges.height
+    return edges.select("citing_doi", "cited_doi", "citing_id", "cited_id"), counts

@@ -1,0 +1,284 @@
+"""Parsing OpenCitations dumps: every CSV shape the project has met, with the real `csv` module.
+
+Why a module of its own: the published reference scripts split lines on commas (a DOI may
+hold a comma inside a quoted field), skipped every row containing the letters "oci" (which
+also drops DOIs such as `10.1000/social.oci.2`) and never normalized DOIs. Here a file's
+*header* decides its shape, and data rows are never filtered by their text.
+
+Shapes recognised by their header (names compared case-insensitively, quotes/BOM removed):
+
+* legacy COCI: `oci,citing,cited,creation,timespan,journal_sc,author_sc`, bare DOIs;
+* Index without the oci column (`citing,cited,...`), bare DOIs;
+* Index / OC Meta example: `id,citing,cited,...` or `citing_id,...,cited_id,...` whose
+  fields hold space-separated prefixed ids (`omid:br/06101 doi:10.1/x pmid:123`): the first
+  valid `doi:` id is taken, the `omid:` id is kept for the Meta join;
+* OMID-only Index rows (`omid:br/...` alone): the DOI comes from an OpenCitations Meta CSV
+  (`id` column lists `omid:br/... doi:10... issn:...`) joined by OMID later in the stage.
+
+A file whose header has no citing/cited columns (e.g. the Index provenance CSV) is not a
+citation file: its rows are counted as `rows_unrecognized_file` and one reject is written.
+
+Counters produced while parsing (names are stable; the stage adds the later ones):
+
+* `files_read` — input files opened (zip members count one each);
+* `files_unrecognized` — files without citing/cited columns in their header;
+* `rows_read` — non-blank data rows of every file (header excluded);
+* `rows_unrecognized_file` — data rows of unrecognized files (dropped);
+* `files_unreadable` — truncated or corrupt .gz / .zip inputs (one reject each; the rows
+  read before the damage are kept and counted as usual);
+* `malformed_row` — too few fields, or an empty citing/cited field (dropped, rejected);
+* `bad_doi` — an end whose DOI ids all failed `normalize_doi` and that has no OMID
+  (dropped, rejected with the normalizer's reason);
+* `no_doi` — an end with neither a DOI nor an OMID (only pmid:/other ids) (dropped);
+* `rows_parsed` — rows that leave the parser as an edge (both DOIs known, or an OMID to
+  resolve); `rows_needing_meta` — those of them with at least one OMID-only end.
+
+Meta parsing counts `meta_rows_read`, `meta_rows_mapped` (an OMID and a DOI),
+`meta_rows_no_doi`, `meta_rows_no_omid`, `meta_bad_doi`.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import sys
+import zipfile
+import zlib
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from typing import IO
+
+import pyarrow as pa
+
+from openmsd_build.core.doi import InvalidDOI, normalize_doi
+from openmsd_build.core.rejects import make_reject
+
+STAGE = "citations"
+DEFAULT_BATCH_ROWS = 200_000
+
+# The edge batches leaving the parser: DOIs when known, OMIDs (`br/0610...`) otherwise.
+EDGE_BATCH_SCHEMA = pa.schema(
+    [
+        ("citing_doi", pa.string()),
+        ("cited_doi", pa.string()),
+        ("citing_omid", pa.string()),
+        ("cited_omid", pa.string()),
+    ]
+)
+META_SCHEMA = pa.schema([("omid", pa.string()), ("doi", pa.string())])
+
+_CITING_NAMES = ("citing", "citing_id")
+_CITED_NAMES = ("cited", "cited_id")
+# Prefixes that are DOIs in disguise and must go through the normalizer.
+_DOI_LIKE_PREFIXES = ("doi:", "http:", "https:", "info:", "urn:")
+
+csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+
+
+def parse_id_field(value: str) -> tuple[str | None, str | None, str | None]:
+    """Split one citing/cited field into (doi, omid, doi_error_reason).
+
+    A field may be a bare DOI (COCI), one prefixed id, or several space-separated ids. The
+    first id that normalizes as a DOI wins; `omid:` ids are kept (without the prefix) for
+    the Meta join; other schemes (pmid:, pmcid:, openalex: ...) are ignored. The error
+    reason is that of the first DOI-looking id that failed, so a row with only a broken DOI
+    can be rejected with the normalizer's own code.
+    """
+    doi = omid = error = None
+    for token in value.split():
+        low = token.lower()
+        if low.startswith("omid:"):
+            if omid is None and len(low) > 5:
+                omid = low[5:]
+            continue
+        if ":" in low.split("/", 1)[0] and not low.startswith(_DOI_LIKE_PREFIXES):
+            continue  # another identifier scheme (pmid:123, pmcid:PMC1, wikidata:Q1 ...)
+        if doi is not None:
+            continue
+        try:
+            doi = normalize_doi(token)
+        except InvalidDOI as exc:
+            error = error or exc.reason
+    return doi, omid, error
+
+
+def open_text_streams(path: str) -> Iterator[tuple[str, IO[str]]]:
+    """Yield (source name, text stream) for a CSV file, a .csv.gz, or each .csv of a .zip.
+
+    Opened through Beam's `FileSystems`, so `gs://` inputs work like local ones. The text
+    layer uses `newline=""` as the `csv` module requires (quoted fields may hold newlines),
+    and undecodable bytes are replaced rather than failing a multi-gigabyte file.
+    """
+    from apache_beam.io.filesystems import FileSystems
+
+    raw = FileSystems.open(path, compression_type="uncompressed")
+    lower = path.lower()
+    if lower.endswith(".zip"):
+        data = io.BytesIO(raw.read())
+        raw.close()
+        with zipfile.ZipFile(data) as archive:
+            for name in sorted(archive.namelist()):
+                if name.lower().endswith((".csv", ".csv.gz")) and not name.endswith("/"):
+                    member = archive.open(name)
+                    binary: IO[bytes] = gzip.GzipFile(fileobj=member) if name.lower().endswith(".gz") else member
+                    yield f"{path}!{name}", io.TextIOWrapper(binary, encoding="utf-8", errors="replace", newline="")
+        return
+    binary = gzip.GzipFile(fileobj=raw) if lower.endswith(".gz") else raw
+    try:
+        yield path, io.TextIOWrapper(binary, encoding="utf-8", errors="replace", newline="")
+    finally:
+        raw.close()
+
+
+def _header_index(header: list[str], names: Iterable[str]) -> int | None:
+    cleaned = [h.strip().strip('"').lstrip("\ufeff").strip().lower() for h in header]
+    for name in names:
+        if name in cleaned:
+            return cleaned.index(name)
+    return None
+
+
+def _excerpt(row: list[str]) -> str:
+    buf = io.StringIO()
+    csv.writer(buf).writerow(row)
+    return buf.getvalue().rstrip("\r\n")
+
+
+def parse_citation_rows(
+    rows: Iterable[list[str]], source: str, batch_rows: int = DEFAULT_BATCH_ROWS
+) -> Iterator[tuple[pa.Table, list[dict], dict[str, int]]]:
+    """Parse the rows of one CSV (header first) into batches of (edges, rejects, counts).
+
+    Pure: no I/O, so tests feed lists. Each yielded batch has at most `batch_rows` edges;
+    counts are per batch and add up over the file (see the module docstring for names).
+    """
+    counts: Counter = Counter()
+    rejects: list[dict] = []
+    cols: dict[str, list] = {name: [] for name in EDGE_BATCH_SCHEMA.names}
+    iterator = iter(rows)
+    header = next(iterator, None)
+    counts["files_read"] += 1
+    i_citing = _header_index(header, _CITING_NAMES) if header else None
+    i_cited = _header_index(header, _CITED_NAMES) if header else None
+    recognized = i_citing is not None and i_cited is not None
+    if not recognized:
+        counts["files_unrecognized"] += 1
+        rejects.append(
+            make_reject(
+                STAGE,
+                "unrecognized_header",
+                key=f"{source}:1",
+                detail="no citing/cited columns; not an OpenCitations citation file",
+                source=source,
+                raw=_excerpt(header) if header else "",
+            )
+        )
+    need = max(i_citing or 0, i_cited or 0) + 1
+
+    def flush() -> tuple[pa.Table, list[dict], dict[str, int]]:
+        nonlocal cols, rejects, counts
+        out = (pa.Table.from_pydict(cols, schema=EDGE_BATCH_SCHEMA), rejects, dict(counts))
+        cols = {name: [] for name in EDGE_BATCH_SCHEMA.names}
+        rejects, counts = [], Counter()
+        return out
+
+    for line_no, row in enumerate(iterator, start=2):
+        if not row or all(not f.strip() for f in row):
+            continue  # blank line: not a row
+        counts["rows_read"] += 1
+        if not recognized:
+            counts["rows_unrecognized_file"] += 1
+            continue
+        if len(row) < need or not row[i_citing].strip() or not row[i_cited].strip():
+            counts["malformed_row"] += 1
+            rejects.append(
+                make_reject(STAGE, "malformed_row", f"{source}:{line_no}", f"{len(row)} fields", source, _excerpt(row))
+            )
+            continue
+        citing_doi, citing_omid, citing_err = parse_id_field(row[i_citing])
+        cited_doi, cited_omid, cited_err = parse_id_field(row[i_cited])
+        ends = ((citing_doi, citing_omid, citing_err), (cited_doi, cited_omid, cited_err))
+        bad = [err for d, o, err in ends if d is None and o is None and err]
+        if bad:
+            counts["bad_doi"] += 1
+            rejects.append(make_reject(STAGE, "bad_doi", f"{source}:{line_no}", bad[0], source, _excerpt(row)))
+            continue
+        if any(d is None and o is None for d, o, _ in ends):
+            counts["no_doi"] += 1
+            continue
+        counts["rows_parsed"] += 1
+        if citing_doi is None or cited_doi is None:
+            counts["rows_needing_meta"] += 1
+        cols["citing_doi"].append(citing_doi)
+        cols["cited_doi"].append(cited_doi)
+        cols["citing_omid"].append(citing_omid if citing_doi is None else None)
+        cols["cited_omid"].append(cited_omid if cited_doi is None else None)
+        if len(cols["citing_doi"]) >= batch_rows:
+            yield flush()
+    if counts or rejects or cols["citing_doi"]:
+        yield flush()
+
+
+# A cut download or a corrupt archive: the rows before the damage are kept, the file is
+# counted as `files_unreadable` with one reject, and the job carries on.
+_ARCHIVE_ERRORS = (EOFError, OSError, zlib.error, zipfile.BadZipFile)
+
+
+def parse_citation_file(path: str, batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[tuple[pa.Table, list[dict], dict]]:
+    """All batches of one input file (plain, .gz, or every CSV member of a .zip)."""
+    try:
+        for source, stream in open_text_streams(path):
+            yield from parse_citation_rows(csv.reader(stream), source, batch_rows)
+    except _ARCHIVE_ERRORS as exc:
+        reason = "truncated_archive" if isinstance(exc, EOFError) else "corrupt_archive"
+        reject = make_reject(STAGE, reason, path, f"{type(exc).__name__}: {exc}", path, None)
+        yield EDGE_BATCH_SCHEMA.empty_table(), [reject], {"files_unreadable": 1}
+
+
+def parse_meta_rows(rows: Iterable[list[str]], source: str) -> tuple[pa.Table, list[dict], dict[str, int]]:
+    """OpenCitations Meta rows (header first) -> (omid, doi) table, rejects, counts.
+
+    The `id` column lists every identifier of a bibliographic resource; a row maps its
+    OMID to its first valid DOI. Rows without a DOI are normal in Meta (books, ISSNs) and
+    only counted; a DOI that fails normalization is rejected as `meta_bad_doi`.
+    """
+    counts: Counter = Counter()
+    rejects: list[dict] = []
+    omids: list[str] = []
+    dois: list[str] = []
+    iterator = iter(rows)
+    header = next(iterator, None)
+    i_id = _header_index(header, ("id",)) if header else None
+    if i_id is None:
+        counts["meta_files_unrecognized"] += 1
+        rejects.append(make_reject(STAGE, "unrecognized_meta_header", f"{source}:1", "no id column", source,
+                                   _excerpt(header) if header else ""))
+    for line_no, row in enumerate(iterator, start=2):
+        if not row or all(not f.strip() for f in row):
+            continue
+        counts["meta_rows_read"] += 1
+        if i_id is None or len(row) <= i_id:
+            counts["meta_rows_no_omid"] += 1
+            continue
+        doi, omid, err = parse_id_field(row[i_id])
+        if omid is None:
+            counts["meta_rows_no_omid"] += 1
+        elif doi is None:
+            if err:
+                counts["meta_bad_doi"] += 1
+                rejects.append(make_reject(STAGE, "meta_bad_doi", f"{source}:{line_no}", err, source, _excerpt(row)))
+            else:
+                counts["meta_rows_no_doi"] += 1
+        else:
+            counts["meta_rows_mapped"] += 1
+            omids.append(omid)
+            dois.append(doi)
+    table = pa.Table.from_pydict({"omid": omids, "doi": dois}, schema=META_SCHEMA)
+    return table, rejects, dict(counts)
+
+
+def parse_meta_file(path: str) -> Iterator[tuple[pa.Table, list[dict], dict]]:
+    """One Meta CSV (plain, .gz or zipped members) -> one (table, rejects, counts) per member."""
+    for source, stream in open_text_streams(path):
+        yield parse_meta_rows(csv.reader(stream), source)

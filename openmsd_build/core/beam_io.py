@@ -1,0 +1,207 @@
+"""Thin Beam transforms shared by the stages: sharded Parquet sinks, rejects and counters.
+
+The heavy stages move *batches* (lists of row dicts or Arrow tables) through Beam, never
+single records, because Beam's per-element cost is tens of microseconds of Python
+(DESIGN.md, "Performance architecture"). Shuffles are `(shard, batch)` pairs grouped by
+shard, and every shard is written as one deterministic, sorted Parquet file, so two runs of
+the same inputs give byte-identical part files on any runner.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+
+import apache_beam as beam
+import pyarrow as pa
+import pyarrow.parquet as pq
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.metrics import Metrics
+
+from openmsd_build.core import parquet_io
+from openmsd_build.core.errors import UserError
+from openmsd_build.core.hashing import shard_of
+from openmsd_build.schemas import REJECTS
+
+COUNTS_TAG = "counts"
+REJECTS_TAG = "rejects"
+
+
+def bump(namespace: str, counts: Mapping[str, int]) -> None:
+    """Mirror a batch's counts into Beam Metrics counters (live in the runner's UI)."""
+    for name, value in counts.items():
+        if value:
+            Metrics.counter(namespace, name).inc(value)
+
+
+def as_table(batch: pa.Table | Sequence[dict], schema: pa.Schema) -> pa.Table:
+    if isinstance(batch, pa.Table):
+        return batch
+    return parquet_io.table_from_rows(batch, schema)
+
+
+class _WriteShard(beam.DoFn):
+    def __init__(self, directory: str, schema: pa.Schema, num_shards: int, sort_by: Sequence[str]):
+        self.directory = directory
+        self.schema = schema
+        self.num_shards = num_shards
+        self.sort_by = list(sort_by)
+
+    def process(self, element):
+        shard, batches = element
+        table = parquet_io.concat((as_table(b, self.schema) for b in batches), self.schema)
+        if self.sort_by and table.num_rows:
+            table = table.sort_by([(c, "ascending") for c in self.sort_by])
+        path = parquet_io.part_path(self.directory, shard, self.num_shards)
+        yield path, parquet_io.write_table(table, path)
+
+
+class WriteParquetShards(beam.PTransform):
+    """`(shard, batch)` pairs -> one sorted zstd Parquet file per shard under `directory`.
+
+    Shard 0 is always written (possibly empty) so the next stage always finds a file.
+    Returns a PCollection of `(path, rows)`.
+    """
+
+    def __init__(self, directory: str, schema: pa.Schema, num_shards: int, sort_by: Sequence[str] = ()):
+        super().__init__()
+        self.directory = directory
+        self.schema = schema
+        self.num_shards = num_shards
+        self.sort_by = sort_by
+
+    def expand(self, pcoll):
+        return (
+            pcoll
+            | "GroupShards" >> GroupShards()
+            | "WriteShard" >> beam.ParDo(_WriteShard(self.directory, self.schema, self.num_shards, self.sort_by))
+        )
+
+
+class ShardRows(beam.DoFn):
+    """A batch of row dicts -> `(shard, rows)` pairs by a stable hash of one column."""
+
+    def __init__(self, key_column: str, num_shards: int):
+        self.key_column = key_column
+        self.num_shards = num_shards
+
+    def process(self, rows):
+        by_shard: dict[int, list[dict]] = {}
+        for row in rows:
+            by_shard.setdefault(shard_of(row.get(self.key_column) or "", self.num_shards), []).append(row)
+        yield from by_shard.items()
+
+
+class WriteRejects(beam.PTransform):
+    """Reject dicts (single or in lists) -> `rejects/<stage>/` Parquet, sorted and sharded."""
+
+    def __init__(self, directory: str, num_shards: int = 4):
+        super().__init__()
+        self.directory = directory
+        self.num_shards = num_shards
+
+    def expand(self, pcoll):
+        return (
+            pcoll
+            | "AsLists" >> beam.Map(lambda r: r if isinstance(r, list) else [r])
+            | "ShardRejects" >> beam.ParDo(ShardRows("key", self.num_shards))
+            | "WriteRejects"
+            >> WriteParquetShards(self.directory, REJECTS, self.num_shards, sort_by=("reason", "key", "source", "raw"))
+        )
+
+
+def merge_counts(counts: Iterable[Mapping[str, int]]) -> dict[str, int]:
+    total: Counter = Counter()
+    for c in counts:
+        total.update(c)
+    return dict(sorted(total.items()))
+
+
+class _WriteJson(beam.DoFn):
+    def __init__(self, path: str, extra: Mapping | None):
+        self.path = path
+        self.extra = dict(extra or {})
+
+    def process(self, counts):
+        payload = {**self.extra, "counts": counts}
+        with FileSystems.create(self.path) as f:
+            f.write(json.dumps(payload, indent=2, sort_keys=True).encode("utf-8"))
+        yield counts
+
+
+class WriteCounts(beam.PTransform):
+    """Count dicts -> one summed JSON file (`<out>/_stats/<stage>.json`).
+
+    The file is what the report and the reconciliation tests read; it does not depend on
+    the runner's metrics API, which differs between FnApiRunner, Dataflow and Flink.
+    """
+
+    def __init__(self, path: str, extra: Mapping | None = None):
+        super().__init__()
+        self.path = path
+        self.extra = extra
+
+    def expand(self, pcoll):
+        return (
+            pcoll
+            | "SumCounts" >> beam.CombineGlobally(merge_counts)
+            | "WriteCountsJson" >> beam.ParDo(_WriteJson(self.path, self.extra))
+        )
+
+
+class GroupShards(beam.PTransform):
+    """`(shard, batch)` pairs grouped by shard, with shard 0 always present (possibly with
+    no batches), so every sharded output has at least one file for the next stage."""
+
+    def expand(self, pcoll):
+        seed = pcoll.pipeline | "EnsureShard0" >> beam.Create([(0, [])])
+        return (pcoll, seed) | "WithShard0" >> beam.Flatten() | "GroupByShard" >> beam.GroupByKey()
+
+
+# ---------------------------------------------------------------- tagged shuffles and Parquet parts
+
+
+def tag(name: str):
+    """`(shard, table)` -> `(shard, (name, table))` so two inputs can share one GroupByKey."""
+    return lambda kv: (kv[0], (name, kv[1]))
+
+
+def untag(values: Iterable, *names: str) -> dict[str, list]:
+    """The grouped values of a shard, split by tag (tables not yet concatenated)."""
+    out: dict[str, list] = {n: [] for n in names}
+    for name, table in values:
+        out[name].append(table)
+    return out
+
+
+class ReadParquetFrames(beam.DoFn):
+    """A Parquet file path -> Arrow tables of `columns`, one per row group batch.
+
+    Reading by batches keeps a worker's memory bounded by `batch_rows`, whatever the size
+    of the upstream part files.
+    """
+
+    def __init__(self, columns: Sequence[str], batch_rows: int = 250_000):
+        self.columns = list(columns)
+        self.batch_rows = batch_rows
+
+    def process(self, path: str):
+        with FileSystems.open(path) as f:
+            pf = pq.ParquetFile(io.BytesIO(f.read()))
+            for batch in pf.iter_batches(batch_size=self.batch_rows, columns=self.columns):
+                yield pa.Table.from_batches([batch])
+
+
+def read_parts(pipeline, directory: str, columns: Sequence[str], label: str):
+    """A PCollection of Arrow tables with `columns` from a stage folder's part files."""
+    parts = parquet_io.list_parts(directory)
+    if not parts:
+        raise UserError(f"no Parquet files under {directory}; run the previous stage first")
+    return (
+        pipeline
+        | f"{label}Files" >> beam.Create(parts)
+        | f"{label}Reshuffle" >> beam.Reshuffle()
+        | f"{label}Read" >> beam.ParDo(ReadParquetFrames(columns))
+    )

@@ -1,0 +1,46 @@
+"""Resolving the user's input globs (local or `gs://`) into files, with clear errors."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Sequence
+
+from apache_beam.io.filesystems import FileSystems
+
+from openmsd_build.core.errors import UserError
+
+
+def expand_globs(globs: Iterable[str], what: str) -> list[tuple[str, int]]:
+    """Every file matched by `globs` as `(path, size_in_bytes)`, sorted; a glob that
+    matches nothing is an error (a typo must not silently build an empty dataset)."""
+    files: dict[str, int] = {}
+    for pattern in globs:
+        try:
+            matches = FileSystems.match([pattern])[0].metadata_list
+        except Exception as exc:  # noqa: BLE001 - Beam wraps filesystem errors in BeamIOError
+            raise UserError(f"cannot list {what} input {pattern!r}: {exc}") from exc
+        matched = [m for m in matches if not m.path.endswith("/")]
+        if not matched:
+            raise UserError(f"{what} input {pattern!r} matches no file")
+        for m in matched:
+            files[m.path] = m.size_in_bytes
+    return sorted(files.items())
+
+
+def default_shards(total_bytes: int, bytes_per_shard: int = 32 << 20, minimum: int = 4, maximum: int = 8192) -> int:
+    """Shard count from the input size: ~32 MiB of (compressed) input per shard keeps each
+    shard's merge in memory small on any worker, and is deterministic for given inputs."""
+    return max(minimum, min(maximum, math.ceil(total_bytes / bytes_per_shard)))
+
+
+
+def expand_input_files(patterns: Sequence[str], what: str = "input") -> list[str]:
+    """Files, globs or local folders -> sorted file list; a pattern matching nothing is a
+    `UserError` (see `expand_globs`)."""
+    expanded: list[str] = []
+    for pattern in patterns:
+        if "://" not in pattern and os.path.isdir(pattern):
+            pattern = os.path.join(pattern, "*")
+        expanded.append(pattern)
+    return [path for path, _ in expand_globs(expanded, what)]

@@ -1,0 +1,67 @@
+"""The output root's folders: where each stage reads and writes (DESIGN.md, "Stages").
+
+Every path of the build is derived here from the output root, so stages, the report, the
+release and the tests agree on one layout:
+
+    OUT/papers/  OUT/fetch/  OUT/documents/  OUT/citations/  OUT/splits/
+    OUT/pairs/{dc,cc,bc}/split={train,idt,odt}/  OUT/rejects/<stage>/
+    OUT/warc/  OUT/_stats/<stage>.json  OUT/report/
+"""
+
+from __future__ import annotations
+
+from openmsd_build.core.parquet_io import join_path
+
+STAGES = ("papers", "text", "citations", "split", "pairs")
+SPLIT_NAMES = ("train", "idt", "odt")
+RELATIONS = ("dc", "cc", "bc")
+
+
+def papers_dir(out: str) -> str:
+    return join_path(out, "papers")
+
+
+def fetch_dir(out: str) -> str:
+    return join_path(out, "fetch")
+
+
+def documents_dir(out: str) -> str:
+    return join_path(out, "documents")
+
+
+def citations_dir(out: str) -> str:
+    return join_path(out, "citations")
+
+
+def splits_dir(out: str) -> str:
+    return join_path(out, "splits")
+
+
+def pairs_dir(out: str, relation: str, split: str) -> str:
+    return join_path(out, "pairs", relation, f"split={split}")
+
+
+def rejects_dir(out: str, stage: str) -> str:
+    return join_path(out, "rejects", stage)
+
+
+def warc_dir(out: str) -> str:
+    return join_path(out, "warc")
+
+
+def stats_path(out: str, stage: str) -> str:
+    return join_path(out, "_stats", f"{stage}.json")
+
+
+def report_dir(out: str) -> str:
+    return join_path(out, "report")
+
+
+def negatives_dir(out: str, split: str) -> str:
+    """Hard negatives of `pairs --hard-negatives` (schema NEGATIVES)."""
+    return join_path(out, "negatives", f"split={split}")
+
+
+def mixes_dir(out: str, name: str, split: str) -> str:
+    """A relation mix of `pairs --mixes` (schema MIXES), e.g. name `dc+cc` or `dc&cc`."""
+    return join_path(out, "pairs", "mix", name, f"split={split}")

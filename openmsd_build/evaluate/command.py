@@ -1,0 +1,295 @@
+"""`openmsd-build evaluate`: MAP and nDCG@10 of a model (embeddings) or of the BM25
+baseline on the IDT / ODT retrieval tasks, per relation and per language class.
+
+Protocol (the OpenMSD paper's, not SciDocs' groups of 30): every paper of the split pool
+is a query and ranks the whole pool except itself (`metrics`); its relevant documents are
+its DC / CC / BC partners in the pool (`tasks`). Per language class X-Y (X, Y in en / xx):
+the queries are the pool papers of side X, the candidates the pool papers of side Y (the
+query excluded), the relevant documents its partners of side Y. "all" ranks the whole pool.
+Queries without a relevant document are left out of the means and counted.
+
+Embeddings: a Parquet file with a `doi` column and a float vector column (list or
+fixed-size list; `--vector-column`, else the only list column), or a `.npy` matrix whose
+rows are named by `--ids` (a text file with one DOI per line, or a Parquet file with a
+`doi` column). Similarity is cosine. Every pool paper needs a vector.
+
+Output: `OUT/evaluation/<name>_<split>.json` (`bm25_<split>.json` for the baseline), which
+the report shows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from apache_beam.io.filesystems import FileSystems
+
+from openmsd_build.core import layout
+from openmsd_build.core.doi import try_normalize_doi
+from openmsd_build.core.errors import UserError
+from openmsd_build.core.parquet_io import join_path
+from openmsd_build.evaluate import metrics, tasks
+
+log = logging.getLogger(__name__)
+
+FORMAT_VERSION = 1
+BATCH = 64  # queries scored at once: 64 x pool floats (about 63 MB at a 247K-paper pool)
+
+
+def evaluation_dir(out: str) -> str:
+    return join_path(out, "evaluation")
+
+
+def result_path(out: str, name: str, split: str) -> str:
+    return join_path(evaluation_dir(out), f"{name}_{split}.json")
+
+
+# --------------------------------------------------------------------------- scoring
+
+
+class EmbeddingScorer:
+    """Cosine similarity of pool documents (rows of `vectors`, in pool order)."""
+
+    def __init__(self, vectors: np.ndarray):
+        v = np.asarray(vectors, dtype=np.float32)
+        norms = np.linalg.norm(v, axis=1, keepdims=True)
+        self.unit = np.divide(v, norms, out=np.zeros_like(v), where=norms > 0)
+
+    def score_batch(self, queries: np.ndarray) -> np.ndarray:
+        return self.unit[queries] @ self.unit.T
+
+
+def evaluate_pool(
+    pool: tasks.Pool, relevance: dict[str, tasks.Relevance], scorer, k: int = metrics.DEFAULT_K, batch: int = BATCH
+) -> dict[str, dict[str, dict]]:
+    """Metrics per relation and language class ("all" first) for one scorer over one pool.
+    A query with no relevant document in any relation is counted without being scored."""
+    n = len(pool)
+    is_en = pool.is_en
+    masks = {"en": is_en, "xx": ~is_en}
+    acc = {rel: {cls: metrics.MetricSum(k=k) for cls in ("all", *tasks.LANG_CLASSES)} for rel in relevance}
+    empty = np.zeros(0, dtype=np.int64)
+    active = []
+    for q in range(n):
+        if any(r.of(q).size for r in relevance.values()):
+            active.append(q)
+            continue
+        for rel in relevance:
+            acc[rel]["all"].add_ranks(empty)
+            for y in tasks.SIDES:
+                acc[rel][f"{'en' if is_en[q] else 'xx'}-{y}"].add_ranks(empty)
+    active_arr = np.asarray(active, dtype=np.int64)
+    for start in range(0, len(active_arr), batch):
+        queries = active_arr[start : start + batch]
+        scores = scorer.score_batch(queries)
+        for row, q in enumerate(queries):
+            s = scores[row]
+            x = "en" if is_en[q] else "xx"
+            for rel, relv in relevance.items():
+                r = relv.of(q)
+                acc[rel]["all"].add_ranks(metrics.relevant_ranks(s, r, exclude=int(q)) if r.size else empty)
+                for y in tasks.SIDES:
+                    ry = r[masks[y][r]]
+                    ranks = metrics.relevant_ranks(s, ry, exclude=int(q), mask=masks[y]) if ry.size else empty
+                    acc[rel][f"{x}-{y}"].add_ranks(ranks)
+    return {rel: {cls: a.result() for cls, a in by_cls.items()} for rel, by_cls in acc.items()}
+
+
+def evaluate_split(
+    out: str,
+    split: str,
+    model: str,
+    scorer_factory,
+    relations=layout.RELATIONS,
+    k: int = metrics.DEFAULT_K,
+    params: dict | None = None,
+) -> dict:
+    """Load the pool and relevance of `split`, score with `scorer_factory(pool)`, and
+    return the result document (what `<name>_<split>.json` holds)."""
+    started = time.time()
+    pool = tasks.load_pool(out, split)
+    relevance = {rel: tasks.load_relevance(out, rel, pool) for rel in relations}
+    result = {
+        "format_version": FORMAT_VERSION,
+        "model": model,
+        "split": split,
+        "k": k,
+        "pool": len(pool),
+        "pool_english": int(pool.is_en.sum()),
+        "tie_rule": metrics.TIE_RULE,
+        "protocol": "every pool paper is a query ranking the whole pool except itself; binary relevance; "
+        "language class X-Y ranks the side-Y papers for side-X queries",
+        "pairs": {
+            rel: {"read": r.pairs_read, "outside_pool": r.pairs_outside_pool, "links": r.n_links}
+            for rel, r in relevance.items()
+        },
+        "params": dict(params or {}),
+    }
+    if len(pool) == 0:
+        result["relations"] = {
+            rel: {cls: metrics.MetricSum(k=k).result() for cls in ("all", *tasks.LANG_CLASSES)} for rel in relations
+        }
+    else:
+        scorer = scorer_factory(pool)
+        if hasattr(scorer, "params"):
+            result["params"].update(scorer.params())
+        result["relations"] = evaluate_pool(pool, relevance, scorer, k=k)
+    result["seconds"] = round(time.time() - started, 3)
+    return result
+
+
+def write_result(out: str, name: str, result: dict) -> str:
+    path = result_path(out, name, result["split"])
+    if "://" not in path:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+    with FileSystems.create(path) as f:
+        f.write(json.dumps(result, indent=2, sort_keys=True).encode("utf-8"))
+    return path
+
+
+def run_bm25_baseline(out: str, splits=tasks.EVAL_SPLITS, relations=layout.RELATIONS) -> dict[str, dict]:
+    """The BM25 baseline on each split: writes `OUT/evaluation/bm25_<split>.json` and
+    returns the results by split (what `run` calls before the report)."""
+    from openmsd_build.evaluate.bm25 import bm25_scorer
+
+    results = {}
+    for split in splits:
+        result = evaluate_split(out, split, "bm25", bm25_scorer, relations=relations)
+        write_result(out, "bm25", result)
+        results[split] = result
+    return results
+
+
+# --------------------------------------------------------------------------- embeddings
+
+
+def _read_table(path: str) -> pa.Table:
+    with FileSystems.open(path) as f:
+        return pq.read_table(pa.BufferReader(f.read()))
+
+
+def _vector_column(table: pa.Table, name: str | None) -> str:
+    if name:
+        if name not in table.column_names:
+            raise UserError(f"--vector-column {name}: not in {table.column_names}")
+        return name
+    lists = [f.name for f in table.schema if pa.types.is_list(f.type) or pa.types.is_fixed_size_list(f.type)
+             or pa.types.is_large_list(f.type)]
+    if len(lists) != 1:
+        raise UserError(f"embeddings file has list columns {lists}: name the vector column with --vector-column")
+    return lists[0]
+
+
+def read_embeddings(path: str, ids: str | None = None, vector_column: str | None = None) -> tuple[list[str], np.ndarray]:
+    """(DOIs, matrix) from a Parquet file or a .npy matrix plus ids (see the module doc)."""
+    if path.endswith(".npy"):
+        if not ids:
+            raise UserError("--embeddings X.npy needs --ids (one DOI per line, or a Parquet file with a doi column)")
+        with FileSystems.open(path) as f:
+            matrix = np.load(f, allow_pickle=False)
+        if ids.endswith(".parquet"):
+            dois = [str(d) for d in _read_table(ids).column("doi").to_pylist()]
+        else:
+            with FileSystems.open(ids) as f:
+                dois = [line.strip() for line in f.read().decode("utf-8").splitlines() if line.strip()]
+        if matrix.ndim != 2 or matrix.shape[0] != len(dois):
+            raise UserError(f"{path}: shape {matrix.shape} does not match {len(dois)} ids in {ids}")
+        return dois, matrix.astype(np.float32)
+    table = _read_table(path)
+    if "doi" not in table.column_names:
+        raise UserError(f"{path}: no doi column (columns: {table.column_names})")
+    column = table.column(_vector_column(table, vector_column)).combine_chunks()
+    lengths = pc.list_value_length(column).to_numpy(zero_copy_only=False)
+    if len(lengths) and (np.any(lengths != lengths[0]) or column.null_count):
+        raise UserError(f"{path}: vectors must all be non-null and of one length")
+    dim = int(lengths[0]) if len(lengths) else 0
+    matrix = pc.list_flatten(column).to_numpy(zero_copy_only=False).astype(np.float32).reshape(len(column), dim)
+    return [str(d) for d in table.column("doi").to_pylist()], matrix
+
+
+def _doi_key(doi: str) -> str:
+    """DOIs match case-insensitively and with or without a resolver prefix."""
+    return try_normalize_doi(doi) or doi.strip().lower()
+
+
+def embedding_scorer_factory(dois: list[str], matrix: np.ndarray):
+    """A scorer factory placing the embedding rows in pool order (DOIs normalized)."""
+    row_of = {}
+    for i, d in enumerate(dois):
+        row_of.setdefault(_doi_key(d), i)
+
+    def factory(pool: tasks.Pool) -> EmbeddingScorer:
+        rows = [row_of.get(_doi_key(d), -1) for d in pool.dois]
+        missing = [d for d, r in zip(pool.dois, rows, strict=True) if r < 0]
+        if missing:
+            raise UserError(f"{len(missing)} of {len(pool)} {pool.split} papers have no embedding (e.g. {missing[0]})")
+        return EmbeddingScorer(matrix[np.asarray(rows, dtype=np.int64)])
+
+    return factory
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", required=True, help="output root of a build")
+    parser.add_argument("--split", action="append", choices=tasks.EVAL_SPLITS, default=None,
+                        help="split to evaluate (repeatable; default idt and odt)")
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument("--embeddings", metavar="FILE", help="Parquet (doi + vector column) or .npy (with --ids)")
+    what.add_argument("--baseline", choices=("bm25",), help="the lexical baseline")
+    parser.add_argument("--ids", metavar="FILE", help="the DOIs of a .npy's rows (text, one a line, or Parquet doi)")
+    parser.add_argument("--vector-column", help="the embeddings' vector column (default: the only list column)")
+    parser.add_argument("--name", help="result name: OUT/evaluation/<name>_<split>.json (default: file stem or bm25)")
+    parser.add_argument("--relations", default=",".join(layout.RELATIONS), help="comma-separated (default dc,cc,bc)")
+    parser.add_argument("--k", type=int, default=metrics.DEFAULT_K, help="nDCG cut-off (default 10)")
+
+
+def format_result(result: dict) -> str:
+    """A plain-text table of one result (what the command prints)."""
+    k = result["k"]
+    lines = [f"{result['model']} on {result['split']} (pool {result['pool']:,} papers)",
+             f"{'relation':8} {'class':6} {'MAP':>7} {f'nDCG@{k}':>8} {'queries':>8} {'no rel.':>8}"]
+    for rel, by_cls in result["relations"].items():
+        for cls, m in by_cls.items():
+            mp = "—" if m["map"] is None else f"{m['map']:.4f}"
+            nd = "—" if m[f"ndcg@{k}"] is None else f"{m[f'ndcg@{k}']:.4f}"
+            lines.append(f"{rel.upper():8} {cls:6} {mp:>7} {nd:>8} {m['queries']:>8,} {m['queries_without_relevant']:>8,}")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace, beam_args: list[str]) -> int:
+    if beam_args:
+        raise UserError(f"evaluate runs no Beam pipeline; unknown options: {' '.join(beam_args)}")
+    if args.k < 1:
+        raise UserError("--k must be at least 1")
+    relations = tuple(r.strip() for r in args.relations.split(",") if r.strip())
+    bad = [r for r in relations if r not in layout.RELATIONS]
+    if bad or not relations:
+        raise UserError(f"--relations: choose from {', '.join(layout.RELATIONS)}")
+    if not FileSystems.exists(args.out):
+        raise UserError(f"output root not found: {args.out}")
+    splits = args.split or list(tasks.EVAL_SPLITS)
+    if args.baseline:
+        from openmsd_build.evaluate.bm25 import bm25_scorer
+
+        name, factory = args.name or "bm25", bm25_scorer
+    else:
+        if not FileSystems.exists(args.embeddings):
+            raise UserError(f"--embeddings {args.embeddings}: not found")
+        dois, matrix = read_embeddings(args.embeddings, args.ids, args.vector_column)
+        name = args.name or os.path.splitext(os.path.basename(args.embeddings))[0]
+        factory = embedding_scorer_factory(dois, matrix)
+    for split in splits:
+        result = evaluate_split(args.out, split, name, factory, relations=relations, k=args.k)
+        path = write_result(args.out, name, result)
+        print(format_result(result))
+        print(f"written: {path}")
+    return 0

@@ -1,0 +1,290 @@
+"""`openmsd-build export`: the build as retrieval tasks and trainer tables.
+
+Layout under `--dest` (default `OUT/export/`), a Hugging Face datasets folder:
+
+    README.md                                   dataset card; YAML `configs:` list every file
+    export.json                                 counts of everything written
+    retrieval/<split>/corpus.parquet            _id, title, text (abstract), language   [MTEB]
+    retrieval/<split>/<rel>/queries.parquet     _id, text (title + abstract), title, language
+    retrieval/<split>/<rel>/qrels.parquet       query-id, corpus-id, score (1)
+    beir/<split>/<rel>/corpus.jsonl             {"_id", "title", "text", "language"}     [BEIR]
+    beir/<split>/<rel>/queries.jsonl            {"_id", "text", "title", "language"}
+    beir/<split>/<rel>/qrels/test.tsv           query-id  corpus-id  score (with header)
+    trainer/<split>/pairs_<mix>.parquet         anchor, positive, ids, languages, relations
+    trainer/<split>/triplets.parquet            anchor, positive, negative (Specter), ids, languages
+    trainer/<split>/title_abstract.parquet      anchor (title), positive, doi, languages, variant
+
+Retrieval tasks (split = idt, odt; rel = dc, cc, bc): the corpus is the whole split pool
+(`tasks.Pool`); the queries are the pool papers with at least one relevant paper; qrels
+list every relevant (query, paper) pair, symmetric (`tasks`). Every query is also in the
+corpus: rank the corpus *without the query itself* (BEIR's `ignore_identical_ids`), as
+`openmsd-build evaluate` does. Trainer tables: `trainer`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+
+import numpy as np
+import pyarrow as pa
+from apache_beam.io.filesystems import FileSystems
+
+from openmsd_build.core import layout
+from openmsd_build.core.errors import UserError
+from openmsd_build.core.parquet_io import join_path, write_table
+from openmsd_build.evaluate import tasks
+from openmsd_build.export import hf_dataset, trainer
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MIXES = ("dc+cc",)
+PRETTY_NAME = "OpenMSD build: retrieval tasks and trainer pairs"
+
+CARD_BODY = """\
+Multilingual scientific-document similarity data exported by `openmsd-build export` from
+one build (papers with title and abstract, detected language, and citation-derived
+relations: direct citation DC, co-citation CC, bibliographic coupling BC).
+
+**Retrieval configs** (`<split>-<relation>-{corpus,queries,qrels}`, split `test`): IDT is
+the in-distribution test split, ODT the out-of-distribution one (other languages, no
+English-English pairs). The corpus is the whole split; every paper with a related paper in
+the split is a query; qrels are binary and symmetric. Every query is also a corpus
+document: leave the query itself out of its ranking. `openmsd-build evaluate` computes MAP
+and nDCG@10 this way, per relation and language class, with ties broken by DOI.
+
+**Trainer configs**: `pairs-<mix>` (anchor, positive) for a relation mix (`dc_or_cc` =
+DC ∪ CC, each relation down-sampled to the smaller one's size, deterministically);
+`triplets` (anchor, positive, negative) with Specter hard negatives (A cites B, B cites C,
+A does not cite C); `title-abstract` (a title and its paper's abstract; `cross-lingual`
+rows only when the build kept a second-language title, which a standard build does not).
+Text columns come first; select them with `ds.select_columns(["anchor", "positive"])`.
+
+Licenses: each paper keeps its own open-access license (see the build's `papers/`).
+"""
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _makedirs(path: str) -> None:
+    if "://" not in path:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+
+
+def _write_bytes(path: str, data: bytes) -> None:
+    _makedirs(path)
+    with FileSystems.create(path) as f:
+        f.write(data)
+
+
+def _write_parquet(table: pa.Table, path: str) -> int:
+    _makedirs(path)
+    return write_table(table, path)
+
+
+def _jsonl(rows: list[dict]) -> bytes:
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode("utf-8")
+
+
+# --------------------------------------------------------------------------- retrieval
+
+
+CORPUS_SCHEMA = pa.schema([("_id", pa.string()), ("title", pa.string()), ("text", pa.string()),
+                           ("language", pa.string())])
+QUERIES_SCHEMA = pa.schema([("_id", pa.string()), ("text", pa.string()), ("title", pa.string()),
+                            ("language", pa.string())])
+QRELS_SCHEMA = pa.schema([("query-id", pa.string()), ("corpus-id", pa.string()), ("score", pa.int64())])
+
+
+def corpus_table(pool: tasks.Pool) -> pa.Table:
+    return pa.table(
+        {
+            "_id": pool.dois,
+            "title": [t or "" for t in pool.titles],
+            "text": [a or "" for a in pool.abstracts],
+            "language": pool.languages,
+        },
+        schema=CORPUS_SCHEMA,
+    )
+
+
+def queries_qrels(pool: tasks.Pool, relevance: tasks.Relevance) -> tuple[pa.Table, pa.Table]:
+    """Queries (pool papers with >= 1 relevant) and their qrels, in pool (DOI) order."""
+    counts = np.diff(relevance.indptr)
+    qs = np.flatnonzero(counts > 0)
+    queries = pa.table(
+        {
+            "_id": [pool.dois[q] for q in qs],
+            "text": [pool.text(int(q)) for q in qs],
+            "title": [pool.titles[q] or "" for q in qs],
+            "language": [pool.languages[q] for q in qs],
+        },
+        schema=QUERIES_SCHEMA,
+    )
+    q_idx = np.repeat(np.arange(len(pool)), counts)
+    qrels = pa.table(
+        {
+            "query-id": [pool.dois[q] for q in q_idx],
+            "corpus-id": [pool.dois[d] for d in relevance.indices],
+            "score": np.ones(len(q_idx), dtype=np.int64),
+        },
+        schema=QRELS_SCHEMA,
+    )
+    return queries, qrels
+
+
+def write_beir(directory: str, corpus: pa.Table, queries: pa.Table, qrels: pa.Table) -> None:
+    """One BEIR task folder: corpus.jsonl, queries.jsonl, qrels/test.tsv (with header)."""
+    _write_bytes(join_path(directory, "corpus.jsonl"), _jsonl(corpus.to_pylist()))
+    _write_bytes(join_path(directory, "queries.jsonl"), _jsonl(queries.to_pylist()))
+    lines = ["query-id\tcorpus-id\tscore"]
+    lines += [f"{q}\t{d}\t{s}" for q, d, s in zip(*(qrels.column(c).to_pylist() for c in QRELS_SCHEMA.names),
+                                                   strict=True)]
+    _write_bytes(join_path(directory, "qrels", "test.tsv"), ("\n".join(lines) + "\n").encode("utf-8"))
+
+
+# --------------------------------------------------------------------------- the export
+
+
+def export_build(
+    out: str,
+    dest: str | None = None,
+    splits=tasks.EVAL_SPLITS,
+    relations=layout.RELATIONS,
+    mixes=DEFAULT_MIXES,
+    trainer_splits=("train",),
+    per_positive: int = 1,
+    max_bridge_degree: int = 1000,
+    beir: bool = True,
+    detect=None,
+) -> dict:
+    """Write the whole export (see the module docstring) and return its counts."""
+    dest = dest or join_path(out, "export")
+    configs: list[hf_dataset.Config] = []
+    skipped: list[str] = []
+    summary: dict = {"out": out, "dest": dest, "retrieval": {}, "trainer": {}}
+    languages: set[str] = set()
+
+    def add(name: str, split: str, rel_path: str, rows: int, what: str) -> None:
+        if rows == 0:
+            skipped.append(f"{name} ({split})")
+            return
+        for c in configs:
+            if c.name == name:
+                c.data_files[split], c.rows[split] = rel_path, rows
+                return
+        configs.append(hf_dataset.Config(name, {split: rel_path}, {split: rows}, what))
+
+    for split in splits:
+        pool = tasks.load_pool(out, split)
+        languages.update(lang for lang in pool.languages if lang)
+        corpus = corpus_table(pool)
+        corpus_rel = f"retrieval/{split}/corpus.parquet"
+        _write_parquet(corpus, join_path(dest, *corpus_rel.split("/")))
+        summary["retrieval"][split] = {"corpus": corpus.num_rows}
+        for rel in relations:
+            relevance = tasks.load_relevance(out, rel, pool)
+            queries, qrels = queries_qrels(pool, relevance)
+            base = f"retrieval/{split}/{rel}"
+            _write_parquet(queries, join_path(dest, *base.split("/"), "queries.parquet"))
+            _write_parquet(qrels, join_path(dest, *base.split("/"), "qrels.parquet"))
+            if beir:
+                write_beir(join_path(dest, "beir", split, rel), corpus, queries, qrels)
+            subset = f"{split}-{rel}"
+            add(f"{subset}-corpus", "test", corpus_rel, corpus.num_rows if queries.num_rows else 0,
+                f"{split.upper()} pool (corpus)")
+            add(f"{subset}-queries", "test", f"{base}/queries.parquet", queries.num_rows, f"{rel.upper()} queries")
+            add(f"{subset}-qrels", "test", f"{base}/qrels.parquet", qrels.num_rows, f"{rel.upper()} relevance")
+            summary["retrieval"][split][rel] = {
+                "queries": queries.num_rows,
+                "qrels": qrels.num_rows,
+                "pairs_outside_pool": relevance.pairs_outside_pool,
+            }
+
+    extra_titles_source = trainer.read_papers_titles(out)
+    for split in trainer_splits:
+        docs = trainer.split_documents(out, split)
+        languages.update(lang for lang in docs["language"].to_list() if lang)
+        part: dict = {}
+        for mix in mixes:
+            frame, counts = trainer.pairs_for_mix(out, mix, split, docs)
+            rel_path = f"trainer/{split}/pairs_{trainer.mix_slug(mix)}.parquet"
+            _write_parquet(frame.to_arrow(), join_path(dest, *rel_path.split("/")))
+            add(f"pairs-{trainer.mix_slug(mix)}", split, rel_path, frame.height, f"{mix} pairs (anchor, positive)")
+            part[f"pairs_{trainer.mix_slug(mix)}"] = counts
+        frame, counts = trainer.specter_triplets(out, split, docs, per_positive, max_bridge_degree)
+        rel_path = f"trainer/{split}/triplets.parquet"
+        _write_parquet(frame.to_arrow(), join_path(dest, *rel_path.split("/")))
+        add("triplets", split, rel_path, frame.height, "Specter triplets (anchor, positive, negative)")
+        part["triplets"] = counts
+        extra = trainer.cross_lingual_titles(extra_titles_source, docs, detect=detect)
+        frame, counts = trainer.title_abstract_pairs(docs, extra)
+        rel_path = f"trainer/{split}/title_abstract.parquet"
+        _write_parquet(frame.to_arrow(), join_path(dest, *rel_path.split("/")))
+        add("title-abstract", split, rel_path, frame.height, "title -> abstract (and cross-lingual titles)")
+        counts["extra_title_columns"] = [c for c in trainer.EXTRA_TITLE_COLUMNS if c in extra_titles_source.columns]
+        part["title_abstract"] = counts
+        summary["trainer"][split] = part
+
+    card = hf_dataset.card_markdown(configs, skipped, sorted(languages), PRETTY_NAME, CARD_BODY)
+    _write_bytes(join_path(dest, "README.md"), card.encode("utf-8"))
+    summary["configs"] = [c.name for c in configs]
+    summary["skipped_empty"] = skipped
+    _write_bytes(join_path(dest, "export.json"), json.dumps(summary, indent=2, sort_keys=True).encode("utf-8"))
+    return summary
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def _csv(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", required=True, help="output root of a build")
+    parser.add_argument("--dest", help="export folder (default OUT/export)")
+    parser.add_argument("--splits", default="idt,odt", help="retrieval splits (default idt,odt)")
+    parser.add_argument("--relations", default=",".join(layout.RELATIONS), help="default dc,cc,bc")
+    parser.add_argument("--mix", action="append", default=None, metavar="MIX",
+                        help="trainer relation mix, e.g. dc+cc (union, down-sampled) or dc&cc (intersection); "
+                        "repeatable (default dc+cc)")
+    parser.add_argument("--trainer-splits", default="train", help="splits of the trainer tables (default train)")
+    parser.add_argument("--negatives-per-positive", type=int, default=1,
+                        help="Specter negatives per (anchor, positive) when computed from citations (default 1)")
+    parser.add_argument("--max-bridge-degree", type=int, default=1000,
+                        help="skip bridge papers B citing more than this many papers (default 1000)")
+    parser.add_argument("--no-beir", action="store_true", help="skip the BEIR JSONL copy")
+
+
+def run(args: argparse.Namespace, beam_args: list[str]) -> int:
+    if beam_args:
+        raise UserError(f"export runs no Beam pipeline; unknown options: {' '.join(beam_args)}")
+    if not FileSystems.exists(args.out):
+        raise UserError(f"output root not found: {args.out}")
+    splits, relations, trainer_splits = _csv(args.splits), _csv(args.relations), _csv(args.trainer_splits)
+    if not set(splits) <= set(tasks.EVAL_SPLITS):
+        raise UserError(f"--splits: choose from {', '.join(tasks.EVAL_SPLITS)}")
+    if not relations or not set(relations) <= set(layout.RELATIONS):
+        raise UserError(f"--relations: choose from {', '.join(layout.RELATIONS)}")
+    if not set(trainer_splits) <= set(layout.SPLIT_NAMES):
+        raise UserError(f"--trainer-splits: choose from {', '.join(layout.SPLIT_NAMES)}")
+    mixes = args.mix or list(DEFAULT_MIXES)
+    for mix in mixes:
+        try:
+            trainer.parse_mix(mix)
+        except ValueError as exc:
+            raise UserError(str(exc)) from exc
+    if args.negatives_per_positive < 1:
+        raise UserError("--negatives-per-positive must be at least 1")
+    summary = export_build(
+        args.out, args.dest, splits, relations, mixes, trainer_splits,
+        args.negatives_per_positive, args.max_bridge_degree, beir=not args.no_beir,
+    )
+    json.dump({k: summary[k] for k in ("retrieval", "trainer")}, sys.stdout, indent=1, sort_keys=True)
+    print(f"\nexport: {summary['dest']} ({len(summary['configs'])} configs; card README.md)")
+    return 0

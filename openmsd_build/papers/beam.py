@@ -1,0 +1,44 @@
+"""Thin Beam DoFns of the papers stage: route `paper_join` outputs to tagged outputs."""
+
+from __future__ import annotations
+
+import apache_beam as beam
+
+from openmsd_build.core import parquet_io
+from openmsd_build.core.beam_io import COUNTS_TAG, REJECTS_TAG, bump
+from openmsd_build.papers import join as paper_join
+
+
+class ReadSourceFile(beam.DoFn):
+    """`(source, path)` -> `(shard, records)` batches; rejects and counts tagged."""
+
+    def __init__(self, num_shards: int, batch_size: int = paper_join.DEFAULT_BATCH):
+        self.num_shards = num_shards
+        self.batch_size = batch_size
+
+    def process(self, element):
+        source, path = element
+        for tag, value in paper_join.read_source_file(path, source, self.num_shards, self.batch_size):
+            if tag == "batch":
+                yield value
+            elif tag == "reject":
+                yield beam.pvalue.TaggedOutput(REJECTS_TAG, value)
+            else:
+                bump(paper_join.STAGE, value)
+                yield beam.pvalue.TaggedOutput(COUNTS_TAG, value)
+
+
+class MergeAndWriteShard(beam.DoFn):
+    """`(shard, [batch, ...])` -> merged papers rows written as one sorted Parquet file."""
+
+    def __init__(self, directory: str, num_shards: int):
+        self.directory = directory
+        self.num_shards = num_shards
+
+    def process(self, element):
+        shard, batches = element
+        table, counts = paper_join.merge_shard(batches)
+        if table.num_rows or shard == 0:
+            parquet_io.write_table(table, parquet_io.part_path(self.directory, shard, self.num_shards))
+        bump(paper_join.STAGE, counts)
+        yield counts

@@ -1,0 +1,85 @@
+"""Stage 1, `openmsd-build papers`: Unpaywall + Crossref (+ OpenAlex) joined by DOI.
+
+Flags, input checks and the run; the Beam graph is `pipelines/papers.py`, the work itself
+is in `openmsd_build.papers.join` (read, project, merge a shard).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import apache_beam as beam
+
+from openmsd_build.core import layout, parquet_io
+from openmsd_build.core.errors import UserError
+from openmsd_build.core.inputs import default_shards, expand_globs
+from openmsd_build.core.runner import pipeline_options
+from openmsd_build.core.stats import read_stage_counts
+from openmsd_build.pipelines.papers import build
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", required=True, help="output root of the build (local path or gs://)")
+    parser.add_argument("--unpaywall", action="append", default=[], metavar="GLOB",
+                        help="Unpaywall snapshot JSON Lines (gzip or plain); repeatable")
+    parser.add_argument("--crossref", action="append", default=[], metavar="GLOB",
+                        help="Crossref public data file (*.json.gz with {items:[...]}), JSON Lines or REST exports")
+    parser.add_argument("--openalex", action="append", default=[], metavar="GLOB",
+                        help="optional OpenAlex works snapshot (JSON Lines); repeatable")
+    parser.add_argument("--shards", type=int, default=0,
+                        help="shuffle shards = output files (default: ~1 per 32 MiB of input)")
+
+
+def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
+    counts = run_papers(args.out, args.unpaywall, args.crossref, args.openalex, beam_args, args.shards)
+    print(summary_line(counts))
+    return counts
+
+
+def run_papers(
+    out: str,
+    unpaywall: list[str],
+    crossref: list[str],
+    openalex: list[str] | None,
+    beam_args: list[str],
+    shards: int = 0,
+) -> dict:
+    """Build `papers/` from the given snapshot globs; returns the stage's counts."""
+    options = pipeline_options(beam_args)  # first: the globs below may be gs:// (FileSystems options)
+    inputs = [("unpaywall", g) for g in unpaywall] + [("crossref", g) for g in crossref]
+    inputs += [("openalex", g) for g in openalex or []]
+    if not inputs:
+        raise UserError("papers: give at least one of --unpaywall, --crossref, --openalex")
+    files: list[tuple[str, str]] = []
+    sizes: dict[str, int] = {}
+    total_bytes = 0
+    for source, pattern in inputs:
+        for path, size in expand_globs([pattern], source):
+            files.append((source, path))
+            sizes[path] = size
+            total_bytes += size
+    # The snapshot files read, recorded in `_stats/papers.json` (the release's source versions).
+    input_files = [{"source": s, "path": f, "bytes": sizes[f]} for s, f in sorted(set(files))]
+    num_shards = shards or default_shards(total_bytes)
+    papers_dir = layout.papers_dir(out)
+    parquet_io.clear_directory(papers_dir)
+    parquet_io.clear_directory(layout.rejects_dir(out, "papers"))
+
+    started = time.time()
+    with beam.Pipeline(options=options) as p:
+        build(p, out, sorted(set(files)), num_shards, input_files)
+    counts = read_stage_counts(out, "papers")
+    counts["seconds"] = round(time.time() - started, 2)
+    return counts
+
+
+def summary_line(counts: dict) -> str:
+    read = {k.split(".", 1)[1]: v for k, v in counts.items() if k.startswith("read.")}
+    rejected = sum(v for k, v in counts.items() if k.startswith("rejected."))
+    merged = sum(v for k, v in counts.items() if k.startswith("merged_duplicates."))
+    joined = {k.split(".", 1)[1]: v for k, v in counts.items() if k.startswith("joined.")}
+    return (
+        f"papers: read {read}, rejected {rejected}, merged duplicates {merged}, "
+        f"written {counts.get('written', 0)} ({counts.get('with_abstract', 0)} with abstract); by sources {joined}"
+    )

@@ -1,0 +1,136 @@
+"""The papers stage's work, as pure functions over batches (no Beam here).
+
+1. `read_source_file` parses one snapshot file, projects each record to the fields the
+   build needs, and groups the projected records into `(shard, batch)` pairs by a stable
+   hash of the normalized DOI; bad records become reject rows with a reason.
+2. `merge_shard` merges all records of one shard by DOI (`merge.merge_records`) into
+   `papers` rows sorted by DOI, with the join counts.
+
+The Beam pipeline only moves these batches: one element per file in, one element per
+(file, shard, batch) through the shuffle, one Parquet file per shard out.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import pyarrow as pa
+
+from openmsd_build.core.hashing import shard_of
+from openmsd_build.core.rejects import make_reject
+from openmsd_build.papers.merge_fast import PROJECTED, merge_frame
+from openmsd_build.papers.merge_reference import completeness
+from openmsd_build.papers.sources import crossref, crossref_columnar, openalex
+from openmsd_build.papers.sources.crossref import parse_crossref
+from openmsd_build.papers.sources.openalex import parse_openalex
+from openmsd_build.papers.sources.records import Item, RecordError, iter_documents_in, iter_json_lines, read_all
+from openmsd_build.papers.sources.unpaywall import parse_unpaywall
+from openmsd_build.schemas import PAPERS
+
+STAGE = "papers"
+SOURCES = ("unpaywall", "crossref", "openalex")
+DEFAULT_BATCH = 2000
+
+Parser = Callable[[Any], dict]
+_PARSERS: dict[str, Parser] = {
+    "unpaywall": parse_unpaywall,
+    "crossref": parse_crossref,
+    "openalex": parse_openalex,
+}
+
+
+def _outcomes(path: str, source: str) -> Iterator[tuple[str, dict | None, Item | None]]:
+    """Every record of one file as `(origin, projected record, None)` or
+    `(origin, None, failed item)`. Crossref public-data-file chunks are projected on columns
+    (`crossref_columnar`); everything else, and any chunk that does not fit that reader, is
+    parsed record by record."""
+    if source == "unpaywall":
+        items: Iterator[Item] = iter_json_lines(path)
+    else:
+        data, failure = read_all(path)
+        if failure is not None:
+            yield failure.origin, None, failure
+            return
+        assert data is not None
+        chunk = crossref_columnar.parse_chunk(data) if source == "crossref" else None
+        if chunk is not None:
+            records, rejected = chunk
+            for record in records:
+                yield f"{path}:#{record.pop('_index')}", record, None
+            for index, reason, raw_doi in rejected:
+                origin = f"{path}:#{index}"
+                yield origin, None, Item(origin, reason=reason, raw=(raw_doi or "").encode("utf-8"))
+            return
+        keys = crossref.LIST_KEYS if source == "crossref" else openalex.LIST_KEYS
+        items = iter_documents_in(data, path, keys)
+    parse = _PARSERS[source]
+    for item in items:
+        if item.reason is not None:
+            yield item.origin, None, item
+            continue
+        try:
+            yield item.origin, parse(item.obj), None
+        except RecordError as exc:
+            yield item.origin, None, Item(item.origin, reason=exc.reason, detail=exc.detail, raw=_excerpt(item.obj))
+        except Exception as exc:  # noqa: BLE001 - a parser bug must cost one record, not the whole file
+            yield item.origin, None, Item(item.origin, reason="parser_error",
+                                          detail=f"{type(exc).__name__}: {exc}"[:200], raw=_excerpt(item.obj))
+
+
+def read_source_file(
+    path: str, source: str, num_shards: int, batch_size: int = DEFAULT_BATCH
+) -> Iterator[tuple[str, Any]]:
+    """Parse one file of `source`. Yields tagged outputs:
+
+    - `("batch", (shard, table))` projected records (`PROJECTED` rows), at most
+      `batch_size` a batch;
+    - `("reject", reject_row)` for every record that could not be used;
+    - `("counts", {...})` once at the end: `read.<source>`, `rejected.<source>.<reason>`.
+    """
+    counts: Counter = Counter()
+    buffers: dict[int, list[dict]] = {}
+    for origin, record, failed in _outcomes(path, source):
+        counts[f"read.{source}"] += 1
+        if record is not None:
+            record["origin"] = origin
+            record["completeness"] = completeness(record)
+            shard = shard_of(record["doi"], num_shards)
+            buf = buffers.setdefault(shard, [])
+            buf.append(record)
+            if len(buf) >= batch_size:
+                yield "batch", (shard, pa.Table.from_pylist(buf, schema=PROJECTED))
+                buffers[shard] = []
+            continue
+        assert failed is not None
+        counts[f"rejected.{source}.{failed.reason}"] += 1
+        yield "reject", make_reject(
+            STAGE, failed.reason or "unknown", key=origin, detail=failed.detail, source=path, raw=failed.raw
+        )
+    for shard in sorted(buffers):
+        if buffers[shard]:
+            yield "batch", (shard, pa.Table.from_pylist(buffers[shard], schema=PROJECTED))
+    counts[f"files.{source}"] += 1
+    yield "counts", dict(counts)
+
+
+def _excerpt(obj: Any) -> bytes | None:
+    import orjson
+
+    try:
+        return orjson.dumps(obj)[:4000]
+    except TypeError:
+        return repr(obj)[:4000].encode("utf-8", "replace")
+
+
+def merge_shard(batches: Iterable[pa.Table | list]) -> tuple[pa.Table, dict[str, int]]:
+    """All records of one shard (Arrow tables of `PROJECTED` rows) -> the merged `papers`
+    table sorted by DOI, plus join counts: `written`; `merged_records` (records folded into
+    another record's row: cross-source joins and duplicates, so
+    read = written + rejected + merged_records); of those, `merged_duplicates.<source>`
+    (same DOI twice in one source); `joined.<sources>`; `with_abstract`; `with_urls`."""
+    tables = [b for b in batches if isinstance(b, pa.Table) and b.num_rows]
+    if not tables:
+        return PAPERS.empty_table(), {}
+    return merge_frame(pa.concat_tables(tables))

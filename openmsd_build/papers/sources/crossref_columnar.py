@@ -1,0 +1,179 @@
+"""Crossref public-data-file chunks (`{"items": [...]}`) projected on columns with polars.
+
+`crossref.parse_crossref` is the reference: one work at a time, from a Python dict. Building
+those dicts (every field of every work: authors, references, ...) is most of the papers
+stage's cost on Crossref, so a chunk is instead parsed by polars' JSON reader into only the
+columns the build needs and projected with column expressions; Python runs only where the
+text needs cleaning (markup, non-ASCII) or a DOI is not already canonical. A test checks that
+both paths give the same records on real and generated chunks.
+
+A chunk that does not fit the schema (a field of an unexpected type) returns None and is
+read record by record instead. polars turns a scalar where a list is expected into a
+one-element list and a number where text is expected into text; the reference drops such
+values, so on corrupt records the two paths may differ in the reject reason, never in
+whether a good record is kept.
+"""
+
+from __future__ import annotations
+
+import io
+
+import polars as pl
+
+from openmsd_build.core.doi import MAX_DOI_LENGTH, InvalidDOI, normalize_doi
+from openmsd_build.core.textclean import clean_abstract, clean_title
+from openmsd_build.papers.sources.crossref import (
+    _DATE_FIELDS,
+    SAME_WORK_RELATIONS,
+    SOURCE,
+    all_titles,
+    license_of,
+    links_of,
+    relations_of,
+)
+
+_DATE = pl.Struct({"date-parts": pl.List(pl.List(pl.Int64))})
+_RELATION_TYPES = sorted(SAME_WORK_RELATIONS)
+ITEM = pl.Struct(
+    {
+        "DOI": pl.String,
+        "title": pl.List(pl.String),
+        "original-title": pl.List(pl.String),
+        "abstract": pl.String,
+        "container-title": pl.List(pl.String),
+        "publisher": pl.String,
+        "type": pl.String,
+        "subject": pl.List(pl.String),
+        "language": pl.String,
+        **{field: _DATE for field in _DATE_FIELDS},
+        "license": pl.List(pl.Struct({"URL": pl.String, "content-version": pl.String})),
+        "link": pl.List(pl.Struct({"URL": pl.String, "content-type": pl.String, "content-version": pl.String})),
+        "resource": pl.Struct({"primary": pl.Struct({"URL": pl.String})}),
+        "relation": pl.Struct({t: pl.List(pl.Struct({"id-type": pl.String, "id": pl.String})) for t in _RELATION_TYPES}),
+    }
+)
+# ASCII text that cleaning leaves as it is: printable, single spaces, no markup or entities.
+_PLAIN = r"^[!-%'-;=?-~](?:[ !-%'-;=?-~]*[!-%'-;=?-~])?$"
+
+
+def _class_of(chars: str) -> str:
+    """A regex character class (Rust syntax) of exactly `chars`."""
+    return "[" + "".join("\\" + c if c in "\\[]^-&~" else c for c in chars) + "]"
+
+
+# A DOI whose lower-case form `normalize_doi` returns unchanged: ASCII, registrant prefix,
+# no '%', and no last character that normalization would strip.
+_CANONICAL_AFTER_LOWER = r"^10\.[0-9]{4,9}(?:\.[0-9]+)*/[!-$&-~]*" + _class_of(
+    "".join(c for c in map(chr, range(0x21, 0x7F)) if c not in ".,;:'\">)]}%")
+) + "$"
+
+
+def _first_non_blank(column: str) -> pl.Expr:
+    return pl.col(column).list.eval(pl.element().filter(pl.element().str.strip_chars() != "")).list.first()
+
+
+def _text_or_none(expr: pl.Expr) -> pl.Expr:
+    stripped = expr.str.strip_chars()
+    return pl.when(stripped != "").then(stripped).otherwise(None)
+
+
+def _clean(expr: pl.Expr, cleaner, name: str) -> pl.Expr:
+    """`cleaner` in Python only for values that need it; plain ASCII passes through."""
+    cleaned = expr.map_elements(lambda v: cleaner(v) or None, return_dtype=pl.String, skip_nulls=True)
+    plain = expr.str.contains(_PLAIN) & ~expr.str.contains("  ", literal=True)
+    return pl.when(plain).then(expr).otherwise(cleaned).alias(name)
+
+
+def _doi_outcome(value: str | None) -> dict:
+    try:
+        return {"doi": normalize_doi(value), "reason": None}
+    except InvalidDOI as exc:
+        return {"doi": None, "reason": exc.reason}
+
+
+def read_items(data: bytes) -> pl.DataFrame | None:
+    """The chunk's works as columns of `ITEM`, or None when it is not such a chunk."""
+    head = data[:4096].lstrip()
+    if not head.startswith(b"{") or b'"items"' not in head:
+        return None
+    try:
+        frame = pl.read_json(io.BytesIO(data), schema={"items": pl.List(ITEM)})
+    except (pl.exceptions.PolarsError, ValueError):
+        return None
+    if frame.height != 1 or frame["items"].null_count():
+        return None
+    return frame.select(pl.col("items").explode()).unnest("items").with_row_index("_index")
+
+
+def project(items: pl.DataFrame) -> tuple[list[dict], list[tuple[int, str, str | None]]]:
+    """Projected records (as `parse_crossref` returns them, in item order) and the rejected
+    items as (index, reason, raw DOI)."""
+    lower = pl.col("DOI").str.to_lowercase()
+    fast_doi = (
+        pl.col("DOI").str.contains(r"^[!-~]+$") & lower.str.contains(_CANONICAL_AFTER_LOWER)
+        & (pl.col("DOI").str.len_chars() <= MAX_DOI_LENGTH)
+    )
+    year = pl.coalesce([
+        pl.col(f).struct.field("date-parts").list.first().list.first().pipe(
+            lambda e: pl.when((e >= 1000) & (e <= 2200)).then(e).otherwise(None)
+        )
+        for f in _DATE_FIELDS
+    ]).cast(pl.Int32)
+    frame = items.select(
+        "_index",
+        pl.col("DOI").alias("_raw_doi"),
+        pl.when(fast_doi).then(lower).otherwise(None).alias("_fast_doi"),
+        _clean(_first_non_blank("title"), clean_title, "title"),
+        pl.col("title").alias("_titles"),
+        pl.col("original-title").alias("_original_titles"),
+        pl.col("abstract").map_elements(lambda v: clean_abstract(v) or None, return_dtype=pl.String,
+                                        skip_nulls=True).alias("abstract"),
+        _text_or_none(_first_non_blank("container-title")).alias("venue"),
+        _text_or_none(pl.col("publisher")).alias("publisher"),
+        year.alias("year"),
+        _text_or_none(pl.col("type")).alias("type"),
+        pl.col("subject").fill_null(pl.lit([], pl.List(pl.String)))
+        .list.eval(pl.element().str.strip_chars().filter(pl.element().str.strip_chars() != "")
+                   ).list.unique().list.sort().alias("categories"),
+        _text_or_none(pl.col("language")).alias("publisher_language"),
+        pl.col("license"), pl.col("link"), pl.col("resource"), pl.col("relation"),
+    )
+    records: list[dict] = []
+    rejects: list[tuple[int, str, str | None]] = []
+    for row in frame.iter_rows(named=True):
+        doi = row["_fast_doi"]
+        if doi is None:
+            outcome = _doi_outcome(row["_raw_doi"]) if row["_raw_doi"] is not None else {"doi": None, "reason": "no_doi"}
+            if outcome["doi"] is None:
+                rejects.append((row["_index"], outcome["reason"], row["_raw_doi"]))
+                continue
+            doi = outcome["doi"]
+        record = {
+            "doi": doi,
+            "source": SOURCE,
+            "title": row["title"],
+            "titles": all_titles(row["_titles"], row["_original_titles"]),
+            "abstract": row["abstract"],
+            "venue": row["venue"],
+            "publisher": row["publisher"],
+            "year": row["year"],
+            "type": row["type"],
+            "categories": row["categories"],
+            "publisher_language": row["publisher_language"],
+            "license": license_of(row) if row["license"] else None,
+            "is_oa": None,
+            "urls": links_of(row),
+            "relations": relations_of(row) if row["relation"] else [],
+        }
+        record["_index"] = row["_index"]
+        records.append(record)
+    return records, rejects
+
+
+def parse_chunk(data: bytes) -> tuple[list[dict], list[tuple[int, str, str | None]]] | None:
+    """`read_items` + `project`; None when the chunk must be read record by record."""
+    items = read_items(data)
+    if items is None:
+        return None
+    return project(items)
+

@@ -1,0 +1,122 @@
+"""`openmsd-build run`: every stage in order, each exactly as its own subcommand runs it.
+
+Wiring only: this builds each stage's command-line arguments from the run's options and
+calls the stage's `run`, so `run` and the per-stage commands cannot drift apart. The
+report is written at the end and its headline table printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import time
+
+from openmsd_build.core import layout
+from openmsd_build.core.errors import UserError
+
+# (stage, module) in build order.
+STAGE_MODULES = (
+    ("papers", "openmsd_build.papers.command"),
+    ("text", "openmsd_build.text.command"),
+    ("citations", "openmsd_build.citations.command"),
+    ("split", "openmsd_build.split.command"),
+    ("pairs", "openmsd_build.pairs.command"),
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", required=True, help="output root of the build (local path or gs://)")
+    parser.add_argument("--inputs", metavar="DIR",
+                        help="a folder written by `openmsd-build sample` (reads its manifest.json)")
+    parser.add_argument("--unpaywall", action="append", default=[], metavar="GLOB")
+    parser.add_argument("--crossref", action="append", default=[], metavar="GLOB")
+    parser.add_argument("--openalex", action="append", default=[], metavar="GLOB")
+    parser.add_argument("--opencitations", action="append", default=[], metavar="GLOB")
+    parser.add_argument("--meta", "--opencitations-meta", dest="opencitations_meta", action="append", default=[],
+                        metavar="GLOB", help="OpenCitations Meta CSV, needed for OMID-only citation dumps")
+    parser.add_argument("--fetch", default=None,
+                        help="text source: none | http | warc:GLOB (default: the sample's WARC, else none)")
+    parser.add_argument("--seed", type=int, default=7, help="seed of the split assignment")
+    parser.add_argument("--top-k", type=int, default=None,
+                        help="languages feeding train and IDT (split's default: 30, as in the paper)")
+    parser.add_argument("--from-stage", choices=[s for s, _ in STAGE_MODULES], default="papers",
+                        help="skip the stages before this one (their outputs must exist)")
+    parser.add_argument("--to-stage", choices=[s for s, _ in STAGE_MODULES], default="pairs",
+                        help="stop after this stage")
+    parser.add_argument("--no-report", action="store_true", help="do not write the report at the end")
+
+
+def _sample_inputs(directory: str) -> dict:
+    manifest_path = os.path.join(directory, "manifest.json")
+    if not os.path.exists(manifest_path):
+        raise UserError(f"--inputs {directory}: no manifest.json (was it written by `openmsd-build sample`?)")
+    with open(manifest_path, encoding="utf-8") as f:
+        manifest = json.load(f)
+    return {key: os.path.join(directory, glob) for key, glob in manifest.get("inputs", {}).items()}
+
+
+def stage_argv(stage: str, args: argparse.Namespace) -> list[str]:
+    """The command line of one stage inside this run."""
+    sample = _sample_inputs(args.inputs) if args.inputs else {}
+    argv = ["--out", args.out]
+    if stage == "papers":
+        for flag, key in (("--unpaywall", "unpaywall"), ("--crossref", "crossref"), ("--openalex", "openalex")):
+            for glob in getattr(args, key) or ([sample[key]] if key in sample else []):
+                argv += [flag, glob]
+    elif stage == "text":
+        fetch = args.fetch or (f"warc:{sample['warc']}" if "warc" in sample else "none")
+        argv += ["--fetch", fetch]
+    elif stage == "citations":
+        for glob in args.opencitations or ([sample["opencitations"]] if "opencitations" in sample else []):
+            argv += ["--opencitations", glob]
+        for glob in args.opencitations_meta:
+            argv += ["--meta", glob]
+    elif stage == "split":
+        argv += ["--seed", str(args.seed)]
+        if args.top_k is not None:
+            argv += ["--top-k", str(args.top_k)]
+    return argv
+
+
+def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
+    names = [s for s, _ in STAGE_MODULES]
+    first, last = names.index(args.from_stage), names.index(args.to_stage)
+    if first > last:
+        raise UserError(f"--from-stage {args.from_stage} comes after --to-stage {args.to_stage}")
+    results: dict[str, dict] = {}
+    for stage, module_name in STAGE_MODULES[first : last + 1]:
+        module = importlib.import_module(module_name)
+        parser = argparse.ArgumentParser(prog=f"openmsd-build {stage}")
+        module.add_arguments(parser)
+        stage_args = parser.parse_args(stage_argv(stage, args))
+        print(f"== {stage}", flush=True)
+        started = time.time()
+        results[stage] = module.run(stage_args, beam_args) or {}
+        print(f"   {stage} took {time.time() - started:.1f} s", flush=True)
+    if not args.no_report:
+        from openmsd_build.evaluate.command import run_bm25_baseline
+        from openmsd_build.report.command import build_report, headline_table
+
+        if last == len(names) - 1:  # the lexical baseline needs the splits and pairs
+            print("== evaluation (BM25 baseline on IDT and ODT)", flush=True)
+            for split, result in run_bm25_baseline(args.out).items():
+                print(f"   {split}: {bm25_line(result)}")
+        stats = build_report(args.out)
+        print(headline_table(stats))
+        print(f"outputs: {args.out}/  report: {layout.report_dir(args.out)}/report.html")
+    return results
+
+
+def bm25_line(result: dict) -> str:
+    """MAP / nDCG@10 per relation of one split's baseline result, on one line."""
+    parts = []
+    relations = result.get("relations") or {}
+    for relation in [r for r in layout.RELATIONS if r in relations]:
+        overall = (relations[relation] or {}).get("all") or {}
+        if overall.get("map") is None:
+            parts.append(f"{relation.upper()} -")
+        else:
+            parts.append(f"{relation.upper()} MAP {overall['map']:.3f} nDCG@10 {overall['ndcg@10']:.3f}")
+    return ", ".join(parts) or "no pool"

@@ -1,0 +1,1 @@
+"""Stage 4, `split`: assign every linked paper to train / IDT / ODT (`assign`) -> `OUT/splits/`."""

@@ -1,0 +1,104 @@
+"""Stage 2, `openmsd-build text`: fetch pages and PDFs, extract and clean text, detect
+language -> `fetch/` (one row per fetched URL) and `documents/` (one row per kept paper).
+
+Flags, input checks and the run; the Beam graph is `pipelines/text.py`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import apache_beam as beam
+
+from openmsd_build.core import layout, parquet_io
+from openmsd_build.core.errors import UserError
+from openmsd_build.core.runner import pipeline_options
+from openmsd_build.core.stats import read_stage_counts
+from openmsd_build.pipelines.text import build
+from openmsd_build.text.fetch.config import FetchConfig
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", required=True, help="output root of the build (reads OUT/papers/)")
+    parser.add_argument("--fetch", default="none",
+                        help="none (metadata only) | http (live, polite) | warc:GLOB (offline from WARC archives)")
+    parser.add_argument("--max-urls-per-paper", type=int, default=3, help="fetch at most this many URLs per paper")
+    parser.add_argument("--host-shards", type=int, default=4,
+                        help="split each host's queue into this many keys (per-key rate = rate / shards)")
+    parser.add_argument("--rate-per-host", type=float, default=1.0, help="requests per second per host (http)")
+    parser.add_argument("--user-agent", default=None, help="User-Agent for http fetching")
+    parser.add_argument("--contact", default=None, help="contact address added to the User-Agent (e.g. mailto:...)")
+    parser.add_argument("--allow-network", action="append", default=[], metavar="CIDR",
+                        help="allow fetching from this private/loopback network (e.g. 127.0.0.0/8 for tests)")
+    parser.add_argument("--no-robots", action="store_true", help="do not honour robots.txt (only for your own servers)")
+    parser.add_argument("--extract-timeout", type=float, default=60.0, help="hard limit per document extraction (s)")
+    parser.add_argument("--no-follow-pdf", action="store_true", help="do not follow citation_pdf_url from landing pages")
+    parser.add_argument("--shards", type=int, default=0, help="output files (default: as many as papers/)")
+
+
+def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
+    config_kwargs: dict = {
+        "per_host_rate": args.rate_per_host / max(1, args.host_shards),
+        "allow_networks": tuple(args.allow_network),
+        "respect_robots": not args.no_robots,
+        "contact": args.contact,
+    }
+    if args.user_agent:
+        config_kwargs["user_agent"] = args.user_agent
+    counts = run_text(
+        args.out, args.fetch, beam_args, FetchConfig(**config_kwargs), cap=args.max_urls_per_paper,
+        host_shards=args.host_shards, extract_timeout=args.extract_timeout, follow=not args.no_follow_pdf,
+        shards=args.shards,
+    )
+    print(summary_line(counts))
+    return counts
+
+
+def run_text(
+    out: str,
+    fetch: str,
+    beam_args: list[str],
+    fetch_config: FetchConfig | None = None,
+    cap: int = 3,
+    host_shards: int = 4,
+    extract_timeout: float = 60.0,
+    follow: bool = True,
+    shards: int = 0,
+) -> dict:
+    """Build `fetch/` and `documents/` from `papers/`; returns the stage's counts."""
+    options = pipeline_options(beam_args)  # first: OUT may be gs:// (FileSystems options)
+    if fetch not in ("none", "http") and not fetch.startswith("warc:"):
+        raise UserError(f"--fetch must be none, http or warc:GLOB, not {fetch!r}")
+    papers_parts = parquet_io.list_parts(layout.papers_dir(out))
+    if not papers_parts:
+        raise UserError(f"no papers under {layout.papers_dir(out)}: run `openmsd-build papers` first")
+    if fetch.startswith("warc:"):
+        from openmsd_build.core.inputs import expand_globs
+
+        expand_globs(fetch[len("warc:") :].split(","), "WARC")  # a typo must fail before the run
+    num_shards = shards or len(papers_parts)
+    docs_dir, fetch_dir, warc_dir = layout.documents_dir(out), layout.fetch_dir(out), layout.warc_dir(out)
+    for directory in (docs_dir, fetch_dir, layout.rejects_dir(out, "text")):
+        parquet_io.clear_directory(directory)
+    resume = parquet_io.match_paths(parquet_io.join_path(warc_dir, "*.warc.gz")) if fetch == "http" else []
+
+    started = time.time()
+    with beam.Pipeline(options=options) as p:
+        build(p, out, fetch, fetch_config or FetchConfig(), num_shards, resume=resume, cap=cap,
+              host_shards=host_shards, extract_timeout=extract_timeout, follow=follow)
+    result = read_stage_counts(out, "text")
+    result["seconds"] = round(time.time() - started, 2)
+    return result
+
+
+
+def summary_line(counts: dict) -> str:
+    kept = counts.get("documents.kept", 0)
+    dropped = {k.split(".", 1)[1]: v for k, v in counts.items() if k.startswith("documents.") and k != "documents.kept"}
+    fetched_ok = counts.get("fetch.ok", 0)
+    errors = {k.split(".", 2)[2]: v for k, v in counts.items() if k.startswith("fetch.error.")}
+    return (
+        f"text: {kept} documents kept, dropped {dropped}; fetched ok {fetched_ok}, errors {errors}; "
+        f"{counts.get('with_content', 0)} with full content"
+    )

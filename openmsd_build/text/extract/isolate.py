@@ -1,0 +1,334 @@
+"""Run untrusted-document extractors in a disposable worker process with hard limits.
+
+HTML and PDF parsers are native code fed with bytes from the open web: trafilatura can hang on
+a huge page (its own timeout works only on its command line) and PDFium can crash or spin on a
+malformed file. In a Beam worker either would cost the whole bundle or the whole job. So each
+document is extracted in a small reusable child process:
+
+* the parent checks the size first (`too_large`, nothing is sent);
+* the child gets the bytes over a pipe and answers with the result or an exception;
+* the parent waits at most `timeout` seconds of wall time; on timeout the child is killed
+  (`timeout`), and if the child dies (segfault, `os._exit`, out of memory) the answer is
+  `crashed`; either way the next call starts a fresh child, so one bad document costs one
+  document;
+* an address-space limit (`max_memory_mb`, RLIMIT_AS) in the child turns a memory bomb into a
+  `MemoryError` (`out_of_memory`) instead of the machine's OOM killer taking the Beam worker.
+
+The child is a fresh interpreter (`python -m openmsd_build.text.extract.isolate`, talking over two
+pipes with multiprocessing's `Connection` framing), not a fork: forking a Beam worker that
+runs threads (gRPC) can deadlock the child, and multiprocessing's own "spawn" re-imports the
+parent's `__main__`, which breaks any caller script without an `if __name__ == "__main__"`
+guard. Start-up (imports) is done before the first document and is not counted against a
+document's time limit.
+
+`IsolatedExtractor` holds only its configuration until first use, so it can be constructed in
+a DoFn's `__init__` and pickled; create the process in `setup()` (or let the first `extract`
+do it) and call `close()` in `teardown()`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import os
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from multiprocessing.connection import Connection
+from typing import Any
+
+LOG = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT_S = 30.0
+DEFAULT_MAX_BYTES = 50 * 1024 * 1024
+"""50 MB: beyond the largest ordinary paper PDF; bigger files are scans or datasets."""
+DEFAULT_MAX_MEMORY_MB = 3072
+STARTUP_TIMEOUT_S = 120.0
+
+# Reasons reported next to a None result.
+TOO_LARGE = "too_large"
+TIMEOUT = "timeout"
+CRASHED = "crashed"
+PARSE_ERROR = "parse_error"
+OUT_OF_MEMORY = "out_of_memory"
+UNKNOWN_KIND = "unknown_kind"
+
+# kind -> "module:function"; functions take the document bytes and return a dict.
+EXTRACTORS: dict[str, str] = {
+    "html": "openmsd_build.text.extract.landing:extract_landing",
+    "pdf": "openmsd_build.text.extract.pdf:extract_pdf",
+}
+# Heavy modules the extractors import lazily, imported by the child before it says "ready".
+WARM_IMPORTS: dict[str, tuple[str, ...]] = {
+    "html": ("lxml.html", "trafilatura", "openmsd_build.text.language"),
+    "pdf": ("pypdfium2",),
+}
+# Misbehaving extractors for tests and for checking a deployment's limits; enabled only with
+# `debug_kinds=True`. Their input bytes are an ASCII number (seconds to sleep, MB to allocate).
+DEBUG_EXTRACTORS: dict[str, str] = {
+    "debug_sleep": "openmsd_build.text.extract.isolate:_debug_sleep",
+    "debug_exit": "openmsd_build.text.extract.isolate:_debug_exit",
+    "debug_abort": "openmsd_build.text.extract.isolate:_debug_abort",
+    "debug_raise": "openmsd_build.text.extract.isolate:_debug_raise",
+    "debug_allocate": "openmsd_build.text.extract.isolate:_debug_allocate",
+    "debug_echo": "openmsd_build.text.extract.isolate:_debug_echo",
+}
+
+
+def _debug_sleep(data: bytes) -> dict[str, Any]:
+    time.sleep(float(data or b"3600"))
+    return {"slept": float(data or b"3600")}
+
+
+def _debug_exit(data: bytes) -> dict[str, Any]:
+    os._exit(int(data or b"3"))
+
+
+def _debug_abort(data: bytes) -> dict[str, Any]:
+    os.abort()
+
+
+def _debug_raise(data: bytes) -> dict[str, Any]:
+    raise ValueError(data.decode("utf-8", "replace") or "debug error")
+
+
+def _debug_allocate(data: bytes) -> dict[str, Any]:
+    block = bytearray(int(data) * 1024 * 1024)
+    return {"allocated": len(block)}
+
+
+def _debug_echo(data: bytes) -> dict[str, Any]:
+    return {"pid": os.getpid(), "n_bytes": len(data)}
+
+
+def _load(spec: str) -> Any:
+    module_name, _, function_name = spec.partition(":")
+    return getattr(importlib.import_module(module_name), function_name)
+
+
+def _worker_main(conn_in: Connection, conn_out: Connection, extractors: dict[str, str], max_memory_mb: int | None) -> None:
+    """Child loop: import the extractors, say "ready", then answer one request at a time.
+    Runs until the parent sends None or closes the pipe."""
+    if max_memory_mb:
+        try:
+            import resource
+
+            limit = max_memory_mb * 1024 * 1024
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        except (ImportError, ValueError, OSError):  # not on this platform / not allowed
+            pass
+    functions = {kind: _load(spec) for kind, spec in extractors.items()}
+    for kind, modules in WARM_IMPORTS.items():  # so a document's time limit excludes imports
+        if kind in functions:
+            for module in modules:
+                importlib.import_module(module)
+    conn = conn_out
+    conn.send(("ready", os.getpid()))
+    while True:
+        try:
+            request = conn_in.recv()
+        except (EOFError, OSError):
+            return
+        if request is None:
+            return
+        kind, data, kwargs = request
+        try:
+            result = functions[kind](data, **kwargs)
+            conn.send(("ok", result))
+        except MemoryError:
+            conn.send(("error", OUT_OF_MEMORY, "MemoryError"))
+        except Exception as exc:  # noqa: BLE001 - every parser failure is one document's failure
+            detail = f"{type(exc).__name__}: {exc}"[:500]
+            LOG.debug("extractor %s failed: %s", kind, traceback.format_exc())
+            conn.send(("error", PARSE_ERROR, detail))
+
+
+class IsolatedExtractor:
+    """Extract documents in a child process with a wall-time, size and memory limit.
+
+    `extract(kind, data)` returns `(result, None)` or `(None, reason)`, reason one of
+    `too_large`, `timeout`, `crashed`, `parse_error`, `out_of_memory`, `unknown_kind`;
+    `last_error` holds the detail of the last failure. Not thread-safe across calls by design
+    of the single child; a lock serializes callers that share an instance.
+    """
+
+    def __init__(
+        self,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        max_memory_mb: int | None = DEFAULT_MAX_MEMORY_MB,
+        extractors: dict[str, str] | None = None,
+        debug_kinds: bool = False,
+    ) -> None:
+        self.timeout = timeout
+        self.max_bytes = max_bytes
+        self.max_memory_mb = max_memory_mb
+        self.extractors = dict(EXTRACTORS if extractors is None else extractors)
+        if debug_kinds:
+            self.extractors.update(DEBUG_EXTRACTORS)
+        self.last_error: str | None = None
+        self.stats: dict[str, int] = {"started": 0, "killed": 0, "crashed": 0, "documents": 0}
+        self._process: subprocess.Popen[bytes] | None = None
+        self._conn: Connection | None = None  # parent -> child
+        self._answers: Connection | None = None  # child -> parent
+        self._lock = threading.Lock()
+
+    # pickling (a DoFn attribute): configuration only, never the process or the pipe
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state.update(_process=None, _conn=None, _answers=None, _lock=None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> IsolatedExtractor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def pid(self) -> int | None:
+        """The current child's pid (None before the first document or after a kill)."""
+        return self._process.pid if self._alive() else None
+
+    def _alive(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def start(self) -> None:
+        """Start the child now (e.g. in `DoFn.setup()`), so the first document does not pay for
+        the imports; `extract` also starts it when needed."""
+        with self._lock:
+            self._ensure_started()
+
+    def _ensure_started(self) -> None:
+        if self._alive():
+            return
+        self._discard()
+        request_r, request_w = os.pipe()
+        answer_r, answer_w = os.pipe()
+        config = json.dumps({"extractors": self.extractors, "max_memory_mb": self.max_memory_mb})
+        env = dict(os.environ)
+        # whatever the parent can import (tests, a Beam staging dir), the child can import
+        env["PYTHONPATH"] = os.pathsep.join([p for p in sys.path if p] + [env.get("PYTHONPATH", "")]).strip(os.pathsep)
+        try:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "openmsd_build.text.extract.isolate", str(request_r), str(answer_w), config],
+                pass_fds=(request_r, answer_w),
+                stdin=subprocess.DEVNULL,
+                env=env,
+                close_fds=True,
+            )
+        finally:
+            os.close(request_r)
+            os.close(answer_w)
+        self._process = process
+        self._conn = Connection(request_w, readable=False)
+        self._answers = Connection(answer_r, writable=False)
+        self.stats["started"] += 1
+        if not self._answers.poll(STARTUP_TIMEOUT_S):
+            self._discard()
+            raise RuntimeError("extraction worker did not start in time")
+        try:
+            message = self._answers.recv()
+        except (EOFError, OSError) as exc:
+            self._discard()
+            raise RuntimeError("extraction worker died while starting") from exc
+        if message[0] != "ready":
+            self._discard()
+            raise RuntimeError(f"extraction worker sent {message!r} instead of ready")
+
+    def _discard(self) -> None:
+        """Kill and forget the child (after a timeout or crash, or on close)."""
+        process, conns = self._process, (self._conn, self._answers)
+        self._process = self._conn = self._answers = None
+        for conn in conns:
+            if conn is not None:
+                try:
+                    conn.close()
+                except OSError:
+                    pass
+        if process is not None:
+            if process.poll() is None:
+                process.kill()
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:  # unkillable (D state): leave it to the OS
+                LOG.warning("extraction worker %s did not exit after kill", process.pid)
+
+    def extract(self, kind: str, data: bytes, **kwargs: Any) -> tuple[dict[str, Any] | None, str | None]:
+        """Extract one document: `(result, None)` on success, `(None, reason)` otherwise.
+        Keyword arguments go to the extractor (e.g. `url=` for `html`, to absolutize links)."""
+        self.last_error = None
+        if kind not in self.extractors:
+            self.last_error = f"unknown extractor kind {kind!r}"
+            return None, UNKNOWN_KIND
+        if len(data) > self.max_bytes:
+            self.last_error = f"{len(data)} bytes > {self.max_bytes}"
+            return None, TOO_LARGE
+        with self._lock:
+            self._ensure_started()
+            assert self._conn is not None and self._answers is not None
+            self.stats["documents"] += 1
+            try:
+                self._conn.send((kind, data, kwargs))
+                ready = self._answers.poll(self.timeout)
+            except (BrokenPipeError, EOFError, OSError) as exc:
+                return self._crashed(f"{type(exc).__name__} while sending")
+            if not ready:
+                self.stats["killed"] += 1
+                self.last_error = f"no answer within {self.timeout:g} s; worker killed"
+                self._discard()
+                return None, TIMEOUT
+            try:
+                message = self._answers.recv()
+            except (EOFError, OSError) as exc:
+                return self._crashed(f"{type(exc).__name__} while receiving")
+        if message[0] == "ok":
+            return message[1], None
+        self.last_error = message[2]
+        return None, message[1]
+
+    def _crashed(self, detail: str) -> tuple[None, str]:
+        exitcode = None
+        if self._process is not None:
+            try:
+                exitcode = self._process.wait(timeout=1)
+            except subprocess.TimeoutExpired:
+                pass
+        self.stats["crashed"] += 1
+        self.last_error = f"worker died ({detail}, exit code {exitcode})"
+        self._discard()
+        return None, CRASHED
+
+    def close(self) -> None:
+        """Stop the child politely, then by force (call from `DoFn.teardown()`)."""
+        with self._lock:
+            if self._conn is not None and self._process is not None and self._alive():
+                try:
+                    self._conn.send(None)
+                    self._process.wait(timeout=2)
+                except (OSError, subprocess.TimeoutExpired):
+                    pass
+            self._discard()
+
+
+def _child_entry(argv: list[str]) -> None:
+    """`python -m openmsd_build.text.extract.isolate REQUEST_FD ANSWER_FD CONFIG_JSON` (started by
+    `IsolatedExtractor`, not by hand)."""
+    request_fd, answer_fd, config = int(argv[0]), int(argv[1]), json.loads(argv[2])
+    _worker_main(
+        Connection(request_fd, writable=False),
+        Connection(answer_fd, readable=False),
+        config["extractors"],
+        config.get("max_memory_mb"),
+    )
+
+
+if __name__ == "__main__":
+    _child_entry(sys.argv[1:])

@@ -1,0 +1,445 @@
+"""Title, abstract, main text, PDF link and language hints from a publisher landing page.
+
+Landing pages carry the best metadata in `<meta>` tags (Highwire `citation_*`, Dublin Core,
+OpenGraph, schema.org), so fields come from there first and from the page body only when the
+meta tags say nothing; the main text comes from trafilatura. The result records which rule
+produced each field (`rules`), because the quality of an abstract depends on where it came
+from and the build report counts them.
+
+Named `landing.py`, not `html.py`, so it can never shadow the standard library `html` module.
+
+Thresholds (why):
+
+* `MIN_ABSTRACT_CHARS` (50) for scholarly meta fields (`citation_abstract`, `DC.description`,
+  `dcterms.abstract`, schema.org `abstract`): shorter values are placeholders ("n/a", a
+  journal name), not abstracts.
+* `MIN_GENERIC_DESCRIPTION_CHARS` (200) for `description` / `og:description` / schema.org
+  `description`, which many sites fill with their own blurb ("Founded in 1920, the NBER
+  is ...", "Abstract page for arXiv paper ...") or a one-sentence teaser; they are also
+  rejected when they look generic (cookies, sign in, "abstract page for"), start with a
+  citation "(2013). Title. Journal", or are truncated ("…") — a truncated teaser is not the
+  paper's abstract.
+* `MIN_SECTION_CHARS` (100) / `MAX_SECTION_CHARS` (20,000) for an abstract found in the body:
+  a container larger than that is the whole article, not its abstract.
+* `MIN_CONTENT_CHARS` (300): shorter "main text" is a cookie wall or a menu.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urljoin
+
+import lxml.etree
+import lxml.html
+
+from openmsd_build.core.textclean import clean_abstract, clean_title, normalize_text, strip_markup
+from openmsd_build.text.language import normalize_language_code
+
+MIN_TITLE_CHARS = 3
+MAX_TITLE_CHARS = 1000
+MIN_ABSTRACT_CHARS = 50
+MIN_GENERIC_DESCRIPTION_CHARS = 200
+MIN_SECTION_CHARS = 100
+MAX_SECTION_CHARS = 20_000
+MAX_ABSTRACT_CHARS = 20_000
+MIN_CONTENT_CHARS = 300
+
+# Meta names, in order of trust, and the rule name reported for each.
+_TITLE_META = (
+    ("citation_title", "citation_title"),
+    ("dc.title", "DC.title"),
+    ("dcterms.title", "DC.title"),
+    ("og:title", "og:title"),
+)
+_ABSTRACT_META = (
+    ("citation_abstract", "citation_abstract"),
+    ("dc.description", "DC.description"),
+    ("dcterms.abstract", "dcterms.abstract"),
+    ("dcterms.description", "DC.description"),
+    ("eprints.abstract", "citation_abstract"),
+    ("bepress_citation_abstract", "citation_abstract"),
+)
+_GENERIC_DESCRIPTION_META = (("og:description", "og:description"), ("description", "og:description"))
+_PDF_META = (
+    ("citation_pdf_url", "citation_pdf_url"),
+    ("bepress_citation_pdf_url", "citation_pdf_url"),
+    ("eprints.document_url", "eprints.document_url"),
+    ("wkhealth_pdf_url", "citation_pdf_url"),
+)
+_LANGUAGE_META = (
+    ("citation_language", "citation_language"),
+    ("dc.language", "DC.language"),
+    ("dcterms.language", "DC.language"),
+    ("content-language", "content-language"),
+)
+
+_GENERIC_TEXT_RE = re.compile(
+    r"cookie|javascript|sign in|log in|login|subscribe|abstract page for|all rights reserved|"
+    r"click here|read the full|access options|purchase|founded in \d{4}|is a (?:private|non-profit|leading)",
+    re.IGNORECASE,
+)
+_CITATION_PREFIX_RE = re.compile(r"^\(\d{4}\)\.\s")  # "(2013). Title. Journal: Vol. 111 ..."
+_TRUNCATED_RE = re.compile(r"(?:…|\.\.\.|\[…\]|\[\.\.\.\])\s*$")
+_XML_DECL_RE = re.compile(rb"^\s*<\?xml[^>]*\?>", re.IGNORECASE)
+_META_CHARSET_RE = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
+_TITLE_SPLIT_RE = re.compile(r"\s+[|–—-]\s+|\s+::\s+")
+
+# Class / id tokens of abstract containers, and tokens that mark a part of one (an image,
+# a heading, a toggle) or something next to it (highlights, graphical abstract).
+_ABSTRACT_TOKEN_RE = re.compile(
+    r"abstract|^(?:article-?)?summary$|resumo|resumen|résumé|zusammenfassung", re.IGNORECASE
+)
+_NOT_ABSTRACT_TOKEN_RE = re.compile(
+    r"img|image|figure|graphic|dropzone|heading|title|toggle|link|btn|button|nav|menu|highlight|"
+    r"keyword|teaser|^tabs?(?:-|$)|label|preview|related|list|metric|download|citation|cite|promo",
+    re.IGNORECASE,
+)
+_ABSTRACT_HEADING_RE = re.compile(
+    r"^\s*(?:abstract|summary|résumé|resume|resumen|resumo|zusammenfassung|kurzfassung|riassunto|"
+    r"samenvatting|streszczenie|аннотация|резюме|摘要|要旨|초록|özet|ملخص|abstrak|sammanfattning|"
+    r"tiivistelmä|sammendrag|resum)\s*[:.]?\s*$",
+    re.IGNORECASE,
+)
+_BOILERPLATE_LINE_RE = re.compile(
+    r"^(?:download (?:pdf|citation|article)|view pdf|pdf|full text|cookie|we use cookies|"
+    r"accept(?: all)? cookies|share (?:this|on)|sign in|log in|subscribe|print|email|"
+    r"references?|cited by|google scholar|crossref|pubmed|export citation|open in new tab|"
+    r"back to top|skip to (?:main )?content|advertisement|rights and permissions|reprints and permissions|"
+    r"about this article|metrics|altmetric)\b",
+    re.IGNORECASE,
+)
+_BOILERPLATE_ANYWHERE_RE = re.compile(r"\bcookies?\b|\bjavascript\b|your browser", re.IGNORECASE)
+_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+
+
+class LandingParseError(ValueError):
+    """The bytes are not an HTML document lxml can parse (reported as `parse_error`)."""
+
+
+def decode_html(body: bytes | str) -> str:
+    """Bytes as text: UTF-8 if valid, else the `<meta charset>`, else cp1252 with replacement,
+    so a page without a declared charset is not garbled and a wrong one cannot raise."""
+    if isinstance(body, str):
+        return body
+    body = _XML_DECL_RE.sub(b"", body, count=1)
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    match = _META_CHARSET_RE.search(body[:8192])
+    if match:
+        try:
+            return body.decode(match.group(1).decode("ascii"), errors="replace")
+        except LookupError:
+            pass
+    return body.decode("cp1252", errors="replace")
+
+
+def parse_html(body: bytes | str) -> lxml.html.HtmlElement:
+    """One lxml tree shared by the meta rules and trafilatura (which copies it before cleaning),
+    so the page is parsed once. Parser options follow trafilatura's own loader."""
+    text = decode_html(body)
+    if not text.strip():
+        raise LandingParseError("empty document")
+    parser = lxml.html.HTMLParser(
+        collect_ids=False, default_doctype=False, encoding="utf-8", remove_comments=True, remove_pis=True
+    )
+    try:
+        tree = lxml.html.document_fromstring(text.encode("utf-8", errors="replace"), parser=parser)
+    except (lxml.etree.ParserError, ValueError) as exc:
+        raise LandingParseError(str(exc)) from exc
+    if tree is None:
+        raise LandingParseError("no HTML tree")
+    return tree
+
+
+def _meta_values(tree: lxml.html.HtmlElement) -> dict[str, list[str]]:
+    """Every `<meta name|property|itemprop|http-equiv=K content=V>` as lower-case K -> [V, ...]
+    in document order (empty values dropped: ACS pages repeat `dc.Description` empty)."""
+    values: dict[str, list[str]] = {}
+    for meta in tree.iter("meta"):
+        content = meta.get("content")
+        if content is None or not content.strip():
+            continue
+        for attr in ("name", "property", "itemprop", "http-equiv"):
+            key = meta.get(attr)
+            if key:
+                values.setdefault(key.strip().lower(), []).append(content.strip())
+    return values
+
+
+def _json_ld_objects(tree: lxml.html.HtmlElement) -> Iterator[dict[str, Any]]:
+    """schema.org objects from `<script type="application/ld+json">`, flattened (`@graph`,
+    lists); invalid JSON is skipped, since sites often ship broken JSON-LD."""
+    for script in tree.iter("script"):
+        if (script.get("type") or "").strip().lower() != "application/ld+json" or not script.text:
+            continue
+        try:
+            data = json.loads(script.text)
+        except ValueError:
+            continue
+        stack = [data]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, list):
+                stack.extend(reversed(item))
+            elif isinstance(item, dict):
+                yield item
+                if isinstance(item.get("@graph"), list):
+                    stack.extend(reversed(item["@graph"]))
+
+
+def _node_text(node: lxml.html.HtmlElement) -> str:
+    """Text of an element with paragraph breaks kept and scripts / styles / buttons dropped."""
+    node = copy.deepcopy(node)
+    node.tail = None
+    lxml.etree.strip_elements(node, "script", "style", "noscript", "button", "svg", "math", with_tail=False)
+    return strip_markup(lxml.html.tostring(node, encoding="unicode"))
+
+
+def _title_from_tag(tree: lxml.html.HtmlElement) -> str:
+    """`<title>` without a site suffix ("Paper title | Journal"): the longest part wins."""
+    node = tree.find(".//title")
+    if node is None or not node.text_content():
+        return ""
+    text = clean_title(node.text_content())
+    parts = [p for p in _TITLE_SPLIT_RE.split(text) if p.strip()]
+    return max(parts, key=len) if parts else text
+
+
+def _is_good_title(text: str) -> bool:
+    return MIN_TITLE_CHARS <= len(text) <= MAX_TITLE_CHARS
+
+
+def _is_usable_description(text: str, title: str) -> bool:
+    """A `description` / `og:description` is used as the abstract only when it is long, not a
+    site blurb, not a citation line and not cut off (see the module docstring)."""
+    return (
+        len(text) >= MIN_GENERIC_DESCRIPTION_CHARS
+        and not _GENERIC_TEXT_RE.search(text[:300])
+        and not _CITATION_PREFIX_RE.match(text)
+        and not _TRUNCATED_RE.search(text)
+        and text.strip().lower() != title.strip().lower()
+    )
+
+
+def _abstract_candidates(tree: lxml.html.HtmlElement) -> list[lxml.html.HtmlElement]:
+    """Elements whose class / id says "abstract" (and not a part next to it), innermost first
+    in document order: the outer `Abstracts` box of ScienceDirect also holds the highlights,
+    the inner `abstract author` holds only the abstract."""
+    found = []
+    for node in tree.iter("section", "div", "article", "blockquote", "p", "span"):
+        tokens = f"{node.get('class') or ''} {node.get('id') or ''}".split()
+        if node.get("itemprop") in ("abstract", "description") and node.tag != "meta":
+            found.append(node)
+            continue
+        if any(_ABSTRACT_TOKEN_RE.search(t) for t in tokens) and not any(
+            _NOT_ABSTRACT_TOKEN_RE.search(t) for t in tokens
+        ):
+            if not any(a.tag in ("nav", "footer", "header", "aside") for a in node.iterancestors()):
+                found.append(node)
+    inner = []
+    found_set = set(found)
+    for node in found:
+        if not any(d in found_set for d in node.iterdescendants()):
+            inner.append(node)
+    # innermost boxes first, then their containers (used when the inner ones are too short)
+    return inner + [n for n in found if n not in inner]
+
+
+def _abstract_after_heading(tree: lxml.html.HtmlElement) -> str:
+    """The text after a heading that says "Abstract" (in the main languages) up to the next
+    heading, for pages that mark the abstract only with a heading."""
+    for heading in tree.iter(*_HEADINGS, "strong", "b", "dt"):
+        if not _ABSTRACT_HEADING_RE.match(heading.text_content() or ""):
+            continue
+        parts: list[str] = []
+        anchor = heading if heading.tag in _HEADINGS else heading.getparent()
+        if anchor is None:
+            continue
+        if anchor is not heading and anchor.tail and anchor.tail.strip():
+            parts.append(anchor.tail)
+        for sibling in anchor.itersiblings():
+            if not isinstance(sibling.tag, str):
+                continue
+            if sibling.tag in _HEADINGS:
+                break
+            parts.append(_node_text(sibling))
+            if sum(len(p) for p in parts) > MAX_SECTION_CHARS:
+                break
+        text = clean_abstract("\n\n".join(parts))
+        if MIN_SECTION_CHARS <= len(text) <= MAX_SECTION_CHARS:
+            return text
+    return ""
+
+
+def _abstract_from_body(tree: lxml.html.HtmlElement) -> tuple[str, str | None]:
+    for node in _abstract_candidates(tree):
+        text = clean_abstract(_node_text(node))
+        if MIN_SECTION_CHARS <= len(text) <= MAX_SECTION_CHARS:
+            rule = "schema.org" if node.get("itemprop") in ("abstract", "description") else "abstract_section"
+            return text, rule
+    text = _abstract_after_heading(tree)
+    return (text, "abstract_section") if text else ("", None)
+
+
+def clean_content(text: str | None) -> str:
+    """trafilatura's text (one paragraph per line) without boilerplate lines ("Download PDF",
+    cookie notices, share / sign-in links), as paragraphs separated by blank lines."""
+    if not text:
+        return ""
+    kept = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        if len(line) < 80 and (_BOILERPLATE_LINE_RE.match(line) or _BOILERPLATE_ANYWHERE_RE.search(line)):
+            continue
+        if len(line) < 300 and re.search(r"\bcookies?\b", line, re.IGNORECASE) and "consent" in line.lower():
+            continue
+        kept.append(line)
+    return normalize_text("\n\n".join(kept))
+
+
+def extract_main_text(tree: lxml.html.HtmlElement | bytes | str, url: str | None = None) -> str:
+    """Main text with trafilatura: no comments, no tables (their cells read as word salad), no
+    images, no dedup cache (it makes the result depend on what the worker saw before)."""
+    import trafilatura
+
+    text = trafilatura.extract(
+        tree,
+        url=url,
+        output_format="txt",
+        include_comments=False,
+        include_tables=False,
+        include_images=False,
+        include_links=False,
+        include_formatting=False,
+        deduplicate=False,
+        favor_precision=True,
+        with_metadata=False,
+    )
+    return text or ""
+
+
+def _absolute_http_url(href: str, base: str | None) -> str | None:
+    href = href.strip()
+    if base:
+        href = urljoin(base, href)
+    return href if re.match(r"^https?://", href, re.IGNORECASE) else None
+
+
+def extract_landing(body: bytes | str, url: str | None = None, with_content: bool = True) -> dict[str, Any]:
+    """Fields of one landing page (see the module docstring for the rules and thresholds).
+
+    Returns `{"title", "abstract", "content", "pdf_url", "language_hints", "rules"}`; missing
+    fields are None, `language_hints` is a list of ISO 639-1 codes in order of trust and
+    `rules[field]` names the rule that produced each field (None when nothing did).
+    `with_content=False` skips trafilatura, for callers that only need the metadata.
+    Raises `LandingParseError` for bytes that are not HTML.
+    """
+    tree = parse_html(body)
+    meta = _meta_values(tree)
+    json_ld = list(_json_ld_objects(tree))
+    rules: dict[str, Any] = {"title": None, "abstract": None, "content": None, "pdf_url": None, "language_hints": []}
+
+    # title
+    title = ""
+    for key, rule in _TITLE_META:
+        for value in meta.get(key, ()):
+            candidate = clean_title(value)
+            if _is_good_title(candidate):
+                title, rules["title"] = candidate, rule
+                break
+        if title:
+            break
+    if not title:
+        for obj in json_ld:
+            value = obj.get("headline") or obj.get("name")
+            if isinstance(value, str) and _is_good_title(clean_title(value)):
+                title, rules["title"] = clean_title(value), "schema.org"
+                break
+    if not title:
+        candidate = _title_from_tag(tree)
+        if _is_good_title(candidate):
+            title, rules["title"] = candidate, "title_tag"
+
+    # abstract: scholarly meta, schema.org abstract, body section, then long generic descriptions
+    abstract = ""
+    for key, rule in _ABSTRACT_META:
+        for value in meta.get(key, ()):
+            candidate = clean_abstract(value)
+            if len(candidate) >= MIN_ABSTRACT_CHARS and candidate.lower() != title.lower():
+                abstract, rules["abstract"] = candidate, rule
+                break
+        if abstract:
+            break
+    if not abstract:
+        for obj in json_ld:
+            value = obj.get("abstract")
+            if isinstance(value, str) and len(clean_abstract(value)) >= MIN_ABSTRACT_CHARS:
+                abstract, rules["abstract"] = clean_abstract(value), "schema.org"
+                break
+    if not abstract:
+        abstract, rules["abstract"] = _abstract_from_body(tree)
+    if not abstract:
+        generic = [(v, r) for k, r in _GENERIC_DESCRIPTION_META for v in meta.get(k, ())]
+        generic += [(o["description"], "schema.org") for o in json_ld if isinstance(o.get("description"), str)]
+        for value, rule in generic:
+            candidate = clean_abstract(value)
+            if _is_usable_description(candidate, title):
+                abstract, rules["abstract"] = candidate, rule
+                break
+    abstract = abstract[:MAX_ABSTRACT_CHARS]
+
+    # PDF link
+    pdf_url = None
+    for key, rule in _PDF_META:
+        for value in meta.get(key, ()):
+            pdf_url = _absolute_http_url(value, url)
+            if pdf_url:
+                rules["pdf_url"] = rule
+                break
+        if pdf_url:
+            break
+    if not pdf_url:
+        for link in tree.iter("link"):
+            if (link.get("type") or "").lower() == "application/pdf" and link.get("href"):
+                pdf_url = _absolute_http_url(link.get("href"), url)
+                if pdf_url:
+                    rules["pdf_url"] = "link_pdf"
+                    break
+
+    # language hints, most trusted first, de-duplicated
+    hints: list[str] = []
+    hint_rules: list[str] = []
+    sources = [(v, r) for k, r in _LANGUAGE_META for v in meta.get(k, ())]
+    sources.append((tree.get("lang") or tree.get("{http://www.w3.org/XML/1998/namespace}lang") or "", "html_lang"))
+    for value, rule in sources:
+        code = normalize_language_code(value)
+        if code and code not in hints:
+            hints.append(code)
+            hint_rules.append(rule)
+    rules["language_hints"] = hint_rules
+
+    # main text
+    content = ""
+    if with_content:
+        content = clean_content(extract_main_text(tree, url=url))
+        if len(content) < MIN_CONTENT_CHARS:
+            content = ""
+        else:
+            rules["content"] = "trafilatura"
+
+    return {
+        "title": title or None,
+        "abstract": abstract or None,
+        "content": content or None,
+        "pdf_url": pdf_url,
+        "language_hints": hints,
+        "rules": rules,
+    }

@@ -1,0 +1,154 @@
+"""Offline fetching (`--fetch warc:PATH_OR_GLOB`): answer `fetch(url)` from WARC files.
+
+Lets the text stage run with no network at all — on archives we wrote earlier, or on
+third-party crawls — with the same `FetchResult` contract as `HttpFetcher`, so the rest of
+the pipeline cannot tell the difference. Archived redirects (3xx records with Location) are
+followed just as a live fetch would follow them.
+
+The index (canonical URL -> file, offset) is built lazily on first use by scanning every
+record header once; it holds one entry per archived URL in memory. For very large archives
+pass a prebuilt `index` instead (e.g. from the `fetch/` table's url / archive path /
+offset columns). `revisit` records (payload dedupe by other crawlers) are not resolved.
+"""
+
+from __future__ import annotations
+
+import glob
+import threading
+from collections.abc import Mapping, Sequence
+
+from warcio.archiveiterator import ArchiveIterator
+
+from openmsd_build.text.fetch.plan import canonical_url
+from openmsd_build.text.fetch.result import (
+    DEFAULT_ACCEPTED_TYPES,
+    NOT_IN_ARCHIVE,
+    TOO_LARGE,
+    TOO_MANY_REDIRECTS,
+    WRONG_CONTENT_TYPE,
+    FetchResult,
+    final_error,
+    follow_redirect,
+)
+from openmsd_build.text.fetch.warc_store import _is_remote, open_for_read, read_record
+
+
+def expand_paths(paths: str | Sequence[str]) -> list[str]:
+    """Expand comma-separated paths and globs (local via `glob`, remote via Beam's
+    FileSystems.match), sorted so the index is deterministic."""
+    items = [p.strip() for p in paths.split(",")] if isinstance(paths, str) else list(paths)
+    out: list[str] = []
+    for item in filter(None, items):
+        if _is_remote(item):
+            from apache_beam.io.filesystems import FileSystems
+
+            for match in FileSystems.match([item]):
+                out.extend(m.path for m in match.metadata_list)
+        elif any(ch in item for ch in "*?["):
+            out.extend(glob.glob(item, recursive=True))
+        else:
+            out.append(item)
+    return sorted(dict.fromkeys(out))
+
+
+class WarcBackend:
+    """`fetch(url) -> FetchResult` from archived responses; thread-safe; picklable (only the
+    paths and settings travel; the index is rebuilt lazily on the worker)."""
+
+    def __init__(
+        self,
+        paths: str | Sequence[str],
+        *,
+        max_redirects: int = 5,
+        max_bytes: int | None = 32 * 1024 * 1024,
+        accepted_content_types: Sequence[str] = DEFAULT_ACCEPTED_TYPES,
+        index: Mapping[str, tuple[str, int]] | None = None,
+    ) -> None:
+        self.paths = paths
+        self.max_redirects = max_redirects
+        self.max_bytes = max_bytes
+        self.accepted_content_types = tuple(accepted_content_types)
+        self._given_index = dict(index) if index is not None else None
+        self._index: dict[str, tuple[str, int]] | None = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_spec(cls, spec: str, **kwargs) -> WarcBackend:
+        """Build from the CLI value `warc:PATH_OR_GLOB[,PATH...]`."""
+        if not spec.startswith("warc:"):
+            raise ValueError(f"not a warc fetch spec: {spec!r}")
+        return cls(spec[len("warc:") :], **kwargs)
+
+    def __getstate__(self) -> dict:
+        """Drop the lock and the (rebuildable) index."""
+        state = self.__dict__.copy()
+        state.pop("_lock")
+        state["_index"] = None
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        """Restore settings and a fresh lock."""
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    @property
+    def index(self) -> dict[str, tuple[str, int]]:
+        """canonical URL -> (warc file, offset) of its response record; built once."""
+        if self._index is None:
+            with self._lock:
+                if self._index is None:
+                    self._index = self._given_index if self._given_index is not None else self._build_index()
+        return self._index
+
+    def _build_index(self) -> dict[str, tuple[str, int]]:
+        """Scan every response record; a URL archived twice resolves to the later record."""
+        index: dict[str, tuple[str, int]] = {}
+        for path in expand_paths(self.paths):
+            with open_for_read(path) as fh:
+                iterator = ArchiveIterator(fh)
+                for record in iterator:
+                    if record.rec_type != "response":
+                        continue
+                    uri = record.rec_headers.get_header("WARC-Target-URI")
+                    if uri:
+                        index[canonical_url(uri)] = (path, iterator.get_record_offset())
+        return index
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def __contains__(self, url: object) -> bool:
+        return isinstance(url, str) and canonical_url(url) in self.index
+
+    def fetch(self, url: str) -> FetchResult:
+        """The archived answer for `url`, following archived redirects; `not_in_archive`
+        when the URL (or a redirect target) was never archived."""
+        result = FetchResult(url=url, final_url=url)
+        current = url
+        for _hop in range(self.max_redirects + 1):
+            result.final_url = current
+            where = self.index.get(canonical_url(current))
+            if where is None:
+                result.error = NOT_IN_ARCHIVE
+                return result
+            archived = read_record(where[0], where[1], self.max_bytes)
+            result.status = archived.status
+            result.headers = archived.headers
+            result.content_type = archived.content_type
+            result.fetched_at = archived.fetched_at
+            # an archived 3xx is a hop to replay whatever error code reading it produced
+            target = follow_redirect(result, current, archived.status, archived.headers, None)
+            if target is not None:
+                current = target
+                continue
+            result.error = final_error(archived.status, archived.error)
+            if result.error is None:
+                if self.max_bytes is not None and archived.body is not None and len(archived.body) > self.max_bytes:
+                    result.error = TOO_LARGE
+                elif result.content_type not in self.accepted_content_types:
+                    result.error = WRONG_CONTENT_TYPE
+                else:
+                    result.body = archived.body
+            return result
+        result.error = TOO_MANY_REDIRECTS
+        return result
