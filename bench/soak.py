@@ -115,14 +115,16 @@ def build_round(work: Path, papers: int, seed: int, tally: dict) -> None:
     shutil.rmtree(c, ignore_errors=True)
     fault_dir.mkdir()
     os.environ[faults.ENV] = str(fault_dir)
-    saved = papers_pipeline.ReadSourceFile, papers_pipeline.MergeAndWriteShard
-    papers_pipeline.ReadSourceFile, papers_pipeline.MergeAndWriteShard = (faults.FlakyReadSourceFile,
+    from openmsd_build.pipelines import papers as papers_graph
+
+    saved = papers_graph.ReadSourceFile, papers_graph.MergeAndWriteShard
+    papers_graph.ReadSourceFile, papers_graph.MergeAndWriteShard = (faults.FlakyReadSourceFile,
                                                                           faults.FlakyMergeAndWriteShard)
     try:
-        papers_pipeline.run_papers(str(c), [str(inputs / "unpaywall" / "*")], [str(inputs / "crossref" / "*")], [],
+        papers_pipeline.run_papers(str(c), {"unpaywall": [str(inputs / "unpaywall" / "*")], "crossref": [str(inputs / "crossref" / "*")]},
                                    ["--runner=BundleBasedDirectRunner"])
     finally:
-        papers_pipeline.ReadSourceFile, papers_pipeline.MergeAndWriteShard = saved
+        papers_graph.ReadSourceFile, papers_graph.MergeAndWriteShard = saved
         os.environ.pop(faults.ENV, None)
     tally["faults"] += len(list(fault_dir.iterdir()))
     tally["resumed"] += 1

@@ -42,7 +42,8 @@ import pyarrow.parquet as pq
 from openmsd_build.cli import main as cli_main
 
 RUNNER = ["--runner=apache_beam.runners.portability.fn_api_runner.FnApiRunner"]
-STAGES = ("papers", "text", "citations", "split", "pairs")
+from openmsd_build.core.stages import STAGE_NAMES as STAGES  # noqa: E402
+
 # Output folders of each stage (relative to OUT) and the folders its GroupByKey moves: the
 # shuffle is estimated as the Arrow size of those rows (a batch is pickled Arrow / row dicts).
 OUTPUTS = {

@@ -1,8 +1,8 @@
 """`openmsd-build` command line: one subcommand per stage, plus `run`, `sample`, `report`
 and `inspect`.
 
-Each stage subcommand is implemented by a module in `pipelines/` (installed as
-`openmsd_build.pipelines`) exposing `add_arguments(parser)` and `run(args, beam_args)`.
+Each stage subcommand is the `command` module of its package (listed in the stage registry,
+`openmsd_build.core.stages`), exposing `add_arguments(parser)` and `run(args, beam_args)`.
 Arguments the subcommand does not know are handed to Beam unchanged (e.g.
 `--runner=DataflowRunner --project=...`).
 """
@@ -16,15 +16,12 @@ import sys
 from collections.abc import Sequence
 
 from openmsd_build.core.errors import UserError
+from openmsd_build.core.stages import STAGES
 
 # subcommand -> (module, one-line help). Modules are imported lazily so `--help` is fast.
 COMMANDS: dict[str, tuple[str, str]] = {
     "sample": ("openmsd_build.sample.command", "generate the embedded sample inputs (real formats)"),
-    "papers": ("openmsd_build.papers.command", "stage 1: join Unpaywall, Crossref, OpenAlex by DOI"),
-    "text": ("openmsd_build.text.command", "stage 2: fetch, extract and clean text, detect language"),
-    "citations": ("openmsd_build.citations.command", "stage 3: OpenCitations edges between kept papers"),
-    "split": ("openmsd_build.split.command", "stage 4: train / IDT / ODT split"),
-    "pairs": ("openmsd_build.pairs.command", "stage 5: DC / CC / BC pairs per split"),
+    **{s.name: (s.command, s.help) for s in STAGES},
     "report": ("openmsd_build.report.command", "statistics tables, funnel and figures of a build"),
     "run": ("openmsd_build.run.command", "run every stage in order"),
     "inspect": ("openmsd_build.text.inspect", "show what the text stage extracts from one page or PDF"),

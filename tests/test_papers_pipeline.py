@@ -67,7 +67,7 @@ def bad_inputs(tmp_path: Path) -> dict[str, list[str]]:
 
 def test_bad_input_is_rejected_with_reasons_and_counts_reconcile(tmp_path, bad_inputs, beam_args):
     out = str(tmp_path / "out")
-    counts = run_papers(out, bad_inputs["unpaywall"], bad_inputs["crossref"], [], beam_args, shards=3)
+    counts = run_papers(out, {"unpaywall": bad_inputs["unpaywall"], "crossref": bad_inputs["crossref"]}, beam_args, shards=3)
     papers = parquet_io.read_table(layout.papers_dir(out), schema=PAPERS)
     rejects = parquet_io.read_table(layout.rejects_dir(out, "papers"), schema=REJECTS)
     assert papers.schema.equals(PAPERS)
@@ -98,7 +98,7 @@ def test_same_inputs_give_byte_identical_outputs(tmp_path, bad_inputs, beam_args
     digests = []
     for run in ("a", "b"):
         out = tmp_path / run
-        run_papers(str(out), bad_inputs["unpaywall"], bad_inputs["crossref"], [], beam_args, shards=3)
+        run_papers(str(out), {"unpaywall": bad_inputs["unpaywall"], "crossref": bad_inputs["crossref"]}, beam_args, shards=3)
         files = sorted((out / "papers").glob("*.parquet"))
         digests.append({f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in files})
     assert digests[0] == digests[1]
@@ -107,11 +107,11 @@ def test_same_inputs_give_byte_identical_outputs(tmp_path, bad_inputs, beam_args
 
 def test_zstd_and_explicit_schema(tmp_path, bad_inputs, beam_args):
     out = tmp_path / "out"
-    run_papers(str(out), bad_inputs["unpaywall"], bad_inputs["crossref"], [], beam_args, shards=2)
+    run_papers(str(out), {"unpaywall": bad_inputs["unpaywall"], "crossref": bad_inputs["crossref"]}, beam_args, shards=2)
     meta = pq.ParquetFile(sorted((out / "papers").glob("*.parquet"))[0]).metadata
     assert meta.row_group(0).column(0).compression == "ZSTD"
 
 
 def test_glob_matching_nothing_is_a_clear_error(tmp_path, beam_args):
     with pytest.raises(UserError, match="matches no file"):
-        run_papers(str(tmp_path / "o"), [str(tmp_path / "nope/*.gz")], [], [], beam_args)
+        run_papers(str(tmp_path / "o"), {"unpaywall": [str(tmp_path / "nope/*.gz")], "crossref": []}, beam_args)

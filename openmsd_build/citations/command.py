@@ -65,6 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="the build's output root (reads documents/, writes citations/)")
     parser.add_argument(
         "--opencitations",
+        action="extend",
         nargs="+",
         required=True,
         metavar="PATH",
@@ -72,7 +73,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--meta",
+        action="extend",
         nargs="+",
+        default=[],
         metavar="PATH",
         help="OpenCitations Meta CSV files/globs (id column with omid: and doi:) to resolve OMID-only rows",
     )

@@ -11,8 +11,9 @@ release and the tests agree on one layout:
 from __future__ import annotations
 
 from openmsd_build.core.parquet_io import join_path
+from openmsd_build.core.stages import STAGE_NAMES
 
-STAGES = ("papers", "text", "citations", "split", "pairs")
+STAGES = STAGE_NAMES  # build order, from the stage registry
 SPLIT_NAMES = ("train", "idt", "odt")
 RELATIONS = ("dc", "cc", "bc")
 

@@ -240,7 +240,7 @@ def embedding_scorer_factory(dois: list[str], matrix: np.ndarray):
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="output root of a build")
-    parser.add_argument("--split", action="append", choices=tasks.EVAL_SPLITS, default=None,
+    parser.add_argument("--split", action="extend", nargs="+", choices=tasks.EVAL_SPLITS, default=None,
                         help="split to evaluate (repeatable; default idt and odt)")
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("--embeddings", metavar="FILE", help="Parquet (doi + vector column) or .npy (with --ids)")

@@ -250,7 +250,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dest", help="export folder (default OUT/export)")
     parser.add_argument("--splits", default="idt,odt", help="retrieval splits (default idt,odt)")
     parser.add_argument("--relations", default=",".join(layout.RELATIONS), help="default dc,cc,bc")
-    parser.add_argument("--mix", action="append", default=None, metavar="MIX",
+    parser.add_argument("--mix", action="extend", nargs="+", default=None, metavar="MIX",
                         help="trainer relation mix, e.g. dc+cc (union, down-sampled) or dc&cc (intersection); "
                         "repeatable (default dc+cc)")
     parser.add_argument("--trainer-splits", default="train", help="splits of the trainer tables (default train)")

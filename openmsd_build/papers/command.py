@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Mapping, Sequence
 
 import apache_beam as beam
 
@@ -16,41 +17,38 @@ from openmsd_build.core.errors import UserError
 from openmsd_build.core.inputs import default_shards, expand_globs
 from openmsd_build.core.runner import pipeline_options
 from openmsd_build.core.stats import read_stage_counts
+from openmsd_build.papers.sources.registry import SOURCE_NAMES, SOURCES, add_source_arguments, source_globs
 from openmsd_build.pipelines.papers import build
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="output root of the build (local path or gs://)")
-    parser.add_argument("--unpaywall", action="append", default=[], metavar="GLOB",
-                        help="Unpaywall snapshot JSON Lines (gzip or plain); repeatable")
-    parser.add_argument("--crossref", action="append", default=[], metavar="GLOB",
-                        help="Crossref public data file (*.json.gz with {items:[...]}), JSON Lines or REST exports")
-    parser.add_argument("--openalex", action="append", default=[], metavar="GLOB",
-                        help="optional OpenAlex works snapshot (JSON Lines); repeatable")
+    add_source_arguments(parser)
     parser.add_argument("--shards", type=int, default=0,
                         help="shuffle shards = output files (default: ~1 per 32 MiB of input)")
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
-    counts = run_papers(args.out, args.unpaywall, args.crossref, args.openalex, beam_args, args.shards)
+    counts = run_papers(args.out, source_globs(args), beam_args, args.shards)
     print(summary_line(counts))
     return counts
 
 
 def run_papers(
     out: str,
-    unpaywall: list[str],
-    crossref: list[str],
-    openalex: list[str] | None,
-    beam_args: list[str],
+    globs: Mapping[str, Sequence[str]],
+    beam_args: Sequence[str],
     shards: int = 0,
 ) -> dict:
-    """Build `papers/` from the given snapshot globs; returns the stage's counts."""
+    """Build `papers/` from snapshot globs per source (`{"unpaywall": [...], ...}`, names
+    from the source registry); returns the stage's counts."""
     options = pipeline_options(beam_args)  # first: the globs below may be gs:// (FileSystems options)
-    inputs = [("unpaywall", g) for g in unpaywall] + [("crossref", g) for g in crossref]
-    inputs += [("openalex", g) for g in openalex or []]
+    unknown = sorted(set(globs) - set(SOURCE_NAMES))
+    if unknown:
+        raise UserError(f"papers: unknown source(s) {', '.join(unknown)}; sources are {', '.join(SOURCE_NAMES)}")
+    inputs = [(s.name, g) for s in SOURCES for g in globs.get(s.name) or ()]
     if not inputs:
-        raise UserError("papers: give at least one of --unpaywall, --crossref, --openalex")
+        raise UserError("papers: give at least one of " + ", ".join(s.flag for s in SOURCES))
     files: list[tuple[str, str]] = []
     sizes: dict[str, int] = {}
     total_bytes = 0

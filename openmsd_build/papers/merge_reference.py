@@ -20,22 +20,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-SOURCE_ORDER = ("crossref", "openalex", "unpaywall")
+from openmsd_build.papers.sources.registry import precedence
 
+# Generated from the source registry's ranks (the table above states the result).
+SOURCE_ORDER = precedence("*")
 _PRECEDENCE: dict[str, tuple[str, ...]] = {
-    "title": ("crossref", "openalex", "unpaywall"),
-    "titles": ("crossref", "openalex", "unpaywall"),
-    "abstract": ("crossref", "openalex", "unpaywall"),
-    "venue": ("crossref", "openalex", "unpaywall"),
-    "year": ("crossref", "openalex", "unpaywall"),
-    "type": ("crossref", "openalex", "unpaywall"),
-    "publisher": ("crossref", "unpaywall", "openalex"),
-    "categories": ("crossref", "openalex", "unpaywall"),
-    "publisher_language": ("crossref", "openalex", "unpaywall"),
-    "license": ("unpaywall", "openalex", "crossref"),
-    "is_oa": ("unpaywall", "openalex", "crossref"),
+    f: precedence(f)
+    for f in ("title", "titles", "abstract", "venue", "year", "type", "publisher", "categories",
+              "publisher_language", "license", "is_oa")
 }
-_URL_SOURCE_ORDER = ("unpaywall", "openalex", "crossref")
+_URL_SOURCE_ORDER = precedence("urls")
 _FILLED_FIELDS = ("title", "abstract", "venue", "year", "type", "urls", "categories")
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Mapping, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -27,6 +28,7 @@ from openmsd_build.core import layout, parquet_io
 from openmsd_build.core.beam_io import WriteCounts, WriteParquetShards
 from openmsd_build.core.errors import UserError
 from openmsd_build.core.runner import pipeline_options
+from openmsd_build.papers.sources.registry import add_source_arguments, source_globs
 from openmsd_build.release.beam import MISMATCH_TAG, RestrictPapersShard, ShardTable, VerifyShard, seed_side
 from openmsd_build.release.command import MANIFEST, _abs, _read_json, _write_bytes
 from openmsd_build.release.hashes import FIELDS, recovery_rates
@@ -39,14 +41,12 @@ DOC_COLUMNS = ["doi", "title", "abstract", "content", "language"]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("release", help="an id-only release folder (local or gs://) written by `openmsd-build release`")
     parser.add_argument("--out", required=True, help="where to rebuild (a build output root)")
-    parser.add_argument("--unpaywall", action="append", default=[], metavar="GLOB")
-    parser.add_argument("--crossref", action="append", default=[], metavar="GLOB")
-    parser.add_argument("--openalex", action="append", default=[], metavar="GLOB")
+    add_source_arguments(parser)
     parser.add_argument("--fetch", default="none", help="none | http | warc:GLOB (as the text stage)")
     parser.add_argument("--max-urls-per-paper", type=int, default=3)
     parser.add_argument("--rate-per-host", type=float, default=1.0)
     parser.add_argument("--contact", default=None)
-    parser.add_argument("--allow-network", action="append", default=[], metavar="CIDR")
+    parser.add_argument("--allow-network", action="extend", nargs="+", default=[], metavar="CIDR")
     parser.add_argument("--no-robots", action="store_true")
     parser.add_argument("--extract-timeout", type=float, default=60.0)
 
@@ -60,7 +60,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
         text_argv += ["--allow-network", cidr]
     if args.no_robots:
         text_argv.append("--no-robots")
-    result = reconstruct(args.release, args.out, args.unpaywall, args.crossref, args.openalex, args.fetch,
+    result = reconstruct(args.release, args.out, source_globs(args), args.fetch,
                          beam_args, text_argv)
     print(format_rates(result["rates"]))
     print(f"recovery: {parquet_io.join_path(args.out, 'reconstruct', 'recovery.json')}")
@@ -68,7 +68,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
 
 
 def reconstruct(
-    release: str, out: str, unpaywall: list[str], crossref: list[str], openalex: list[str] | None, fetch: str,
+    release: str, out: str, globs: Mapping[str, Sequence[str]], fetch: str,
     beam_args: list[str], text_argv: list[str] | None = None,
 ) -> dict:
     from openmsd_build.papers import command as papers_stage
@@ -84,7 +84,7 @@ def reconstruct(
 
     # 1. papers on the whole snapshots (the cheap stage); 2. restricted to the release.
     full = parquet_io.join_path(out, "_unrestricted")
-    papers_stage.run_papers(full, unpaywall, crossref, openalex, beam_args)
+    papers_stage.run_papers(full, globs, beam_args)
     full_parts = parquet_io.list_parts(layout.papers_dir(full))
     num_shards = max(1, len(full_parts))
     papers_dir = layout.papers_dir(out)

@@ -15,26 +15,21 @@ import time
 
 from openmsd_build.core import layout
 from openmsd_build.core.errors import UserError
+from openmsd_build.core.stages import STAGES
+from openmsd_build.papers.sources.registry import add_source_arguments, source_argv, source_globs
 
-# (stage, module) in build order.
-STAGE_MODULES = (
-    ("papers", "openmsd_build.papers.command"),
-    ("text", "openmsd_build.text.command"),
-    ("citations", "openmsd_build.citations.command"),
-    ("split", "openmsd_build.split.command"),
-    ("pairs", "openmsd_build.pairs.command"),
-)
+# (stage, module) in build order, from the stage registry.
+STAGE_MODULES = tuple((s.name, s.command) for s in STAGES)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="output root of the build (local path or gs://)")
     parser.add_argument("--inputs", metavar="DIR",
                         help="a folder written by `openmsd-build sample` (reads its manifest.json)")
-    parser.add_argument("--unpaywall", action="append", default=[], metavar="GLOB")
-    parser.add_argument("--crossref", action="append", default=[], metavar="GLOB")
-    parser.add_argument("--openalex", action="append", default=[], metavar="GLOB")
-    parser.add_argument("--opencitations", action="append", default=[], metavar="GLOB")
-    parser.add_argument("--meta", "--opencitations-meta", dest="opencitations_meta", action="append", default=[],
+    add_source_arguments(parser)
+    parser.add_argument("--opencitations", action="extend", nargs="+", default=[], metavar="GLOB")
+    parser.add_argument("--meta", "--opencitations-meta", dest="opencitations_meta", action="extend", nargs="+",
+                        default=[],
                         metavar="GLOB", help="OpenCitations Meta CSV, needed for OMID-only citation dumps")
     parser.add_argument("--fetch", default=None,
                         help="text source: none | http | warc:GLOB (default: the sample's WARC, else none)")
@@ -62,9 +57,8 @@ def stage_argv(stage: str, args: argparse.Namespace) -> list[str]:
     sample = _sample_inputs(args.inputs) if args.inputs else {}
     argv = ["--out", args.out]
     if stage == "papers":
-        for flag, key in (("--unpaywall", "unpaywall"), ("--crossref", "crossref"), ("--openalex", "openalex")):
-            for glob in getattr(args, key) or ([sample[key]] if key in sample else []):
-                argv += [flag, glob]
+        given = source_globs(args)
+        argv += source_argv({name: globs or ([sample[name]] if name in sample else []) for name, globs in given.items()})
     elif stage == "text":
         fetch = args.fetch or (f"warc:{sample['warc']}" if "warc" in sample else "none")
         argv += ["--fetch", fetch]

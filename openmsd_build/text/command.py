@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rate-per-host", type=float, default=1.0, help="requests per second per host (http)")
     parser.add_argument("--user-agent", default=None, help="User-Agent for http fetching")
     parser.add_argument("--contact", default=None, help="contact address added to the User-Agent (e.g. mailto:...)")
-    parser.add_argument("--allow-network", action="append", default=[], metavar="CIDR",
+    parser.add_argument("--allow-network", action="extend", nargs="+", default=[], metavar="CIDR",
                         help="allow fetching from this private/loopback network (e.g. 127.0.0.0/8 for tests)")
     parser.add_argument("--no-robots", action="store_true", help="do not honour robots.txt (only for your own servers)")
     parser.add_argument("--extract-timeout", type=float, default=60.0, help="hard limit per document extraction (s)")

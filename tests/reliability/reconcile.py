@@ -27,7 +27,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-STAGES = ("papers", "text", "citations", "split", "pairs")
+from openmsd_build.core.stages import STAGE_NAMES as STAGES  # noqa: E402
+
 SPLITS = ("train", "idt", "odt")
 # Columns that legitimately differ between two live (http) fetch runs: archive file names
 # carry a random bundle id and timestamps are wall-clock. WARC replays have none of these.

@@ -20,6 +20,8 @@ from faults import ENV, MOD_ENV, FlakyFetchAndExtract, FlakyMergeAndWriteShard, 
 from reconcile import check_build, diff_digests, output_digest
 
 from openmsd_build.papers import command as papers_pipeline
+from openmsd_build.pipelines import papers as papers_graph
+from openmsd_build.pipelines import text as text_graph
 from openmsd_build.text import command as text_pipeline
 
 FNAPI = ["--runner=apache_beam.runners.portability.fn_api_runner.FnApiRunner"]
@@ -47,11 +49,11 @@ def test_papers_stage_survives_retried_bundles(clean_builds, sample_inputs, tmp_
     faults = tmp_path / "faults"
     faults.mkdir()
     monkeypatch.setenv(ENV, str(faults))
-    monkeypatch.setattr(papers_pipeline, "ReadSourceFile", FlakyReadSourceFile)
-    monkeypatch.setattr(papers_pipeline, "MergeAndWriteShard", FlakyMergeAndWriteShard)
+    monkeypatch.setattr(papers_graph, "ReadSourceFile", FlakyReadSourceFile)
+    monkeypatch.setattr(papers_graph, "MergeAndWriteShard", FlakyMergeAndWriteShard)
     out = tmp_path / "out"
     unpaywall, crossref = _papers_inputs(sample_inputs)
-    papers_pipeline.run_papers(str(out), unpaywall, crossref, [], BUNDLE_RETRYING)
+    papers_pipeline.run_papers(str(out), {"unpaywall": unpaywall, "crossref": crossref}, BUNDLE_RETRYING)
     assert len(list(faults.iterdir())) >= 2  # faults were really injected
     assert check_build(out, ["papers"]) == []
     clean = _only(output_digest(clean_builds[0]), "papers", "rejects/papers", "_stats/papers")
@@ -67,7 +69,7 @@ def test_text_stage_rerun_after_transient_failures(clean_builds, sample_inputs, 
     faults.mkdir()
     monkeypatch.setenv(ENV, str(faults))
     monkeypatch.setenv(MOD_ENV, "6")
-    monkeypatch.setattr(text_pipeline, "FetchAndExtract", FlakyFetchAndExtract)
+    monkeypatch.setattr(text_graph, "FetchAndExtract", FlakyFetchAndExtract)
     fetch = f"warc:{sample_inputs / 'warc' / '*.warc.gz'}"
     attempts = 0
     while True:  # the FnApiRunner fails the run on the first exception: rerun the stage

@@ -103,7 +103,7 @@ def test_hostile_record_content_never_names_a_file(tmp_path):
     (inputs / "u.jsonl.gz").write_bytes(gzip.compress("\n".join(json.dumps(r) for r in records).encode()))
     (inputs / "c.json").write_text(json.dumps({"items": [{"DOI": "10.1234/../evil", "title": ["../../x"]}]}))
     out = tmp_path / "out"
-    run_papers(str(out), [str(inputs / "u.jsonl.gz")], [str(inputs / "c.json")], [], [])
+    run_papers(str(out), {"unpaywall": [str(inputs / "u.jsonl.gz")], "crossref": [str(inputs / "c.json")]}, [])
     assert check_layout(out) == []
     assert not evil.exists() and not any(p.name == "evil" for p in tmp_path.rglob("*"))
 
