@@ -64,7 +64,7 @@ def test_user_errors(tmp_path: Path) -> None:
     with pytest.raises(UserError):
         run_inspect([str(tmp_path / "missing.html")], ["--runner=X"])
     with pytest.raises(UserError):
-        run_inspect(["http://127.0.0.1:9/nothing-listens-here"])
+        run_inspect(["http://127.0.0.1:9/nothing-listens-here", "--allow-network", "127.0.0.0/8", "--no-robots"])
 
 
 @pytest.fixture()
@@ -87,9 +87,25 @@ def local_server(real_samples: Path) -> Iterator[str]:
 
 def test_fetch_from_local_server(local_server: str, capsys: pytest.CaptureFixture[str]) -> None:
     url = f"{local_server}/papis__HAL_THESES_tel_02083632v1.html"
-    assert run_inspect([url, "--json"]) == 0
+    # the stage's address policy: loopback is refused unless allowed, like `text --fetch http`
+    with pytest.raises(UserError, match="blocked_address"):
+        run_inspect([url, "--json", "--no-robots"])
+    assert run_inspect([url, "--json", "--no-robots", "--allow-network", "127.0.0.0/8"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["source_url"] == url and report["text_source"] == "landing"
     assert report["title"] == "Global discharging methods for coloring problems in graphs"
     assert report["language"] == "en" and report["language_hints"] == ["en", "fr"]
     assert report["pdf_url"].startswith("https://theses.hal.science/")
+
+
+def test_inspect_applies_the_stage_rules(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """What inspect shows is what the stage keeps: an abstract under the stage's minimum
+    is not shown as the abstract, and a page with no usable text reports the drop reason."""
+    page = tmp_path / "p.html"
+    page.write_text("<html><head><title>A short page</title><meta name='citation_title' content='A short page'>"
+                    "<meta name='description' content='Too short to be an abstract.'></head>"
+                    "<body><p>Nothing else.</p></body></html>")
+    run_inspect([str(page), "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert report["abstract"] is None
+    assert report["dropped"] in ("abstract_too_short", "content_too_short", "nothing_extracted")

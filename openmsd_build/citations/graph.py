@@ -25,7 +25,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from openmsd_build.core.hashing import hash64
+from openmsd_build.core.hashing import paper_id
 
 _M1 = np.uint64(0x9E3779B97F4A7C15)
 _M2 = np.uint64(0xBF58476D1CE4E5B9)
@@ -176,7 +176,7 @@ def with_paper_ids(keys: pl.DataFrame) -> pl.DataFrame:
         return keys
     dois = keys["doi"].to_list()
     flags = keys["has_abstract"].to_list()
-    ids = [hash64(d) if f else None for d, f in zip(dois, flags, strict=True)]
+    ids = [paper_id(d) if f else None for d, f in zip(dois, flags, strict=True)]
     return keys.with_columns(pl.Series("paper_id", ids, dtype=pl.Int64))
 
 

@@ -34,7 +34,7 @@ import numpy as np
 import polars as pl
 
 from openmsd_build.core import layout
-from openmsd_build.core.hashing import hash64
+from openmsd_build.core.hashing import unit_interval
 from openmsd_build.core.parquet_io import list_parts
 from openmsd_build.report.stats import scan
 from openmsd_build.schemas import tables
@@ -50,7 +50,7 @@ _M64 = (1 << 64) - 1
 
 def _unit_draw(keys: list[str], seed: str) -> np.ndarray:
     """Deterministic u in [0, 1) per key (blake2b: stable across processes and versions)."""
-    return np.fromiter((hash64(k, seed) / float(1 << 63) for k in keys), dtype=np.float64, count=len(keys))
+    return np.fromiter((unit_interval(k, seed) for k in keys), dtype=np.float64, count=len(keys))
 
 
 def text_expr(title: str = "title", abstract: str = "abstract") -> pl.Expr:

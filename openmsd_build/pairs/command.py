@@ -130,9 +130,9 @@ def run(args: argparse.Namespace, beam_args: Sequence[str]) -> dict[str, int]:
 
 def summary_line(counts: dict) -> str:
     parts = []
-    for relation in ("dc", "cc", "bc"):
+    for relation in layout.RELATIONS:
         key = "dc_kept" if relation == "dc" else f"{relation}_pairs"
-        per_split = ", ".join(f"{s} {counts.get(f'{key}.{s}', 0)}" for s in ("train", "idt", "odt"))
+        per_split = ", ".join(f"{s} {counts.get(f'{key}.{s}', 0)}" for s in layout.SPLIT_NAMES)
         parts.append(f"{relation.upper()} ({per_split})")
     skipped = sum(v for k, v in counts.items() if k.endswith("_c_skipped_cap"))
     return f"pairs: {'; '.join(parts)}; {skipped} citing/cited papers over the degree cap skipped"

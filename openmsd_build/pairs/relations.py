@@ -49,14 +49,14 @@ import numpy as np
 import polars as pl
 
 from openmsd_build.citations.graph import mix64
-from openmsd_build.core.hashing import hash64
+from openmsd_build.core.hashing import hash64, paper_ids
+from openmsd_build.core.layout import RELATIONS, SPLIT_NAMES
 
-SPLITS = ("train", "idt", "odt")
+SPLITS = SPLIT_NAMES
 SPLIT_CODE = {name: i for i, name in enumerate(SPLITS)}
 ODT = SPLIT_CODE["odt"]
 ENGLISH = "en"
 DEFAULT_MAX_DEGREE = 1000
-RELATIONS = ("dc", "cc", "bc")
 NEGATIVE_SEED = "openmsd-negatives-v1"
 MIX_SEED = "openmsd-mix-v1"
 # Relation mixes of the OpenMSD paper: unions down-sampled to equal counts per relation
@@ -530,8 +530,8 @@ def ensure_ids(citations: pl.DataFrame) -> pl.DataFrame:
         if citations["citing_id"].null_count() == 0 and citations["cited_id"].null_count() == 0:
             return citations.select(pl.col("citing_id").cast(pl.Int64), pl.col("cited_id").cast(pl.Int64))
     return pl.DataFrame({
-        "citing_id": [hash64(d) for d in citations["citing_doi"].to_list()],
-        "cited_id": [hash64(d) for d in citations["cited_doi"].to_list()],
+        "citing_id": paper_ids(citations["citing_doi"].to_list()),
+        "cited_id": paper_ids(citations["cited_doi"].to_list()),
     }, schema={"citing_id": pl.Int64, "cited_id": pl.Int64})
 
 

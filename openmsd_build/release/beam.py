@@ -18,12 +18,13 @@ from apache_beam.io.filesystems import FileSystems
 
 from openmsd_build.core import parquet_io
 from openmsd_build.core.beam_io import bump
+from openmsd_build.core.layout import SPLIT_NAMES
 from openmsd_build.release.hashes import compare_shard, release_ids, shard_table
 from openmsd_build.release.schema import NO_SPLIT, RELEASE_IDS
 from openmsd_build.schemas import PAPERS
 
 NAMESPACE = "release"
-SPLIT_FOLDERS = ("train", "idt", "odt", NO_SPLIT)
+SPLIT_FOLDERS = (*SPLIT_NAMES, NO_SPLIT)
 
 
 class ShardTable(beam.DoFn):

@@ -57,7 +57,8 @@ import numpy as np
 import polars as pl
 
 from openmsd_build.citations.graph import hash_strings
-from openmsd_build.core.hashing import hash64, unit_interval
+from openmsd_build.core import hashing
+from openmsd_build.core.hashing import unit_interval
 
 ENGLISH = "en"
 UNDETERMINED = "und"
@@ -81,7 +82,7 @@ class PaperIdCollision(RuntimeError):
 
 def paper_ids(dois: pl.Series) -> pl.Series:
     """`hash64(doi)` for every DOI (the compact key of the pair shuffles)."""
-    return pl.Series("paper_id", [hash64(d) for d in dois.to_list()], dtype=pl.Int64)
+    return pl.Series("paper_id", hashing.paper_ids(dois.to_list()), dtype=pl.Int64)
 
 
 def check_paper_ids(frame: pl.DataFrame) -> None:

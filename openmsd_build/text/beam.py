@@ -19,6 +19,7 @@ from openmsd_build.core.beam_io import COUNTS_TAG, REJECTS_TAG, bump
 from openmsd_build.core.rejects import make_reject
 from openmsd_build.text.documents import build_document
 from openmsd_build.text.fetch.plan import canonical_url, host_key, plan_urls, shard_host
+from openmsd_build.text.fetch.result import document_kind
 
 STAGE = "text"
 FETCH_TAG = "fetch"
@@ -55,14 +56,6 @@ class PlanFetches(beam.DoFn):
                 }
         bump(STAGE, counts)
         yield beam.pvalue.TaggedOutput(COUNTS_TAG, dict(counts))
-
-
-def _sniff_kind(content_type: str, body: bytes) -> str | None:
-    if body[:5] == b"%PDF-" or "pdf" in (content_type or ""):
-        return "pdf"
-    if "html" in (content_type or "") or b"<html" in body[:2048].lower():
-        return "html"
-    return None
 
 
 class FetchAndExtract(beam.DoFn):
@@ -151,7 +144,7 @@ class FetchAndExtract(beam.DoFn):
                 result, warc_file, warc_offset, warc_length = self._fetch(url, counts)
                 extraction, error = None, None
                 if result.ok:
-                    kind = _sniff_kind(result.content_type, result.body or b"")
+                    kind = document_kind(result.body, result.content_type)
                     if kind is None:
                         error, detail = "unsupported_content", result.content_type
                     else:

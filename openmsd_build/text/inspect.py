@@ -15,19 +15,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from openmsd_build.core.errors import UserError
-from openmsd_build.core.textclean import count_tokens
+from openmsd_build.text.documents import build_document
 from openmsd_build.text.extract.isolate import DEFAULT_MAX_BYTES, IsolatedExtractor
-from openmsd_build.text.language import detect_language
-
-FETCH_TIMEOUT_S = 30
-USER_AGENT = "openmsd-build-inspect/0.1 (+https://github.com/; research dataset builder)"
-_PDF_MAGIC = b"%PDF-"
-_SNIFF_BYTES = 1024  # the PDF header may follow some junk bytes; readers look in the first 1 KB
-_LANGUAGE_CONTENT_CHARS = 1000
+from openmsd_build.text.fetch.config import FetchConfig
+from openmsd_build.text.fetch.http import HttpFetcher
+from openmsd_build.text.fetch.result import document_kind
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,49 +36,58 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--max-bytes", type=int, default=DEFAULT_MAX_BYTES, help=f"largest document accepted (default {DEFAULT_MAX_BYTES})"
     )
     parser.add_argument("--max-chars", type=int, default=600, help="summary only: characters shown per field")
+    # The text stage's fetch policy, with the same flags and defaults.
+    parser.add_argument("--allow-network", action="extend", nargs="+", default=[], metavar="CIDR",
+                        help="allow fetching from this private/loopback network (as `text --allow-network`)")
+    parser.add_argument("--no-robots", action="store_true", help="do not honour robots.txt (only for your own servers)")
+    parser.add_argument("--contact", default=None, help="contact address added to the User-Agent (e.g. mailto:...)")
 
 
-def sniff_kind(data: bytes) -> str:
-    """"pdf" when the PDF magic appears in the first kilobyte, else "html"."""
-    return "pdf" if _PDF_MAGIC in data[:_SNIFF_BYTES] else "html"
+def sniff_kind(data: bytes, content_type: str | None = None) -> str:
+    """The text stage's rule (`fetch.result.document_kind`); a local file that is neither
+    is read as HTML."""
+    return document_kind(data, content_type) or "html"
 
 
-def read_source(source: str, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[bytes, str | None]:
-    """The document's bytes and its URL (the final URL after redirects for a fetch, None for a
-    file). A fetch stops reading after `max_bytes` + 1 bytes so the size check still fires."""
+def read_source(
+    source: str, max_bytes: int = DEFAULT_MAX_BYTES, config: FetchConfig | None = None
+) -> tuple[bytes, str | None, str | None]:
+    """The document's bytes, its URL (the final URL after redirects for a fetch, None for a
+    file) and the served content type. URLs go through the text stage's own fetcher
+    (`HttpFetcher`): the same address policy (no private, loopback or link-local address
+    unless allowed), redirect checks, robots.txt, deadlines and byte caps."""
     if source.lower().startswith(("http://", "https://")):
-        import requests
-
+        config = config or FetchConfig()
+        if config.max_bytes > max_bytes:
+            config = replace(config, max_bytes=max_bytes)
+        fetcher = HttpFetcher(replace(config, max_retries=0, per_host_rate=None))
         try:
-            with requests.get(
-                source, timeout=FETCH_TIMEOUT_S, stream=True, headers={"User-Agent": USER_AGENT}
-            ) as response:
-                response.raise_for_status()
-                chunks, total = [], 0
-                for chunk in response.iter_content(chunk_size=65536):
-                    chunks.append(chunk)
-                    total += len(chunk)
-                    if total > max_bytes:
-                        break
-                return b"".join(chunks), response.url
-        except requests.RequestException as exc:
-            raise UserError(f"cannot fetch {source}: {exc}") from exc
+            result = fetcher.fetch(source)
+        finally:
+            fetcher.close()
+        if not result.ok or result.body is None:
+            raise UserError(f"cannot fetch {source}: {result.error} (status {result.status})")
+        return result.body, result.final_url, result.content_type
     path = Path(source)
     if not path.is_file():
         raise UserError(f"no such file: {source}")
     with path.open("rb") as handle:
-        return handle.read(max_bytes + 1), None
+        return handle.read(max_bytes + 1), None, None
 
 
 def inspect_document(
-    data: bytes, url: str | None = None, extractor: IsolatedExtractor | None = None, timeout: float = 30.0
+    data: bytes,
+    url: str | None = None,
+    extractor: IsolatedExtractor | None = None,
+    timeout: float = 30.0,
+    content_type: str | None = None,
 ) -> dict[str, Any]:
-    """Extract one document's bytes and detect its language: the JSON object `inspect` prints.
-
-    Language is detected on title + abstract (the OpenMSD definition); without an abstract,
-    on title + the start of the content, which `rules["language"]` records.
+    """Extract one document's bytes and decide its fields exactly as the text stage does: the
+    same sniffing (`document_kind`), the same isolated extractor, then the stage's own
+    `build_document` (cleaning, token thresholds, language on title + abstract). The raw
+    extraction is kept under `extracted`; `dropped` names the stage's drop reason, if any.
     """
-    kind = sniff_kind(data)
+    kind = sniff_kind(data, content_type)
     own = extractor is None
     extractor = extractor or IsolatedExtractor(timeout=timeout)
     try:
@@ -91,10 +97,11 @@ def inspect_document(
     finally:
         if own:
             extractor.close()
+    text_source = "pdf" if kind == "pdf" else "landing"
     out: dict[str, Any] = {
         "source_url": url,
         "n_bytes": len(data),
-        "text_source": "pdf" if kind == "pdf" else "landing",
+        "text_source": text_source,
         "title": None,
         "abstract": None,
         "content": None,
@@ -106,25 +113,28 @@ def inspect_document(
         "rules": {},
         "error": reason,
         "error_detail": detail,
+        "dropped": None,
+        "extracted": None,
+        "n_tokens_title": 0,
+        "n_tokens_abstract": 0,
+        "n_tokens_content": 0,
     }
-    if result is not None:
-        for key in ("title", "abstract", "content", "pdf_url", "language_hints", "rules"):
-            out[key] = result.get(key, out[key])
-    out["rules"] = dict(out["rules"] or {})
-    title, abstract, content = out["title"] or "", out["abstract"] or "", out["content"] or ""
-    if abstract:
-        code, prob, reliable = detect_language(title, abstract)
-        out["rules"]["language"] = "cld3:title+abstract"
-    elif content:
-        code, prob, reliable = detect_language(title, content[:_LANGUAGE_CONTENT_CHARS])
-        out["rules"]["language"] = "cld3:title+content"
-    else:
-        code, prob, reliable = detect_language(title, None)
-        out["rules"]["language"] = "cld3:title" if title else None
-    out.update(language=code, language_prob=round(prob, 4), language_reliable=reliable)
-    out["n_tokens_title"] = count_tokens(title)
-    out["n_tokens_abstract"] = count_tokens(abstract)
-    out["n_tokens_content"] = count_tokens(content)
+    if result is None:
+        return out
+    out["extracted"] = {k: result.get(k) for k in ("title", "abstract", "content")}
+    out["pdf_url"] = result.get("pdf_url")
+    out["language_hints"] = result.get("language_hints") or []
+    out["rules"] = dict(result.get("rules") or {})
+    extraction = {**result, "kind": text_source, "url": url or ""}
+    row, why = build_document({"doi": "inspect"}, [extraction])
+    if row is None:
+        out["dropped"] = why
+        return out
+    for key in ("title", "abstract", "content", "language", "language_prob", "language_reliable",
+                "n_tokens_title", "n_tokens_abstract", "n_tokens_content"):
+        out[key] = row[key]
+    out["language_prob"] = round(float(out["language_prob"]), 4)
+    out["rules"]["language"] = "cld3:title+abstract" if row["abstract"] else "cld3:title+content"
     return out
 
 
@@ -162,10 +172,12 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     """Entry point of `openmsd-build inspect`; returns 1 when extraction failed."""
     if beam_args:
         raise UserError(f"inspect does not run a pipeline; unknown options: {' '.join(beam_args)}")
-    data, fetched_url = read_source(args.source, args.max_bytes)
+    config = FetchConfig(allow_networks=tuple(args.allow_network), respect_robots=not args.no_robots,
+                         contact=args.contact)
+    data, fetched_url, content_type = read_source(args.source, args.max_bytes, config)
     extractor = IsolatedExtractor(timeout=args.timeout, max_bytes=args.max_bytes)
     try:
-        report = inspect_document(data, url=args.url or fetched_url, extractor=extractor)
+        report = inspect_document(data, url=args.url or fetched_url, extractor=extractor, content_type=content_type)
     finally:
         extractor.close()
     report = {"source": args.source, **report}

@@ -65,7 +65,7 @@ def sniff_content_type(body: bytes | None, header_value: str | None) -> str:
     "PDF" links answer with an HTML interstitial. Falls back to the header's media type."""
     if body:
         head = body[:_SNIFF_BYTES]
-        if head.startswith(b"%PDF-"):
+        if b"%PDF-" in head:  # PDF readers accept junk before the header within the first KB
             return PDF
         stripped = head.lstrip(b"\xef\xbb\xbf \t\r\n").lower()
         if stripped.startswith(_HTML_MARKERS):
@@ -73,6 +73,17 @@ def sniff_content_type(body: bytes | None, header_value: str | None) -> str:
         if stripped.startswith((b"<?xml", b"<!--")) and b"<html" in stripped:
             return HTML
     return media_type(header_value)
+
+
+def document_kind(body: bytes | None, header_value: str | None) -> str | None:
+    """"pdf", "html" or None (nothing the extractors read): the one rule the text stage and
+    `inspect` use to pick an extractor, from the sniffed content type."""
+    content_type = sniff_content_type(body, header_value)
+    if content_type == PDF:
+        return "pdf"
+    if "html" in content_type or (body and b"<html" in body[:2048].lower()):
+        return "html"
+    return None
 
 
 def sha1_hex(body: bytes | None) -> str | None:
