@@ -1,6 +1,6 @@
 """Benchmark of the pairs stage on a skewed citation graph, next to plain polars.
 
-Why: DESIGN.md ("Performance architecture") asks each heavy stage to stay within ~3x of
+Why: the project asks each heavy stage to stay within ~3x of
 plain polars doing the same work on one machine. This script generates a graph whose
 in-degree is power-law (Pareto weights on the cited side, as in real citation data),
 writes it as a `citations/` + `splits/` build, and times, each in its own process so that
@@ -10,7 +10,7 @@ the peak RSS (`resource.getrusage`) belongs to that phase alone:
   no splits, the same cap, nothing written: the yardstick of the first version;
 * `full` — plain polars doing the stage's whole work the obvious way (annotate by id, DC,
   same-split CC/BC with the ODT rule, DOIs and languages by joins, DOI order, zstd Parquet
-  per relation and split): the "same work" yardstick of DESIGN.md;
+  per relation and split): the "same work" yardstick;
 * `pure` — `pairing.compute_pairs` (the stage's functions without Beam, with DOIs, splits,
   languages, the cap and the DOI mapping);
 * `beam` — `pipelines.pairs.run_pairs` on the FnApiRunner.

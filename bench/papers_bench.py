@@ -1,5 +1,5 @@
 """Papers stage throughput and peak memory, next to plain polars doing the same
-parse-and-join on one machine (DESIGN.md, "Performance architecture").
+parse-and-join on one machine.
 
     .venv/bin/python bench/papers_bench.py --papers 1000000      # generates inputs once
     .venv/bin/python bench/papers_bench.py --papers 200000 --only polars

@@ -20,7 +20,7 @@ table plus a JSON file (default `bench/stage_costs.json`) hold the results; the 
 estimate in `deploy/ESTIMATE.md` is computed from that JSON.
 
 What this does not measure: network time of live fetching (the sample is replayed from a
-WARC), real-world page and PDF sizes (generated pages are small; see DESIGN.md for measured
+WARC), real-world page and PDF sizes (generated pages are small; see deploy/ESTIMATE.md for measured
 extraction speeds on real documents), and the cost of a distributed shuffle (approximated by
 the Arrow bytes a stage moves through its GroupByKey, see `shuffle_bytes`).
 """

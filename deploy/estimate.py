@@ -3,7 +3,7 @@
     .venv/bin/python deploy/estimate.py [--costs bench/stage_costs.json] [--markdown]
 
 Every scale number and price used is a named constant below, marked MEASURED (from the
-bench JSON), PUBLISHED (DESIGN.md's scale of the published build) or ASSUMED (a stated
+bench JSON), PUBLISHED (the published OpenMSD build's scale) or ASSUMED (a stated
 guess, to be replaced by a measurement on real data). `deploy/ESTIMATE.md` shows this
 script's output and explains each row.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# PUBLISHED scale (DESIGN.md)
+# PUBLISHED scale (the published OpenMSD build)
 UNPAYWALL = 140e6
 CROSSREF = 134e6
 URLS = 130e6
@@ -26,7 +26,7 @@ PAPERS_IN_SPLITS = 53e6
 CC_PAIRS = 12e9
 BC_PAIRS = 63e9
 
-# ASSUMED: real pages and PDFs cost more than the generated ones. DESIGN.md measured on one
+# ASSUMED: real pages and PDFs cost more than the generated ones. The published reference build measured on one
 # core: trafilatura 68 pages/s; pypdfium2 570-1,650 pages/s. Assume a landing page costs
 # 1/68 s, a PDF ~12 pages at 1,000 pages/s = 12 ms, half the URLs are PDFs, plus 5 ms of
 # fetch / TLS / WARC-writing CPU per URL.

@@ -1,4 +1,4 @@
-"""Column-by-column definitions of the build's Parquet tables (see DESIGN.md, "Stages")."""
+"""Column-by-column definitions of the build's Parquet tables (README, "What a build produces")."""
 
 import pyarrow as pa
 

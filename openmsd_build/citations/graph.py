@@ -3,8 +3,7 @@ and duplicate removal, and the "both ends kept with an abstract" filter.
 
 Why vectorized: the citations stage sees ~1.4B OpenCitations rows; per-row Python costs
 tens of microseconds in Beam, so every function here takes and returns whole polars frames
-and the Beam pipeline only moves `(shard, table)` pairs (DESIGN.md, "Performance
-architecture"). Partitioning uses `hash_strings` / `mix64` below rather than polars'
+and the Beam pipeline only moves `(shard, table)` pairs. Partitioning uses `hash_strings` / `mix64` below rather than polars'
 `hash` (documented as unstable across releases) or Python's salted `hash()`: both sides of
 a partitioned join must agree on every worker and in every re-run.
 

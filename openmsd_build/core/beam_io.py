@@ -2,7 +2,7 @@
 
 The heavy stages move *batches* (lists of row dicts or Arrow tables) through Beam, never
 single records, because Beam's per-element cost is tens of microseconds of Python
-(DESIGN.md, "Performance architecture"). Shuffles are `(shard, batch)` pairs grouped by
+(bench/README.md measures it). Shuffles are `(shard, batch)` pairs grouped by
 shard, and every shard is written as one deterministic, sorted Parquet file, so two runs of
 the same inputs give byte-identical part files on any runner.
 """

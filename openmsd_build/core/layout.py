@@ -1,4 +1,4 @@
-"""The output root's folders: where each stage reads and writes (DESIGN.md, "Stages").
+"""The output root's folders: where each stage reads and writes (README, "What a build produces").
 
 Every path of the build is derived here from the output root, so stages, the report, the
 release and the tests agree on one layout:

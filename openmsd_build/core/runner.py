@@ -2,7 +2,7 @@
 
 Local runs and tests default to Beam's in-process `FnApiRunner` with one worker: the
 default DirectRunner of Beam >= 2.68 tries to download a Prism binary (fails offline), and
-`--direct_num_workers` > 1 lost rows in our tests (DESIGN.md, "Known traps"). Every other
+`--direct_num_workers` > 1 lost rows in our tests. Every other
 flag given on the command line passes through to Beam unchanged, so
 `--runner=DataflowRunner --project=... --region=...` or
 `--runner=PortableRunner --job_endpoint=...` work as Beam documents them.

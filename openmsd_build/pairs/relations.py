@@ -1,6 +1,6 @@
 """DC / CC / BC pairs, hard negatives and relation mixes on batches (pure polars + numpy).
 
-Definitions (DESIGN.md): DC — A cites B, directed, support 1. CC — A and B are both cited
+Definitions (the OpenMSD paper's): DC — A cites B, directed, support 1. CC — A and B are both cited
 by some C; BC — A and B both cite some C; CC and BC are unordered, written once with
 `doi_a < doi_b`, and `support` = number of distinct C. Pairs are derived on the whole kept
 graph (C may sit in any split) and kept only when A and B share a split; En-En pairs are

@@ -5,8 +5,7 @@ Everything the report shows is computed here, as one JSON-able dict, so `stats.j
 
 Why polars and not Beam: the report is a handful of group-bys and two joins over columns
 that a single machine scans in seconds at sample scale and minutes at full scale; a Beam
-pipeline would spend most of that time on per-element overhead (DESIGN.md, "Performance
-architecture"). Scans are lazy and projected, so only the columns a number needs are read.
+pipeline would spend most of that time on per-element overhead. Scans are lazy and projected, so only the columns a number needs are read.
 
 A build may have stopped early (or run with `--fetch none`): every folder is optional and a
 missing one yields `None` for its section ("not built") instead of an error.

@@ -1,4 +1,4 @@
-"""Train / IDT / ODT assignment (DESIGN.md, "The definitions"): pure polars + numpy.
+"""Train / IDT / ODT assignment (definitions as in the OpenMSD paper): pure polars + numpy.
 
 The rule, exactly:
 
