@@ -3,8 +3,9 @@ and `inspect`.
 
 Each stage subcommand is the `command` module of its package (listed in the stage registry,
 `openmsd_build.core.stages`), exposing `add_arguments(parser)` and `run(args, beam_args)`.
-Arguments the subcommand does not know are handed to Beam unchanged (e.g.
-`--runner=DataflowRunner --project=...`).
+Arguments the subcommand does not know are handed to Beam when Beam's own options classes
+define them (`--runner DataflowRunner --project P`, either spelling); anything else is an
+error naming the closest valid flag.
 """
 
 from __future__ import annotations
@@ -38,8 +39,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="openmsd-build",
         description="Rebuild OpenMSD-style multilingual scientific-document datasets with Apache Beam.",
-        epilog="Unknown --flags are passed to Beam (e.g. --runner=DataflowRunner --project=P --region=R).",
+        epilog="Beam's own flags pass to Beam (e.g. --runner DataflowRunner --project P --region R); "
+        "any other unknown flag is an error.",
     )
+    parser.add_argument("--version", action="version", version=f"openmsd-build {_version()}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level (default WARNING)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module_name, help_text) in COMMANDS.items():
@@ -53,30 +56,108 @@ def _module(name: str):
     return importlib.import_module(name)
 
 
+def beam_flags() -> dict[str, object]:
+    """Every flag Beam's own options classes define -> its argparse `nargs` (0: a switch,
+    None: one value, "+"/"*"/"?": several or optional). Asked of Beam itself, so a flag is
+    Beam's exactly when Beam would read it."""
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    parser = argparse.ArgumentParser(add_help=False)
+    seen: set[type] = set()
+
+    def walk(cls: type) -> None:
+        for sub in cls.__subclasses__():
+            if sub in seen:
+                continue
+            seen.add(sub)
+            try:
+                sub._add_argparse_args(parser)  # type: ignore[attr-defined]
+            except argparse.ArgumentError:
+                pass  # a flag two options classes share
+            walk(sub)
+
+    walk(PipelineOptions)
+    return {o: a.nargs for a in parser._actions for o in a.option_strings}
+
+
+def split_beam_args(extra: Sequence[str], command_parser: argparse.ArgumentParser) -> list[str]:
+    """The arguments the command did not know, as Beam flags in `--flag=value` form.
+
+    Beam's own flags are accepted in both spellings (`--runner X` and `--runner=X`); any
+    other flag, or a stray word, is a `UserError` naming the closest valid flag — a typo
+    must never be ignored by a batch job that runs for hours."""
+    import difflib
+
+    known = beam_flags()
+    out: list[str] = []
+    i = 0
+    while i < len(extra):
+        arg = extra[i]
+        name, eq, value = arg.partition("=")
+        if not arg.startswith("--") or name not in known:
+            own = [o for a in command_parser._actions for o in a.option_strings if o.startswith("--")]
+            close = difflib.get_close_matches(name, own + list(known), n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            what = "unknown flag" if arg.startswith("-") else "unexpected argument"
+            raise UserError(f"{what} {arg!r}{hint} (`--help` lists the command's flags; Beam's own flags pass to Beam)")
+        nargs = known[name]
+        i += 1
+        if eq or nargs == 0:
+            out.append(arg)
+            continue
+        values: list[str] = []
+        while i < len(extra) and not extra[i].startswith("--"):
+            values.append(extra[i])
+            i += 1
+            if nargs in (None, "?"):
+                break
+        if not values and nargs not in ("?", "*"):
+            raise UserError(f"Beam flag {name} needs a value")
+        out += [f"{name}={v}" for v in values] or [name]
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--version"]:
+        print(f"openmsd-build {_version()}")
+        return 0
     command = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(command if command in COMMANDS else None)
-    args, beam_args = parser.parse_known_args(argv)
-    stray = [a for a in beam_args if not a.startswith("-")]
-    if stray:
-        parser.error(f"unexpected arguments: {' '.join(stray)}")
+    args, extra = parser.parse_known_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    module = _module(COMMANDS[args.command][0])
-    # Hand the Beam flags to Beam's FileSystems before any command touches a path, so
-    # `gs://` inputs and outputs work for every command, pipelines or not.
-    from openmsd_build.core.runner import pipeline_options
-
-    pipeline_options(beam_args)
     try:
+        beam_args = split_beam_args(extra, _subparser(parser, args.command))
+        module = _module(COMMANDS[args.command][0])
+        # Hand the Beam flags to Beam's FileSystems before any command touches a path, so
+        # `gs://` inputs and outputs work for every command, pipelines or not.
+        from openmsd_build.core.runner import pipeline_options
+
+        pipeline_options(beam_args)
         result = module.run(args, beam_args)
     except UserError as exc:
         print(f"openmsd-build {args.command}: error: {exc}", file=sys.stderr)
         return 2
     return int(result) if isinstance(result, int) else 0
+
+
+def _subparser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices[command]
+    return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("openmsd-build")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 if __name__ == "__main__":

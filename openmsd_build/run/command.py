@@ -16,7 +16,7 @@ import time
 from openmsd_build.core import layout
 from openmsd_build.core.errors import UserError
 from openmsd_build.core.stages import STAGES
-from openmsd_build.papers.sources.registry import add_source_arguments, source_argv, source_globs
+from openmsd_build.papers.sources.registry import SOURCES, add_source_arguments, source_argv, source_globs
 
 # (stage, module) in build order, from the stage registry.
 STAGE_MODULES = tuple((s.name, s.command) for s in STAGES)
@@ -33,14 +33,48 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="GLOB", help="OpenCitations Meta CSV, needed for OMID-only citation dumps")
     parser.add_argument("--fetch", default=None,
                         help="text source: none | http | warc:GLOB (default: the sample's WARC, else none)")
-    parser.add_argument("--seed", type=int, default=7, help="seed of the split assignment")
-    parser.add_argument("--top-k", type=int, default=None,
-                        help="languages feeding train and IDT (split's default: 30, as in the paper)")
     parser.add_argument("--from-stage", choices=[s for s, _ in STAGE_MODULES], default="papers",
                         help="skip the stages before this one (their outputs must exist)")
     parser.add_argument("--to-stage", choices=[s for s, _ in STAGE_MODULES], default="pairs",
                         help="stop after this stage")
     parser.add_argument("--no-report", action="store_true", help="do not write the report at the end")
+    add_stage_arguments(parser)
+
+
+class _Recorder:
+    """Stands in for an argparse parser to record a stage's `add_argument` calls."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[tuple, dict]] = []
+
+    def add_argument(self, *names: str, **kwargs) -> None:
+        self.calls.append((names, kwargs))
+
+
+def stage_flags(stage: str) -> list[tuple[tuple, dict]]:
+    """The `(option strings, add_argument kwargs)` of one stage's command."""
+    recorder = _Recorder()
+    importlib.import_module(dict(STAGE_MODULES)[stage]).add_arguments(recorder)
+    return recorder.calls
+
+
+def _dest(names: tuple, kwargs: dict) -> str:
+    long = next((n for n in names if n.startswith("--")), names[0])
+    return kwargs.get("dest") or long.lstrip("-").replace("-", "_")
+
+
+def add_stage_arguments(parser: argparse.ArgumentParser) -> None:
+    """Every flag of every stage, so `run` accepts what each stage accepts. A flag several
+    stages define (`--shards`) applies to each of them. Defaults stay the stages' own: a
+    flag not given is not passed, so `run` and a stage alone can never differ."""
+    taken = {o for a in parser._actions for o in a.option_strings}
+    for stage, _ in STAGE_MODULES:
+        group = parser.add_argument_group(f"{stage} stage flags")
+        for names, kwargs in stage_flags(stage):
+            if any(n in taken for n in names):
+                continue
+            taken.update(names)
+            group.add_argument(*names, **{**kwargs, "default": argparse.SUPPRESS, "required": False})
 
 
 def _sample_inputs(directory: str) -> dict:
@@ -67,10 +101,20 @@ def stage_argv(stage: str, args: argparse.Namespace) -> list[str]:
             argv += ["--opencitations", glob]
         for glob in args.opencitations_meta:
             argv += ["--meta", glob]
-    elif stage == "split":
-        argv += ["--seed", str(args.seed)]
-        if args.top_k is not None:
-            argv += ["--top-k", str(args.top_k)]
+    handled = set(argv) | {"--fetch", "--opencitations", "--meta", *(s.flag for s in SOURCES)}
+    for names, kwargs in stage_flags(stage):
+        flag = next((n for n in names if n.startswith("--")), names[0])
+        dest = _dest(names, kwargs)
+        if flag in handled or not hasattr(args, dest):
+            continue
+        value = getattr(args, dest)
+        if kwargs.get("action") in ("store_true", "store_false"):
+            if value != (kwargs["action"] == "store_false"):
+                argv.append(flag)
+        elif isinstance(value, list):
+            argv += [flag, *map(str, value)] if value else [flag]
+        else:
+            argv += [flag, str(value)]
     return argv
 
 

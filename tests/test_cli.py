@@ -1,0 +1,91 @@
+"""The command line never silently ignores what the user said (each case here passed
+silently before): repeated flags accumulate, unknown flags are errors naming the closest
+valid one, Beam's own flags work in both spellings, and `run` accepts every stage's flags
+with the stages' own defaults."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from openmsd_build import cli
+from openmsd_build.core.errors import UserError
+from openmsd_build.run import command as run_command
+
+
+def _parsed(command: str, argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    parser = cli.build_parser(command)
+    args, extra = parser.parse_known_args([command, *argv])
+    return args, cli.split_beam_args(extra, cli._subparser(parser, command))
+
+
+def test_unknown_flags_are_errors_with_a_suggestion(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["split", "--out", "/nonexistent", "--topk=5"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown flag '--topk=5'" in err and "--top-k" in err
+    with pytest.raises(UserError, match="unknown flag"):
+        _parsed("run", ["--out", "o", "--plan-only"])
+    with pytest.raises(UserError, match="unexpected argument"):
+        _parsed("papers", ["--out", "o", "stray"])
+
+
+@pytest.mark.parametrize("spelling", [["--runner", "DataflowRunner", "--project", "P"],
+                                      ["--runner=DataflowRunner", "--project=P"]])
+def test_beam_flags_in_both_spellings(spelling: list[str]) -> None:
+    args, beam = _parsed("citations", ["--out", "o", "--opencitations", "a.csv", *spelling])
+    assert beam == ["--runner=DataflowRunner", "--project=P"]
+    assert args.opencitations == ["a.csv"]
+
+
+def test_beam_switches_take_no_value() -> None:
+    _, beam = _parsed("split", ["--out", "o", "--save_main_session", "--runner", "X"])
+    assert beam == ["--save_main_session", "--runner=X"]
+
+
+def test_repeated_and_multi_value_flags_accumulate() -> None:
+    args, _ = _parsed("run", ["--out", "o", "--opencitations", "A", "--opencitations", "B", "C",
+                              "--unpaywall", "u1", "u2", "--unpaywall", "u3", "--meta", "m1", "--meta", "m2"])
+    assert args.opencitations == ["A", "B", "C"]
+    assert args.unpaywall == ["u1", "u2", "u3"]
+    assert run_command.stage_argv("citations", args) == [
+        "--out", "o", "--opencitations", "A", "--opencitations", "B", "--opencitations", "C",
+        "--meta", "m1", "--meta", "m2"]
+    papers = run_command.stage_argv("papers", args)
+    assert papers.count("--unpaywall") == 3
+
+
+def test_run_accepts_every_stage_flag_and_passes_only_given_ones() -> None:
+    args, _ = _parsed("run", ["--out", "o", "--fetch", "http", "--contact", "mailto:me@example.org",
+                              "--rate-per-host", "0.5", "--no-robots", "--top-k", "5", "--shards", "3",
+                              "--mixes", "--max-degree", "50"])
+    text = run_command.stage_argv("text", args)
+    assert text[:4] == ["--out", "o", "--fetch", "http"]
+    assert ["--contact", "mailto:me@example.org"] == text[text.index("--contact"):text.index("--contact") + 2]
+    assert "--no-robots" in text and "--rate-per-host" in text and "--shards" in text
+    split = run_command.stage_argv("split", args)
+    assert split == ["--out", "o", "--top-k", "5", "--shards", "3"]  # no --seed: the stage's own default
+    pairs = run_command.stage_argv("pairs", args)
+    assert "--mixes" in pairs and pairs[pairs.index("--max-degree") + 1] == "50"
+    # every flag of every stage parses in the stage's own parser
+    for stage, module in run_command.STAGE_MODULES:
+        parser = argparse.ArgumentParser()
+        __import__(module, fromlist=["x"]).add_arguments(parser)
+        if stage == "citations":
+            continue  # needs --opencitations
+        parser.parse_args(run_command.stage_argv(stage, args))
+
+
+def test_split_seed_default_is_one_default() -> None:
+    from openmsd_build.split.assign import SplitConfig
+
+    args, _ = _parsed("run", ["--out", "o"])
+    assert not hasattr(args, "seed")  # not given: the split stage's default applies
+    split_parser = argparse.ArgumentParser()
+    __import__("openmsd_build.split.command", fromlist=["x"]).add_arguments(split_parser)
+    assert split_parser.parse_args(run_command.stage_argv("split", args)).seed == SplitConfig().seed
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--version"]) == 0
+    assert capsys.readouterr().out.startswith("openmsd-build ")
