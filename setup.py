@@ -16,7 +16,15 @@ INSTALL_REQUIRES = [
     "pyarrow>=15,<27",
     "polars>=1.10,<3",
     "trafilatura>=1.12,<3",
-    "requests>=2.31,<3",
+    # What the code imports directly, declared (not left to other packages' extras):
+    # lxml's HTML cleaner moved to lxml_html_clean, which trafilatura's dependency jusText
+    # needs and which older pips do not install through the `lxml[html_clean]` extra.
+    "lxml>=5,<7",
+    "lxml_html_clean>=0.1,<1",
+    "urllib3>=2,<3",
+    "idna>=3,<4",
+    "certifi>=2023.7",
+    "numpy>=1.26,<3",
     "google-cloud-storage>=2.10,<4",
     # CLD3 language identification: cld3-py ships wheels that install the `gcld3` module;
     # upstream `gcld3` needs protoc to build from source.
