@@ -131,6 +131,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         beam_args = split_beam_args(extra, _subparser(parser, args.command))
+        if hasattr(args, "out_positional"):
+            from openmsd_build.core.inputs import resolve_out
+
+            resolve_out(args)
         module = _module(COMMANDS[args.command][0])
         # Hand the Beam flags to Beam's FileSystems before any command touches a path, so
         # `gs://` inputs and outputs work for every command, pipelines or not.

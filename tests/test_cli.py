@@ -89,3 +89,25 @@ def test_split_seed_default_is_one_default() -> None:
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["--version"]) == 0
     assert capsys.readouterr().out.startswith("openmsd-build ")
+
+
+def test_out_flag_for_report_and_release(tmp_path) -> None:
+    """`--out` works for every command; OUT positional and --out must agree."""
+    from openmsd_build.core.inputs import resolve_out
+
+    args, _ = _parsed("report", ["--out", str(tmp_path)])
+    resolve_out(args)
+    assert args.out == str(tmp_path)
+    args, _ = _parsed("release", [str(tmp_path)])
+    resolve_out(args)
+    assert args.out == str(tmp_path)
+    args, _ = _parsed("release", [str(tmp_path), "--out", str(tmp_path / "other")])
+    with pytest.raises(UserError, match="two output roots"):
+        resolve_out(args)
+
+
+def test_release_manifest_has_no_local_paths() -> None:
+    from openmsd_build.release.command import _public_path
+
+    assert _public_path("/home/me/snapshots/unpaywall.jsonl.gz") == "unpaywall.jsonl.gz"
+    assert _public_path("gs://bucket/crossref/*.json.gz") == "gs://bucket/crossref/*.json.gz"

@@ -44,3 +44,23 @@ def expand_input_files(patterns: Sequence[str], what: str = "input") -> list[str
             pattern = os.path.join(pattern, "*")
         expanded.append(pattern)
     return [path for path, _ in expand_globs(expanded, what)]
+
+
+def add_out_argument(parser, help_text: str) -> None:
+    """`OUT` as a positional or as `--out OUT` (every command takes `--out`; the positional
+    form stays for commands that always had it). `resolve_out` merges the two."""
+    parser.add_argument("out_positional", nargs="?", metavar="OUT", help=help_text)
+    parser.add_argument("--out", dest="out", default=None, help=help_text)
+
+
+def resolve_out(args) -> None:
+    """Set `args.out` from `--out` or the positional OUT; a `UserError` when neither or two
+    different roots are given."""
+    from openmsd_build.core.errors import UserError
+
+    positional = getattr(args, "out_positional", None)
+    if args.out and positional and args.out != positional:
+        raise UserError(f"two output roots given: {positional} and --out {args.out}")
+    args.out = args.out or positional
+    if not args.out:
+        raise UserError("the output root is required (OUT or --out OUT)")

@@ -27,7 +27,6 @@ import argparse
 import json
 import logging
 import os
-import sys
 
 import numpy as np
 import pyarrow as pa
@@ -285,6 +284,21 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         args.out, args.dest, splits, relations, mixes, trainer_splits,
         args.negatives_per_positive, args.max_bridge_degree, beir=not args.no_beir,
     )
-    json.dump({k: summary[k] for k in ("retrieval", "trainer")}, sys.stdout, indent=1, sort_keys=True)
-    print(f"\nexport: {summary['dest']} ({len(summary['configs'])} configs; card README.md)")
+    for part in ("retrieval", "trainer"):
+        print(f"{part}: " + ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}"
+                                      for k, v in _flatten(summary[part]).items()))
+    print(f"export: {summary['dest']} ({len(summary['configs'])} configs; card README.md; "
+          f"every count in export.json)")
     return 0
+
+
+def _flatten(tree: dict, prefix: str = "") -> dict:
+    """`{"idt": {"cc": {"queries": 5}}}` -> `{"idt/cc/queries": 5}` (the printed summary)."""
+    flat: dict = {}
+    for key, value in sorted(tree.items()):
+        name = f"{prefix}/{key}" if prefix else str(key)
+        if isinstance(value, dict):
+            flat.update(_flatten(value, name))
+        else:
+            flat[name] = value
+    return flat

@@ -32,6 +32,7 @@ import openmsd_build
 from openmsd_build.core import layout, parquet_io
 from openmsd_build.core.beam_io import WriteCounts
 from openmsd_build.core.errors import UserError
+from openmsd_build.core.inputs import add_out_argument
 from openmsd_build.core.runner import pipeline_options
 from openmsd_build.release.beam import SPLIT_FOLDERS, FileChecksum, ShardTable, WriteIdsShard, seed_side
 from openmsd_build.release.schema import FORMAT, NO_SPLIT
@@ -54,7 +55,7 @@ SUMS = "SHA256SUMS"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("out", help="output root of a finished build (local folder or gs://...)")
+    add_out_argument(parser, "output root of a finished build (local folder or gs://...)")
     parser.add_argument("--to", default=None, help="release folder (default OUT/release)")
     parser.add_argument("--allow-partial", action="store_true",
                         help="release a build whose split stage has not run (every document gets split=none)")
@@ -73,6 +74,12 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
         + f" -> {release}/{MANIFEST}"
     )
     return manifest
+
+
+def _public_path(path: str) -> str:
+    """What a published manifest may say of a path: a remote URI as it is, a local path by
+    its file name only (a release must not leak the builder's folders)."""
+    return path if "://" in path else os.path.basename(path.rstrip("/")) or path
 
 
 def _abs(path: str) -> str:
@@ -177,7 +184,7 @@ def write_release(
         "openmsd_build_version": openmsd_build.__version__,
         "created_at": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "build": {
-            "out": out,
+            "out": _public_path(out),
             "stages_present": sorted(stages),
             "partial": not split_parts,
             "config": {stage: {k: v for k, v in s.items() if k not in ("counts", "inputs")} for stage, s in stages.items()},
@@ -229,7 +236,7 @@ def _sources(stages: dict) -> dict:
     if inputs:
         files = []
         for item in inputs:
-            entry = dict(item)
+            entry = dict(item, path=_public_path(item["path"]))
             metas = _match(item["path"])
             if metas:
                 entry["bytes_now"] = metas[0].size_in_bytes
@@ -242,12 +249,13 @@ def _sources(stages: dict) -> dict:
         sources["metadata_files"] = "not recorded by this build's papers stage"
     fetch = (stages.get("text") or {}).get("fetch")
     if fetch:
-        sources["text_fetch"] = fetch
+        sources["text_fetch"] = "warc:" + ",".join(_public_path(p) for p in fetch[5:].split(",")) if (
+            fetch.startswith("warc:")) else fetch
         if fetch.startswith("warc:"):
             warcs = []
             for pattern in fetch[len("warc:") :].split(","):
                 for m in _match(pattern):
-                    warcs.append({"path": m.path, "bytes": m.size_in_bytes})
+                    warcs.append({"path": _public_path(m.path), "bytes": m.size_in_bytes})
             sources["warc_files"] = warcs
     citations = (stages.get("citations") or {}).get("counts", {})
     if citations:

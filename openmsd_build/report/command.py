@@ -16,6 +16,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from openmsd_build.core import layout
 from openmsd_build.core.errors import UserError
+from openmsd_build.core.inputs import add_out_argument
 from openmsd_build.core.parquet_io import join_path
 from openmsd_build.report import render
 from openmsd_build.report.stats import compute_stats
@@ -36,7 +37,7 @@ def default_rate_per_host() -> float | None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("out", help="output root of a build (local folder or gs://...)")
+    add_out_argument(parser, "output root of a build (local folder or gs://...)")
     parser.add_argument(
         "--top", type=int, default=DEFAULT_TOP, help="languages, categories and hosts shown (default 20)"
     )
