@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 
 from openmsd_build.core.errors import UserError
-from openmsd_build.core.stages import STAGES
+from openmsd_build.core.stages import STAGE_NAMES, STAGES
 
 # subcommand -> (module, one-line help). Modules are imported lazily so `--help` is fast.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -141,7 +141,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         from openmsd_build.core.runner import pipeline_options
 
         pipeline_options(beam_args)
-        result = module.run(args, beam_args)
+        if args.command in STAGE_NAMES:
+            from openmsd_build.core import resources
+
+            with resources.measured() as figures:
+                result = module.run(args, beam_args)
+            resources.record(args.out, args.command, figures)
+        else:
+            result = module.run(args, beam_args)
     except UserError as exc:
         print(f"openmsd-build {args.command}: error: {exc}", file=sys.stderr)
         return 2

@@ -247,6 +247,11 @@ def _funnel(stats: dict) -> list[Block]:
     res = [Block("h2", "Funnel — from records read to pairs-ready papers")]
     rows = [[s["label"], s["key"], fmt_int(s["count"])] for s in stats["funnel"]]
     res.append(Block("table", headers=["step", "key", "count"], rows=rows))
+    if stats.get("stage_resources"):
+        res.append(Block("h3", "Stage time and memory (_stats/*.json resources)"))
+        rows = [[stage, f"{r.get('wall_s', 0):.1f}", f"{r.get('cpu_s', 0):.1f}", f"{r.get('peak_rss_mb', 0):.0f}"]
+                for stage, r in stats["stage_resources"].items()]
+        res.append(Block("table", headers=["stage", "wall s", "CPU s", "peak RSS MB"], rows=rows))
     res.append(Block("h3", "Stage counts (_stats/*.json)"))
     if not stats["stage_counts"]:
         res.append(Block("p", "No _stats/*.json files."))

@@ -403,6 +403,14 @@ def stage_counts(out: str) -> dict[str, dict[str, int]]:
     return result
 
 
+def stage_resources(out: str) -> dict[str, dict]:
+    """Each stage's `resources` (wall s, CPU s, peak RSS MB) from `_stats/<stage>.json`."""
+    paths = match_paths(join_path(out, "_stats", "*.json"))
+    order = {stage: i for i, stage in enumerate(layout.STAGES)}
+    paths.sort(key=lambda p: (order.get(_stem(p), len(order)), _stem(p)))
+    return {_stem(p): r for p in paths if (r := read_json(p).get("resources"))}
+
+
 def rejects_section(out: str) -> dict[str, dict]:
     """Rejected records per stage folder (`rejects/<stage>/`) and reason."""
     # Stage names are the folders that hold part files (a local glob of folders alone
@@ -503,6 +511,7 @@ def compute_stats(out: str, top: int = 20, rate_per_host: float | None = 1.0) ->
         "fetch": fetch_section(out, top, hosts),
         "queue": queue_section(out, top, rate_per_host, hosts),
         "stage_counts": stage_counts(out),
+        "stage_resources": stage_resources(out),
         "rejects": rejects_section(out),
         "evaluation": evaluation_section(out),
     }

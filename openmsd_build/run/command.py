@@ -11,9 +11,8 @@ import argparse
 import importlib
 import json
 import os
-import time
 
-from openmsd_build.core import layout
+from openmsd_build.core import layout, resources
 from openmsd_build.core.errors import UserError
 from openmsd_build.core.stages import STAGES
 from openmsd_build.papers.sources.registry import SOURCES, add_source_arguments, source_argv, source_globs
@@ -124,15 +123,19 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
     if first > last:
         raise UserError(f"--from-stage {args.from_stage} comes after --to-stage {args.to_stage}")
     results: dict[str, dict] = {}
+    timings: dict[str, dict] = {}
     for stage, module_name in STAGE_MODULES[first : last + 1]:
         module = importlib.import_module(module_name)
         parser = argparse.ArgumentParser(prog=f"openmsd-build {stage}")
         module.add_arguments(parser)
         stage_args = parser.parse_args(stage_argv(stage, args))
         print(f"== {stage}", flush=True)
-        started = time.time()
-        results[stage] = module.run(stage_args, beam_args) or {}
-        print(f"   {stage} took {time.time() - started:.1f} s", flush=True)
+        with resources.measured() as figures:
+            results[stage] = module.run(stage_args, beam_args) or {}
+        resources.record(args.out, stage, figures)
+        timings[stage] = figures
+        print(f"   {stage} took {figures['wall_s']:.1f} s (cpu {figures['cpu_s']:.1f} s, "
+              f"peak {figures['peak_rss_mb']:.0f} MB)", flush=True)
     if not args.no_report:
         from openmsd_build.evaluate.command import run_bm25_baseline
         from openmsd_build.report.command import build_report, headline_table
@@ -143,6 +146,8 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
                 print(f"   {split}: {bm25_line(result)}")
         stats = build_report(args.out)
         print(headline_table(stats))
+    print(resources.timing_table(timings))
+    if not args.no_report:
         print(f"outputs: {args.out}/  report: {layout.report_dir(args.out)}/report.html")
     return results
 
