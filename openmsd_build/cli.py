@@ -152,6 +152,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as exc:
         print(f"openmsd-build {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"openmsd-build {args.command}: interrupted; the previous outputs are intact, "
+              "and a re-run resumes (fetched pages are kept in OUT/warc/)", file=sys.stderr)
+        return 130
     return int(result) if isinstance(result, int) else 0
 
 

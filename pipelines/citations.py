@@ -32,8 +32,12 @@ from openmsd_build.core.inputs import expand_input_files
 from openmsd_build.schemas import CITATIONS
 
 
-def build(pipeline, out: str, opencitations: list[str], meta: list[str] | None, shards: int):
-    """Wire the stage into `pipeline`; returns nothing (sinks only)."""
+def build(pipeline, out: str, opencitations: list[str], meta: list[str] | None, shards: int,
+          dest: str | None = None):
+    """Wire the stage into `pipeline`; returns nothing (sinks only). `documents/` is read
+    from `out`; citations/, rejects and stats are written under `dest` (the staging root,
+    default `out`)."""
+    dest = dest or out
     files = expand_input_files(opencitations)
     meta_files = expand_input_files(meta) if meta else []
     parsed = (
@@ -91,13 +95,13 @@ def build(pipeline, out: str, opencitations: list[str], meta: list[str] | None, 
         counts.append(joined[COUNTS_TAG])
         current = joined.edges
     _ = current | "WriteCitations" >> WriteParquetShards(
-        layout.citations_dir(out), CITATIONS, shards, sort_by=("citing_doi", "cited_doi")
+        layout.citations_dir(dest), CITATIONS, shards, sort_by=("citing_doi", "cited_doi")
     )
     _ = tuple(rejects) | "AllRejects" >> beam.Flatten() | "WriteRejects" >> WriteRejects(
-        layout.rejects_dir(out, STAGE)
+        layout.rejects_dir(dest, STAGE)
     )
     _ = (
         tuple(counts)
         | "AllCounts" >> beam.Flatten()
-        | "WriteCounts" >> WriteCounts(layout.stats_path(out, STAGE), extra={"stage": STAGE})
+        | "WriteCounts" >> WriteCounts(layout.stats_path(dest, STAGE), extra={"stage": STAGE})
     )

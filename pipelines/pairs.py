@@ -29,7 +29,11 @@ from openmsd_build.pairs.beam import (
 )
 
 
-def build(pipeline, out: str, shards: int, max_degree: int, negatives: int = 0, mixes: Sequence[str] = ()) -> None:
+def build(pipeline, out: str, shards: int, max_degree: int, negatives: int = 0, mixes: Sequence[str] = (),
+          dest: str | None = None) -> None:
+    """Wire the stage into `pipeline`: reads splits/ and citations/ from `out`, writes
+    pairs/, negatives/ and stats under `dest` (the staging root, default `out`)."""
+    dest = dest or out
     splits = read_parts(pipeline, layout.splits_dir(out), ["doi", "paper_id", "split", "language"], "Splits")
     lookup = splits | "Lookups" >> beam.ParDo(Lookups(shards)).with_output_types(Any).with_outputs(NAMES, main=ATTRS)
     attrs, names = lookup[ATTRS], lookup[NAMES]
@@ -52,17 +56,17 @@ def build(pipeline, out: str, shards: int, max_degree: int, negatives: int = 0, 
         totals = p1.mix_n | "MixTotals" >> beam.CombineGlobally(merge_counts)
         side["totals"] = beam.pvalue.AsSingleton(totals)
     p2 = grouped((names, p1.pairs), "P2") | "HighNamesAndWrite" >> beam.ParDo(
-        HighNamesAndWrite(out, shards, mixes), **side).with_output_types(Any).with_outputs(COUNTS_TAG, main="none")
+        HighNamesAndWrite(dest, shards, mixes), **side).with_output_types(Any).with_outputs(COUNTS_TAG, main="none")
     counts += [p1[COUNTS_TAG], p2[COUNTS_TAG]]
     if negatives:
         current = (names, e3.cand, e2.anchor)
         for step in ("a", "b", "c"):
             done = grouped(current, f"N{step}") | f"Negatives{step}" >> beam.ParDo(
-                NegativeNames(step, out, shards, negatives)).with_output_types(Any).with_outputs(COUNTS_TAG, main="cand")
+                NegativeNames(step, dest, shards, negatives)).with_output_types(Any).with_outputs(COUNTS_TAG, main="cand")
             counts.append(done[COUNTS_TAG])
             current = (names, done.cand)
     _ = (
         tuple(counts)
         | "AllCounts" >> beam.Flatten()
-        | "WriteCounts" >> WriteCounts(layout.stats_path(out, STAGE), extra={"stage": STAGE})
+        | "WriteCounts" >> WriteCounts(layout.stats_path(dest, STAGE), extra={"stage": STAGE})
     )

@@ -16,7 +16,8 @@ from openmsd_build.papers.beam import MergeAndWriteShard, ReadSourceFile
 
 def build(p, out: str, files: list[tuple[str, str]], num_shards: int, input_files: list[dict]) -> None:
     """Add the stage to pipeline `p`: `files` are `(source, path)`; `input_files` is recorded
-    in `_stats/papers.json`."""
+    in `_stats/papers.json`. The stage reads nothing from the build, so `out` is only where
+    it writes: the command passes its staging root (`core.staging`), swapped in on success."""
     papers_dir = layout.papers_dir(out)
     parsed = (
         p

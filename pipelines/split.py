@@ -24,7 +24,10 @@ from openmsd_build.split.beam import (
 )
 
 
-def build(pipeline, out: str, config: SplitConfig, shards: int) -> None:
+def build(pipeline, out: str, config: SplitConfig, shards: int, dest: str | None = None) -> None:
+    """Wire the stage into `pipeline`: reads citations/ and documents/ from `out`, writes
+    splits/ and stats under `dest` (the staging root, default `out`)."""
+    dest = dest or out
     citations = read_parts(pipeline, layout.citations_dir(out), ["citing_doi", "cited_doi"], "Citations")
     linked = citations | "LinkedDois" >> beam.ParDo(LinkedDois(shards)).with_outputs(COUNTS_TAG, main="keyed")
     docs = read_parts(
@@ -58,9 +61,9 @@ def build(pipeline, out: str, config: SplitConfig, shards: int) -> None:
         | "Assign" >> beam.ParDo(Assign(config, shards)).with_outputs(COUNTS_TAG, main="splits")
     )
     counts.append(assigned[COUNTS_TAG])
-    _ = assigned.splits | "WriteSplits" >> WriteParquetShards(layout.splits_dir(out), SPLITS, shards, sort_by=("doi",))
+    _ = assigned.splits | "WriteSplits" >> WriteParquetShards(layout.splits_dir(dest), SPLITS, shards, sort_by=("doi",))
     _ = (
         tuple(counts)
         | "AllCounts" >> beam.Flatten()
-        | "WriteCounts" >> WriteCounts(layout.stats_path(out, STAGE), extra={"stage": STAGE, "config": asdict(config)})
+        | "WriteCounts" >> WriteCounts(layout.stats_path(dest, STAGE), extra={"stage": STAGE, "config": asdict(config)})
     )

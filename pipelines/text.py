@@ -42,10 +42,14 @@ def build(
     host_shards: int = 4,
     extract_timeout: float = 60.0,
     follow: bool = True,
+    dest: str | None = None,
 ) -> None:
     """Add the stage to pipeline `p` (`fetch` is none | http | warc:GLOB; `resume` the WARC
-    files of an earlier fetch into `out`)."""
-    docs_dir, fetch_dir, warc_dir = layout.documents_dir(out), layout.fetch_dir(out), layout.warc_dir(out)
+    files of an earlier fetch into `out`). `papers/` is read from `out`; documents/, fetch/,
+    rejects and stats are written under `dest` (the staging root, default `out`); new WARC
+    files go to `out`'s own `warc/`, the append-only resume store that is never staged."""
+    dest = dest or out
+    docs_dir, fetch_dir, warc_dir = layout.documents_dir(dest), layout.fetch_dir(dest), layout.warc_dir(out)
     columns = list(META_FIELDS) + (["urls"] if fetch != "none" else [])
     papers = p | "ReadPapers" >> beam.io.ReadFromParquetBatched(
         parquet_io.join_path(layout.papers_dir(out), "*.parquet"), columns=columns)
@@ -97,8 +101,8 @@ def build(
     _ = doc_shards | "WriteDocuments" >> WriteParquetShards(docs_dir, DOCUMENTS, num_shards, sort_by=("doi",))
     if rejects:
         _ = tuple(rejects) | "AllRejects" >> beam.Flatten() | "WriteRejects" >> WriteRejects(
-            layout.rejects_dir(out, "text"))
+            layout.rejects_dir(dest, "text"))
     _ = (
         tuple(counts) | "AllCounts" >> beam.Flatten()
-        | "WriteCounts" >> WriteCounts(layout.stats_path(out, "text"), {"stage": "text", "fetch": fetch})
+        | "WriteCounts" >> WriteCounts(layout.stats_path(dest, "text"), {"stage": "text", "fetch": fetch})
     )

@@ -37,9 +37,9 @@ from openmsd_build.citations.beam import (
     DEFAULT_SHARDS,
     STAGE,
 )
-from openmsd_build.core import layout, parquet_io
 from openmsd_build.core.errors import UserError
 from openmsd_build.core.runner import pipeline_options
+from openmsd_build.core.staging import stage_outputs
 from openmsd_build.core.stats import read_stage_counts
 from openmsd_build.pipelines.citations import build
 
@@ -54,10 +54,9 @@ def run_citations(
     """Run the stage and return its counts (also in `_stats/citations.json`)."""
     if shards < 1:
         raise UserError("--shards must be >= 1")
-    parquet_io.clear_directory(layout.citations_dir(out))
-    parquet_io.clear_directory(layout.rejects_dir(out, STAGE))
-    with beam.Pipeline(options=pipeline_options(beam_args)) as pipeline:
-        build(pipeline, out, opencitations, meta, shards)
+    options = pipeline_options(beam_args)
+    with stage_outputs(out, STAGE) as dest, beam.Pipeline(options=options) as pipeline:
+        build(pipeline, out, opencitations, meta, shards, dest=dest)
     return read_stage_counts(out, STAGE)
 
 

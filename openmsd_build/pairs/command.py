@@ -45,6 +45,7 @@ from apache_beam.io.filesystems import FileSystems
 from openmsd_build.core import layout, parquet_io
 from openmsd_build.core.errors import UserError
 from openmsd_build.core.runner import pipeline_options
+from openmsd_build.core.staging import stage_outputs
 from openmsd_build.core.stats import read_stage_counts
 from openmsd_build.pairs import relations as pg
 from openmsd_build.pairs.beam import (
@@ -83,12 +84,13 @@ def run_pairs(
             pg.mix_relations(name)
         except ValueError as exc:
             raise UserError(str(exc)) from exc
-    # Stale optional outputs of an earlier run must not survive a run without the flag.
-    for directory, _ in output_dirs(out, 1, pg.MIX_NAMES + tuple(mixes)):
-        parquet_io.clear_directory(directory)
-    with beam.Pipeline(options=pipeline_options(beam_args)) as pipeline:
-        build(pipeline, out, shards, max_degree, negatives, tuple(mixes))
-    _fill_missing_parts(out, shards, negatives, mixes)
+    options = pipeline_options(beam_args)
+    # Written under a temporary root and swapped in whole: pairs/ and negatives/ of an
+    # earlier run (stale optional outputs included) are replaced, or kept if this run fails.
+    with stage_outputs(out, STAGE) as dest:
+        with beam.Pipeline(options=options) as pipeline:
+            build(pipeline, out, shards, max_degree, negatives, tuple(mixes), dest=dest)
+        _fill_missing_parts(dest, shards, negatives, mixes)
     return read_stage_counts(out, STAGE)
 
 

@@ -12,10 +12,10 @@ from collections.abc import Mapping, Sequence
 
 import apache_beam as beam
 
-from openmsd_build.core import layout, parquet_io
 from openmsd_build.core.errors import UserError
 from openmsd_build.core.inputs import default_shards, expand_globs
 from openmsd_build.core.runner import pipeline_options
+from openmsd_build.core.staging import stage_outputs
 from openmsd_build.core.stats import read_stage_counts
 from openmsd_build.papers.sources.registry import SOURCE_NAMES, SOURCES, add_source_arguments, source_globs
 from openmsd_build.pipelines.papers import build
@@ -60,13 +60,11 @@ def run_papers(
     # The snapshot files read, recorded in `_stats/papers.json` (the release's source versions).
     input_files = [{"source": s, "path": f, "bytes": sizes[f]} for s, f in sorted(set(files))]
     num_shards = shards or default_shards(total_bytes)
-    papers_dir = layout.papers_dir(out)
-    parquet_io.clear_directory(papers_dir)
-    parquet_io.clear_directory(layout.rejects_dir(out, "papers"))
 
     started = time.time()
-    with beam.Pipeline(options=options) as p:
-        build(p, out, sorted(set(files)), num_shards, input_files)
+    # written under a temporary root, swapped into OUT only when the whole run succeeded
+    with stage_outputs(out, "papers") as dest, beam.Pipeline(options=options) as p:
+        build(p, dest, sorted(set(files)), num_shards, input_files)
     counts = read_stage_counts(out, "papers")
     counts["seconds"] = round(time.time() - started, 2)
     return counts

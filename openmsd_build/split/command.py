@@ -23,9 +23,9 @@ from collections.abc import Sequence
 
 import apache_beam as beam
 
-from openmsd_build.core import layout, parquet_io
 from openmsd_build.core.errors import UserError
 from openmsd_build.core.runner import pipeline_options
+from openmsd_build.core.staging import stage_outputs
 from openmsd_build.core.stats import read_stage_counts
 from openmsd_build.pipelines.split import build
 from openmsd_build.split.assign import SplitConfig
@@ -45,9 +45,9 @@ def run_split(
     config = config or SplitConfig()
     if not 0 <= config.idt_fraction < 1 or not 0 <= config.odt_fraction < 1 or config.top_k < 1 or shards < 1:
         raise UserError("need 0 <= --idt-fraction, --odt-fraction < 1, --top-k >= 1, --shards >= 1")
-    parquet_io.clear_directory(layout.splits_dir(out))
-    with beam.Pipeline(options=pipeline_options(beam_args)) as pipeline:
-        build(pipeline, out, config, shards)
+    options = pipeline_options(beam_args)
+    with stage_outputs(out, STAGE) as dest, beam.Pipeline(options=options) as pipeline:
+        build(pipeline, out, config, shards, dest=dest)
     return read_stage_counts(out, STAGE)
 
 

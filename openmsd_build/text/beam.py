@@ -9,6 +9,8 @@ gets an endless queue.
 
 from __future__ import annotations
 
+import io
+import os
 import uuid
 from collections import Counter
 
@@ -58,6 +60,59 @@ class PlanFetches(beam.DoFn):
         yield beam.pvalue.TaggedOutput(COUNTS_TAG, dict(counts))
 
 
+class WholeRecordFile(io.RawIOBase):
+    """The file a bundle's WARC is written to, committing whole records only.
+
+    warcio writes a record (one gzip member) in many small writes and calls `flush()` once
+    at its end. Here the writes are held in memory and `flush()` appends them to the file in
+    one call, so a Ctrl-C, an exception or a kill in the middle of a record leaves the file
+    ending on a complete record: `warc/` is the resume store, and a truncated last record
+    would replay as a short 200 body on the next run. `close()` drops uncommitted bytes.
+    Local files are appended to (the name is new per bundle); other schemes (`gs://`) are
+    created through Beam's FileSystems and become visible when closed.
+    """
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path
+        self._pending = bytearray()
+        if "://" in path and not path.startswith("file://"):
+            from apache_beam.io.filesystem import CompressionTypes
+            from apache_beam.io.filesystems import FileSystems
+
+            self._out = FileSystems.create(path, mime_type="application/warc",
+                                           compression_type=CompressionTypes.UNCOMPRESSED)
+        else:
+            local = path[len("file://"):] if path.startswith("file://") else path
+            os.makedirs(os.path.dirname(local) or ".", exist_ok=True)
+            self._out = open(local, "ab")  # noqa: SIM115 - closed in close()
+
+    def writable(self) -> bool:
+        """Always writable (until closed)."""
+        return not self.closed
+
+    def write(self, data) -> int:  # type: ignore[override]
+        """Hold the bytes until the record is complete."""
+        self._pending += data
+        return len(data)
+
+    def flush(self) -> None:
+        """A record ended: append it to the file in one write."""
+        if self._pending and not self.closed:
+            self._out.write(bytes(self._pending))
+            self._out.flush()
+            self._pending.clear()
+
+    def close(self) -> None:
+        """Close the file; bytes of an unfinished record are dropped, never written."""
+        if not self.closed:
+            self._pending.clear()
+            try:
+                self._out.close()
+            finally:
+                super().close()
+
+
 class FetchAndExtract(beam.DoFn):
     """`(host_key, [task, ...])` -> extractions `(doi, extraction)`; fetch rows tagged
     FETCH; citation_pdf_url follow-ups tagged FOLLOW; extraction failures tagged REJECTS.
@@ -91,9 +146,10 @@ class FetchAndExtract(beam.DoFn):
             self.archive = None
         self.extractor = IsolatedExtractor(timeout=self.extract_timeout)
         self.writer = None
+        self.warc_file = None
 
     def start_bundle(self):
-        self.writer = None
+        self.finish_bundle()  # a failed bundle may have left its file open
 
     def _writer(self):
         if self.writer is None:
@@ -101,13 +157,16 @@ class FetchAndExtract(beam.DoFn):
 
             # A new file per bundle: a retried bundle never appends to a half-written file.
             path = parquet_io.join_path(self.warc_dir, f"fetch-{uuid.uuid4().hex}.warc.gz")
-            self.writer = WarcWriter(path)
+            self.warc_file = WholeRecordFile(path)
+            self.writer = WarcWriter(self.warc_file, name=path, start_offset=0)
         return self.writer
 
     def finish_bundle(self):
-        if self.writer is not None:
-            self.writer.close()
-            self.writer = None
+        # Close the file, not the WarcWriter: WarcWriter.close() would flush (commit) the
+        # bytes of a record cut short by an interrupt; WholeRecordFile.close drops them.
+        if self.warc_file is not None:
+            self.warc_file.close()
+        self.writer = self.warc_file = None
 
     def teardown(self):
         self.finish_bundle()
@@ -135,6 +194,15 @@ class FetchAndExtract(beam.DoFn):
         return result, (where or (None, None))[0], (where or (None, None))[1], None
 
     def process(self, element):
+        try:
+            yield from self._process(element)
+        except BaseException:
+            # Ctrl-C or an error mid-element: close the WARC file now, dropping a record cut
+            # short, before anything (a garbage-collected wrapper's flush) could commit it.
+            self.finish_bundle()
+            raise
+
+    def _process(self, element):
         _, tasks = element
         counts: Counter = Counter()
         done: dict[str, tuple] = {}

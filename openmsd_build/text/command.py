@@ -14,6 +14,7 @@ import apache_beam as beam
 from openmsd_build.core import layout, parquet_io
 from openmsd_build.core.errors import UserError
 from openmsd_build.core.runner import pipeline_options
+from openmsd_build.core.staging import stage_outputs
 from openmsd_build.core.stats import read_stage_counts
 from openmsd_build.pipelines.text import build
 from openmsd_build.text.fetch.config import FetchConfig
@@ -78,15 +79,15 @@ def run_text(
 
         expand_globs(fetch[len("warc:") :].split(","), "WARC")  # a typo must fail before the run
     num_shards = shards or len(papers_parts)
-    docs_dir, fetch_dir, warc_dir = layout.documents_dir(out), layout.fetch_dir(out), layout.warc_dir(out)
-    for directory in (docs_dir, fetch_dir, layout.rejects_dir(out, "text")):
-        parquet_io.clear_directory(directory)
+    warc_dir = layout.warc_dir(out)
     resume = parquet_io.match_paths(parquet_io.join_path(warc_dir, "*.warc.gz")) if fetch == "http" else []
 
     started = time.time()
-    with beam.Pipeline(options=options) as p:
+    # documents/, fetch/, rejects/text/ and _stats/text.json are written under a temporary
+    # root and swapped in on success; warc/ stays in place (append-only resume store).
+    with stage_outputs(out, "text") as dest, beam.Pipeline(options=options) as p:
         build(p, out, fetch, fetch_config or FetchConfig(), num_shards, resume=resume, cap=cap,
-              host_shards=host_shards, extract_timeout=extract_timeout, follow=follow)
+              host_shards=host_shards, extract_timeout=extract_timeout, follow=follow, dest=dest)
     result = read_stage_counts(out, "text")
     result["seconds"] = round(time.time() - started, 2)
     return result

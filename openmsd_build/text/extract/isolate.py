@@ -21,6 +21,14 @@ parent's `__main__`, which breaks any caller script without an `if __name__ == "
 guard. Start-up (imports) is done before the first document and is not counted against a
 document's time limit.
 
+Stopping (Ctrl-C): the child runs in its own process group (`process_group=0`) and ignores
+SIGINT, so a terminal's Ctrl-C, which goes to the whole foreground group, reaches only the
+parent. The parent then stops at once: an interrupt (or any error) while it waits for an
+answer kills the child, so the next request never reads a stale answer and the shutdown
+does not wait for the document to finish. The child exits by itself when the parent is
+gone: at once on the closed pipe when idle, and within a second through a watchdog thread
+that notices the parent changed (re-parenting) when busy in a long document.
+
 `IsolatedExtractor` holds only its configuration until first use, so it can be constructed in
 a DoFn's `__init__` and pickled; create the process in `setup()` (or let the first `extract`
 do it) and call `close()` in `teardown()`.
@@ -32,6 +40,7 @@ import importlib
 import json
 import logging
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -47,6 +56,7 @@ DEFAULT_MAX_BYTES = 50 * 1024 * 1024
 """50 MB: beyond the largest ordinary paper PDF; bigger files are scans or datasets."""
 DEFAULT_MAX_MEMORY_MB = 3072
 STARTUP_TIMEOUT_S = 120.0
+PARENT_CHECK_S = 0.5
 
 # Reasons reported next to a None result.
 TOO_LARGE = "too_large"
@@ -223,6 +233,7 @@ class IsolatedExtractor:
                 stdin=subprocess.DEVNULL,
                 env=env,
                 close_fds=True,
+                process_group=0,  # out of the terminal's group: Ctrl-C is the parent's to handle
             )
         finally:
             os.close(request_r)
@@ -276,19 +287,26 @@ class IsolatedExtractor:
             assert self._conn is not None and self._answers is not None
             self.stats["documents"] += 1
             try:
-                self._conn.send((kind, data, kwargs))
-                ready = self._answers.poll(self.timeout)
-            except (BrokenPipeError, EOFError, OSError) as exc:
-                return self._crashed(f"{type(exc).__name__} while sending")
-            if not ready:
-                self.stats["killed"] += 1
-                self.last_error = f"no answer within {self.timeout:g} s; worker killed"
+                try:
+                    self._conn.send((kind, data, kwargs))
+                    ready = self._answers.poll(self.timeout)
+                except (BrokenPipeError, EOFError, OSError) as exc:
+                    return self._crashed(f"{type(exc).__name__} while sending")
+                if not ready:
+                    self.stats["killed"] += 1
+                    self.last_error = f"no answer within {self.timeout:g} s; worker killed"
+                    self._discard()
+                    return None, TIMEOUT
+                try:
+                    message = self._answers.recv()
+                except (EOFError, OSError) as exc:
+                    return self._crashed(f"{type(exc).__name__} while receiving")
+            except BaseException:
+                # KeyboardInterrupt (or anything else) mid-request: the child may still answer
+                # this document later, so it cannot serve the next one; kill it now rather
+                # than let the caller's shutdown wait for the document.
                 self._discard()
-                return None, TIMEOUT
-            try:
-                message = self._answers.recv()
-            except (EOFError, OSError) as exc:
-                return self._crashed(f"{type(exc).__name__} while receiving")
+                raise
         if message[0] == "ok":
             return message[1], None
         self.last_error = message[2]
@@ -318,9 +336,22 @@ class IsolatedExtractor:
             self._discard()
 
 
+def _exit_with_parent(parent: int) -> None:
+    """Watchdog thread of the child: exit as soon as the parent is gone (the child was
+    re-parented), even while the main thread is busy in a long document. Only the parent
+    enforces the time limit, so without this a killed parent could leave the child running."""
+    while os.getppid() == parent:
+        time.sleep(PARENT_CHECK_S)
+    os._exit(0)
+
+
 def _child_entry(argv: list[str]) -> None:
     """`python -m openmsd_build.text.extract.isolate REQUEST_FD ANSWER_FD CONFIG_JSON` (started by
     `IsolatedExtractor`, not by hand)."""
+    # Ctrl-C is the parent's: it stops the build and kills this process. A SIGINT here would
+    # only turn the current document into a bogus `crashed` and print a traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True, name="parent-watchdog").start()
     request_fd, answer_fd, config = int(argv[0]), int(argv[1]), json.loads(argv[2])
     _worker_main(
         Connection(request_fd, writable=False),

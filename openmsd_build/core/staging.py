@@ -1,0 +1,286 @@
+"""Atomic replacement of a stage's outputs: a failed, killed or interrupted run never
+destroys the previous good outputs.
+
+A stage used to clear its folders before running, so a crash, a Ctrl-C or a typo in
+`--runner` left the build without the outputs of its last good run. Now every stage runs
+inside `stage_outputs(out, stage)`:
+
+* the stage reads its inputs from the real `OUT` (the previous stages' outputs) and writes
+  everything it owns -- its folders (`stages.Stage.outputs`), `rejects/<stage>/` and
+  `_stats/<stage>.json` -- under a private temporary root `OUT/_tmp/<stage>-<pid>-<ms>/`
+  that mirrors the layout of `OUT`;
+* on success each owned path is swapped in: the old one is renamed aside (into the
+  temporary root's `.old/`), the new one renamed into place, then the old ones deleted.
+  A path the run did not write (no rejects this time, `pairs` without
+  `--hard-negatives`) is removed, as the old "clear first" did, so stale files never
+  survive a good run. `_stats/<stage>.json` is swapped last: it is what says the stage
+  finished. SIGINT / SIGTERM are held during the swap (a few renames) and delivered after
+  it;
+* on failure (any exception, KeyboardInterrupt included) the temporary root is deleted and
+  `OUT` is untouched.
+
+Local paths use `os.rename` (atomic per folder: the temporary root lives under `OUT`, so on
+the same filesystem). Object stores (`gs://`) have no folder rename; there the swap is copy +
+delete through Beam's `FileSystems` (file by file, old files first moved aside), which is
+not atomic but still never deletes the old outputs before the new ones are complete.
+
+A run killed with SIGKILL (or a power loss) cannot clean up: the next run of the same stage
+deletes `_tmp/<stage>-*` roots whose process is gone, and if the kill fell inside the swap
+(old outputs already aside, new not yet in) it first moves the old outputs back. Two runs
+of the same stage into one `OUT` at once are not supported (they were not before either).
+
+Not swapped, on purpose: the text stage's `warc/` archive. It is append-only and is the
+resume store: each bundle writes a new uniquely named WARC file straight into `OUT/warc/`,
+whole records only (see `text.beam.FetchAndExtract`), so an interrupted run's WARC files
+stay and the next `--fetch http` run serves those URLs from them instead of refetching.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import signal
+import threading
+import time
+from collections.abc import Iterator, Sequence
+
+from apache_beam.io.filesystems import FileSystems
+
+from openmsd_build.core.parquet_io import join_path, match_paths
+
+LOG = logging.getLogger(__name__)
+
+TMP_DIR = "_tmp"
+OLD_DIR = ".old"
+
+
+def owned_paths(stage: str, folders: Sequence[str]) -> list[str]:
+    """The paths (relative to OUT) a stage replaces, in swap order: its folders, its
+    rejects, and last its stats file."""
+    return [*folders, os.path.join("rejects", stage), os.path.join("_stats", f"{stage}.json")]
+
+
+def _is_remote(path: str) -> bool:
+    return "://" in path and not path.startswith("file://")
+
+
+def _local(path: str) -> str:
+    return path[len("file://") :] if path.startswith("file://") else path
+
+
+def _rel_join(base: str, rel: str) -> str:
+    return join_path(base, *rel.split(os.sep))
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
+# ---------------------------------------------------------------- filesystem primitives
+
+
+def _exists(path: str) -> bool:
+    if _is_remote(path):
+        return bool(_remote_files(path))
+    return os.path.lexists(_local(path))
+
+
+def _remote_files(path: str) -> list[str]:
+    """Every object at `path` (a file) or under it (a folder)."""
+    found = set(match_paths(path.rstrip("/") + "/**"))
+    if FileSystems.exists(path):
+        found.add(path)
+    return sorted(found)
+
+
+def _delete(path: str) -> None:
+    """Delete a file or a folder tree; nothing there is fine."""
+    if _is_remote(path):
+        files = _remote_files(path)
+        if files:
+            FileSystems.delete(files)
+        return
+    local = _local(path)
+    if os.path.isdir(local) and not os.path.islink(local):
+        shutil.rmtree(local, ignore_errors=True)
+    elif os.path.lexists(local):
+        os.remove(local)
+
+
+def _move(src: str, dst: str) -> None:
+    """Move a file or folder `src` to the (absent) `dst`: one rename locally, copy + delete
+    per object on an object store."""
+    if _is_remote(src):
+        files = _remote_files(src)
+        prefix = src.rstrip("/")
+        targets = [dst.rstrip("/") + f[len(prefix) :] for f in files]
+        if files:
+            FileSystems.rename(files, targets)
+        return
+    local_dst = _local(dst)
+    os.makedirs(os.path.dirname(local_dst), exist_ok=True)
+    os.rename(_local(src), local_dst)
+
+
+def _remove_if_empty(path: str) -> None:
+    if _is_remote(path):
+        return  # object stores have no empty folders
+    with contextlib.suppress(OSError):
+        os.rmdir(_local(path))
+
+
+# ---------------------------------------------------------------- signals during the swap
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM while the swap renames (only the main thread can set
+    handlers); a signal that arrived is delivered right after, so Ctrl-C still stops the
+    command but never leaves half the folders swapped."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def hold(signum: int, frame: object) -> None:
+        received.append(signum)
+
+    for s in previous:
+        signal.signal(s, hold)
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        if received:
+            signal.raise_signal(received[0])
+
+
+# ---------------------------------------------------------------- swap, rollback, recovery
+
+
+def _swap_in(out: str, root: str, paths: Sequence[str]) -> None:
+    """Old paths aside into `root/.old/`, new paths from `root` into `out`, old deleted.
+    On an error in between, what was moved is moved back before the error propagates."""
+    old_root = join_path(root, OLD_DIR)
+    aside: list[str] = []
+    placed: list[str] = []
+    try:
+        for rel in paths:
+            if _exists(_rel_join(out, rel)):
+                _move(_rel_join(out, rel), _rel_join(old_root, rel))
+                aside.append(rel)
+        for rel in paths:
+            if _exists(_rel_join(root, rel)):
+                _move(_rel_join(root, rel), _rel_join(out, rel))
+                placed.append(rel)
+    except BaseException:
+        LOG.error("swapping outputs into %s failed; restoring the previous outputs", out)
+        for rel in placed:
+            _delete(_rel_join(out, rel))
+        for rel in aside:
+            _move(_rel_join(old_root, rel), _rel_join(out, rel))
+        raise
+    _delete(old_root)
+
+
+def _restore_aside(out: str, stale_root: str, paths: Sequence[str]) -> None:
+    """A run killed inside its swap left old outputs in `.old/`: put back any whose place
+    is empty (the new one never arrived), so the build is as it was before that run."""
+    old_root = join_path(stale_root, OLD_DIR)
+    for rel in paths:
+        if _exists(_rel_join(old_root, rel)) and not _exists(_rel_join(out, rel)):
+            LOG.warning("restoring %s left aside by an interrupted swap", rel)
+            _move(_rel_join(old_root, rel), _rel_join(out, rel))
+
+
+def _stale_roots(out: str, stage: str) -> list[str]:
+    tmp = join_path(out, TMP_DIR)
+    prefix = f"{stage}-"
+    if _is_remote(out):
+        names = {p[len(tmp.rstrip("/")) + 1 :].split("/", 1)[0] for p in match_paths(tmp.rstrip("/") + "/**")}
+    else:
+        try:
+            names = set(os.listdir(_local(tmp)))
+        except FileNotFoundError:
+            return []
+    roots = []
+    for name in sorted(names):
+        if not name.startswith(prefix):
+            continue
+        pid = name[len(prefix) :].split("-", 1)[0]
+        if not _is_remote(out) and pid.isdigit() and _pid_alive(int(pid)):
+            continue  # a run of this stage still going (same host)
+        roots.append(join_path(tmp, name))
+    return roots
+
+
+def clean_stale(out: str, stage: str, paths: Sequence[str]) -> None:
+    """Remove what killed earlier runs of `stage` left under `OUT/_tmp/` (restoring old
+    outputs a killed swap had moved aside)."""
+    for root in _stale_roots(out, stage):
+        _restore_aside(out, root, paths)
+        _delete(root)
+    _remove_if_empty(join_path(out, TMP_DIR))
+
+
+def _was_interrupted(exc: BaseException) -> bool:
+    """Beam re-raises a KeyboardInterrupt from inside a DoFn as a RuntimeError whose message
+    starts with `KeyboardInterrupt` (runners.common._reraise_augmented)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, KeyboardInterrupt) or str(current).startswith("KeyboardInterrupt"):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+@contextlib.contextmanager
+def stage_outputs(out: str, stage: str, folders: Sequence[str] | None = None) -> Iterator[str]:
+    """Run a stage's writes against a temporary root and swap them into `out` on success.
+
+    Yields the root the stage must write to (its `dest`); inputs are still read from `out`.
+    `folders` are the stage's output folders relative to `out` (default: the stage
+    registry's `outputs`); `rejects/<stage>/` and `_stats/<stage>.json` are always included.
+    On any exception the temporary root is deleted and `out` is left as it was; an
+    interrupt that Beam wrapped in a RuntimeError is re-raised as KeyboardInterrupt, so the
+    command exits like any interrupted program.
+    """
+    if folders is None:
+        from openmsd_build.core.stages import stage as registry_stage
+
+        folders = registry_stage(stage).outputs
+    paths = owned_paths(stage, folders)
+    clean_stale(out, stage, paths)
+    root = join_path(out, TMP_DIR, f"{stage}-{os.getpid()}-{time.time_ns() // 1_000_000}")
+    if not _is_remote(root):
+        os.makedirs(_local(root), exist_ok=True)
+    try:
+        yield root
+    except BaseException as exc:
+        with _signals_held():
+            _delete(root)
+            _remove_if_empty(join_path(out, TMP_DIR))
+        if not isinstance(exc, KeyboardInterrupt) and _was_interrupted(exc):
+            raise KeyboardInterrupt(f"{stage} interrupted; previous outputs kept") from exc
+        raise
+    with _signals_held():
+        try:
+            _swap_in(out, root, paths)
+        finally:
+            _delete(root)
+            _remove_if_empty(join_path(out, TMP_DIR))
+
