@@ -147,6 +147,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             with resources.measured() as figures:
                 result = module.run(args, beam_args)
             resources.record(args.out, args.command, figures)
+            from openmsd_build.core.stages import record_provenance
+
+            record_provenance(args.out, args.command)
         else:
             result = module.run(args, beam_args)
     except UserError as exc:

@@ -53,3 +53,81 @@ def downstream(name: str) -> tuple[str, ...]:
         if any(u in found for u in s.upstream):
             found.add(s.name)
     return tuple(s.name for s in STAGES if s.name in found and s.name != name)
+
+
+# --------------------------------------------------------------------------- provenance
+
+DERIVED_FOLDERS = ("evaluation", "export", "release", "report")  # built from a whole build
+
+
+def _read_stats(out: str, name: str) -> dict | None:
+    from openmsd_build.core import layout
+    from openmsd_build.core.stats import read_json
+
+    path = layout.stats_path(out, name)
+    try:
+        return read_json(path)
+    except Exception:  # noqa: BLE001 - a missing or unreadable file is "not built"
+        return None
+
+
+def fingerprint(stats: dict) -> str:
+    """A stage's identity: a hash of its `_stats` (counts, inputs, options, its own
+    provenance), leaving out the timing figures that differ between identical runs."""
+    import hashlib
+    import json
+
+    kept = {k: v for k, v in stats.items() if k not in ("resources",)}
+    return hashlib.sha1(json.dumps(kept, sort_keys=True, default=str).encode("utf-8")).hexdigest()
+
+
+def record_provenance(out: str, name: str) -> None:
+    """Write `built_from` (each upstream stage's fingerprint at the time `name` ran) into
+    `_stats/<name>.json`, so a later look can tell whether an upstream was rebuilt since."""
+    import json
+
+    from apache_beam.io.filesystems import FileSystems
+
+    from openmsd_build.core import layout
+
+    stats = _read_stats(out, name)
+    if stats is None:
+        return
+    stats["built_from"] = {u: fingerprint(s) for u in stage(name).upstream if (s := _read_stats(out, u)) is not None}
+    with FileSystems.create(layout.stats_path(out, name)) as f:
+        f.write(json.dumps(stats, indent=2, sort_keys=True).encode("utf-8"))
+
+
+def stale_stages(out: str) -> dict[str, str]:
+    """Stages whose outputs no longer match their inputs: an upstream stage was rebuilt (or
+    removed) after they ran, directly or through another stale stage. Stage -> reason.
+    A stage without `built_from` (a build from before provenance was recorded) is not judged."""
+    stale: dict[str, str] = {}
+    for s in STAGES:
+        stats = _read_stats(out, s.name)
+        if stats is None or "built_from" not in stats:
+            continue
+        recorded = stats["built_from"]
+        for u in s.upstream:
+            if u in stale:
+                stale[s.name] = f"upstream {u} is stale"
+                break
+            current = _read_stats(out, u)
+            if current is None:
+                stale[s.name] = f"upstream {u} has no outputs"
+                break
+            if recorded.get(u) != fingerprint(current):
+                stale[s.name] = f"upstream {u} was rebuilt after {s.name} ran"
+                break
+    return stale
+
+
+def require_fresh(out: str, what: str) -> None:
+    """A `UserError` when any stage of `out` is stale (release and export use it)."""
+    from openmsd_build.core.errors import UserError
+
+    stale = stale_stages(out)
+    if stale:
+        detail = "; ".join(f"{k}: {v}" for k, v in stale.items())
+        raise UserError(f"{what} refused: stale stages ({detail}); re-run them, e.g. "
+                        f"`openmsd-build run ... --from-stage {next(iter(stale))}`")

@@ -35,6 +35,7 @@ from apache_beam.io.filesystems import FileSystems
 from openmsd_build.core import layout
 from openmsd_build.core.errors import UserError
 from openmsd_build.core.parquet_io import join_path, write_table
+from openmsd_build.core.stages import require_fresh
 from openmsd_build.evaluate import tasks
 from openmsd_build.export import hf_dataset, trainer
 
@@ -162,6 +163,7 @@ def export_build(
     detect=None,
 ) -> dict:
     """Write the whole export (see the module docstring) and return its counts."""
+    require_fresh(out, "export")
     dest = dest or join_path(out, "export")
     configs: list[hf_dataset.Config] = []
     skipped: list[str] = []

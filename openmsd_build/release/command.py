@@ -34,6 +34,7 @@ from openmsd_build.core.beam_io import WriteCounts
 from openmsd_build.core.errors import UserError
 from openmsd_build.core.inputs import add_out_argument
 from openmsd_build.core.runner import pipeline_options
+from openmsd_build.core.stages import require_fresh
 from openmsd_build.release.beam import SPLIT_FOLDERS, FileChecksum, ShardTable, WriteIdsShard, seed_side
 from openmsd_build.release.schema import FORMAT, NO_SPLIT
 from openmsd_build.schemas import DOCUMENTS
@@ -123,6 +124,7 @@ def write_release(
     """Write the id-only release of build `out` to `release`; returns the manifest."""
     options = pipeline_options(beam_args)
     out, release = _abs(out), _abs(release)
+    require_fresh(out, "release")
     doc_parts = parquet_io.list_parts(layout.documents_dir(out))
     if not doc_parts:
         raise UserError(f"no documents under {layout.documents_dir(out)}: run the build (at least `text`) first")

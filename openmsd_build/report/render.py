@@ -123,6 +123,8 @@ def blocks(stats: dict, pngs: dict[str, bytes]) -> list[Block]:
     out: list[Block] = [Block("h1", "OpenMSD build report"), Block("p", f"Output root: {stats['out']}")]
     built = ", ".join(f"{k}: {'yes' if v else 'no'}" for k, v in stats["built"].items())
     out.append(Block("p", f"Built parts — {built}."))
+    for stage, why in (stats.get("stale") or {}).items():
+        out.append(Block("p", f"STALE: {stage} — {why}; its numbers below describe older inputs. Re-run it."))
     out += _table1(stats)
     out += _figures(stats, pngs)
     out += _table2(stats)

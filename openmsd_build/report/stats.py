@@ -33,6 +33,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from openmsd_build.core import layout
 from openmsd_build.core.parquet_io import join_path, list_parts, match_paths
+from openmsd_build.core.stages import stale_stages
 from openmsd_build.core.stats import read_json
 from openmsd_build.schemas import tables
 
@@ -502,6 +503,7 @@ def compute_stats(out: str, top: int = 20, rate_per_host: float | None = 1.0) ->
     stats: dict = {
         "schema_version": SCHEMA_VERSION,
         "out": out,
+        "stale": stale_stages(out),
         "options": {"top": top, "rate_per_host": rate_per_host},
         "papers": papers_section(out),
         "documents": docs,

@@ -12,9 +12,11 @@ import importlib
 import json
 import os
 
-from openmsd_build.core import layout, resources
+from apache_beam.io.filesystems import FileSystems
+
+from openmsd_build.core import layout, parquet_io, resources
 from openmsd_build.core.errors import UserError
-from openmsd_build.core.stages import STAGES
+from openmsd_build.core.stages import DERIVED_FOLDERS, STAGES, record_provenance, stale_stages
 from openmsd_build.papers.sources.registry import SOURCES, add_source_arguments, source_argv, source_globs
 
 # (stage, module) in build order, from the stage registry.
@@ -122,6 +124,12 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
     first, last = names.index(args.from_stage), names.index(args.to_stage)
     if first > last:
         raise UserError(f"--from-stage {args.from_stage} comes after --to-stage {args.to_stage}")
+    # evaluation/, export/ and release/ describe a whole build: a run that rebuilds any stage
+    # removes them rather than leave a report to show numbers of an earlier build.
+    for folder in DERIVED_FOLDERS:
+        path = parquet_io.join_path(args.out, folder)
+        if FileSystems.exists(path):
+            FileSystems.delete([path])
     results: dict[str, dict] = {}
     timings: dict[str, dict] = {}
     for stage, module_name in STAGE_MODULES[first : last + 1]:
@@ -133,6 +141,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
         with resources.measured() as figures:
             results[stage] = module.run(stage_args, beam_args) or {}
         resources.record(args.out, stage, figures)
+        record_provenance(args.out, stage)
         timings[stage] = figures
         print(f"   {stage} took {figures['wall_s']:.1f} s (cpu {figures['cpu_s']:.1f} s, "
               f"peak {figures['peak_rss_mb']:.0f} MB)", flush=True)
@@ -147,6 +156,8 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
         stats = build_report(args.out)
         print(headline_table(stats))
     print(resources.timing_table(timings))
+    for stage, why in stale_stages(args.out).items():
+        print(f"warning: {stage} is stale ({why}); re-run with --from-stage {stage}")
     if not args.no_report:
         print(f"outputs: {args.out}/  report: {layout.report_dir(args.out)}/report.html")
     return results

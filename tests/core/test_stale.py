@@ -1,0 +1,48 @@
+"""A stage whose upstream was rebuilt after it ran is reported stale, and release / export
+refuse a build with stale stages (before, the new report showed the old numbers)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from openmsd_build.core import stages
+from openmsd_build.core.errors import UserError
+
+
+def _write(tmp_path, stage: str, counts: dict) -> None:
+    (tmp_path / "_stats").mkdir(exist_ok=True)
+    (tmp_path / "_stats" / f"{stage}.json").write_text(json.dumps({"stage": stage, "counts": counts}))
+
+
+def test_rebuilt_upstream_makes_downstream_stale(tmp_path) -> None:
+    out = str(tmp_path)
+    for stage in stages.STAGE_NAMES:
+        _write(tmp_path, stage, {"written": 1})
+        stages.record_provenance(out, stage)
+    assert stages.stale_stages(out) == {}
+    stages.require_fresh(out, "release")
+    _write(tmp_path, "text", {"written": 2})  # text re-run on other inputs
+    stages.record_provenance(out, "text")
+    stale = stages.stale_stages(out)
+    assert set(stale) == {"citations", "split", "pairs"}
+    assert "text was rebuilt" in stale["citations"] and "stale" in stale["pairs"]
+    with pytest.raises(UserError, match="release refused: stale stages"):
+        stages.require_fresh(out, "release")
+    # re-running the dependents in order makes the build fresh again
+    for stage in ("citations", "split", "pairs"):
+        stages.record_provenance(out, stage)
+    assert stages.stale_stages(out) == {}
+
+
+def test_timing_figures_do_not_change_the_fingerprint(tmp_path) -> None:
+    a = {"counts": {"x": 1}, "resources": {"wall_s": 1.0}}
+    b = {"counts": {"x": 1}, "resources": {"wall_s": 9.0}}
+    assert stages.fingerprint(a) == stages.fingerprint(b)
+    assert stages.fingerprint(a) != stages.fingerprint({"counts": {"x": 2}})
+
+
+def test_downstream_is_transitive() -> None:
+    assert stages.downstream("papers") == ("text", "citations", "split", "pairs")
+    assert stages.downstream("split") == ("pairs",)
