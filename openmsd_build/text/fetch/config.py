@@ -6,6 +6,7 @@ dataclass and build their connection pools, locks and caches lazily on first use
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -30,8 +31,12 @@ class FetchConfig:
     connect_timeout: float = 10.0
     # Per socket read (each chunk), not per body.
     read_timeout: float = 30.0
-    # Wall-clock deadline for one request attempt (headers + body).
+    # Wall-clock deadline for one request attempt: DNS, connect, TLS, status line, headers,
+    # chunk framing, trailers, body and decoding (enforced by a watchdog, not per read).
     total_timeout: float = 60.0
+    # Wall-clock deadline for one whole `fetch(url)`: every hop, retry, backoff wait and the
+    # robots.txt lookup; bounds what one URL can cost however its server misbehaves.
+    url_timeout: float = 300.0
     # Cap on the decoded body; also bounds decompression (gzip bombs).
     max_bytes: int = 32 * 1024 * 1024
     max_redirects: int = 5
@@ -63,6 +68,11 @@ class FetchConfig:
     verify_tls: bool = True
     # CA bundle for TLS verification; None -> certifi's bundle (or the system store).
     ca_certs: str | None = None
+    # Per-host circuit breaker: after this many consecutive failed attempts (timeouts,
+    # connection errors, 429/503) the host's URLs fail fast with `host_circuit_open` for
+    # `circuit_cooldown` seconds, so one broken host cannot eat a worker's time. 0 disables.
+    circuit_failures: int = 5
+    circuit_cooldown: float = 300.0
 
     def __post_init__(self) -> None:
         """Freeze list arguments into tuples and validate the few values that matter."""
@@ -70,6 +80,11 @@ class FetchConfig:
         object.__setattr__(self, "accepted_content_types", tuple(t.lower() for t in self.accepted_content_types))
         if self.max_bytes <= 0 or self.per_host_concurrency <= 0 or self.max_redirects < 0 or self.max_retries < 0:
             raise ValueError("max_bytes and per_host_concurrency must be > 0; max_redirects, max_retries >= 0")
+        if self.total_timeout <= 0 or self.url_timeout <= 0 or self.circuit_failures < 0 or self.circuit_cooldown < 0:
+            raise ValueError("total_timeout and url_timeout must be > 0; circuit settings >= 0")
+        # a bad CIDR must fail here, once, not inside every fetch
+        for cidr in self.allow_networks:
+            ipaddress.ip_network(cidr, strict=False)
 
     @property
     def full_user_agent(self) -> str:

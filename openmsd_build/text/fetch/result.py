@@ -30,6 +30,11 @@ WRONG_CONTENT_TYPE = "wrong_content_type"
 UNSUPPORTED_ENCODING = "unsupported_encoding"
 DECODE_ERROR = "decode_error"
 NOT_IN_ARCHIVE = "not_in_archive"
+# The host failed `circuit_failures` times in a row; its URLs are skipped for a cool-down.
+HOST_CIRCUIT_OPEN = "host_circuit_open"
+# Prefix of `internal:<ExceptionType>`: a bug or an unforeseen input, caught so that one URL
+# can never stop a stage; the exception text goes to `FetchResult.detail`.
+INTERNAL_PREFIX = "internal:"
 
 HTML = "text/html"
 XHTML = "application/xhtml+xml"
@@ -108,6 +113,8 @@ class FetchResult:
     # Redirect hops followed, in order: {"url", "status", "location"}; lets the WARC writer
     # archive them so the offline backend can replay the same chain.
     redirects: list[dict[str, object]] = field(default_factory=list)
+    # Human-readable context for `error` (refusal reason, exception text); never counted.
+    detail: str | None = None
 
     @property
     def ok(self) -> bool:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import glob
 import threading
 from collections.abc import Mapping, Sequence
+from urllib.parse import urljoin
 
 from warcio.archiveiterator import ArchiveIterator
 
@@ -23,6 +24,7 @@ from openmsd_build.text.fetch.plan import canonical_url
 from openmsd_build.text.fetch.result import (
     DEFAULT_ACCEPTED_TYPES,
     NOT_IN_ARCHIVE,
+    REDIRECT_STATUSES,
     TOO_LARGE,
     TOO_MANY_REDIRECTS,
     WRONG_CONTENT_TYPE,
@@ -118,7 +120,25 @@ class WarcBackend:
         return len(self.index)
 
     def __contains__(self, url: object) -> bool:
-        return isinstance(url, str) and canonical_url(url) in self.index
+        """Whether `url` can be answered from the archive alone: its record exists and any
+        archived redirect chain from it ends in an archived final record (or loops / runs
+        past `max_redirects`, which replays the same too_many_redirects). A chain that
+        stops at a target that was never archived — a hop refused or failed live — is
+        not, so a resumed build fetches the URL again instead of replaying a different
+        error (`not_in_archive`) than the uninterrupted build produced."""
+        if not isinstance(url, str):
+            return False
+        current = url
+        for _hop in range(self.max_redirects + 1):
+            where = self.index.get(canonical_url(current))
+            if where is None:
+                return False
+            archived = read_record(where[0], where[1], 0)
+            location = archived.headers.get("location")
+            if archived.status not in REDIRECT_STATUSES or not location:
+                return True
+            current = urljoin(current, location.strip())
+        return True
 
     def fetch(self, url: str) -> FetchResult:
         """The archived answer for `url`, following archived redirects; `not_in_archive`

@@ -188,13 +188,13 @@ class WarcWriter:
 
     def write(self, result: FetchResult) -> WarcRef | None:
         """Archive `result` (its redirect hops first, as 3xx records) and return where the
-        final response went. Returns None when there is nothing faithful to archive: no
-        status, or a 2xx whose body was refused (too large, wrong type, timeout)."""
-        if result.status is None:
-            return None
-        is_2xx = 200 <= result.status < 300
-        if is_2xx and result.body is None:
-            return None
+        final response went. Returns None when there is no faithful final answer to
+        archive: no status (the last hop was refused or failed), or a 2xx whose body was
+        refused (too large, wrong type, timeout); the redirects received are still written."""
+        # The redirect hops were received and are archived under their own URLs even when
+        # the chain then failed; the final answer only when there is one to archive.
+        is_2xx = result.status is not None and 200 <= result.status < 300
+        final = result.status is not None and not (is_2xx and result.body is None)
         body = result.body if is_2xx and result.body is not None else b""
         with self._lock:
             if self.write_redirects:
@@ -205,6 +205,9 @@ class WarcWriter:
                         str(hop["url"]), status, {"Location": location}, b"", result.fetched_at, ""
                     )
                     self._writer.write_record(record)
+            if not final:
+                self._counter.flush()
+                return None
             record = self._response_record(
                 result.final_url, result.status, result.headers, body, result.fetched_at, result.content_type
             )
