@@ -38,8 +38,8 @@ def build(pipeline, out: str, opencitations: list[str], meta: list[str] | None, 
     from `out`; citations/, rejects and stats are written under `dest` (the staging root,
     default `out`)."""
     dest = dest or out
-    files = expand_input_files(opencitations)
-    meta_files = expand_input_files(meta) if meta else []
+    files = expand_input_files(opencitations, "--opencitations")
+    meta_files = expand_input_files(meta, "--meta") if meta else []
     parsed = (
         pipeline
         | "CsvFiles" >> beam.Create(files)

@@ -111,3 +111,30 @@ def test_release_manifest_has_no_local_paths() -> None:
 
     assert _public_path("/home/me/snapshots/unpaywall.jsonl.gz") == "unpaywall.jsonl.gz"
     assert _public_path("gs://bucket/crossref/*.json.gz") == "gs://bucket/crossref/*.json.gz"
+
+
+def test_run_checks_every_input_before_the_first_stage(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A wrong --opencitations fails at once, naming its flag, before papers and text run."""
+    good = tmp_path / "u.jsonl"
+    good.write_text("{}\n")
+    rc = cli.main(["run", "--out", str(tmp_path / "out"), "--unpaywall", str(good),
+                   "--opencitations", str(tmp_path / "nope*.csv"), "--fetch", "none"])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "--opencitations" in err and "matches no file" in err
+    assert not (tmp_path / "out" / "papers").exists()
+
+
+def test_all_rejected_inputs_exit_non_zero_and_keep_outputs(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Papers given a file of the wrong kind: every record rejected -> exit 2 with the
+    reasons, and the previous papers/ stays."""
+    bad = tmp_path / "wrong.jsonl"
+    bad.write_text("not json\n" * 5)
+    out = tmp_path / "out"
+    (out / "papers").mkdir(parents=True)
+    (out / "papers" / "part-00000-of-00001.parquet").write_bytes(b"previous")
+    rc = cli.main(["papers", "--out", str(out), "--unpaywall", str(bad)])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "all 5 records read were rejected" in err
+    assert (out / "papers" / "part-00000-of-00001.parquet").read_bytes() == b"previous"

@@ -40,7 +40,7 @@ from openmsd_build.citations.beam import (
 from openmsd_build.core.errors import UserError
 from openmsd_build.core.runner import pipeline_options
 from openmsd_build.core.staging import stage_outputs
-from openmsd_build.core.stats import read_stage_counts
+from openmsd_build.core.stats import read_stage_counts, refuse_all_rejected
 from openmsd_build.pipelines.citations import build
 
 
@@ -55,8 +55,12 @@ def run_citations(
     if shards < 1:
         raise UserError("--shards must be >= 1")
     options = pipeline_options(beam_args)
-    with stage_outputs(out, STAGE) as dest, beam.Pipeline(options=options) as pipeline:
-        build(pipeline, out, opencitations, meta, shards, dest=dest)
+    with stage_outputs(out, STAGE) as dest:
+        with beam.Pipeline(options=options) as pipeline:
+            build(pipeline, out, opencitations, meta, shards, dest=dest)
+        done = read_stage_counts(dest, STAGE)
+        refuse_all_rejected(STAGE, done, done.get("rows_read", 0), done.get("edges_kept", 0),
+                            {k: done.get(k, 0) for k in ("malformed_row", "rows_unrecognized_file", "bad_doi")})
     return read_stage_counts(out, STAGE)
 
 

@@ -16,7 +16,7 @@ from openmsd_build.core.errors import UserError
 from openmsd_build.core.inputs import default_shards, expand_globs
 from openmsd_build.core.runner import pipeline_options
 from openmsd_build.core.staging import stage_outputs
-from openmsd_build.core.stats import read_stage_counts
+from openmsd_build.core.stats import read_stage_counts, refuse_all_rejected
 from openmsd_build.papers.sources.registry import SOURCE_NAMES, SOURCES, add_source_arguments, source_globs
 from openmsd_build.pipelines.papers import build
 
@@ -53,7 +53,7 @@ def run_papers(
     sizes: dict[str, int] = {}
     total_bytes = 0
     for source, pattern in inputs:
-        for path, size in expand_globs([pattern], source):
+        for path, size in expand_globs([pattern], f"--{source}"):
             files.append((source, path))
             sizes[path] = size
             total_bytes += size
@@ -63,8 +63,13 @@ def run_papers(
 
     started = time.time()
     # written under a temporary root, swapped into OUT only when the whole run succeeded
-    with stage_outputs(out, "papers") as dest, beam.Pipeline(options=options) as p:
-        build(p, dest, sorted(set(files)), num_shards, input_files)
+    with stage_outputs(out, "papers") as dest:
+        with beam.Pipeline(options=options) as p:
+            build(p, dest, sorted(set(files)), num_shards, input_files)
+        done = read_stage_counts(dest, "papers")
+        refuse_all_rejected(
+            "papers", done, sum(v for k, v in done.items() if k.startswith("read.")), done.get("written", 0),
+            {k.split(".", 2)[-1]: v for k, v in done.items() if k.startswith("rejected.")})
     counts = read_stage_counts(out, "papers")
     counts["seconds"] = round(time.time() - started, 2)
     return counts

@@ -119,11 +119,45 @@ def stage_argv(stage: str, args: argparse.Namespace) -> list[str]:
     return argv
 
 
+def check_inputs(args: argparse.Namespace, stages: list[str]) -> list[str]:
+    """Match every input glob of the stages to run before the first one starts, so a wrong
+    `--opencitations` fails in a second, naming its flag, not after hours of text. Returns
+    one `flag: N files, B bytes` line per input."""
+    from openmsd_build.core.inputs import expand_globs, expand_input_files
+
+    lines: list[str] = []
+
+    def note(flag: str, files: list[tuple[str, int]]) -> None:
+        lines.append(f"{flag}: {len(files):,} files, {sum(size for _, size in files):,} bytes")
+
+    for stage in stages:
+        argv = stage_argv(stage, args)
+        if stage == "papers":
+            source_flags = {s.flag for s in SOURCES}
+            for flag, glob in zip(argv, argv[1:], strict=False):
+                if flag in source_flags:
+                    note(f"{flag} {glob}", expand_globs([glob], flag))
+        elif stage == "text":
+            fetch = argv[argv.index("--fetch") + 1]
+            if fetch.startswith("warc:"):
+                note(f"--fetch {fetch}", expand_globs(fetch[len("warc:"):].split(","), "--fetch warc:"))
+        elif stage == "citations":
+            for flag in ("--opencitations", "--meta"):
+                globs = [argv[i + 1] for i, a in enumerate(argv) if a == flag]
+                if globs:
+                    files = expand_input_files(globs, flag)
+                    lines.append(f"{flag}: {len(files):,} files")
+                elif flag == "--opencitations":
+                    raise UserError("citations: no --opencitations input given (and --inputs has none)")
+    return lines
+
+
 def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
     names = [s for s, _ in STAGE_MODULES]
     first, last = names.index(args.from_stage), names.index(args.to_stage)
     if first > last:
         raise UserError(f"--from-stage {args.from_stage} comes after --to-stage {args.to_stage}")
+    check_inputs(args, [s for s, _ in STAGE_MODULES[first : last + 1]])
     # evaluation/, export/ and release/ describe a whole build: a run that rebuilds any stage
     # removes them rather than leave a report to show numbers of an earlier build.
     for folder in DERIVED_FOLDERS:

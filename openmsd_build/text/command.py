@@ -77,7 +77,7 @@ def run_text(
     if fetch.startswith("warc:"):
         from openmsd_build.core.inputs import expand_globs
 
-        expand_globs(fetch[len("warc:") :].split(","), "WARC")  # a typo must fail before the run
+        expand_globs(fetch[len("warc:") :].split(","), "--fetch warc:")  # a typo must fail before the run
     num_shards = shards or len(papers_parts)
     warc_dir = layout.warc_dir(out)
     resume = parquet_io.match_paths(parquet_io.join_path(warc_dir, "*.warc.gz")) if fetch == "http" else []
