@@ -26,12 +26,21 @@ Counters produced while parsing (names are stable; the stage adds the later ones
 * `rows_unrecognized_file` — data rows of unrecognized files (dropped);
 * `files_unreadable` — truncated or corrupt .gz / .zip inputs (one reject each; the rows
   read before the damage are kept and counted as usual);
-* `malformed_row` — too few fields, or an empty citing/cited field (dropped, rejected);
+* `malformed_row` — too few fields, an empty citing/cited field, or a row the CSV layer
+  refused (dropped, rejected); of those, `rows_too_long` had a physical line longer than
+  `MAX_CSV_LINE_CHARS` or a field longer than `MAX_CSV_FIELD_CHARS` (reject reasons
+  `line_too_long` / `field_too_large`: such a row is skipped, never held in memory whole);
 * `bad_doi` — an end whose DOI ids all failed `normalize_doi` and that has no OMID
   (dropped, rejected with the normalizer's reason);
 * `no_doi` — an end with neither a DOI nor an OMID (only pmid:/other ids) (dropped);
 * `rows_parsed` — rows that leave the parser as an edge (both DOIs known, or an OMID to
   resolve); `rows_needing_meta` — those of them with at least one OMID-only end.
+
+Reject rows are handed on at least every `REJECT_FLUSH_ROWS` rows (a batch with no edges may
+carry only rejects), and one input file (all members of a zip together) yields at most
+`MAX_REJECTS_PER_FILE` of them: later failures are counted as usual and also as
+`rejects_suppressed`, so reject rows + rejects_suppressed = malformed_row + bad_doi +
+files_unrecognized (+ files_unreadable).
 
 Meta parsing counts `meta_rows_read`, `meta_rows_mapped` (an OMID and a DOI),
 `meta_rows_no_doi`, `meta_rows_no_omid`, `meta_bad_doi`.
@@ -47,12 +56,13 @@ import zipfile
 import zlib
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import IO
 
 import pyarrow as pa
 
 from openmsd_build.core.doi import InvalidDOI, normalize_doi
-from openmsd_build.core.rejects import make_reject
+from openmsd_build.core.rejects import REJECT_FLUSH_ROWS, RejectBudget, make_reject
 
 STAGE = "citations"
 DEFAULT_BATCH_ROWS = 200_000
@@ -73,7 +83,74 @@ _CITED_NAMES = ("cited", "cited_id")
 # Prefixes that are DOIs in disguise and must go through the normalizer.
 _DOI_LIKE_PREFIXES = ("doi:", "http:", "https:", "info:", "urn:")
 
-csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+# One field of a real row is a few ids (Meta author lists reach ~200 KB); a larger field is
+# garbage or an attack, and the `csv` module would otherwise grow it without limit (the
+# limit is process-wide; the default is 128 KiB, so raising it to 1 MiB breaks no other user).
+MAX_CSV_FIELD_CHARS = 1 << 20
+# One physical line is read at most this long; the rest of a longer line is skipped in chunks.
+MAX_CSV_LINE_CHARS = 4 << 20
+_SKIP_CHUNK = 1 << 20
+csv.field_size_limit(min(sys.maxsize, MAX_CSV_FIELD_CHARS))
+
+
+@dataclass(frozen=True)
+class BadRow:
+    """A row the CSV layer could not deliver (`line_too_long`, `field_too_large`,
+    `csv_error`): it is counted and rejected like a malformed row."""
+
+    reason: str
+    detail: str
+    raw: str = ""
+
+
+class _LineTooLong(Exception):
+    def __init__(self, size: int, head: str) -> None:
+        super().__init__(f"line of more than {size} characters")
+        self.size = size
+        self.head = head
+
+
+class _BoundedLines:
+    """The lines of a text stream, none longer than `MAX_CSV_LINE_CHARS`: a longer line is
+    consumed in chunks and reported by raising `_LineTooLong` from `__next__` (which the csv
+    reader passes through to its caller and then resets), so a one-line multi-GB member never
+    becomes one string."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+
+    def __iter__(self) -> _BoundedLines:
+        return self
+
+    def __next__(self) -> str:
+        line = self._stream.readline(MAX_CSV_LINE_CHARS + 1)
+        if not line:
+            raise StopIteration
+        if len(line) > MAX_CSV_LINE_CHARS and not line.endswith(("\n", "\r")):
+            head, size = line[:200], len(line)
+            while line and not line.endswith(("\n", "\r")):
+                line = self._stream.readline(_SKIP_CHUNK)
+                size += len(line)
+            raise _LineTooLong(size, head)
+        return line
+
+
+def iter_csv_rows(stream: IO[str]) -> Iterator[list[str] | BadRow]:
+    """`csv.reader` rows of a text stream, with every CSV failure turned into a `BadRow`
+    instead of an exception that would end the file (or a GB-sized line or field)."""
+    reader = csv.reader(_BoundedLines(stream))
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except _LineTooLong as exc:
+            yield BadRow("line_too_long", f"line of {exc.size} characters > {MAX_CSV_LINE_CHARS}", exc.head)
+        except csv.Error as exc:
+            reason = "field_too_large" if "field larger than field limit" in str(exc) else "csv_error"
+            yield BadRow(reason, str(exc)[:200])
+        else:
+            yield row
 
 
 def parse_id_field(value: str) -> tuple[str | None, str | None, str | None]:
@@ -115,14 +192,20 @@ def open_text_streams(path: str) -> Iterator[tuple[str, IO[str]]]:
     raw = FileSystems.open(path, compression_type="uncompressed")
     lower = path.lower()
     if lower.endswith(".zip"):
-        data = io.BytesIO(raw.read())
-        raw.close()
-        with zipfile.ZipFile(data) as archive:
-            for name in sorted(archive.namelist()):
-                if name.lower().endswith((".csv", ".csv.gz")) and not name.endswith("/"):
-                    member = archive.open(name)
-                    binary: IO[bytes] = gzip.GzipFile(fileobj=member) if name.lower().endswith(".gz") else member
-                    yield f"{path}!{name}", io.TextIOWrapper(binary, encoding="utf-8", errors="replace", newline="")
+        # A seekable stream (local files, GCS) is read member by member; only an unseekable
+        # one is buffered whole (a COCI zip is tens of GB compressed).
+        seekable = getattr(raw, "seekable", lambda: False)()
+        data: IO[bytes] = raw if seekable else io.BytesIO(raw.read())
+        try:
+            with zipfile.ZipFile(data) as archive:
+                for name in sorted(archive.namelist()):
+                    if name.lower().endswith((".csv", ".csv.gz")) and not name.endswith("/"):
+                        member = archive.open(name)
+                        binary: IO[bytes] = gzip.GzipFile(fileobj=member) if name.lower().endswith(".gz") else member
+                        yield f"{path}!{name}", io.TextIOWrapper(binary, encoding="utf-8", errors="replace",
+                                                                 newline="")
+        finally:
+            raw.close()
         return
     binary = gzip.GzipFile(fileobj=raw) if lower.endswith(".gz") else raw
     try:
@@ -140,40 +223,44 @@ def _header_index(header: list[str], names: Iterable[str]) -> int | None:
 
 
 def _excerpt(row: list[str]) -> str:
+    """The row as CSV, each of its first fields cut (reject excerpts are 2,000 characters)."""
     buf = io.StringIO()
-    csv.writer(buf).writerow(row)
+    csv.writer(buf).writerow([field[:2000] for field in row[:20]])
     return buf.getvalue().rstrip("\r\n")
 
 
 def parse_citation_rows(
-    rows: Iterable[list[str]], source: str, batch_rows: int = DEFAULT_BATCH_ROWS
+    rows: Iterable[list[str] | BadRow], source: str, batch_rows: int = DEFAULT_BATCH_ROWS,
+    budget: RejectBudget | None = None,
 ) -> Iterator[tuple[pa.Table, list[dict], dict[str, int]]]:
     """Parse the rows of one CSV (header first) into batches of (edges, rejects, counts).
 
-    Pure: no I/O, so tests feed lists. Each yielded batch has at most `batch_rows` edges;
-    counts are per batch and add up over the file (see the module docstring for names).
+    Pure: no I/O, so tests feed lists. Each yielded batch has at most `batch_rows` edges and
+    `REJECT_FLUSH_ROWS` rejects; counts are per batch and add up over the file (see the
+    module docstring for names). `budget` caps the reject rows (shared by a zip's members).
     """
     counts: Counter = Counter()
     rejects: list[dict] = []
+    budget = budget if budget is not None else RejectBudget()
     cols: dict[str, list] = {name: [] for name in EDGE_BATCH_SCHEMA.names}
     iterator = iter(rows)
     header = next(iterator, None)
+    if isinstance(header, BadRow):
+        header = []
     counts["files_read"] += 1
     i_citing = _header_index(header, _CITING_NAMES) if header else None
     i_cited = _header_index(header, _CITED_NAMES) if header else None
     recognized = i_citing is not None and i_cited is not None
     if not recognized:
         counts["files_unrecognized"] += 1
-        rejects.append(
-            make_reject(
+        _add_reject(rejects, counts, budget, lambda: make_reject(
                 STAGE,
                 "unrecognized_header",
                 key=f"{source}:1",
                 detail="no citing/cited columns; not an OpenCitations citation file",
                 source=source,
                 raw=_excerpt(header) if header else "",
-            )
-        )
+            ))
     need = max(i_citing or 0, i_cited or 0) + 1
 
     def flush() -> tuple[pa.Table, list[dict], dict[str, int]]:
@@ -184,6 +271,18 @@ def parse_citation_rows(
         return out
 
     for line_no, row in enumerate(iterator, start=2):
+        if len(rejects) >= REJECT_FLUSH_ROWS:
+            yield flush()
+        if isinstance(row, BadRow):
+            counts["rows_read"] += 1
+            if not recognized:
+                counts["rows_unrecognized_file"] += 1
+                continue
+            counts["malformed_row"] += 1
+            counts["rows_too_long"] += row.reason != "csv_error"
+            _add_reject(rejects, counts, budget, lambda row=row, line_no=line_no: make_reject(
+                STAGE, row.reason, f"{source}:{line_no}", row.detail, source, row.raw))
+            continue
         if not row or all(not f.strip() for f in row):
             continue  # blank line: not a row
         counts["rows_read"] += 1
@@ -192,9 +291,8 @@ def parse_citation_rows(
             continue
         if len(row) < need or not row[i_citing].strip() or not row[i_cited].strip():
             counts["malformed_row"] += 1
-            rejects.append(
-                make_reject(STAGE, "malformed_row", f"{source}:{line_no}", f"{len(row)} fields", source, _excerpt(row))
-            )
+            _add_reject(rejects, counts, budget, lambda row=row, line_no=line_no: make_reject(
+                STAGE, "malformed_row", f"{source}:{line_no}", f"{len(row)} fields", source, _excerpt(row)))
             continue
         citing_doi, citing_omid, citing_err = parse_id_field(row[i_citing])
         cited_doi, cited_omid, cited_err = parse_id_field(row[i_cited])
@@ -202,7 +300,8 @@ def parse_citation_rows(
         bad = [err for d, o, err in ends if d is None and o is None and err]
         if bad:
             counts["bad_doi"] += 1
-            rejects.append(make_reject(STAGE, "bad_doi", f"{source}:{line_no}", bad[0], source, _excerpt(row)))
+            _add_reject(rejects, counts, budget, lambda row=row, line_no=line_no, bad=bad: make_reject(
+                STAGE, "bad_doi", f"{source}:{line_no}", bad[0], source, _excerpt(row)))
             continue
         if any(d is None and o is None for d, o, _ in ends):
             counts["no_doi"] += 1
@@ -220,41 +319,89 @@ def parse_citation_rows(
         yield flush()
 
 
+def _add_reject(rejects: list[dict], counts: Counter, budget: RejectBudget, build) -> None:
+    """Append the reject `build()` makes if the file's budget allows, else count it as
+    suppressed (the row is never built: past the cap a failure costs a counter only)."""
+    if budget.take():
+        rejects.append(build())
+    else:
+        counts["rejects_suppressed"] += 1
+
+
 # A cut download or a corrupt archive: the rows before the damage are kept, the file is
 # counted as `files_unreadable` with one reject, and the job carries on.
 _ARCHIVE_ERRORS = (EOFError, OSError, zlib.error, zipfile.BadZipFile)
 
 
 def parse_citation_file(path: str, batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[tuple[pa.Table, list[dict], dict]]:
-    """All batches of one input file (plain, .gz, or every CSV member of a .zip)."""
+    """All batches of one input file (plain, .gz, or every CSV member of a .zip); one reject
+    budget for the whole file."""
+    budget = RejectBudget()
     try:
         for source, stream in open_text_streams(path):
-            yield from parse_citation_rows(csv.reader(stream), source, batch_rows)
+            yield from parse_citation_rows(iter_csv_rows(stream), source, batch_rows, budget)
     except _ARCHIVE_ERRORS as exc:
         reason = "truncated_archive" if isinstance(exc, EOFError) else "corrupt_archive"
         reject = make_reject(STAGE, reason, path, f"{type(exc).__name__}: {exc}", path, None)
         yield EDGE_BATCH_SCHEMA.empty_table(), [reject], {"files_unreadable": 1}
 
 
-def parse_meta_rows(rows: Iterable[list[str]], source: str) -> tuple[pa.Table, list[dict], dict[str, int]]:
+def parse_meta_rows(rows: Iterable[list[str] | BadRow], source: str) -> tuple[pa.Table, list[dict], dict[str, int]]:
     """OpenCitations Meta rows (header first) -> (omid, doi) table, rejects, counts.
 
     The `id` column lists every identifier of a bibliographic resource; a row maps its
     OMID to its first valid DOI. Rows without a DOI are normal in Meta (books, ISSNs) and
-    only counted; a DOI that fails normalization is rejected as `meta_bad_doi`.
+    only counted; a DOI that fails normalization is rejected as `meta_bad_doi`. (All batches
+    of `iter_meta_batches` in one; the stage uses the batches.)
     """
+    tables: list[pa.Table] = []
+    rejects: list[dict] = []
+    counts: Counter = Counter()
+    for table, batch_rejects, batch_counts in iter_meta_batches(rows, source):
+        tables.append(table)
+        rejects.extend(batch_rejects)
+        counts.update(batch_counts)
+    table = pa.concat_tables(tables) if tables else META_SCHEMA.empty_table()
+    return table, rejects, dict(counts)
+
+
+def iter_meta_batches(
+    rows: Iterable[list[str] | BadRow], source: str, batch_rows: int = DEFAULT_BATCH_ROWS,
+    budget: RejectBudget | None = None,
+) -> Iterator[tuple[pa.Table, list[dict], dict[str, int]]]:
+    """`parse_meta_rows` in batches of at most `batch_rows` mappings and
+    `REJECT_FLUSH_ROWS` rejects (reject rows capped by `budget`, see the module docstring),
+    so a Meta member's size does not set the worker's memory."""
     counts: Counter = Counter()
     rejects: list[dict] = []
     omids: list[str] = []
     dois: list[str] = []
+    budget = budget if budget is not None else RejectBudget()
     iterator = iter(rows)
     header = next(iterator, None)
+    if isinstance(header, BadRow):
+        header = []
     i_id = _header_index(header, ("id",)) if header else None
     if i_id is None:
         counts["meta_files_unrecognized"] += 1
-        rejects.append(make_reject(STAGE, "unrecognized_meta_header", f"{source}:1", "no id column", source,
-                                   _excerpt(header) if header else ""))
+        _add_reject(rejects, counts, budget, lambda: make_reject(
+            STAGE, "unrecognized_meta_header", f"{source}:1", "no id column", source,
+            _excerpt(header) if header else ""))
+
+    def flush() -> tuple[pa.Table, list[dict], dict[str, int]]:
+        nonlocal rejects, counts, omids, dois
+        out = (pa.Table.from_pydict({"omid": omids, "doi": dois}, schema=META_SCHEMA), rejects, dict(counts))
+        rejects, counts, omids, dois = [], Counter(), [], []
+        return out
+
     for line_no, row in enumerate(iterator, start=2):
+        if len(rejects) >= REJECT_FLUSH_ROWS or len(omids) >= batch_rows:
+            yield flush()
+        if isinstance(row, BadRow):
+            counts["meta_rows_read"] += 1
+            counts["meta_rows_no_omid"] += 1  # its ids are unknown
+            counts["meta_rows_too_long"] += 1
+            continue
         if not row or all(not f.strip() for f in row):
             continue
         counts["meta_rows_read"] += 1
@@ -267,18 +414,20 @@ def parse_meta_rows(rows: Iterable[list[str]], source: str) -> tuple[pa.Table, l
         elif doi is None:
             if err:
                 counts["meta_bad_doi"] += 1
-                rejects.append(make_reject(STAGE, "meta_bad_doi", f"{source}:{line_no}", err, source, _excerpt(row)))
+                _add_reject(rejects, counts, budget, lambda row=row, line_no=line_no, err=err: make_reject(
+                    STAGE, "meta_bad_doi", f"{source}:{line_no}", err, source, _excerpt(row)))
             else:
                 counts["meta_rows_no_doi"] += 1
         else:
             counts["meta_rows_mapped"] += 1
             omids.append(omid)
             dois.append(doi)
-    table = pa.Table.from_pydict({"omid": omids, "doi": dois}, schema=META_SCHEMA)
-    return table, rejects, dict(counts)
+    yield flush()
 
 
 def parse_meta_file(path: str) -> Iterator[tuple[pa.Table, list[dict], dict]]:
-    """One Meta CSV (plain, .gz or zipped members) -> one (table, rejects, counts) per member."""
+    """One Meta CSV (plain, .gz or zipped members) -> (table, rejects, counts) batches, with
+    one reject budget for the whole file."""
+    budget = RejectBudget()
     for source, stream in open_text_streams(path):
-        yield parse_meta_rows(csv.reader(stream), source)
+        yield from iter_meta_batches(iter_csv_rows(stream), source, budget=budget)

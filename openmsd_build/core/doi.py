@@ -31,6 +31,10 @@ _MAX_PEELS = 8
 # with no whitespace.
 _DOI_RE = re.compile(r"^10\.\d{4,9}(?:\.\d+)*/\S+$")
 MAX_DOI_LENGTH = 400
+# Cap on the *raw* value, checked before any work: room for a URL prefix and a DOI that is
+# percent-encoded twice (`%252F`, 5 characters per character), nothing more. Every step of
+# normalization is linear, but a 200k-character "DOI" must cost nothing at all.
+MAX_RAW_DOI_LENGTH = 5 * MAX_DOI_LENGTH + 64
 # Already canonical: ASCII, lower-case, no '%', no leading/trailing punctuation to strip.
 # Such strings are returned as they are without the full pipeline (most source DOIs).
 _CANONICAL_RE = re.compile(r"10\.\d{4,9}(?:\.\d+)*/[!-$&-@\[-~]+(?<![.,;:'\"\>\)\]\}])")
@@ -55,6 +59,8 @@ def normalize_doi(value: object) -> str:
     """
     if not isinstance(value, str):
         raise InvalidDOI("doi_not_a_string", value)
+    if len(value) > MAX_RAW_DOI_LENGTH:
+        raise InvalidDOI("doi_too_long", value)
     if len(value) <= MAX_DOI_LENGTH and _CANONICAL_RE.fullmatch(value):
         return value
     text = _INVISIBLE_RE.sub("", value).strip()
@@ -96,12 +102,23 @@ def _encodable(text: str) -> bool:
 
 
 def _strip_leading(text: str) -> str:
-    """Drop quotes and angle or unbalanced opening brackets in front of a DOI."""
-    while text and (text[0] in _LEADING or text[0].isspace() or (
-        text[0] in _OPENERS and text.count(text[0]) > text.count(_OPENERS[text[0]])
-    )):
-        text = text[1:]
-    return text
+    """Drop quotes and angle or unbalanced opening brackets in front of a DOI.
+
+    One pass with running bracket counts (not `text[1:]` and `count()` per character, which
+    is quadratic on a long run of quotes or brackets)."""
+    opened = {o: text.count(o) for o in _OPENERS}
+    closed = {c: text.count(c) for c in _OPENERS.values()}
+    start = 0
+    while start < len(text):
+        first = text[start]
+        if first in _LEADING or first.isspace():
+            start += 1
+        elif first in _OPENERS and opened[first] > closed[_OPENERS[first]]:
+            opened[first] -= 1
+            start += 1
+        else:
+            break
+    return text[start:]
 
 
 def _strip_trailing(text: str) -> str:
@@ -109,21 +126,30 @@ def _strip_trailing(text: str) -> str:
 
     Brackets are legal inside DOIs (SICI style "...(2006)87[2832:tiopma]2.0.co;2"), so a
     closing bracket is only dropped when it is unbalanced, i.e. it closes the sentence's.
+    One pass from the end with running counts, so it is linear in the length.
     """
-    while text:
-        last = text[-1]
+    closed = {c: text.count(c) for c in _CLOSERS}
+    opened = {o: text.count(o) for o in _CLOSERS.values()}
+    end = len(text)
+    while end:
+        last = text[end - 1]
         if last in _TRAILING or last.isspace():
-            text = text[:-1]
-        elif last in _CLOSERS and text.count(last) > text.count(_CLOSERS[last]):
-            text = text[:-1]
+            end -= 1
+        elif last in _CLOSERS and closed[last] > opened[_CLOSERS[last]]:
+            closed[last] -= 1
+            end -= 1
         else:
             break
-    return text
+    return text[:end]
+
+
+_BAD_PERCENT_RE = re.compile(r"%(?![0-9a-fA-F]{2})")
 
 
 def _valid_percent(text: str) -> bool:
-    """True when every '%' starts a two-hex-digit escape (else the '%' is literal)."""
-    return re.fullmatch(r"(?:[^%]|%[0-9a-fA-F]{2})*", text) is not None
+    """True when every '%' starts a two-hex-digit escape (else the '%' is literal).
+    A search for one bad '%' is a single linear scan without backtracking."""
+    return _BAD_PERCENT_RE.search(text) is None
 
 
 def try_normalize_doi(value: object) -> str | None:

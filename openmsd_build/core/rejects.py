@@ -33,3 +33,32 @@ def make_reject(
         "source": source,
         "raw": raw,
     }
+
+
+# A bad input can fail every one of its millions of records. Each failure is always counted,
+# but only the first `MAX_REJECTS_PER_FILE` of one input file become reject rows: past that,
+# rows say nothing new and only cost memory downstream (a worker buffering a file's rejects)
+# and storage. The stages count the rest as `rejects_suppressed`, so
+# reject rows + rejects_suppressed = rejected, and read = written + rejected + merged holds.
+MAX_REJECTS_PER_FILE = 10_000
+# Stages that buffer reject rows hand them on at least this often (not once per file).
+REJECT_FLUSH_ROWS = 1_000
+
+
+class RejectBudget:
+    """How many reject rows one input file may still produce (see `MAX_REJECTS_PER_FILE`)."""
+
+    __slots__ = ("limit", "kept", "suppressed")
+
+    def __init__(self, limit: int = MAX_REJECTS_PER_FILE) -> None:
+        self.limit = limit
+        self.kept = 0
+        self.suppressed = 0
+
+    def take(self) -> bool:
+        """True if one more reject row may be written; else it is only counted as suppressed."""
+        if self.kept < self.limit:
+            self.kept += 1
+            return True
+        self.suppressed += 1
+        return False

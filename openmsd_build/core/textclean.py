@@ -18,10 +18,15 @@ import unicodedata
 
 # Block-level tags whose end is a paragraph break.
 _BLOCK_TAGS = r"(?:jats:)?(?:p|sec|title|list-item|list|def-item|disp-quote|boxed-text|br|div|h[1-6]|li|tr|table|label|caption)"
-_BLOCK_TAG_RE = re.compile(rf"</?{_BLOCK_TAGS}\b[^>]*/?>", re.IGNORECASE)
+# `[^<>]`, not `[^>]`: a tag holds no `<`, and with `[^>]` every unclosed `<p` rescans to
+# the end of the text (quadratic on "<p <p <p ...").
+_BLOCK_TAG_RE = re.compile(rf"</?{_BLOCK_TAGS}\b[^<>]*/?>", re.IGNORECASE)
 _TAG_RE = re.compile(r"</?[A-Za-z][\w:.-]*(?:\s[^<>]*)?/?>")
-_COMMENT_RE = re.compile(r"<!--.*?-->", re.DOTALL)
-_CDATA_RE = re.compile(r"<!\[CDATA\[(.*?)\]\]>", re.DOTALL)
+# Raw input kept per field before cleaning: ten times the longest value the papers stage
+# keeps (2,000-character titles, 100,000-character abstracts), so markup-heavy text is still
+# complete while a multi-megabyte "title" costs bounded time. Output is cut by the caller.
+MAX_RAW_TITLE_CHARS = 20_000
+MAX_RAW_ABSTRACT_CHARS = 1_000_000
 _CONTROL_RE = re.compile("[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u200b\ufeff\ufffe]")
 _SPACES_RE = re.compile(r"[ \t\u00a0\u2000-\u200a\u202f\u205f\u3000]+")
 _BLANK_LINES_RE = re.compile(r"\n\s*\n+")
@@ -68,8 +73,8 @@ def strip_markup(text: str | None, keep_paragraphs: bool = True) -> str:
         return ""
     if "<" not in text and "&" not in text:
         return normalize_text(text, keep_paragraphs=keep_paragraphs)
-    text = _CDATA_RE.sub(r"\1", text)
-    text = _COMMENT_RE.sub(" ", text)
+    text = _replace_delimited(text, "<![CDATA[", "]]>", keep_inside=True)
+    text = _replace_delimited(text, "<!--", "-->", keep_inside=False)
     if keep_paragraphs:
         text = _BLOCK_TAG_RE.sub("\n\n", text)
     text = _TAG_RE.sub(" " if not keep_paragraphs else "", text)
@@ -80,8 +85,35 @@ def strip_markup(text: str | None, keep_paragraphs: bool = True) -> str:
     return normalize_text(text, keep_paragraphs=keep_paragraphs)
 
 
+def _replace_delimited(text: str, start: str, end: str, keep_inside: bool) -> str:
+    r"""Replace each `start ... end` span by its inside (CDATA) or a space (comments).
+
+    Same result as the lazy regexes `<!--.*?-->` / `<!\[CDATA\[(.*?)\]\]>`, in one pass:
+    those regexes rescan to the end of the text for every unclosed opener, which is
+    quadratic on a text of many `<!--`."""
+    if start not in text:
+        return text
+    out: list[str] = []
+    pos = 0
+    while True:
+        i = text.find(start, pos)
+        if i < 0:
+            break
+        j = text.find(end, i + len(start))
+        if j < 0:
+            break  # unclosed: neither this nor any later opener can close
+        out.append(text[pos:i])
+        out.append(text[i + len(start):j] if keep_inside else " ")
+        pos = j + len(end)
+    out.append(text[pos:])
+    return "".join(out)
+
+
 def clean_title(title: str | None) -> str:
-    """A title as one line: markup (incl. MathML) stripped with its text kept."""
+    """A title as one line: markup (incl. MathML) stripped with its text kept. Raw input
+    past `MAX_RAW_TITLE_CHARS` is not looked at."""
+    if title and len(title) > MAX_RAW_TITLE_CHARS:
+        title = title[:MAX_RAW_TITLE_CHARS]
     return strip_markup(title, keep_paragraphs=False)
 
 
@@ -90,6 +122,8 @@ def clean_abstract(abstract: str | None) -> str:
     "Abstract" heading (in several languages) dropped."""
     if not abstract:
         return ""
+    if len(abstract) > MAX_RAW_ABSTRACT_CHARS:
+        abstract = abstract[:MAX_RAW_ABSTRACT_CHARS]
     # A heading on a line of its own ("Resumo\n..."): single line breaks are joined into
     # spaces by normalization, so look at the raw first line before that happens.
     first, newline, rest = abstract.lstrip().partition("\n")

@@ -19,19 +19,46 @@ from typing import Any
 import pyarrow as pa
 
 from openmsd_build.core.hashing import shard_of
-from openmsd_build.core.rejects import make_reject
+from openmsd_build.core.rejects import RejectBudget, make_reject
 from openmsd_build.papers.merge_fast import PROJECTED, merge_frame
 from openmsd_build.papers.merge_reference import completeness
 from openmsd_build.papers.sources import crossref, crossref_columnar, openalex
 from openmsd_build.papers.sources.crossref import parse_crossref
 from openmsd_build.papers.sources.openalex import parse_openalex
-from openmsd_build.papers.sources.records import Item, RecordError, iter_documents_in, iter_json_lines, read_all
+from openmsd_build.papers.sources.records import (
+    MAX_NODES_PER_DOCUMENT,
+    Item,
+    RecordError,
+    count_nodes,
+    iter_documents_in,
+    iter_json_lines,
+    read_all,
+)
 from openmsd_build.papers.sources.unpaywall import parse_unpaywall
 from openmsd_build.schemas import PAPERS
 
 STAGE = "papers"
 SOURCES = ("unpaywall", "crossref", "openalex")
 DEFAULT_BATCH = 2000
+# The polars reader costs ~1 KB of memory per item whatever the item holds, so a chunk of
+# `{}` items (3 bytes each) would cost GBs: only chunks with at most this many `{` (an upper
+# bound on their items; a real 5,000-work chunk has ~155k) take the columnar path. Others are
+# parsed record by record, under `records.MAX_NODES_PER_DOCUMENT`.
+MAX_COLUMNAR_OBJECTS = 250_000
+# Longest value kept per text field; longer values are cut and counted as
+# `truncated.<source>.<field>`. No real title is near 2,000 characters or abstract near 100,000;
+# such values are extraction garbage or an attack, and would bloat every later stage.
+FIELD_CAPS: dict[str, int] = {
+    "title": 2_000,
+    "abstract": 100_000,
+    "venue": 2_000,
+    "publisher": 2_000,
+    "type": 200,
+    "publisher_language": 200,
+    "license": 2_000,
+}
+# List fields: at most this many entries, each string capped like a title.
+LIST_CAPS: dict[str, int] = {"titles": 20, "categories": 100, "urls": 100, "relations": 100}
 
 Parser = Callable[[Any], dict]
 _PARSERS: dict[str, Parser] = {
@@ -54,14 +81,18 @@ def _outcomes(path: str, source: str) -> Iterator[tuple[str, dict | None, Item |
             yield failure.origin, None, failure
             return
         assert data is not None
-        chunk = crossref_columnar.parse_chunk(data) if source == "crossref" else None
-        if chunk is not None:
-            records, rejected = chunk
-            for record in records:
-                yield f"{path}:#{record.pop('_index')}", record, None
-            for index, reason, raw_doi in rejected:
-                origin = f"{path}:#{index}"
-                yield origin, None, Item(origin, reason=reason, raw=(raw_doi or "").encode("utf-8"))
+        columnar = (source == "crossref" and data.count(b"{") <= MAX_COLUMNAR_OBJECTS
+                    and count_nodes(data) <= MAX_NODES_PER_DOCUMENT)
+        items_frame = crossref_columnar.read_items(data) if columnar else None
+        if items_frame is not None:
+            for record, rejected in crossref_columnar.iter_project(items_frame):
+                if record is not None:
+                    yield f"{path}:#{record.pop('_index')}", record, None
+                else:
+                    assert rejected is not None
+                    index, reason, raw_doi = rejected
+                    origin = f"{path}:#{index}"
+                    yield origin, None, Item(origin, reason=reason, raw=(raw_doi or "").encode("utf-8"))
             return
         keys = crossref.LIST_KEYS if source == "crossref" else openalex.LIST_KEYS
         items = iter_documents_in(data, path, keys)
@@ -86,14 +117,22 @@ def read_source_file(
 
     - `("batch", (shard, table))` projected records (`PROJECTED` rows), at most
       `batch_size` a batch;
-    - `("reject", reject_row)` for every record that could not be used;
-    - `("counts", {...})` once at the end: `read.<source>`, `rejected.<source>.<reason>`.
+    - `("reject", reject_row)` for every record that could not be used, up to
+      `rejects.MAX_REJECTS_PER_FILE` rows per file; failures past that are only counted;
+    - `("counts", {...})` once at the end: `read.<source>`, `rejected.<source>.<reason>`
+      (every failure), `rejects_suppressed.<source>` (failures without a reject row),
+      `truncated.<source>.<field>` (values cut to `FIELD_CAPS` / `LIST_CAPS`).
+
+    read = records in batches + reject rows + rejects_suppressed. Memory is bounded per file:
+    at most `batch_size` records per shard buffer, no reject buffer, and the readers' caps.
     """
     counts: Counter = Counter()
     buffers: dict[int, list[dict]] = {}
+    budget = RejectBudget()
     for origin, record, failed in _outcomes(path, source):
         counts[f"read.{source}"] += 1
         if record is not None:
+            _cap_fields(record, source, counts)
             record["origin"] = origin
             record["completeness"] = completeness(record)
             shard = shard_of(record["doi"], num_shards)
@@ -105,6 +144,9 @@ def read_source_file(
             continue
         assert failed is not None
         counts[f"rejected.{source}.{failed.reason}"] += 1
+        if not budget.take():
+            counts[f"rejects_suppressed.{source}"] += 1
+            continue
         yield "reject", make_reject(
             STAGE, failed.reason or "unknown", key=origin, detail=failed.detail, source=path, raw=failed.raw
         )
@@ -113,6 +155,24 @@ def read_source_file(
             yield "batch", (shard, pa.Table.from_pylist(buffers[shard], schema=PROJECTED))
     counts[f"files.{source}"] += 1
     yield "counts", dict(counts)
+
+
+def _cap_fields(record: dict, source: str, counts: Counter) -> None:
+    """Cut over-long text fields and lists in place (see `FIELD_CAPS`), counting each cut."""
+    for name, cap in FIELD_CAPS.items():
+        value = record.get(name)
+        if isinstance(value, str) and len(value) > cap:
+            record[name] = value[:cap]
+            counts[f"truncated.{source}.{name}"] += 1
+    for name, cap in LIST_CAPS.items():
+        value = record.get(name)
+        if isinstance(value, list) and len(value) > cap:
+            record[name] = value[:cap]
+            counts[f"truncated.{source}.{name}"] += 1
+    titles = record.get("titles")
+    if isinstance(titles, list) and any(isinstance(t, str) and len(t) > FIELD_CAPS["title"] for t in titles):
+        record["titles"] = [t[: FIELD_CAPS["title"]] if isinstance(t, str) else t for t in titles]
+        counts[f"truncated.{source}.titles"] += 1
 
 
 def _excerpt(obj: Any) -> bytes | None:

@@ -249,7 +249,7 @@ def test_odd_retry_after_does_not_escape_fetch(value):
     with RawServer(busy) as srv:
         result, elapsed = timed_fetch(make(max_retries=1, url_timeout=3.0), srv.url("/x"))
     assert result.error == "http_503" and result.attempts == 2
-    assert elapsed < 1.0
+    assert elapsed < 2.5  # a junk Retry-After is not waited for (url_timeout is 3 s)
 
 
 @pytest.mark.parametrize(

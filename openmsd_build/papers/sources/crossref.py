@@ -93,14 +93,24 @@ def links_of(record: dict) -> list[dict]:
     return urls
 
 
+# Distinct titles kept per work: a real work has one per language it was published in.
+MAX_TITLES = 20
+
+
 def all_titles(*lists: Any) -> list[str]:
     """Every distinct non-blank title of `title` and `original-title`, cleaned, in order
-    (Crossref lists a paper's title in each language it was published with)."""
+    (Crossref lists a paper's title in each language it was published with). At most
+    `MAX_TITLES`; duplicates are found with a set, so a corrupt record listing millions of
+    titles costs linear time, not quadratic."""
     titles: list[str] = []
+    seen: set[str] = set()
     for values in lists:
         for value in as_list(values) if not isinstance(values, str) else [values]:
+            if len(titles) >= MAX_TITLES:
+                return titles
             cleaned = clean_title(value) if isinstance(value, str) else ""
-            if cleaned and cleaned not in titles:
+            if cleaned and cleaned not in seen:
+                seen.add(cleaned)
                 titles.append(cleaned)
     return titles
 

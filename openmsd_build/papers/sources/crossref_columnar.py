@@ -17,6 +17,7 @@ whether a good record is kept.
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator
 
 import polars as pl
 
@@ -105,9 +106,33 @@ def read_items(data: bytes) -> pl.DataFrame | None:
     return frame.select(pl.col("items").explode()).unnest("items").with_row_index("_index")
 
 
+# Rows turned into Python dicts at a time: `iter_rows` over a whole chunk is fine for 5,000
+# works, but the caller's memory must not depend on how many items a chunk claims.
+PROJECT_SLICE = 5_000
+
+
 def project(items: pl.DataFrame) -> tuple[list[dict], list[tuple[int, str, str | None]]]:
     """Projected records (as `parse_crossref` returns them, in item order) and the rejected
     items as (index, reason, raw DOI)."""
+    records: list[dict] = []
+    rejects: list[tuple[int, str, str | None]] = []
+    for record, rejected in iter_project(items):
+        if record is not None:
+            records.append(record)
+        else:
+            assert rejected is not None
+            rejects.append(rejected)
+    return records, rejects
+
+
+def iter_project(items: pl.DataFrame) -> Iterator[tuple[dict | None, tuple[int, str, str | None] | None]]:
+    """`project` as a stream of `(record, None)` / `(None, (index, reason, raw DOI))` in item
+    order, converting `PROJECT_SLICE` rows at a time, so nothing per item accumulates."""
+    for offset in range(0, items.height, PROJECT_SLICE):
+        yield from _project_slice(items.slice(offset, PROJECT_SLICE))
+
+
+def _project_slice(items: pl.DataFrame) -> Iterator[tuple[dict | None, tuple[int, str, str | None] | None]]:
     lower = pl.col("DOI").str.to_lowercase()
     fast_doi = (
         pl.col("DOI").str.contains(r"^[!-~]+$") & lower.str.contains(_CANONICAL_AFTER_LOWER)
@@ -138,14 +163,12 @@ def project(items: pl.DataFrame) -> tuple[list[dict], list[tuple[int, str, str |
         _text_or_none(pl.col("language")).alias("publisher_language"),
         pl.col("license"), pl.col("link"), pl.col("resource"), pl.col("relation"),
     )
-    records: list[dict] = []
-    rejects: list[tuple[int, str, str | None]] = []
     for row in frame.iter_rows(named=True):
         doi = row["_fast_doi"]
         if doi is None:
             outcome = _doi_outcome(row["_raw_doi"]) if row["_raw_doi"] is not None else {"doi": None, "reason": "no_doi"}
             if outcome["doi"] is None:
-                rejects.append((row["_index"], outcome["reason"], row["_raw_doi"]))
+                yield None, (row["_index"], outcome["reason"], row["_raw_doi"])
                 continue
             doi = outcome["doi"]
         record = {
@@ -166,8 +189,7 @@ def project(items: pl.DataFrame) -> tuple[list[dict], list[tuple[int, str, str |
             "relations": relations_of(row) if row["relation"] else [],
         }
         record["_index"] = row["_index"]
-        records.append(record)
-    return records, rejects
+        yield record, None
 
 
 def parse_chunk(data: bytes) -> tuple[list[dict], list[tuple[int, str, str | None]]] | None:

@@ -23,8 +23,22 @@ GZIP_MAGIC = b"\x1f\x8b"
 READ_CHUNK = 1 << 20
 # Caps on decompressed sizes: one JSON Lines record, and one whole-file JSON document
 # (Crossref public-data-file chunks are tens of MB). Beyond them the input is rejected.
-MAX_RECORD_BYTES = 256 << 20
+# The largest real records (works with thousands of authors or references) are a few MB.
+MAX_RECORD_BYTES = 16 << 20
 MAX_DOCUMENT_BYTES = 2 << 30
+# Bytes alone do not bound memory: `{}` is 2 bytes of JSON and a 64-byte Python dict, so a
+# few MB of `[{},{},...]` parse into GBs. Before `orjson.loads` the number of JSON values is
+# bounded from above by counting `,` `{` `[` (two C passes over bytes already in memory;
+# commas inside strings only make the bound looser). A real record has a few thousand values
+# and a 5,000-work Crossref chunk about 1.1M; ~60 bytes of Python objects per value makes
+# these caps ~60 MB for one record and ~180 MB for one whole document.
+MAX_NODES_PER_RECORD = 1_000_000
+MAX_NODES_PER_DOCUMENT = 3_000_000
+
+
+def count_nodes(data: bytes) -> int:
+    """An upper bound on the JSON values `orjson.loads(data)` would create (see above)."""
+    return data.count(b",") + data.count(b"{") + data.count(b"[") + 1
 
 
 class RecordError(ValueError):
@@ -95,6 +109,11 @@ def _decode_error(exc: BaseException) -> str:
 
 
 def _parse_json(data: bytes, origin: str) -> Item:
+    """One record, unless it would parse into more than `MAX_NODES_PER_RECORD` objects."""
+    nodes = count_nodes(data)
+    if nodes > MAX_NODES_PER_RECORD:
+        return Item(origin, reason="record_too_complex",
+                    detail=f"up to {nodes} JSON values > {MAX_NODES_PER_RECORD}", raw=data[:200])
     try:
         return Item(origin, obj=orjson.loads(data))
     except orjson.JSONDecodeError as exc:
@@ -160,17 +179,43 @@ def iter_json_documents(path: str, list_keys: tuple[tuple[str, ...], ...]) -> It
     yield from iter_documents_in(data, path, list_keys)
 
 
+def iter_lines_in(data: bytes, path: str) -> Iterator[Item]:
+    """JSON Lines records of bytes already in memory, one line at a time (no `split`, which
+    would hold a second copy of a 2 GB file as a list of lines). Every line is held to the
+    same caps as in `iter_json_lines`."""
+    start = line_no = 0
+    size = len(data)
+    while start < size:
+        end = data.find(b"\n", start)
+        if end < 0:
+            end = size
+        line_no += 1
+        if end - start > MAX_RECORD_BYTES:
+            yield Item(f"{path}:{line_no}", reason="record_too_large",
+                       detail=f"line of {end - start} bytes > {MAX_RECORD_BYTES}", raw=data[start:start + 200])
+        else:
+            line = data[start:end]
+            if line.strip():
+                yield _parse_json(line, f"{path}:{line_no}")
+        start = end + 1
+
+
 def iter_documents_in(data: bytes, path: str, list_keys: tuple[tuple[str, ...], ...]) -> Iterator[Item]:
-    """`iter_json_documents` on a file's bytes already read (`path` names the origins)."""
+    """`iter_json_documents` on a file's bytes already read (`path` names the origins).
+
+    A file that could parse into more than `MAX_NODES_PER_DOCUMENT` values is never parsed
+    whole: it is read as JSON Lines, where each line has its own caps (a real JSON Lines file
+    is read the same way; a one-line bomb becomes one `record_too_large` reject)."""
     if not data.strip():
+        return
+    if count_nodes(data) > MAX_NODES_PER_DOCUMENT:
+        yield from iter_lines_in(data, path)
         return
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError:
         # Not one document: JSON Lines (or broken). Re-read line by line.
-        for line_no, line in enumerate(data.split(b"\n"), start=1):
-            if line.strip():
-                yield _parse_json(line, f"{path}:{line_no}")
+        yield from iter_lines_in(data, path)
         return
     for keys in list_keys:
         node = doc

@@ -24,35 +24,95 @@ from email.utils import parsedate_to_datetime
 # --------------------------------------------------------------------------- robots.txt
 
 
+# Caps that bound the cost of one robots.txt and of one `allowed()` call, whatever the
+# server sends. 500 KiB is the limit Google documents (RFC 9309 §2.5 asks crawlers to parse at
+# least 500 KiB); real files are a few KB. Content beyond the cap is ignored, as Google does.
+MAX_ROBOTS_CHARS = 512 * 1024
+# Rules kept per agent group set; a real robots.txt has tens, the biggest known a few thousand.
+MAX_ROBOTS_RULES = 5_000
+# A longer pattern is not a path anyone writes; such rules are dropped rather than matched.
+MAX_PATTERN_CHARS = 2_048
+# Paths longer than this are not matched at all: they are disallowed whenever the site has
+# rules (polite default; no real article URL has an 8 KiB path).
+MAX_ROBOTS_PATH_CHARS = 8_192
+
+
+class RobotsPattern:
+    """One RFC 9309 path pattern (`*` = any run of characters, trailing `$` = end of path),
+    matched in linear time.
+
+    Why not a regex: `/*a*a*a*a*b` compiles to `.*a.*a.*a.*a.*b`, whose backtracking costs
+    O(len(path)**k) on a long path of 'a's (minutes of CPU for one URL). A `*`-only pattern
+    never needs backtracking: with the pattern split at `*` into literal segments, placing each
+    middle segment at its leftmost occurrence after the previous one is optimal (any later
+    placement leaves less room for the rest), so one left-to-right pass of `str.find` decides
+    the match: O(len(path) + len(pattern)) per segment scan, O(len(path) * segments) at worst.
+    """
+
+    __slots__ = ("raw", "_first", "_middle", "_last", "_anchored")
+
+    def __init__(self, raw: str) -> None:
+        self.raw = raw
+        self._anchored = raw.endswith("$")
+        body = raw[:-1] if self._anchored else raw
+        parts = body.split("*")
+        self._first = parts[0]
+        # Empty segments (from `**`) constrain nothing; the last one is kept apart because
+        # with `$` it must sit at the end of the path.
+        self._middle = tuple(p for p in parts[1:-1] if p)
+        self._last: str | None = parts[-1] if len(parts) > 1 else None
+
+    def match(self, path: str) -> bool:
+        """True when the pattern matches a prefix of `path` (or all of it with `$`)."""
+        first, last = self._first, self._last
+        if last is None:  # no `*`: a literal prefix, or the whole path with `$`
+            return path == first if self._anchored else path.startswith(first)
+        if not path.startswith(first):
+            return False
+        pos = len(first)
+        for segment in self._middle:
+            found = path.find(segment, pos)
+            if found < 0:
+                return False
+            pos = found + len(segment)
+        if self._anchored:
+            return len(path) - len(last) >= pos and path.endswith(last)
+        return not last or path.find(last, pos) >= 0
+
+
 @dataclass
 class RobotsRules:
     """The rules of the group that applies to our agent (RFC 9309 §2.2)."""
 
-    rules: list[tuple[bool, str, re.Pattern[str]]] = field(default_factory=list)  # (allow, raw, regex)
+    rules: list[tuple[bool, str, RobotsPattern]] = field(default_factory=list)  # (allow, raw, pattern)
     crawl_delay: float | None = None
 
     def allowed(self, path: str) -> bool:
-        """Longest matching pattern wins; on a tie, allow wins; no match means allowed."""
+        """Longest matching pattern wins; on a tie, allow wins; no match means allowed.
+
+        Cost is bounded by the caps: at most `MAX_ROBOTS_RULES` linear-time matches against a
+        path of at most `MAX_ROBOTS_PATH_CHARS` (longer paths are refused when rules exist)."""
         if path.startswith("/robots.txt"):
             return True
+        if not self.rules:
+            return True
+        if len(path) > MAX_ROBOTS_PATH_CHARS:
+            return False
         best_len = -1
         best_allow = True
-        for allow, raw, regex in self.rules:
-            if regex.match(path) and (len(raw) > best_len or (len(raw) == best_len and allow)):
+        for allow, raw, pattern in self.rules:
+            if (len(raw) > best_len or (len(raw) == best_len and allow)) and pattern.match(path):
                 best_len, best_allow = len(raw), allow
         return best_allow
 
 
 ALLOW_ALL = RobotsRules()
-DISALLOW_ALL = RobotsRules(rules=[(False, "/", re.compile("/"))])
+DISALLOW_ALL = RobotsRules(rules=[(False, "/", RobotsPattern("/"))])
 
 
-def _pattern(raw: str) -> re.Pattern[str]:
-    """A robots path pattern as an anchored regex: `*` any run, trailing `$` end."""
-    anchored = raw.endswith("$")
-    body = raw[:-1] if anchored else raw
-    regex = ".*".join(re.escape(part) for part in body.split("*"))
-    return re.compile(regex + (r"\Z" if anchored else ""))
+def _pattern(raw: str) -> RobotsPattern:
+    """A robots path pattern as a linear-time matcher (see `RobotsPattern`)."""
+    return RobotsPattern(raw)
 
 
 def _normalise_escapes(path: str) -> str:
@@ -64,6 +124,8 @@ def parse_robots(text: str, agent: str) -> RobotsRules:
     """Rules for product token `agent` from a robots.txt body: groups naming the agent (all
     merged) if any, else the `*` groups, else allow everything."""
     agent = agent.lower()
+    if len(text) > MAX_ROBOTS_CHARS:  # cut at a line end: half a rule is a different rule
+        text = text[: text.rfind("\n", 0, MAX_ROBOTS_CHARS) + 1]
     groups: list[tuple[list[str], list[tuple[str, str]]]] = []
     current: tuple[list[str], list[tuple[str, str]]] | None = None
     for raw_line in text.splitlines():
@@ -89,7 +151,9 @@ def parse_robots(text: str, agent: str) -> RobotsRules:
                     rules.crawl_delay = max(rules.crawl_delay or 0.0, float(value))
                 except ValueError:
                     pass
-            elif value:  # an empty Disallow means "nothing is disallowed"
+            elif value and len(value) <= MAX_PATTERN_CHARS and len(rules.rules) < MAX_ROBOTS_RULES:
+                # An empty Disallow means "nothing is disallowed"; over-long patterns and rules
+                # past the cap are ignored so one file cannot make every match expensive.
                 value = _normalise_escapes(value if value.startswith(("/", "*")) else "/" + value)
                 rules.rules.append((key == "allow", value, _pattern(value)))
     return rules
