@@ -63,6 +63,12 @@ def negatives_dir(out: str, split: str) -> str:
     return join_path(out, "negatives", f"split={split}")
 
 
+def mix_slug(name: str) -> str:
+    """A file- and shell-safe name of a relation mix: 'dc+cc' -> 'dc_or_cc', 'dc&cc' -> 'dc_and_cc'."""
+    return name.replace("+", "_or_").replace("&", "_and_")
+
+
 def mixes_dir(out: str, name: str, split: str) -> str:
-    """A relation mix of `pairs --mixes` (schema MIXES), e.g. name `dc+cc` or `dc&cc`."""
-    return join_path(out, "pairs", "mix", name, f"split={split}")
+    """A relation mix of `pairs --mixes` (schema MIXES), e.g. name `dc+cc` or `dc&cc`, in a
+    folder named by `mix_slug` (no `&` or `+` in paths)."""
+    return join_path(out, "pairs", "mix", mix_slug(name), f"split={split}")
