@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "release": ("openmsd_build.release.command", "write an id-only release of a build (no text), with checksums"),
     "reconstruct": ("openmsd_build.release.reconstruct", "rebuild the text columns of an id-only release"),
     "export": ("openmsd_build.export.command", "export retrieval tasks and trainer pairs (BEIR, MTEB, HF datasets)"),
+    "enrich": ("openmsd_build.enrich.command", "English summaries of non-English papers (chat / translation endpoints)"),
     "evaluate": ("openmsd_build.evaluate.command", "MAP and nDCG@10 on IDT / ODT retrieval (embeddings or BM25)"),
 }
 
@@ -142,9 +143,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         pipeline_options(beam_args)
         if args.command in STAGE_NAMES:
-            from openmsd_build.core import resources
+            from openmsd_build.core import progress, resources
 
-            with resources.measured() as figures:
+            with resources.measured() as figures, progress.reporting(args.command):
                 result = module.run(args, beam_args)
             resources.record(args.out, args.command, figures)
             from openmsd_build.core.stages import record_provenance

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
-from openmsd_build.core import parquet_io
+from openmsd_build.core import parquet_io, progress
 from openmsd_build.core.errors import UserError
 from openmsd_build.core.hashing import shard_of
 from openmsd_build.schemas import REJECTS
@@ -30,10 +30,14 @@ REJECTS_TAG = "rejects"
 
 
 def bump(namespace: str, counts: Mapping[str, int]) -> None:
-    """Mirror a batch's counts into Beam Metrics counters (live in the runner's UI)."""
+    """Mirror a batch's counts into Beam Metrics counters (live in the runner's UI), and into
+    the stage's progress (`core.progress`: the launcher's progress line; on a distributed
+    runner the `progress.done` / `progress.planned` / `progress.errors` counters)."""
     for name, value in counts.items():
         if value:
             Metrics.counter(namespace, name).inc(value)
+    for name, value in progress.add(namespace, counts).items():
+        Metrics.counter(namespace, f"progress.{name}").inc(value)
 
 
 def as_table(batch: pa.Table | Sequence[dict], schema: pa.Schema) -> pa.Table:

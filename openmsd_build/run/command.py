@@ -14,7 +14,7 @@ import os
 
 from apache_beam.io.filesystems import FileSystems
 
-from openmsd_build.core import layout, parquet_io, resources
+from openmsd_build.core import layout, parquet_io, progress, resources
 from openmsd_build.core.errors import UserError
 from openmsd_build.core.stages import DERIVED_FOLDERS, STAGES, record_provenance, stale_stages
 from openmsd_build.papers.sources.registry import SOURCES, add_source_arguments, source_argv, source_globs
@@ -172,7 +172,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
         module.add_arguments(parser)
         stage_args = parser.parse_args(stage_argv(stage, args))
         print(f"== {stage}", flush=True)
-        with resources.measured() as figures:
+        with resources.measured() as figures, progress.reporting(stage):
             results[stage] = module.run(stage_args, beam_args) or {}
         resources.record(args.out, stage, figures)
         record_provenance(args.out, stage)
