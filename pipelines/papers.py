@@ -1,6 +1,7 @@
 """The `papers` stage's Beam graph (wiring only).
 
-files -> ReadSourceFile (parse, project, shard by DOI) -> GroupShards -> MergeAndWriteShard
+files -> ReadSourceFile (parse, project, shard by DOI; JSON Lines files are cut into raw line
+chunks, reshuffled and parsed by ParseLineChunk on every worker) -> GroupShards -> MergeAndWriteShard
 -> `papers/part-*.parquet`; rejects -> `rejects/papers/`; counts -> `_stats/papers.json`.
 Flags and input checks are in `openmsd_build.papers.command`.
 """
@@ -11,7 +12,7 @@ import apache_beam as beam
 
 from openmsd_build.core import layout
 from openmsd_build.core.beam_io import COUNTS_TAG, REJECTS_TAG, GroupShards, WriteCounts, WriteRejects
-from openmsd_build.papers.beam import MergeAndWriteShard, ReadSourceFile
+from openmsd_build.papers.beam import LINES_TAG, MergeAndWriteShard, ParseLineChunk, ReadSourceFile
 
 
 def build(p, out: str, files: list[tuple[str, str]], num_shards: int, input_files: list[dict]) -> None:
@@ -19,21 +20,30 @@ def build(p, out: str, files: list[tuple[str, str]], num_shards: int, input_file
     in `_stats/papers.json`. The stage reads nothing from the build, so `out` is only where
     it writes: the command passes its staging root (`core.staging`), swapped in on success."""
     papers_dir = layout.papers_dir(out)
-    parsed = (
+    read = (
         p
         | "InputFiles" >> beam.Create(files)
         | "SpreadFiles" >> beam.Reshuffle()
         | "ReadSourceFiles"
-        >> beam.ParDo(ReadSourceFile(num_shards)).with_outputs(COUNTS_TAG, REJECTS_TAG, main="batches")
+        >> beam.ParDo(ReadSourceFile(num_shards)).with_outputs(LINES_TAG, COUNTS_TAG, REJECTS_TAG, main="batches")
+    )
+    # JSON Lines files arrive as chunks of raw lines: spread them, then parse on every worker
+    lines = (
+        read[LINES_TAG]
+        | "SpreadLineChunks" >> beam.Reshuffle()
+        | "ParseLineChunks"
+        >> beam.ParDo(ParseLineChunk(num_shards)).with_outputs(COUNTS_TAG, REJECTS_TAG, main="batches")
     )
     merged = (
-        parsed.batches
+        (read.batches, lines.batches)
+        | "AllBatches" >> beam.Flatten()
         | "GroupShards" >> GroupShards()
         | "MergeAndWrite" >> beam.ParDo(MergeAndWriteShard(papers_dir, num_shards))
     )
-    _ = parsed[REJECTS_TAG] | "WriteRejects" >> WriteRejects(layout.rejects_dir(out, "papers"))
+    _ = ((read[REJECTS_TAG], lines[REJECTS_TAG]) | "AllRejects" >> beam.Flatten()
+         | "WriteRejects" >> WriteRejects(layout.rejects_dir(out, "papers")))
     _ = (
-        (parsed[COUNTS_TAG], merged)
+        (read[COUNTS_TAG], lines[COUNTS_TAG], merged)
         | "AllCounts" >> beam.Flatten()
         | "WriteCounts" >> WriteCounts(
             layout.stats_path(out, "papers"), {"stage": "papers", "shards": num_shards, "inputs": input_files})

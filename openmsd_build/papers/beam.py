@@ -8,9 +8,27 @@ from openmsd_build.core import parquet_io
 from openmsd_build.core.beam_io import COUNTS_TAG, REJECTS_TAG, bump
 from openmsd_build.papers import join as paper_join
 
+LINES_TAG = "lines"
+
+
+def _route(outputs):
+    """`join`'s tagged outputs -> Beam outputs (batches on the main output)."""
+    for tag, value in outputs:
+        if tag == "batch":
+            yield value
+        elif tag == "chunk":
+            yield beam.pvalue.TaggedOutput(LINES_TAG, value)
+        elif tag == "reject":
+            yield beam.pvalue.TaggedOutput(REJECTS_TAG, value)
+        else:
+            bump(paper_join.STAGE, value)
+            yield beam.pvalue.TaggedOutput(COUNTS_TAG, value)
+
 
 class ReadSourceFile(beam.DoFn):
-    """`(source, path)` -> `(shard, records)` batches; rejects and counts tagged."""
+    """`(source, path)` -> `(shard, records)` batches; rejects and counts tagged. A JSON
+    Lines file is only cut into chunks of raw lines (tagged LINES) for `ParseLineChunk`, so
+    one huge file is parsed by every worker after a reshuffle."""
 
     def __init__(self, num_shards: int, batch_size: int = paper_join.DEFAULT_BATCH):
         self.num_shards = num_shards
@@ -18,14 +36,22 @@ class ReadSourceFile(beam.DoFn):
 
     def process(self, element):
         source, path = element
-        for tag, value in paper_join.read_source_file(path, source, self.num_shards, self.batch_size):
-            if tag == "batch":
-                yield value
-            elif tag == "reject":
-                yield beam.pvalue.TaggedOutput(REJECTS_TAG, value)
-            else:
-                bump(paper_join.STAGE, value)
-                yield beam.pvalue.TaggedOutput(COUNTS_TAG, value)
+        if source in paper_join.LINE_SOURCES:
+            yield from _route(paper_join.read_line_chunks(path, source))
+        else:
+            yield from _route(paper_join.read_source_file(path, source, self.num_shards, self.batch_size))
+
+
+class ParseLineChunk(beam.DoFn):
+    """`(source, path, [raw line, ...])` -> `(shard, records)` batches; rejects and counts tagged."""
+
+    def __init__(self, num_shards: int, batch_size: int = paper_join.DEFAULT_BATCH):
+        self.num_shards = num_shards
+        self.batch_size = batch_size
+
+    def process(self, element):
+        source, path, chunk = element
+        yield from _route(paper_join.parse_line_chunk(source, path, chunk, self.num_shards, self.batch_size))
 
 
 class MergeAndWriteShard(beam.DoFn):

@@ -32,14 +32,20 @@ from openmsd_build.papers.sources.records import (
     count_nodes,
     iter_documents_in,
     iter_json_lines,
+    iter_raw_lines,
+    parse_raw_line,
     read_all,
 )
+from openmsd_build.papers.sources.registry import SOURCES as REGISTERED
 from openmsd_build.papers.sources.unpaywall import parse_unpaywall
 from openmsd_build.schemas import PAPERS
 
 STAGE = "papers"
 SOURCES = ("unpaywall", "crossref", "openalex")
 DEFAULT_BATCH = 2000
+# JSON Lines sources: files are cut into chunks of raw lines that any worker parses.
+LINE_SOURCES = tuple(s.name for s in REGISTERED if s.line_based)
+LINE_CHUNK = 5000
 # The polars reader costs ~1 KB of memory per item whatever the item holds, so a chunk of
 # `{}` items (3 bytes each) would cost GBs: only chunks with at most this many `{` (an upper
 # bound on their items; a real 5,000-work chunk has ~155k) take the columnar path. Others are
@@ -73,29 +79,33 @@ def _outcomes(path: str, source: str) -> Iterator[tuple[str, dict | None, Item |
     `(origin, None, failed item)`. Crossref public-data-file chunks are projected on columns
     (`crossref_columnar`); everything else, and any chunk that does not fit that reader, is
     parsed record by record."""
-    if source == "unpaywall":
-        items: Iterator[Item] = iter_json_lines(path)
-    else:
-        data, failure = read_all(path)
-        if failure is not None:
-            yield failure.origin, None, failure
-            return
-        assert data is not None
-        columnar = (source == "crossref" and data.count(b"{") <= MAX_COLUMNAR_OBJECTS
-                    and count_nodes(data) <= MAX_NODES_PER_DOCUMENT)
-        items_frame = crossref_columnar.read_items(data) if columnar else None
-        if items_frame is not None:
-            for record, rejected in crossref_columnar.iter_project(items_frame):
-                if record is not None:
-                    yield f"{path}:#{record.pop('_index')}", record, None
-                else:
-                    assert rejected is not None
-                    index, reason, raw_doi = rejected
-                    origin = f"{path}:#{index}"
-                    yield origin, None, Item(origin, reason=reason, raw=(raw_doi or "").encode("utf-8"))
-            return
-        keys = crossref.LIST_KEYS if source == "crossref" else openalex.LIST_KEYS
-        items = iter_documents_in(data, path, keys)
+    if source in LINE_SOURCES:
+        yield from _parsed(iter_json_lines(path), source)
+        return
+    data, failure = read_all(path)
+    if failure is not None:
+        yield failure.origin, None, failure
+        return
+    assert data is not None
+    columnar = (source == "crossref" and data.count(b"{") <= MAX_COLUMNAR_OBJECTS
+                and count_nodes(data) <= MAX_NODES_PER_DOCUMENT)
+    items_frame = crossref_columnar.read_items(data) if columnar else None
+    if items_frame is not None:
+        for record, rejected in crossref_columnar.iter_project(items_frame):
+            if record is not None:
+                yield f"{path}:#{record.pop('_index')}", record, None
+            else:
+                assert rejected is not None
+                index, reason, raw_doi = rejected
+                origin = f"{path}:#{index}"
+                yield origin, None, Item(origin, reason=reason, raw=(raw_doi or "").encode("utf-8"))
+        return
+    keys = crossref.LIST_KEYS if source == "crossref" else openalex.LIST_KEYS
+    yield from _parsed(iter_documents_in(data, path, keys), source)
+
+
+def _parsed(items: Iterable[Item], source: str) -> Iterator[tuple[str, dict | None, Item | None]]:
+    """Decoded items -> projected records or failures (a parser bug costs one record)."""
     parse = _PARSERS[source]
     for item in items:
         if item.reason is not None:
@@ -108,6 +118,32 @@ def _outcomes(path: str, source: str) -> Iterator[tuple[str, dict | None, Item |
         except Exception as exc:  # noqa: BLE001 - a parser bug must cost one record, not the whole file
             yield item.origin, None, Item(item.origin, reason="parser_error",
                                           detail=f"{type(exc).__name__}: {exc}"[:200], raw=_excerpt(item.obj))
+
+
+def read_line_chunks(path: str, source: str, chunk_lines: int = LINE_CHUNK) -> Iterator[tuple[str, Any]]:
+    """Split a JSON Lines file into chunks of raw lines without parsing them, so that one
+    huge snapshot file (Unpaywall's is a single gzip of tens of GB: decompression is serial)
+    is parsed and projected by every worker instead of one. Yields `("chunk", (source, path,
+    [(origin, line bytes), ...]))` and once `("counts", {"files.<source>": 1})`; lines that
+    cannot even be read (too long, corrupt gzip) travel in the chunks as failures."""
+    chunk: list[tuple[str, bytes | None, str | None, str | None, bytes | None]] = []
+    for item in iter_raw_lines(path):
+        chunk.append((item.origin, item.obj, item.reason, item.detail, item.raw))
+        if len(chunk) >= chunk_lines:
+            yield "chunk", (source, path, chunk)
+            chunk = []
+    if chunk:
+        yield "chunk", (source, path, chunk)
+    yield "counts", {f"files.{source}": 1}
+
+
+def parse_line_chunk(
+    source: str, path: str, chunk: list, num_shards: int, batch_size: int = DEFAULT_BATCH
+) -> Iterator[tuple[str, Any]]:
+    """One chunk of `read_line_chunks` -> the same tagged outputs as `read_source_file`."""
+    items = (Item(origin, reason=reason, detail=detail, raw=raw) if reason is not None
+             else parse_raw_line(line, origin) for origin, line, reason, detail, raw in chunk)
+    yield from _collect(_parsed(items, source), source, path, num_shards, batch_size, count_file=False)
 
 
 def read_source_file(
@@ -126,10 +162,22 @@ def read_source_file(
     read = records in batches + reject rows + rejects_suppressed. Memory is bounded per file:
     at most `batch_size` records per shard buffer, no reject buffer, and the readers' caps.
     """
+    yield from _collect(_outcomes(path, source), source, path, num_shards, batch_size)
+
+
+def _collect(
+    outcomes: Iterable[tuple[str, dict | None, Item | None]],
+    source: str,
+    path: str,
+    num_shards: int,
+    batch_size: int,
+    count_file: bool = True,
+) -> Iterator[tuple[str, Any]]:
+    """Outcomes -> sharded record batches, reject rows and counts (see `read_source_file`)."""
     counts: Counter = Counter()
     buffers: dict[int, list[dict]] = {}
     budget = RejectBudget()
-    for origin, record, failed in _outcomes(path, source):
+    for origin, record, failed in outcomes:
         counts[f"read.{source}"] += 1
         if record is not None:
             _cap_fields(record, source, counts)
@@ -153,7 +201,8 @@ def read_source_file(
     for shard in sorted(buffers):
         if buffers[shard]:
             yield "batch", (shard, pa.Table.from_pylist(buffers[shard], schema=PROJECTED))
-    counts[f"files.{source}"] += 1
+    if count_file:
+        counts[f"files.{source}"] += 1
     yield "counts", dict(counts)
 
 

@@ -125,9 +125,21 @@ def _parse_json(data: bytes, origin: str) -> Item:
 
 
 def iter_json_lines(path: str) -> Iterator[Item]:
-    """Yield one `Item` per non-blank line of a JSON Lines file (gzip or plain). A line
-    longer than `MAX_RECORD_BYTES` is skipped (never held in memory whole) and yielded as a
-    `record_too_large` failure, so a compression bomb of one endless line costs one reject."""
+    """Yield one `Item` per non-blank line of a JSON Lines file (gzip or plain), parsed."""
+    for item in iter_raw_lines(path):
+        yield item if item.reason is not None else _parse_json(item.obj, item.origin)
+
+
+def parse_raw_line(line: bytes, origin: str) -> Item:
+    """One raw JSON line (from `iter_raw_lines`) -> a parsed `Item` or a failure."""
+    return _parse_json(line, origin)
+
+
+def iter_raw_lines(path: str) -> Iterator[Item]:
+    """One `Item` per non-blank line of a JSON Lines file (gzip or plain) holding the raw
+    bytes in `obj` (not parsed: decompression is serial, parsing can be spread over workers).
+    A line longer than `MAX_RECORD_BYTES` is skipped (never held in memory whole) and yielded
+    as a `record_too_large` failure, so a compression bomb of one endless line costs one reject."""
     line_no = 0
     try:
         with open_binary(path) as stream:
@@ -146,7 +158,7 @@ def iter_json_lines(path: str) -> Iterator[Item]:
                     continue
                 if not line.strip():
                     continue
-                yield _parse_json(line, f"{path}:{line_no}")
+                yield Item(f"{path}:{line_no}", obj=line)
     except (EOFError, OSError, zlib.error) as exc:
         yield Item(f"{path}:{line_no + 1}", reason=_decode_error(exc), detail=f"{type(exc).__name__}: {exc}")
 
