@@ -138,3 +138,16 @@ def test_all_rejected_inputs_exit_non_zero_and_keep_outputs(tmp_path, capsys: py
     err = capsys.readouterr().err
     assert "all 5 records read were rejected" in err
     assert (out / "papers" / "part-00000-of-00001.parquet").read_bytes() == b"previous"
+
+
+def test_run_plan_runs_nothing(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    good = tmp_path / "u.jsonl"
+    good.write_text('{"doi": "10.1/x"}\n')
+    out = tmp_path / "out"
+    rc = cli.main(["run", "--out", str(out), "--unpaywall", str(good), "--fetch", "http", "--to-stage", "text", "--plan"])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "nothing is run" in text and "--unpaywall" in text and "1 files" in text
+    assert "papers: papers, rejects/papers" in text and "stale unless re-run: citations, split, pairs" in text
+    assert "fetch queue unknown until papers/ exists" in text
+    assert not out.exists()

@@ -21,6 +21,7 @@ from openmsd_build.papers.sources.registry import SOURCES, add_source_arguments,
 
 # (stage, module) in build order, from the stage registry.
 STAGE_MODULES = tuple((s.name, s.command) for s in STAGES)
+STAGE_MODULES_INDEX = {name: i for i, (name, _) in enumerate(STAGE_MODULES)}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,6 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--to-stage", choices=[s for s, _ in STAGE_MODULES], default="pairs",
                         help="stop after this stage")
     parser.add_argument("--no-report", action="store_true", help="do not write the report at the end")
+    parser.add_argument("--plan", action="store_true",
+                        help="dry run: print the inputs found, the stages to run, the outputs they replace and the "
+                        "fetch queue's estimated time, and run nothing")
     add_stage_arguments(parser)
 
 
@@ -152,12 +156,69 @@ def check_inputs(args: argparse.Namespace, stages: list[str]) -> list[str]:
     return lines
 
 
+def plan_text(args: argparse.Namespace, to_run: list[str], found: list[str]) -> str:
+    """What `run --plan` prints: nothing is run or written."""
+    from openmsd_build.core.stages import stage as stage_entry
+
+    lines = [f"plan for {args.out} (nothing is run)", "inputs:"]
+    lines += [f"  {x}" for x in found] or ["  (none to check)"]
+    lines.append("stages, in order, and the outputs each replaces:")
+    for name in to_run:
+        entry = stage_entry(name)
+        present = [f for f in entry.outputs if FileSystems.exists(parquet_io.join_path(args.out, f))]
+        note = f" (replaces existing {', '.join(present)})" if present else ""
+        lines.append(f"  {name}: {', '.join(entry.outputs)}, rejects/{name}, _stats/{name}.json{note}")
+        lines.append(f"    {' '.join(stage_argv(name, args))}")
+    later = [s for s, _ in STAGE_MODULES if s not in to_run and to_run and STAGE_MODULES_INDEX[s] > STAGE_MODULES_INDEX[to_run[-1]]]
+    if later:
+        lines.append(f"after this run, stale unless re-run: {', '.join(later)}")
+    lines.append(f"removed first (they describe a whole build): {', '.join(f + '/' for f in DERIVED_FOLDERS)}")
+    if "text" in to_run:
+        lines += _queue_plan(args)
+    return "\n".join(lines)
+
+
+def _queue_plan(args: argparse.Namespace) -> list[str]:
+    """The fetch queue's biggest hosts and wall time at the configured rate, from `papers/`
+    (only known once papers exist; a plan that also runs papers cannot know it yet)."""
+    fetch = stage_argv("text", args)
+    mode = fetch[fetch.index("--fetch") + 1]
+    if mode != "http":
+        return [f"text: --fetch {mode} (no live fetching; no queue estimate)"]
+    from openmsd_build.report.stats import queue_section
+    from openmsd_build.text.fetch.config import FetchConfig
+
+    rate = getattr(args, "rate_per_host", None) or FetchConfig().per_host_rate
+    queue = queue_section(args.out, 5, rate)
+    if queue is None:
+        return ["text: fetch queue unknown until papers/ exists (run --to-stage papers first for an estimate)"]
+    lines = [f"text: fetch queue {queue['urls']:,} URLs on {queue['hosts']:,} hosts at {rate:g} req/s per host; "
+             f"wall time bounded by the slowest host: {_duration(queue['max_host_seconds'])} "
+             f"(upper bound: papers/ lists more URLs than the planner keeps)"]
+    lines += [f"    {h['host']}: {h['urls']:,} URLs, {_duration(h['seconds'])}" for h in queue["top_hosts"]]
+    return lines
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "unknown"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:,.1f} h"
+
+
 def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
     names = [s for s, _ in STAGE_MODULES]
     first, last = names.index(args.from_stage), names.index(args.to_stage)
     if first > last:
         raise UserError(f"--from-stage {args.from_stage} comes after --to-stage {args.to_stage}")
-    check_inputs(args, [s for s, _ in STAGE_MODULES[first : last + 1]])
+    to_run = [s for s, _ in STAGE_MODULES[first : last + 1]]
+    found = check_inputs(args, to_run)
+    if args.plan:
+        print(plan_text(args, to_run, found))
+        return {}
     # evaluation/, export/ and release/ describe a whole build: a run that rebuilds any stage
     # removes them rather than leave a report to show numbers of an earlier build.
     for folder in DERIVED_FOLDERS:
