@@ -151,3 +151,24 @@ def test_run_plan_runs_nothing(tmp_path, capsys: pytest.CaptureFixture[str]) -> 
     assert "papers: papers, rejects/papers" in text and "stale unless re-run: citations, split, pairs" in text
     assert "fetch queue unknown until papers/ exists" in text
     assert not out.exists()
+
+
+def test_gcs_without_credentials_fails_fast(monkeypatch, tmp_path) -> None:
+    from openmsd_build.core.runner import check_cloud_credentials
+
+    monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
+    monkeypatch.delenv("STORAGE_EMULATOR_HOST", raising=False)
+    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path))
+    monkeypatch.setattr("pathlib.Path.home", lambda: tmp_path)
+    check_cloud_credentials(["report", "--out", "/local"], [])  # no gs:// path: nothing to check
+    import pathlib
+
+    if "Google" not in (pathlib.Path("/sys/class/dmi/id/product_name").read_text()
+                        if pathlib.Path("/sys/class/dmi/id/product_name").exists() else ""):
+        with pytest.raises(UserError, match="need Google Cloud credentials"):
+            check_cloud_credentials(["report", "--out", "gs://b/build"], [])
+    monkeypatch.delenv("NO_GCE_CHECK", raising=False)
+    check_cloud_credentials(["report", "--out", "gs://b/build"], ["--no_auth"])  # anonymous, asked for
+    import os
+
+    assert os.environ.get("NO_GCE_CHECK") == "True"

@@ -51,3 +51,40 @@ def _runner_name(args: Sequence[str]) -> str:
         if a.startswith("--runner="):
             return a.split("=", 1)[1]
     return ""
+
+
+def check_cloud_credentials(argv: Sequence[str], beam_args: Sequence[str]) -> None:
+    """Fail in a second, not minutes, when `gs://` paths are given without credentials.
+
+    Without credentials Google's auth library probes the Compute Engine metadata server with
+    retries (~20 s per process, every worker and every command), then Beam goes anonymous or
+    fails deep in a stage. Here: `--no_auth` (public buckets) or a storage emulator
+    (`STORAGE_EMULATOR_HOST`) skips the probe (`NO_GCE_CHECK`); otherwise credentials must be
+    findable (GOOGLE_APPLICATION_CREDENTIALS, gcloud's application-default file) or the
+    machine must be a Google Cloud VM (its DMI product name says so), else a `UserError`."""
+    import os
+    from pathlib import Path
+
+    from openmsd_build.core.errors import UserError
+
+    if not any("gs://" in a for a in list(argv) + list(beam_args)):
+        return
+    if _has_flag(beam_args, "--no_auth") or os.environ.get("STORAGE_EMULATOR_HOST"):
+        os.environ.setdefault("NO_GCE_CHECK", "True")
+        return
+    key = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS")
+    if key and Path(key).is_file():
+        return
+    config = Path(os.environ.get("CLOUDSDK_CONFIG") or Path.home() / ".config" / "gcloud")
+    if (config / "application_default_credentials.json").is_file():
+        return
+    try:
+        if "Google" in Path("/sys/class/dmi/id/product_name").read_text():
+            return
+    except OSError:
+        pass
+    raise UserError(
+        "gs:// paths need Google Cloud credentials and none were found: set GOOGLE_APPLICATION_CREDENTIALS to a "
+        "service-account key, or run `gcloud auth application-default login`; for a public bucket pass --no_auth, "
+        "for a local emulator set STORAGE_EMULATOR_HOST"
+    )
