@@ -94,6 +94,13 @@ def test_reconstruct_reproduces_the_documents(demo, release, tmp_path, beam_args
     rebuilt = _table(out / "documents").sort_by("doi").to_pylist()
     assert rebuilt == original
     assert recovery["restrict"]["release.no_paper_in_inputs"] == 0
+    # a reconstruction is a usable build: the split labels and pairs are the built ones,
+    # and export runs on it
+    built_splits = _table(build / "splits").select(["doi", "paper_id", "split", "language"]).sort_by("doi")
+    assert _table(out / "splits").select(["doi", "paper_id", "split", "language"]).sort_by("doi").equals(built_splits)
+    assert _table(out / "pairs" / "cc" / "split=train").num_rows == _table(build / "pairs" / "cc" / "split=train").num_rows
+    assert main(["export", "--out", str(out)]) == 0
+    assert (out / "export" / "README.md").exists()
 
 
 def test_reconstruct_reports_what_is_missing(demo, release, tmp_path, beam_args):

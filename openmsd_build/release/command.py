@@ -176,7 +176,7 @@ def write_release(
 
     files = _checksums(release, options)
     stages = {}
-    for stage in ("papers", "text", "citations", "split", "pairs"):
+    for stage in layout.STAGES:
         stats = _read_json(layout.stats_path(out, stage))
         if stats is not None:
             stages[stage] = stats

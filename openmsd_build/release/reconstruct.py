@@ -32,7 +32,7 @@ from openmsd_build.papers.sources.registry import add_source_arguments, source_g
 from openmsd_build.release.beam import MISMATCH_TAG, RestrictPapersShard, ShardTable, VerifyShard, seed_side
 from openmsd_build.release.command import MANIFEST, _abs, _read_json, _write_bytes
 from openmsd_build.release.hashes import FIELDS, recovery_rates
-from openmsd_build.release.schema import MISMATCHES, RELEASE_IDS
+from openmsd_build.release.schema import MISMATCHES, NO_SPLIT, RELEASE_IDS
 from openmsd_build.schemas import PAPERS
 
 DOC_COLUMNS = ["doi", "title", "abstract", "content", "language"]
@@ -152,7 +152,67 @@ def reconstruct(
     }
     _write_bytes(parquet_io.join_path(verify_dir, "recovery.json"),
                  json.dumps(result, indent=2, sort_keys=True).encode("utf-8"))
+    result["graph"] = restore_graph(release, out, manifest)
     return result
+
+
+GRAPH_COPIED = ("citations/", "pairs/", "negatives/")
+
+
+def restore_graph(release: str, out: str, manifest: dict) -> dict[str, int]:
+    """Make the reconstruction a usable build: the release's citations, pairs (and mixes,
+    negatives) are copied in as released, `splits/` is written from the release's split
+    labels (`paper_id` recomputed from the DOI; `group` is not released), and the release's
+    stage counts become `_stats/{citations,split,pairs}.json`, so `export`, `evaluate` and
+    `report` work on it as on the original build. One output file per ids file: no step
+    holds the whole release."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from openmsd_build.core.hashing import paper_ids
+    from openmsd_build.schemas import SPLITS
+
+    copied = 0
+    prefix = release.rstrip("/") + "/"
+    for entry in manifest.get("files", []):
+        rel = entry.get("path", "")
+        if rel.startswith(GRAPH_COPIED) and rel.endswith(".parquet"):
+            dst = parquet_io.join_path(out, rel)
+            if "://" not in dst:
+                import os
+
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+            if FileSystems.exists(dst):
+                FileSystems.delete([dst])
+            FileSystems.copy([prefix + rel], [dst])
+            copied += 1
+    ids = sorted(parquet_io.match_paths(parquet_io.join_path(release, "ids", "split=*", "*.parquet")))
+    splits_dir = layout.splits_dir(out)
+    parquet_io.clear_directory(splits_dir)
+    rows = 0
+    for i, path in enumerate(ids):
+        with FileSystems.open(path) as f:
+            table = pq.read_table(io.BytesIO(f.read()), columns=["doi", "split", "language"])
+        table = table.filter(pc.not_equal(table["split"], NO_SPLIT)).sort_by("doi")
+        dois = table["doi"].to_pylist()
+        out_table = pa.table({
+            "doi": table["doi"],
+            "paper_id": pa.array(paper_ids(dois), pa.int64()),
+            "split": table["split"],
+            "language": table["language"],
+            "group": pa.nulls(table.num_rows, pa.string()),
+        }, schema=SPLITS)
+        parquet_io.write_table(out_table, parquet_io.part_path(splits_dir, i, max(1, len(ids))))
+        rows += out_table.num_rows
+    for stage, counts in (manifest.get("stage_counts") or {}).items():
+        if stage in ("citations", "split", "pairs"):
+            _write_bytes(layout.stats_path(out, stage), json.dumps(
+                {"stage": stage, "counts": counts, "restored_from_release": True}, indent=2, sort_keys=True
+            ).encode("utf-8"))
+    return {"files_copied": copied, "split_rows": rows}
 
 
 def format_rates(rates: dict) -> str:
