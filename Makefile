@@ -12,7 +12,7 @@ DEMO_SEED ?= 7
 # a few small languages out of train so the demo's ODT has papers to evaluate on.
 DEMO_TOP_K ?= 10
 
-.PHONY: demo test lint venv clean bench
+.PHONY: demo demo-enrich test lint venv clean bench
 
 venv: $(STAMP)
 
@@ -26,6 +26,13 @@ $(STAMP): setup.py
 demo: $(STAMP)
 	$(BIN)/openmsd-build sample --out $(DEMO_DIR)/inputs --papers $(DEMO_PAPERS) --seed $(DEMO_SEED)
 	$(BIN)/openmsd-build run --inputs $(DEMO_DIR)/inputs --out $(DEMO_DIR)/build --seed $(DEMO_SEED) --top-k $(DEMO_TOP_K)
+
+# After `make demo`: English summaries against a local STUB server the command starts itself
+# ("[stub]" placeholder answers, not a model), run twice: the second run is all cache hits.
+demo-enrich: $(STAMP)
+	$(BIN)/openmsd-build enrich --out $(DEMO_DIR)/build --demo-stub --n-tokens 64
+	$(BIN)/openmsd-build enrich --out $(DEMO_DIR)/build --demo-stub --n-tokens 64
+	$(BIN)/openmsd-build evaluate --out $(DEMO_DIR)/build --baseline bm25 --compare-enriched --relations dc
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q tests

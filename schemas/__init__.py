@@ -8,6 +8,7 @@ readers and other trainers can rely on the names and types below.
 from openmsd_build.schemas.tables import (
     CITATIONS,
     DOCUMENTS,
+    ENRICHED,
     FETCH,
     MISMATCHES,
     MIXES,
@@ -25,6 +26,7 @@ from openmsd_build.schemas.tables import (
 __all__ = [
     "CITATIONS",
     "DOCUMENTS",
+    "ENRICHED",
     "FETCH",
     "PAIRS",
     "NEGATIVES",

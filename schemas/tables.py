@@ -18,6 +18,9 @@ URL_STRUCT = pa.struct(
 # A Crossref `relation` entry reduced to what splitting needs (versions of one work).
 RELATION_STRUCT = pa.struct([("type", pa.string()), ("doi", pa.string())])
 
+# One abstract of a document (documents.abstracts): text, CLD3 language, where it came from.
+ABSTRACT_STRUCT = pa.struct([("text", pa.string()), ("language", pa.string()), ("source", pa.string())])
+
 PAPERS = pa.schema(
     [
         ("doi", pa.string()),
@@ -66,6 +69,9 @@ DOCUMENTS = pa.schema(
         ("doi", pa.string()),
         ("title", pa.string()),
         ("abstract", pa.string()),
+        # every abstract the paper carries (metadata, page, PDF), each with its detected
+        # language and source; `abstract` is the one in the paper's own language
+        ("abstracts", pa.list_(ABSTRACT_STRUCT)),
         ("content", pa.string()),
         ("language", pa.string()),
         ("language_prob", pa.float32()),
@@ -147,6 +153,23 @@ MIXES = pa.schema(
     ]
 )
 
+# `enrich` (optional, after text): one row per non-English paper given an English summary,
+# as the OpenMSD paper's best model: text = `Title: {title}. Abstract: ({summary}) {abstract}`.
+ENRICHED = pa.schema(
+    [
+        ("doi", pa.string()),
+        ("language", pa.string()),  # the document's language (never "en": English is not enriched)
+        ("summary", pa.string()),  # the checked English summary, cut to n_tokens
+        ("summarizer", pa.string()),  # chat / translate / ctranslate2
+        ("prompt_id", pa.string()),  # e.g. summary30@<hash of wording>, translate-top64
+        ("model_id", pa.string()),
+        ("n_tokens", pa.int32()),  # tokens of `summary` (core.textclean.count_tokens)
+        ("max_tokens", pa.int32()),  # the cut (the paper's 64 or 128)
+        ("text", pa.string()),  # the enriched text in the paper's format
+        ("source_sha1", pa.string()),  # sha1 of the exact text sent (changes when the document does)
+    ]
+)
+
 REJECTS = pa.schema(
     [
         ("key", pa.string()),  # DOI, URL or file:line — whatever identifies the record
@@ -198,6 +221,7 @@ SCHEMAS = {
     "pairs": PAIRS,
     "negatives": NEGATIVES,
     "mixes": MIXES,
+    "enriched": ENRICHED,
     "rejects": REJECTS,
     "release_ids": RELEASE_IDS,
     "mismatches": MISMATCHES,

@@ -37,9 +37,20 @@ _ABSTRACT_HEADING_RE = re.compile(
     r"\s*[:.\-–—]?\s*(?:\n|$)",
     re.IGNORECASE,
 )
-# Same heading glued to the first sentence ("Abstract: We study ..." / "ABSTRACT We ...").
-_ABSTRACT_PREFIX_RE = re.compile(r"^\s*(?:abstract|summary)\s*[:.\-–—]\s*|^\s*ABSTRACT\s+", re.IGNORECASE)
+# Same heading glued to the first sentence ("Abstract: We study ...", "ABSTRACT We ...",
+# OpenAlex's "Zusammenfassung Die ...", "Resumo Atividades ...", "SUMMARY The ..."): the
+# heading word followed by punctuation, or by a space and a capital. Structured-abstract
+# labels ("BACKGROUND:", "Objetivo.") are part of the text as printed and stay.
+_HEADING_WORDS = (
+    r"abstract|summary|résumé|resume|resumen|resumo|zusammenfassung|kurzfassung|riassunto|sommario|"
+    r"samenvatting|streszczenie|аннотация|анотація|резюме|реферат|摘要|要旨|要約|抄録|초록|요약|özet|öz|ملخص|"
+    r"چکیده|abstrak|sammanfattning|tiivistelmä"
+)
+_ABSTRACT_PREFIX_RE = re.compile(
+    rf"^\s*(?i:{_HEADING_WORDS})\s*[:.\-–—：]\s*|^\s*(?i:{_HEADING_WORDS})\s+(?=[A-ZÀ-ÖØ-ÞĀ-ſА-ЯЁЄІЇ])"
+)
 _TOKEN_RE = re.compile(r"\w+", re.UNICODE)
+_CJK_WRAP_RE = re.compile(r"(?<=[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef\u3000-\u303f])\n(?=[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef\u3000-\u303f])")
 _CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 
@@ -59,7 +70,10 @@ def normalize_text(text: str | None, keep_paragraphs: bool = True) -> str:
         text = _BLANK_LINES_RE.sub("\n\n", text)
         lines = [line.strip() for line in text.split("\n")]
         text = "\n".join(lines)
-        text = re.sub(r"(?<!\n)\n(?!\n)", " ", text)  # single newlines are line wrapping
+        # single newlines are line wrapping: a space, except between two CJK characters
+        # (Chinese / Japanese lines wrap inside words and are written without spaces)
+        text = _CJK_WRAP_RE.sub("", text)
+        text = re.sub(r"(?<!\n)\n(?!\n)", " ", text)
         text = re.sub(r" {2,}", " ", text)
     else:
         text = re.sub(r"\s+", " ", text)
@@ -75,11 +89,11 @@ def strip_markup(text: str | None, keep_paragraphs: bool = True) -> str:
         return normalize_text(text, keep_paragraphs=keep_paragraphs)
     text = _replace_delimited(text, "<![CDATA[", "]]>", keep_inside=True)
     text = _replace_delimited(text, "<!--", "-->", keep_inside=False)
-    if keep_paragraphs:
-        text = _BLOCK_TAG_RE.sub("\n\n", text)
-    text = _TAG_RE.sub(" " if not keep_paragraphs else "", text)
-    # Tags removed without a space can glue words that the markup separated only visually;
-    # inline tags (<i>, <sub>) normally sit inside words, so only block tags add breaks.
+    # Block tags end a paragraph (or a phrase, in a one-line title); inline tags (<i>, <sub>,
+    # MathML tokens) sit inside words ("c<sub>p</sub>", "BiFeO<sub>3</sub>") and vanish
+    # without a space, or they would leave "c p" / "BiFeO 3".
+    text = _BLOCK_TAG_RE.sub("\n\n" if keep_paragraphs else " ", text)
+    text = _TAG_RE.sub("", text)
     text = html.unescape(html.unescape(text)) if "&amp;" in text else html.unescape(text)
     text = _TAG_RE.sub("", text)  # tags that were entity-escaped in the source ("&lt;i&gt;")
     return normalize_text(text, keep_paragraphs=keep_paragraphs)

@@ -13,6 +13,12 @@ fixed-size list; `--vector-column`, else the only list column), or a `.npy` matr
 rows are named by `--ids` (a text file with one DOI per line, or a Parquet file with a
 `doi` column). Similarity is cosine. Every pool paper needs a vector.
 
+Text (`--text raw|enriched`, `tasks`): enriched is the paper's
+`Title: {title}. Abstract: ({English summary}) {abstract}` with `openmsd-build enrich`'s
+summaries. `--baseline bm25 --compare-enriched` scores both and prints them side by side
+per relation and language class: the summaries put English words into non-English papers,
+which is where the paper sees its gain (en-xx and xx-en pairs).
+
 Output: `OUT/evaluation/<name>_<split>.json` (`bm25_<split>.json` for the baseline), which
 the report shows.
 """
@@ -110,11 +116,12 @@ def evaluate_split(
     relations=layout.RELATIONS,
     k: int = metrics.DEFAULT_K,
     params: dict | None = None,
+    text: str = "raw",
 ) -> dict:
     """Load the pool and relevance of `split`, score with `scorer_factory(pool)`, and
     return the result document (what `<name>_<split>.json` holds)."""
     started = time.time()
-    pool = tasks.load_pool(out, split)
+    pool = tasks.load_pool(out, split, text=text)
     relevance = {rel: tasks.load_relevance(out, rel, pool) for rel in relations}
     result = {
         "format_version": FORMAT_VERSION,
@@ -131,6 +138,7 @@ def evaluate_split(
             for rel, r in relevance.items()
         },
         "params": dict(params or {}),
+        "text": text,
     }
     if len(pool) == 0:
         result["relations"] = {
@@ -250,6 +258,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name", help="result name: OUT/evaluation/<name>_<split>.json (default: file stem or bm25)")
     parser.add_argument("--relations", default=",".join(layout.RELATIONS), help="comma-separated (default dc,cc,bc)")
     parser.add_argument("--k", type=int, default=metrics.DEFAULT_K, help="nDCG cut-off (default 10)")
+    parser.add_argument("--text", choices=tasks.TEXT_MODES, default="raw",
+                        help="document text: raw (title + abstract) or enriched (with `enrich`'s English summaries)")
+    parser.add_argument("--compare-enriched", action="store_true",
+                        help="with --baseline bm25: score raw and enriched text and print them side by side")
 
 
 def format_result(result: dict) -> str:
@@ -265,6 +277,28 @@ def format_result(result: dict) -> str:
     return "\n".join(lines)
 
 
+def format_comparison(raw: dict, enriched: dict) -> str:
+    """Raw vs enriched, per relation and language class (what `--compare-enriched` prints)."""
+    k = raw["k"]
+    nd = f"ndcg@{k}"
+    lines = [f"{raw['model']} on {raw['split']}: raw vs enriched text (pool {raw['pool']:,} papers)",
+             f"{'relation':8} {'class':6} {'MAP raw':>8} {'MAP enr':>8} {'ΔMAP':>8} "
+             f"{'nDCG raw':>9} {'nDCG enr':>9} {'ΔnDCG':>8} {'queries':>8}"]
+
+    def f(v: float | None) -> str:
+        return "—" if v is None else f"{v:.4f}"
+
+    def d(a: float | None, b: float | None) -> str:
+        return "—" if a is None or b is None else f"{b - a:+.4f}"
+
+    for rel, by_cls in raw["relations"].items():
+        for cls, m in by_cls.items():
+            e = enriched["relations"][rel][cls]
+            lines.append(f"{rel.upper():8} {cls:6} {f(m['map']):>8} {f(e['map']):>8} {d(m['map'], e['map']):>8} "
+                         f"{f(m[nd]):>9} {f(e[nd]):>9} {d(m[nd], e[nd]):>8} {m['queries']:>8,}")
+    return "\n".join(lines)
+
+
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     if beam_args:
         raise UserError(f"evaluate runs no Beam pipeline; unknown options: {' '.join(beam_args)}")
@@ -277,10 +311,24 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     if not FileSystems.exists(args.out):
         raise UserError(f"output root not found: {args.out}")
     splits = args.split or list(tasks.EVAL_SPLITS)
+    if args.compare_enriched:
+        if not args.baseline:
+            raise UserError("--compare-enriched needs --baseline bm25")
+        from openmsd_build.evaluate.bm25 import bm25_scorer
+
+        base = args.name or "bm25"
+        for split in splits:
+            raw = evaluate_split(args.out, split, base, bm25_scorer, relations=relations, k=args.k, text="raw")
+            enr = evaluate_split(args.out, split, f"{base}_enriched", bm25_scorer, relations=relations, k=args.k,
+                                 text="enriched")
+            paths = [write_result(args.out, base, raw), write_result(args.out, f"{base}_enriched", enr)]
+            print(format_comparison(raw, enr))
+            print(f"written: {', '.join(paths)}")
+        return 0
     if args.baseline:
         from openmsd_build.evaluate.bm25 import bm25_scorer
 
-        name, factory = args.name or "bm25", bm25_scorer
+        name, factory = args.name or ("bm25" if args.text == "raw" else "bm25_enriched"), bm25_scorer
     else:
         if not FileSystems.exists(args.embeddings):
             raise UserError(f"--embeddings {args.embeddings}: not found")
@@ -288,7 +336,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         name = args.name or os.path.splitext(os.path.basename(args.embeddings))[0]
         factory = embedding_scorer_factory(dois, matrix)
     for split in splits:
-        result = evaluate_split(args.out, split, name, factory, relations=relations, k=args.k)
+        result = evaluate_split(args.out, split, name, factory, relations=relations, k=args.k, text=args.text)
         path = write_result(args.out, name, result)
         print(format_result(result))
         print(f"written: {path}")

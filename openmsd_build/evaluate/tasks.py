@@ -7,6 +7,10 @@
   symmetric (a DC pair A cites B makes B relevant to A and A relevant to B; CC and BC are
   unordered already), without self pairs and duplicates. A pair with an end outside the
   pool (a stale pairs folder) is dropped and counted in `pairs_outside_pool`.
+- Text (`--text`): `raw` is title and abstract (`document_text`); `enriched` is the OpenMSD
+  paper's format, `Title: {title}. Abstract: ({English summary}) {abstract}`, with the
+  summary of `OUT/enriched/` (`openmsd-build enrich`) and without the parenthesis for the
+  papers that have none (English, or rejected), so the two differ by the summaries only.
 - Language side of a paper: `en` when its language is "en", else `xx` (a null language is
   `xx`, as in the pairs stage). Language class X-Y of a query-candidate pair: the query's
   side, then the candidate's.
@@ -25,6 +29,7 @@ from openmsd_build.report.stats import scan
 from openmsd_build.schemas import tables
 
 EVAL_SPLITS = ("idt", "odt")
+TEXT_MODES = ("raw", "enriched")
 SIDES = ("en", "xx")
 LANG_CLASSES = ("en-en", "en-xx", "xx-en", "xx-xx")
 
@@ -39,6 +44,8 @@ class Pool:
     abstracts: list[str | None]
     languages: list[str | None]
     index: dict[str, int] = field(default_factory=dict)
+    # `--text enriched`: per paper its English summary or None; None here means raw text
+    summaries: list[str | None] | None = None
 
     def __post_init__(self) -> None:
         if not self.index:
@@ -55,7 +62,19 @@ class Pool:
         return self.is_en if side == "en" else ~self.is_en
 
     def text(self, i: int) -> str:
+        if self.summaries is not None:
+            from openmsd_build.enrich.text import enriched_text
+
+            return enriched_text(self.titles[i], self.abstracts[i], self.summaries[i])
         return document_text(self.titles[i], self.abstracts[i])
+
+    def abstract_text(self, i: int) -> str:
+        """The abstract alone (a BEIR corpus's `text`), with the summary when enriched."""
+        if self.summaries is not None:
+            from openmsd_build.enrich.text import enriched_abstract
+
+            return enriched_abstract(self.abstracts[i], self.summaries[i])
+        return self.abstracts[i] or ""
 
 
 def document_text(title: str | None, abstract: str | None) -> str:
@@ -102,8 +121,21 @@ def relevance_from_pairs(relation: str, a: np.ndarray, b: np.ndarray, n: int) ->
     return Relevance(relation, indptr, d.astype(np.int64), pairs_read=len(inside), pairs_outside_pool=outside)
 
 
-def load_pool(out: str, split: str) -> Pool:
-    """The pool of `split` (see the module docstring)."""
+def load_summaries(out: str) -> dict[str, str]:
+    """doi -> English summary from `OUT/enriched/`; a `UserError` when enrich has not run."""
+    from openmsd_build.enrich import enriched_dir
+
+    lf = scan(enriched_dir(out), ["doi", "summary"], tables.ENRICHED)
+    if lf is None:
+        raise UserError(f"{enriched_dir(out)}: no Parquet files (run `openmsd-build enrich` first, or use --text raw)")
+    df = lf.filter(pl.col("summary").is_not_null()).unique(subset="doi", keep="first").collect()
+    return dict(zip(df["doi"].to_list(), df["summary"].to_list(), strict=True))
+
+
+def load_pool(out: str, split: str, text: str = "raw") -> Pool:
+    """The pool of `split` (see the module docstring); `text` is raw or enriched."""
+    if text not in TEXT_MODES:
+        raise UserError(f"text {text!r}: choose from {', '.join(TEXT_MODES)}")
     sp = scan(layout.splits_dir(out), ["doi", "split", "language"], tables.SPLITS)
     if sp is None:
         raise UserError(f"{layout.splits_dir(out)}: no Parquet files (run the split stage first)")
@@ -119,12 +151,18 @@ def load_pool(out: str, split: str) -> Pool:
         .sort("doi")
         .collect()
     )
+    dois = df["doi"].to_list()
+    summaries = None
+    if text == "enriched":
+        by_doi = load_summaries(out)
+        summaries = [by_doi.get(d) for d in dois]
     return Pool(
         split=split,
-        dois=df["doi"].to_list(),
+        dois=dois,
         titles=df["title"].to_list(),
         abstracts=df["abstract"].to_list(),
         languages=df["language"].to_list(),
+        summaries=summaries,
     )
 
 

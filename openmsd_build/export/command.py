@@ -19,6 +19,11 @@ Retrieval tasks (split = idt, odt; rel = dc, cc, bc): the corpus is the whole sp
 list every relevant (query, paper) pair, symmetric (`tasks`). Every query is also in the
 corpus: rank the corpus *without the query itself* (BEIR's `ignore_identical_ids`), as
 `openmsd-build evaluate` does. Trainer tables: `trainer`.
+
+`--text enriched` writes the OpenMSD paper's enriched text (`openmsd-build enrich`):
+queries and trainer texts become `Title: {title}. Abstract: ({English summary}) {abstract}`
+(without the parenthesis when a paper has no summary), the corpus `text` column
+`({English summary}) {abstract}` (its title stays in `title`). `export.json` records the mode.
 """
 
 from __future__ import annotations
@@ -105,7 +110,7 @@ def corpus_table(pool: tasks.Pool) -> pa.Table:
         {
             "_id": pool.dois,
             "title": [t or "" for t in pool.titles],
-            "text": [a or "" for a in pool.abstracts],
+            "text": [pool.abstract_text(i) for i in range(len(pool))],
             "language": pool.languages,
         },
         schema=CORPUS_SCHEMA,
@@ -161,13 +166,14 @@ def export_build(
     max_bridge_degree: int = 1000,
     beir: bool = True,
     detect=None,
+    text: str = "raw",
 ) -> dict:
     """Write the whole export (see the module docstring) and return its counts."""
     require_fresh(out, "export")
     dest = dest or join_path(out, "export")
     configs: list[hf_dataset.Config] = []
     skipped: list[str] = []
-    summary: dict = {"out": out, "dest": dest, "retrieval": {}, "trainer": {}}
+    summary: dict = {"out": out, "dest": dest, "text": text, "retrieval": {}, "trainer": {}}
     languages: set[str] = set()
 
     def add(name: str, split: str, rel_path: str, rows: int, what: str) -> None:
@@ -181,7 +187,7 @@ def export_build(
         configs.append(hf_dataset.Config(name, {split: rel_path}, {split: rows}, what))
 
     for split in splits:
-        pool = tasks.load_pool(out, split)
+        pool = tasks.load_pool(out, split, text=text)
         languages.update(lang for lang in pool.languages if lang)
         corpus = corpus_table(pool)
         corpus_rel = f"retrieval/{split}/corpus.parquet"
@@ -208,7 +214,7 @@ def export_build(
 
     extra_titles_source = trainer.read_papers_titles(out)
     for split in trainer_splits:
-        docs = trainer.split_documents(out, split)
+        docs = trainer.split_documents(out, split, text=text)
         languages.update(lang for lang in docs["language"].to_list() if lang)
         part: dict = {}
         for mix in mixes:
@@ -260,6 +266,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-bridge-degree", type=int, default=1000,
                         help="skip bridge papers B citing more than this many papers (default 1000)")
     parser.add_argument("--no-beir", action="store_true", help="skip the BEIR JSONL copy")
+    parser.add_argument("--text", choices=tasks.TEXT_MODES, default="raw",
+                        help="raw (title + abstract) or enriched (with `openmsd-build enrich`'s English summaries)")
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
@@ -284,7 +292,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         raise UserError("--negatives-per-positive must be at least 1")
     summary = export_build(
         args.out, args.dest, splits, relations, mixes, trainer_splits,
-        args.negatives_per_positive, args.max_bridge_degree, beir=not args.no_beir,
+        args.negatives_per_positive, args.max_bridge_degree, beir=not args.no_beir, text=args.text,
     )
     for part in ("retrieval", "trainer"):
         print(f"{part}: " + ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}"

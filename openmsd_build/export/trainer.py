@@ -25,7 +25,9 @@ paper's text is its title and abstract, one per line (`tasks.document_text`).
   `original_title` / `translated_title`, or `title_translations` as a list of
   {title, language} — each extra title whose language (given, or detected with CLD3) is
   reliable and differs from the paper's language yields a `cross-lingual` row (extra title
-  -> abstract) and a `title-title` row (extra title -> main title). No text is invented.
+  -> abstract) and a `title-title` row (extra title -> main title). Each abstract that
+  `documents.abstracts` holds in another language than the paper's also yields a
+  `cross-lingual` row (title -> that abstract). No text is invented.
 """
 
 from __future__ import annotations
@@ -60,23 +62,33 @@ def text_expr(title: str = "title", abstract: str = "abstract") -> pl.Expr:
     return pl.concat_list(parts).list.drop_nulls().list.join("\n")
 
 
-def split_documents(out: str, split: str) -> pl.DataFrame:
-    """(doi, language, title, abstract, text) of the papers of `split`."""
+def split_documents(out: str, split: str, text: str = "raw") -> pl.DataFrame:
+    """(doi, language, title, abstract, text) of the papers of `split`; `text` "enriched"
+    makes `text` the paper's enriched format (`tasks.Pool.text`, `openmsd-build enrich`)."""
     sp = scan(layout.splits_dir(out), ["doi", "split", "language"], tables.SPLITS)
-    docs = scan(layout.documents_dir(out), ["doi", "title", "abstract", "language"], tables.DOCUMENTS)
+    docs = scan(layout.documents_dir(out), ["doi", "title", "abstract", "abstracts", "language"], tables.DOCUMENTS)
     if sp is None or docs is None:
         return pl.DataFrame(schema={"doi": pl.String, "language": pl.String, "title": pl.String,
                                     "abstract": pl.String, "text": pl.String})
     members = sp.filter(pl.col("split") == split).select("doi", pl.col("language").alias("split_language")).unique(
         subset="doi", keep="first")
     docs = docs.join(members.select("doi"), on="doi", how="semi").unique(subset="doi", keep="first")
-    return (
+    frame = (
         members.join(docs, on="doi", how="left")
-        .select("doi", pl.coalesce("split_language", "language").alias("language"), "title", "abstract")
+        .select("doi", pl.coalesce("split_language", "language").alias("language"), "title", "abstract", "abstracts")
         .with_columns(text_expr().alias("text"))
         .sort("doi")
         .collect()
     )
+    if text == "enriched":
+        from openmsd_build.enrich.text import enriched_text
+        from openmsd_build.evaluate.tasks import load_summaries
+
+        summaries = load_summaries(out)
+        texts = [enriched_text(t, a, summaries.get(d)) for d, t, a in
+                 zip(frame["doi"].to_list(), frame["title"].to_list(), frame["abstract"].to_list(), strict=True)]
+        frame = frame.with_columns(pl.Series("text", texts, dtype=pl.String))
+    return frame
 
 
 def _attach(frame: pl.DataFrame, docs: pl.DataFrame, key: str, text_col: str, lang_col: str) -> pl.DataFrame:
@@ -99,8 +111,8 @@ def parse_mix(name: str) -> tuple[str, tuple[str, ...]]:
 
 
 def mix_slug(name: str) -> str:
-    """A file- and config-safe name: 'dc+cc' -> 'dc_or_cc', 'dc&cc' -> 'dc_and_cc'."""
-    return name.replace("+", "_or_").replace("&", "_and_")
+    """A file- and config-safe name (the same as the pairs stage's folders)."""
+    return layout.mix_slug(name)
 
 
 def _unordered_pairs(out: str, relation: str, split: str) -> pl.DataFrame:
@@ -325,5 +337,29 @@ def title_abstract_pairs(docs: pl.DataFrame, extra: pl.DataFrame | None = None) 
         frames.append(x.select(*base, pl.col("title").str.strip_chars().alias("positive"), "doi",
                                pl.col("extra_language").alias("lang_anchor"), pl.col("language").alias("lang_positive"),
                                pl.lit("title-title").alias("variant")))
+    # the paper's own title -> each of its abstracts printed in another language (documents'
+    # `abstracts` column: a Portuguese paper's English abstract, a Chinese thesis's English one)
+    n_cross_abstracts = 0
+    if "abstracts" in present.columns:
+        other = _other_language_abstracts(present)
+        n_cross_abstracts = other.height
+        if other.height:
+            frames.append(other)
     frame = pl.concat(frames).sort("doi", "variant", "anchor")
-    return frame, {"rows": frame.height, "same_language": same.height, "cross_lingual_titles": n_cross}
+    return frame, {"rows": frame.height, "same_language": same.height, "cross_lingual_titles": n_cross,
+                   "cross_lingual_abstracts": n_cross_abstracts}
+
+
+def _other_language_abstracts(present: pl.DataFrame) -> pl.DataFrame:
+    """`cross-lingual` rows: title -> an abstract of the same paper in a language other than
+    the paper's (known languages only; the kept same-language abstract is not repeated)."""
+    rows = []
+    for doi, title, language, abstracts in present.select("doi", "title", "language", "abstracts").iter_rows():
+        for item in abstracts or []:
+            lang = item.get("language")
+            if lang and lang != "und" and lang != language and (item.get("text") or "").strip():
+                rows.append({"anchor": title.strip(), "positive": item["text"].strip(), "doi": doi,
+                             "lang_anchor": language, "lang_positive": lang, "variant": "cross-lingual"})
+    schema = {"anchor": pl.String, "positive": pl.String, "doi": pl.String, "lang_anchor": pl.String,
+              "lang_positive": pl.String, "variant": pl.String}
+    return pl.DataFrame(rows, schema=schema)

@@ -126,6 +126,7 @@ def blocks(stats: dict, pngs: dict[str, bytes]) -> list[Block]:
     for stage, why in (stats.get("stale") or {}).items():
         out.append(Block("p", f"STALE: {stage} — {why}; its numbers below describe older inputs. Re-run it."))
     out += _table1(stats)
+    out += _abstract_languages(stats)
     out += _figures(stats, pngs)
     out += _table2(stats)
     out += _table3(stats)
@@ -163,6 +164,19 @@ def _table1(stats: dict) -> list[Block]:
     res.append(Block("h3", "Citation pairs by language (citing-cited)"))
     res.append(Block("table", headers=["citing-cited", "citations"], rows=crow))
     return res
+
+
+def _abstract_languages(stats: dict) -> list[Block]:
+    """Papers carrying abstracts in two or more languages (documents.abstracts), by language
+    set: what the trainer export's cross-lingual title-abstract pairs are made from."""
+    docs = stats.get("documents") or {}
+    info = docs.get("abstract_languages")
+    if not info:
+        return []
+    res = [Block("h3", "Abstracts in two or more languages")]
+    rows = [[r["pair"], fmt_int(r["papers"])] for r in info["by_pair"]]
+    rows.append(["all", fmt_int(info["papers"])])
+    return res + [Block("table", headers=["languages", "papers"], rows=rows)]
 
 
 def _figures(stats: dict, pngs: dict[str, bytes]) -> list[Block]:

@@ -142,6 +142,7 @@ def documents_section(out: str, top: int) -> dict | None:
     cols = [
         "doi",
         "abstract",
+        "abstracts",
         "content",
         "language",
         "categories",
@@ -191,10 +192,29 @@ def documents_section(out: str, top: int) -> dict | None:
         .group_by("category")
         .agg(pl.len().alias("papers"))
     )
+    section["abstract_languages"] = _abstract_language_pairs(lf, top)
     section["n_categories"] = cats.height
     section["top_languages"] = _ranked(langs, "language", "papers", top, section["papers"])
     section["top_categories"] = _ranked(cats, "category", "papers", top, section["papers"])
     return section
+
+
+def _abstract_language_pairs(lf: pl.LazyFrame, top: int) -> dict:
+    """Papers whose `abstracts` hold two or more known languages, in all and by language
+    set ("en+pt"): the supply of cross-lingual title-abstract training pairs."""
+    langs = pl.col("abstracts").list.eval(pl.element().struct.field("language")).list.eval(
+        pl.element().filter(pl.element().is_not_null() & (pl.element() != "und"))
+    ).list.unique().list.sort()
+    multi = _collect(
+        lf.select(langs.alias("langs"))
+        .filter(pl.col("langs").list.len() >= 2)
+        .group_by(pl.col("langs").list.join("+").alias("pair"))
+        .agg(pl.len().alias("papers"))
+    )
+    total = _int(multi["papers"].sum()) if multi.height else 0
+    ranked = sorted(zip(multi["pair"].to_list(), multi["papers"].to_list(), strict=True), key=lambda r: (-r[1], r[0]))
+    return {"papers": total, "by_pair": [{"pair": p, "papers": _int(n)} for p, n in ranked[:top]],
+            "n_pairs": multi.height}
 
 
 def _doi_key(col: str) -> pl.Expr:

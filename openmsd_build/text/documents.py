@@ -7,7 +7,14 @@ This is where the kept text of a paper is decided (pure function, no Beam):
   section) > PDF abstract section — metadata abstracts are the publisher's own text;
 - content (full text): PDF body > landing page main text (trafilatura). Content that is
   hardly longer than the abstract is the abstract again, not full text, and is dropped;
-- language: CLD3 on title + abstract (title + start of content when there is no abstract);
+- abstracts: every abstract the paper carries (metadata, page meta tags and sections, PDF
+  headings), each split where its paragraphs change language (one "Abstract" heading over a
+  German and an English paragraph is two abstracts) and labelled with its language; wrong
+  ones (citation lines, page chrome, tables of contents) are dropped with a reason
+  (`abstract_entries`). `abstract` is the one in the paper's own language;
+- language: the paper's own language is decided first (`_own_language`: the body text when
+  there is one, else the title's language among the abstracts' languages, publisher hints
+  only to break a tie), then CLD3 on title + the abstract in that language;
 - kept when it has an abstract of at least `MIN_ABSTRACT_TOKENS` tokens or content of at
   least `MIN_CONTENT_TOKENS` tokens (the paper's "text could be extracted").
 
@@ -16,16 +23,36 @@ Every field keeps where it came from (`*_source`: crossref, openalex, unpaywall,
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from openmsd_build.core.textclean import clean_abstract, clean_title, count_tokens, normalize_text
-from openmsd_build.text.language import detect_language, normalize_language_code
+from openmsd_build.text.language import UND, detect_language, normalize_language_code
 
 MIN_ABSTRACT_TOKENS = 15
 MIN_CONTENT_TOKENS = 150
 # Content must be this much longer than the abstract to count as full text.
 CONTENT_OVER_ABSTRACT = 1.5
 LANGUAGE_TEXT_CHARS = 2000
+
+MAX_ABSTRACTS = 6
+"""Abstracts kept per paper: two or three languages is the norm, more is a parse gone wrong."""
+MIN_PARAGRAPH_LETTERS = 60
+"""Paragraphs shorter than this are not language-identified alone (they join their neighbour)."""
+MAX_PARAGRAPHS_SPLIT = 8
+
+# A reference line, not an abstract: "In: Scriptorium, Tome 22, 1968, pp. 3-12".
+_CITATION_RE = re.compile(
+    r"^\s*(?:in|dans|en|em|im)\s*:\s*\S|^\s*\(?\d{4}\)?\.\s+\S.{0,200}\b(?:vol|pp?|tome|bd|s)\.?\s*\d",
+    re.IGNORECASE,
+)
+_CITATION_PARTS_RE = re.compile(r"\b(?:vol|tome|tomo|bd|band|no|n°|nr|pp?|s|issue|fasc)\.?\s*\d|\b(?:1[6-9]|20)\d{2}\b", re.IGNORECASE)
+_CHROME_RE = re.compile(  # whole words: "design involving" holds "sign in"
+    r"\b(?:cookies?|javascript|sign in|log in|subscribe|all rights reserved|click here|your browser|"
+    r"computer science >|digital repository|dettaglio tesi|download (?:pdf|citation))(?!\w)",
+    re.IGNORECASE,
+)
+_TOC_RE = re.compile(r"(?:\.\s?){5,}|…{3,}")
 
 # Extraction kinds in order of preference for each field.
 _TITLE_ORDER = ("landing", "pdf")
@@ -46,6 +73,106 @@ def _candidates(paper: dict, extractions: list[dict], field: str, order: tuple[s
     return found
 
 
+def wrong_abstract_reason(text: str, title: str = "") -> str | None:
+    """Why `text` is not an abstract of the paper, or None: a citation line, page chrome, a
+    table of contents, or the title again."""
+    head = text[:400]
+    if len(text) < 400 and (_CITATION_RE.search(head) or len(_CITATION_PARTS_RE.findall(head)) >= 3):
+        return "citation"
+    if len(text) < 600 and _CHROME_RE.search(head):
+        return "page_chrome"
+    if len(_TOC_RE.findall(text)) >= 3:
+        return "table_of_contents"
+    if title and re.sub(r"\W+", "", text.lower()) == re.sub(r"\W+", "", title.lower()):
+        return "title_again"
+    return None
+
+
+def _language_runs(text: str) -> list[tuple[str, bool, str]]:
+    """`text` as (language, text) runs: consecutive paragraphs in one language stay together,
+    a change of language starts a new abstract (bilingual blocks under one heading)."""
+    paragraphs = [p for p in text.split("\n\n") if p.strip()]
+    if len(paragraphs) > MAX_PARAGRAPHS_SPLIT:
+        paragraphs = paragraphs[: MAX_PARAGRAPHS_SPLIT - 1] + ["\n\n".join(paragraphs[MAX_PARAGRAPHS_SPLIT - 1:])]
+    runs: list[list] = []
+    for paragraph in paragraphs:
+        letters = sum(ch.isalpha() for ch in paragraph[:400])
+        language = detect_language(None, paragraph)[0] if letters >= MIN_PARAGRAPH_LETTERS or not runs else UND
+        if runs and (language in (UND, runs[-1][0]) or runs[-1][0] == UND):
+            runs[-1][1].append(paragraph)
+            if runs[-1][0] == UND:
+                runs[-1][0] = language
+            continue
+        runs.append([language, [paragraph]])
+    out = []
+    for _, ps in runs:  # each run detected on all its text (a paragraph alone can mislead)
+        joined = "\n\n".join(ps)
+        language, _prob, reliable = detect_language(None, joined)
+        out.append((language, reliable, joined))
+    return out
+
+
+def abstract_entries(paper: dict, extractions: list[dict], title: str = "") -> tuple[list[dict], list[tuple[str, str]]]:
+    """(every abstract of the paper as {"text", "language", "source"} in order of trust,
+    [(source, reason), ...] for the ones dropped as wrong). The metadata abstract comes first,
+    then each extraction's (`abstracts` list, or its `abstract`) in `_ABSTRACT_ORDER`; texts
+    that repeat an earlier one, or are too short, are skipped without a reason."""
+    raw: list[tuple[str, str]] = []
+    if (paper.get("abstract") or "").strip():
+        raw.append((paper["abstract"], paper.get("abstract_source") or "metadata"))
+    for kind in _ABSTRACT_ORDER:
+        for e in extractions:
+            if e.get("kind") != kind:
+                continue
+            items = [a.get("text") if isinstance(a, dict) else a for a in (e.get("abstracts") or [])]
+            if not items and e.get("abstract"):
+                items = [e["abstract"]]
+            raw += [(t, kind) for t in items if t and t.strip()]
+    entries: list[dict] = []
+    dropped: list[tuple[str, str]] = []
+    seen: list[str] = []
+    for text, source in raw:
+        text = clean_abstract(text)
+        if count_tokens(text) < MIN_ABSTRACT_TOKENS:
+            continue
+        reason = wrong_abstract_reason(text, title)
+        if reason:
+            dropped.append((source, reason))
+            continue
+        for language, reliable, part in _language_runs(text):
+            key = re.sub(r"\W+", "", part.lower())
+            if count_tokens(part) < MIN_ABSTRACT_TOKENS or any(key[:80] in k or k[:80] in key for k in seen):
+                continue
+            seen.append(key)
+            entries.append({"text": part, "language": language, "source": source, "reliable": reliable})
+    return entries[:MAX_ABSTRACTS], dropped
+
+
+def _column(entries: list[dict]) -> list[dict] | None:
+    """The `abstracts` column value: text, language, source of each entry."""
+    return [{"text": e["text"], "language": e["language"], "source": e["source"]} for e in entries] or None
+
+
+def _own_language(title: str, entries: list[dict], content: str, hints: list[str]) -> str:
+    """The paper's own language: the body's when there is a PDF body (front matter and
+    translated abstracts say less about it; a landing page's text is the page, with its
+    interface and every abstract, not the paper), else the title's if one of the abstracts is in it, else a
+    publisher hint that one of the abstracts is in, else the first abstract's."""
+    if content:
+        sample = content[len(content) // 3: len(content) // 3 + LANGUAGE_TEXT_CHARS] if len(content) > 3 * LANGUAGE_TEXT_CHARS else content[:LANGUAGE_TEXT_CHARS]
+        language, _prob, reliable = detect_language(None, sample)
+        if language != UND and reliable:
+            return language
+    languages = [e["language"] for e in entries if e["reliable"]]
+    title_language = detect_language(title)[0] if title else UND
+    if title_language != UND and (title_language in languages or not languages):
+        return title_language
+    for hint in hints:
+        if hint in languages:
+            return hint
+    return languages[0] if languages else title_language
+
+
 def build_document(paper: dict, extractions: Iterable[dict] = ()) -> tuple[dict | None, str]:
     """(document row, "kept") or (None, drop reason) for one paper.
 
@@ -56,6 +183,7 @@ def build_document(paper: dict, extractions: Iterable[dict] = ()) -> tuple[dict 
 
     Drop reasons: `no_text` (nothing fetched or extracted and no metadata abstract),
     `abstract_too_short` / `content_too_short` (text found, all of it under the minimum),
+    `abstract_wrong` (the only abstracts were citation lines, page chrome or contents),
     `nothing_extracted` (pages fetched, no text in them)."""
     extractions = sorted(extractions, key=lambda e: (e.get("kind") or "", e.get("url") or ""))
 
@@ -66,37 +194,49 @@ def build_document(paper: dict, extractions: Iterable[dict] = ()) -> tuple[dict 
             title_source = source
             break
 
-    abstract, abstract_source, n_abstract = "", None, 0
+    entries, _dropped = abstract_entries(paper, extractions, title)
     abstracts = _candidates(paper, extractions, "abstract", _ABSTRACT_ORDER)
-    for raw, source in abstracts:
-        text = clean_abstract(raw)
-        n_text = count_tokens(text)
-        if n_text >= MIN_ABSTRACT_TOKENS:
-            abstract, abstract_source, n_abstract = text, source, n_text
-            break
-
+    longest = max((count_tokens(e["text"]) for e in entries), default=0)
     content, content_source = "", None
     contents = _candidates({}, extractions, "content", _CONTENT_ORDER)
     for raw, source in contents:
         text = normalize_text(raw)
         n_text = count_tokens(text)
-        if n_text >= MIN_CONTENT_TOKENS and n_text >= CONTENT_OVER_ABSTRACT * n_abstract:
+        if n_text >= MIN_CONTENT_TOKENS and n_text >= CONTENT_OVER_ABSTRACT * longest:
             content, content_source = text, source
             break
     n_content = count_tokens(content)
 
+    hints = [h for e in extractions for h in (e.get("language_hints") or [])]
+    publisher = normalize_language_code(paper.get("publisher_language"))
+    body = content if content_source == "pdf" else ""
+    own = _own_language(title, entries, body, hints + ([publisher] if publisher else []))
+    # the first abstract in the paper's language; one whose language CLD3 could not tell
+    # reliably is not passed over for a later one (metadata comes first for a reason)
+    chosen = next((e for e in entries if e["language"] == own or not e["reliable"]), entries[0] if entries else None)
+    abstract = chosen["text"] if chosen else ""
+    abstract_source = chosen["source"] if chosen else None
+    n_abstract = count_tokens(abstract)
+
     if not abstract and not content:
+        if _dropped and not entries:
+            return None, "abstract_wrong"
         if abstracts:
             return None, "abstract_too_short"
         if contents:
             return None, "content_too_short"
         return None, "no_text" if not extractions else "nothing_extracted"
 
-    language, probability, reliable = detect_language(title, abstract or content[:LANGUAGE_TEXT_CHARS])
+    own_title = title if not title or detect_language(title)[0] in (own, UND) else ""
+    language, probability, reliable = detect_language(own_title, abstract or content[:LANGUAGE_TEXT_CHARS])
+    if own != UND and language != own and body:
+        # the abstract (or title) says otherwise, the body is the paper: keep the body's label
+        language, probability, reliable = detect_language(None, body[len(body) // 3:][:LANGUAGE_TEXT_CHARS])
     row = {
         "doi": paper["doi"],
         "title": title or None,
         "abstract": abstract or None,
+        "abstracts": _column(entries),
         "content": content or None,
         "language": language,
         "language_prob": float(probability),

@@ -104,6 +104,7 @@ def inspect_document(
         "text_source": text_source,
         "title": None,
         "abstract": None,
+        "abstracts": [],
         "content": None,
         "pdf_url": None,
         "language_hints": [],
@@ -121,7 +122,7 @@ def inspect_document(
     }
     if result is None:
         return out
-    out["extracted"] = {k: result.get(k) for k in ("title", "abstract", "content")}
+    out["extracted"] = {k: result.get(k) for k in ("title", "abstract", "abstracts", "content")}
     out["pdf_url"] = result.get("pdf_url")
     out["language_hints"] = result.get("language_hints") or []
     out["rules"] = dict(result.get("rules") or {})
@@ -130,6 +131,7 @@ def inspect_document(
     if row is None:
         out["dropped"] = why
         return out
+    out["abstracts"] = row["abstracts"] or []
     for key in ("title", "abstract", "content", "language", "language_prob", "language_reliable",
                 "n_tokens_title", "n_tokens_abstract", "n_tokens_content"):
         out[key] = row[key]
@@ -156,6 +158,7 @@ def format_summary(report: dict[str, Any], max_chars: int = 600) -> str:
     lines += [
         f"title:     {_short(report['title'], max_chars)}   [{rules.get('title')}]",
         f"abstract:  {_short(report['abstract'], max_chars)}   [{rules.get('abstract')}]",
+        *(f"  + [{a['language']}/{a['source']}] {_short(a['text'], max_chars // 3)}" for a in report.get("abstracts") or []),
         f"content:   {_short(report['content'], max_chars)}   [{rules.get('content')}]",
         f"pdf_url:   {report.get('pdf_url') or '-'}   [{rules.get('pdf_url')}]",
         f"language:  {report['language']} p={report['language_prob']:.3f} reliable={report['language_reliable']}"

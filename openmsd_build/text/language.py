@@ -19,6 +19,10 @@ Why the details below matter:
 * `*-Latn` results are mapped to `und` (probability kept, reliable False): on scientific text
   they are almost always a short Latin-script title full of names or formulas, not a romanized
   abstract, and labelling such a paper Chinese or Russian would put it in the wrong split.
+* Script evidence overrides CLD3 where the script decides (`_script_override`): Han text
+  without any kana is not Japanese (CLD3 calls short Chinese "ja"), Japanese has kana, Korean
+  has Hangul; and Indonesian written in a Malay-looking register (CLD3 answers "ms") is
+  recognised by words Malay does not use.
 * Below `MIN_PROBABILITY` (0.5) the code is `und`, probability kept, so a downstream filter can
   still look at it.
 """
@@ -45,7 +49,30 @@ _CLD3_RENAMES = {"iw": "he", "in": "id", "ji": "yi", "jw": "jv", "fil": "tl", "m
 _URL_RE = re.compile(r"(?:https?://|www\.|doi:\s*10\.|\b10\.\d{4,9}/)\S*", re.IGNORECASE)
 _EMAIL_RE = re.compile(r"\S+@\S+\.\w+")
 
+_KANA_RE = re.compile("[\u3040-\u30ff]")
+_HAN_RE = re.compile("[\u3400-\u4dbf\u4e00-\u9fff]")
+_HANGUL_RE = re.compile("[\uac00-\ud7af]")
+# Words common in Indonesian scientific prose and not used in Malay (which says "kajian",
+# "kerana", "ialah", "boleh"), and Malay-only words.
+_INDONESIAN_RE = re.compile(r"\b(?:penelitian|karena|tersebut|merupakan|sehingga|berdasarkan|dilakukan|bisa)\b", re.IGNORECASE)
+_MALAY_RE = re.compile(r"\b(?:kajian|kerana|ialah|iaitu|boleh|penyelidikan|daripada)\b", re.IGNORECASE)
+
 _local = threading.local()
+
+
+def _script_override(code: str, text: str) -> str:
+    """CLD3's answer corrected by script evidence (see the module docstring)."""
+    if code in ("ja", "zh", "ko") or code == UND:
+        han, kana, hangul = len(_HAN_RE.findall(text)), len(_KANA_RE.findall(text)), len(_HANGUL_RE.findall(text))
+        if hangul > max(han, 5) and code != "ko":
+            return "ko"
+        if code == "ja" and han >= 5 and kana == 0:
+            return "zh"
+        if code == "zh" and kana >= max(5, han // 10):
+            return "ja"
+    if code == "ms" and len(_INDONESIAN_RE.findall(text)) >= 2 and len(_MALAY_RE.findall(text)) <= 1:
+        return "id"
+    return code
 
 
 def get_detector() -> Any:
@@ -94,7 +121,7 @@ def detect_language(
         return UND, 0.0, False
     result = (detector or get_detector()).FindLanguage(text=text)
     probability = float(result.probability)
-    code = map_cld3_code(result.language)
+    code = _script_override(map_cld3_code(result.language), text)
     reliable = bool(result.is_reliable)
     if code == UND or probability < MIN_PROBABILITY:
         return UND, probability, False

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from openmsd_build.core.textclean import clean_title
 from openmsd_build.papers.sources.common import as_list, as_year, doi_of, str_or_none, url_entry
 from openmsd_build.papers.sources.records import RecordError
 
@@ -49,7 +50,7 @@ def parse_unpaywall(record: Any) -> dict:
     return {
         "doi": doi_of(record.get("doi")),
         "source": SOURCE,
-        "title": str_or_none(record.get("title")),
+        "title": clean_title(str_or_none(record.get("title"))) or None,  # one cleaning for every source
         "titles": [],
         "abstract": None,
         "venue": str_or_none(record.get("journal_name")),

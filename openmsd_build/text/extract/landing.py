@@ -99,9 +99,9 @@ _NOT_ABSTRACT_TOKEN_RE = re.compile(
     re.IGNORECASE,
 )
 _ABSTRACT_HEADING_RE = re.compile(
-    r"^\s*(?:abstract|summary|résumé|resume|resumen|resumo|zusammenfassung|kurzfassung|riassunto|"
-    r"samenvatting|streszczenie|аннотация|резюме|摘要|要旨|초록|özet|ملخص|abstrak|sammanfattning|"
-    r"tiivistelmä|sammendrag|resum)\s*[:.]?\s*$",
+    r"^\s*(?:abstract|summary|résumé|resume|resumen|resumo|zusammenfassung|kurzfassung|riassunto|sommario|"
+    r"samenvatting|streszczenie|аннотация|анотація|реферат|резюме|摘\s?要|要\s?旨|抄\s?録|초\s?록|요\s?약|özet|öz|"
+    r"ملخص|الملخص|چکیده|abstrak|sammanfattning|tiivistelmä|sammendrag|resum)\s*[:.：]?\s*$",
     re.IGNORECASE,
 )
 _BOILERPLATE_LINE_RE = re.compile(
@@ -251,40 +251,62 @@ def _abstract_candidates(tree: lxml.html.HtmlElement) -> list[lxml.html.HtmlElem
     return inner + [n for n in found if n not in inner]
 
 
-def _abstract_after_heading(tree: lxml.html.HtmlElement) -> str:
-    """The text after a heading that says "Abstract" (in the main languages) up to the next
-    heading, for pages that mark the abstract only with a heading."""
+def _abstracts_after_headings(tree: lxml.html.HtmlElement, limit: int = 4) -> list[str]:
+    """The text after each heading that says "Abstract" (in any of the lexicon's languages)
+    up to the next heading of the same or a higher level, for pages that mark abstracts only
+    with headings (SciELO prints RESUMO / ABSTRACT / RESUMEN as `h1` over `h2` section labels
+    "Objetivo", "Métodos": the labels stay, glued to their paragraph, as printed)."""
+    found: list[str] = []
     for heading in tree.iter(*_HEADINGS, "strong", "b", "dt"):
+        if len(found) >= limit:
+            break
         if not _ABSTRACT_HEADING_RE.match(heading.text_content() or ""):
             continue
         parts: list[str] = []
         anchor = heading if heading.tag in _HEADINGS else heading.getparent()
-        if anchor is None:
+        if anchor is None or any(a.tag in ("nav", "footer", "header", "aside") for a in anchor.iterancestors()):
             continue
+        level = int(anchor.tag[1]) if anchor.tag in _HEADINGS else 6
         if anchor is not heading and anchor.tail and anchor.tail.strip():
             parts.append(anchor.tail)
+        label = ""
         for sibling in anchor.itersiblings():
             if not isinstance(sibling.tag, str):
                 continue
             if sibling.tag in _HEADINGS:
-                break
-            parts.append(_node_text(sibling))
+                if int(sibling.tag[1]) <= level:
+                    break
+                label = (sibling.text_content() or "").strip()  # a structured-abstract label
+                continue
+            text = _node_text(sibling)
+            parts.append(f"{label} {text}" if label else text)
+            label = ""
             if sum(len(p) for p in parts) > MAX_SECTION_CHARS:
                 break
         text = clean_abstract("\n\n".join(parts))
         if MIN_SECTION_CHARS <= len(text) <= MAX_SECTION_CHARS:
-            return text
-    return ""
+            found.append(text)
+    return found
 
 
-def _abstract_from_body(tree: lxml.html.HtmlElement) -> tuple[str, str | None]:
+def _abstract_after_heading(tree: lxml.html.HtmlElement) -> str:
+    """The first abstract marked only by a heading (see `_abstracts_after_headings`)."""
+    found = _abstracts_after_headings(tree, limit=1)
+    return found[0] if found else ""
+
+
+def _body_abstracts(tree: lxml.html.HtmlElement) -> list[tuple[str, str]]:
+    """Every abstract in the page body as (text, rule): innermost abstract containers, then
+    heading-marked sections (duplicates are removed by `build_document`)."""
+    out: list[tuple[str, str]] = []
     for node in _abstract_candidates(tree):
         text = clean_abstract(_node_text(node))
         if MIN_SECTION_CHARS <= len(text) <= MAX_SECTION_CHARS:
-            rule = "schema.org" if node.get("itemprop") in ("abstract", "description") else "abstract_section"
-            return text, rule
-    text = _abstract_after_heading(tree)
-    return (text, "abstract_section") if text else ("", None)
+            out.append((text, "schema.org" if node.get("itemprop") in ("abstract", "description") else "abstract_section"))
+        if len(out) >= 4:
+            break
+    out += [(t, "abstract_section") for t in _abstracts_after_headings(tree)]
+    return out
 
 
 def clean_content(text: str | None) -> str:
@@ -367,33 +389,46 @@ def extract_landing(body: bytes | str, url: str | None = None, with_content: boo
         candidate = _title_from_tag(tree)
         if _is_good_title(candidate):
             title, rules["title"] = candidate, "title_tag"
+    if not title:  # an empty <title>: the article's own heading
+        for node in tree.iter("h1"):
+            if any(a.tag in ("nav", "footer", "header", "aside") for a in node.iterancestors()):
+                continue
+            candidate = clean_title(_node_text(node))
+            if _is_good_title(candidate) and not _ABSTRACT_HEADING_RE.match(candidate):
+                title, rules["title"] = candidate, "h1"
+                break
 
-    # abstract: scholarly meta, schema.org abstract, body section, then long generic descriptions
-    abstract = ""
+    # abstracts: every scholarly meta value (a bilingual page carries one per language),
+    # schema.org abstracts, body sections; the first is `abstract`, as before. Long generic
+    # descriptions only when nothing else was found.
+    found: list[tuple[str, str]] = []
     for key, rule in _ABSTRACT_META:
         for value in meta.get(key, ()):
             candidate = clean_abstract(value)
             if len(candidate) >= MIN_ABSTRACT_CHARS and candidate.lower() != title.lower():
-                abstract, rules["abstract"] = candidate, rule
-                break
-        if abstract:
-            break
-    if not abstract:
-        for obj in json_ld:
-            value = obj.get("abstract")
-            if isinstance(value, str) and len(clean_abstract(value)) >= MIN_ABSTRACT_CHARS:
-                abstract, rules["abstract"] = clean_abstract(value), "schema.org"
-                break
-    if not abstract:
-        abstract, rules["abstract"] = _abstract_from_body(tree)
-    if not abstract:
+                found.append((candidate, rule))
+    for obj in json_ld:
+        value = obj.get("abstract")
+        if isinstance(value, str) and len(clean_abstract(value)) >= MIN_ABSTRACT_CHARS:
+            found.append((clean_abstract(value), "schema.org"))
+    found += _body_abstracts(tree)
+    if not found:
         generic = [(v, r) for k, r in _GENERIC_DESCRIPTION_META for v in meta.get(k, ())]
         generic += [(o["description"], "schema.org") for o in json_ld if isinstance(o.get("description"), str)]
         for value, rule in generic:
             candidate = clean_abstract(value)
             if _is_usable_description(candidate, title):
-                abstract, rules["abstract"] = candidate, rule
+                found.append((candidate, rule))
                 break
+    abstracts: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for text, rule in found:
+        key = re.sub(r"\W+", "", text.lower())[:200]
+        if key not in seen:
+            seen.add(key)
+            abstracts.append({"text": text[:MAX_ABSTRACT_CHARS], "rule": rule})
+    abstract = abstracts[0]["text"] if abstracts else ""
+    rules["abstract"] = abstracts[0]["rule"] if abstracts else None
     abstract = abstract[:MAX_ABSTRACT_CHARS]
 
     # PDF link
@@ -438,6 +473,7 @@ def extract_landing(body: bytes | str, url: str | None = None, with_content: boo
     return {
         "title": title or None,
         "abstract": abstract or None,
+        "abstracts": abstracts[:6],
         "content": content or None,
         "pdf_url": pdf_url,
         "language_hints": hints,

@@ -35,6 +35,10 @@ from openmsd_build.core.textclean import clean_abstract, clean_title, normalize_
 MAX_PAGES = 300
 """Pages read per PDF: enough for any paper or thesis body, bounded for a 5,000-page scan."""
 MAX_ABSTRACT_WORDS = 600
+ABSTRACT_FRONT_PAGES = 12
+"""Pages searched for abstract headings from the start: a thesis has a cover, a declaration,
+acknowledgements and contents before its abstracts."""
+ABSTRACT_TAIL_PAGES = 2
 MIN_ABSTRACT_CHARS = 100
 MIN_CONTENT_CHARS = 300
 REPEAT_MIN_PAGES = 3
@@ -43,14 +47,18 @@ _REFS_MIN_POSITION = 0.3
 
 _ABSTRACT_WORDS = (
     r"abstract|summary|resumo|resumen|r[ée]sum[ée]|zusammenfassung|kurzfassung|riassunto|sommario|"
-    r"samenvatting|streszczenie|abstrakt|аннотация|анотація|резюме|реферат|摘要|要旨|要約|초록|요약|"
-    r"özet|öz|ملخص|الملخص|چکیده|abstrak|sammanfattning|sammendrag|tiivistelmä|souhrn|absztrakt|"
-    r"περίληψη|tóm tắt|บทคัดย่อ|सारांश"
+    r"samenvatting|streszczenie|abstrakt|аннотация|анотація|резюме|реферат|摘\s?要|要\s?旨|要\s?約|抄\s?録|초\s?록|요\s?약|"
+    r"özet|öz|ملخص|الملخص|چکیده|abstrak|intisari|sammanfattning|sammendrag|tiivistelmä|souhrn|absztrakt|"
+    r"περίληψη|tóm tắt|บทคัดย่อ|सारांश|extended summary"
 )
 # "Abstract" alone on its line (":" / "." allowed), or glued to the first sentence.
 _ABSTRACT_ALONE_RE = re.compile(rf"^\s*(?:{_ABSTRACT_WORDS})\s*[:.：]?\s*$", re.IGNORECASE)
-_ABSTRACT_GLUED_RE = re.compile(rf"^\s*(?:{_ABSTRACT_WORDS})\s*(?:[:.：—–-]\s*|\s+(?=[A-ZÀ-ÝА-Я]))(?=\S)", re.IGNORECASE)
-_ABSTRACT_UPPER_GLUED_RE = re.compile(r"^\s*(?:ABSTRACT|RESUMO|RESUMEN|RÉSUMÉ|SUMMARY)\s+(?=\S)")
+_ABSTRACT_GLUED_RE = re.compile(
+    rf"^\s*(?:{_ABSTRACT_WORDS})\s*(?:[:.：—–-]\s*|\s+(?=[A-ZÀ-ÝА-ЯЁІЇЄ]))(?=\S)", re.IGNORECASE
+)
+_ABSTRACT_UPPER_GLUED_RE = re.compile(r"^\s*(?:ABSTRACT|RESUMO|RESUMEN|RÉSUMÉ|SUMMARY|ZUSAMMENFASSUNG|RIASSUNTO)\s+(?=\S)")
+# A letter-spaced line ("A B S T R A C T", "R E S U M O"): every token one or two letters.
+_LETTER_SPACED_RE = re.compile(r"^(?:\w{1,2} ){2,}\w{1,2}\s*[:.：]?$")
 # Headings that end an abstract (alone on their line, or "Keywords: ..." glued).
 _STOP_WORDS = (
     r"key\s?words?|index terms|palavras[- ]chave|descritores|palabras clave|descriptores|mots[- ]cl[ée]s|"
@@ -77,14 +85,22 @@ _PAGE_NUMBER_RE = re.compile(r"^\s*(?:page|p\.|pág\.?|seite|стр\.?)?\s*\d{1,
 _DIGITS_RE = re.compile(r"\d+")
 _SENTENCE_END_RE = re.compile(r"[.!?:;)\]。！？]$")
 _BAD_METADATA_TITLE_RE = re.compile(
-    r"\.(?:pdf|docx?|p65|indd|qxd|tex|dvi|rtf|ps)\b|^untitled|^microsoft word|^title$|^\s*$|^[\w-]+$|"
+    r"\.(?:pdf|docx?|p65|indd|qxd|tex|dvi|rtf|ps)\b|^untitled|^microsoft word|^title$|^\s*$|^[\w-]+$|template|"
     r"^(?:doi|http|www)",
     re.IGNORECASE,
 )
 _NOT_TITLE_LINE_RE = re.compile(
     r"journal|vol\.|volume|\bissn\b|doi|https?:|www\.|©|copyright|open access|research article|"
     r"original article|review article|artigo original|proceedings|published|received|accepted|"
-    r"university|universit[yéà]|department|@",
+    r"university|universit[yéà]|department|@|"
+    # cover-page and page chrome lines of theses, summary sheets and preprints, in the
+    # languages of the corpus: they are set large but are not the work's title
+    r"\bthesis\b|\btesi[s]?\b|\btese\b|\bth[èe]se\b|masterarbeit|bachelorarbeit|diplomarbeit|dissertation|"
+    r"skripsi|praca (?:licencjacka|magisterska|dyplomowa)|\bfacult(?:y|ad|é|à)\b|faculdade|fakult[äa]t|"
+    r"grado en|kwalifikac|кваліфікаційна|дипломна|выпускная|курсовая|робота$|работа$|"
+    r"毕业论文|學位論文|学位论文|卒業論文|졸업\s?논문|إعداد|إشراف|جامعة|دانشگاه|پایان\s?نامه|"
+    r"universi|університет|университет|uniwersytet|üniversite|trabajo de fin|fin de grado|trabalho de conclus|"
+    r"^editorial$|arxiv:|digital repository|dettaglio tesi|template$|summary sheet",
     re.IGNORECASE,
 )
 
@@ -182,37 +198,73 @@ def _is_abstract_end(line: str, heading_text: str) -> bool:
     if _NUMBERED_HEADING_RE.match(line) and _looks_like_heading(re.sub(_NUMBER_PREFIX, "", line)):
         return True
     # an abstract in another language starts ("Resumo" ... "Abstract")
-    return bool(_ABSTRACT_ALONE_RE.match(line)) and line.strip().lower() != heading_text.lower()
+    hit = _heading_at(line)
+    return hit is not None and (hit[1] != "" or line.strip().lower() != heading_text.lower())
 
 
-def _find_abstract(lines: list[str]) -> tuple[str, str | None]:
-    """(abstract, heading as found) from the lines of the first pages; see module docstring."""
-    for i, line in enumerate(lines):
-        first = None
-        if _ABSTRACT_ALONE_RE.match(line):
-            heading, first = line, ""
-        else:
-            glued = _ABSTRACT_GLUED_RE.match(line) or _ABSTRACT_UPPER_GLUED_RE.match(line)
-            if glued and len(line) > 40:
-                heading, first = line[: glued.end()], line[glued.end():]
-        if first is None:
+def _heading_at(line: str) -> tuple[str, str] | None:
+    """(heading as printed, text glued after it) when `line` starts an abstract: the heading
+    alone (also letter-spaced, "A B S T R A C T" / "摘 要"), or glued to the first sentence
+    ("Abstract: We ...", "ABSTRACT We ...", "摘要：本文 ...")."""
+    stripped = line.strip()
+    if len(stripped) <= 40:
+        compact = stripped.replace(" ", "") if _LETTER_SPACED_RE.match(stripped) else stripped
+        if _ABSTRACT_ALONE_RE.match(compact):
+            return stripped, ""
+    glued = _ABSTRACT_GLUED_RE.match(line) or _ABSTRACT_UPPER_GLUED_RE.match(line)
+    if glued and len(line) > 40:
+        return line[: glued.end()], line[glued.end():]
+    return None
+
+
+_DOT_LEADER_RE = re.compile(r"(?:\.\s?){4,}|…{2,}|\s\d{1,3}\s*$")
+
+
+def _find_abstracts(lines: list[str], limit: int = 4) -> list[tuple[str, str]]:
+    """Every abstract in `lines` as (text, heading word), in document order (see the module
+    docstring): a bilingual paper prints two or three, a thesis prints them after its cover
+    and before or after its contents. A heading whose text is a table of contents (dot
+    leaders, page numbers) or that repeats an abstract already found is skipped."""
+    found: list[tuple[str, str]] = []
+    seen: list[str] = []
+    i = 0
+    while i < len(lines) and len(found) < limit:
+        hit = _heading_at(lines[i])
+        if hit is None:
+            i += 1
             continue
+        heading, first = hit
         heading_word = heading.strip().rstrip(":.：—–- ").strip()
         body = [first] if first else []
         words = len(first.split())
-        for nxt in lines[i + 1 :]:
-            if not nxt:
-                continue
-            if _is_abstract_end(nxt, heading_word):
-                break
-            body.append(nxt)
-            words += len(nxt.split())
-            if words >= MAX_ABSTRACT_WORDS:
-                break
+        j = i + 1
+        while j < len(lines):
+            nxt = lines[j]
+            if nxt:
+                if _is_abstract_end(nxt, heading_word):
+                    break
+                body.append(nxt)
+                words += len(nxt.split()) + sum(1 for ch in nxt if "\u3040" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af") // 2
+                if words >= MAX_ABSTRACT_WORDS:
+                    j += 1
+                    break
+            j += 1
+        leaders = sum(1 for ln in body if _DOT_LEADER_RE.search(ln))
         text = clean_abstract(_join_lines(body))
-        if len(text) >= MIN_ABSTRACT_CHARS:
-            return text, heading_word
-    return "", None
+        key = re.sub(r"\W+", "", text.lower())[:200]
+        if len(text) >= MIN_ABSTRACT_CHARS and leaders <= len(body) // 4 and not any(key[:80] in k for k in seen):
+            found.append((text, heading_word))
+            seen.append(key)
+            i = j
+        else:
+            i += 1
+    return found
+
+
+def _find_abstract(lines: list[str]) -> tuple[str, str | None]:
+    """(first abstract, heading as found) from `lines`, or ("", None)."""
+    found = _find_abstracts(lines, limit=1)
+    return found[0] if found else ("", None)
 
 
 def _first_page_lines_with_size(textpage: Any) -> list[tuple[str, float, float]]:
@@ -321,12 +373,16 @@ def extract_pdf(data: bytes, max_pages: int = MAX_PAGES) -> dict[str, Any]:
     if not title and good_metadata:
         title, rules["title"] = metadata_title, "pdf_metadata"
 
-    # abstract from the first two pages
-    front = [ln for lines in pages[:2] for ln in lines]
-    abstract, heading = _find_abstract(front)
+    # abstracts: front matter (a thesis puts them after its cover and contents) and the last
+    # pages (some journals print the English abstract at the end)
+    front = [ln for lines in pages[:ABSTRACT_FRONT_PAGES] for ln in lines]
+    tail = [ln for lines in pages[max(ABSTRACT_FRONT_PAGES, len(pages) - ABSTRACT_TAIL_PAGES):] for ln in lines]
+    found = _find_abstracts(front) + (_find_abstracts(tail, limit=1) if tail else [])
+    abstracts = [{"text": text, "rule": "abstract_heading", "heading": heading} for text, heading in found]
+    abstract = found[0][0] if found else ""
     if abstract:
         rules["abstract"] = "abstract_heading"
-        rules["abstract_heading"] = heading
+        rules["abstract_heading"] = found[0][1]
 
     # content: every page, references cut
     all_lines = [ln for lines in pages for ln in lines]
@@ -341,6 +397,7 @@ def extract_pdf(data: bytes, max_pages: int = MAX_PAGES) -> dict[str, Any]:
     return {
         "title": title or None,
         "abstract": abstract or None,
+        "abstracts": abstracts,
         "content": content or None,
         "pdf_url": None,
         "language_hints": [],

@@ -1,0 +1,247 @@
+"""The `enrich` stage against a stub server on 127.0.0.1: reconciliation, rejects with
+reasons (slow, 500, 429 + Retry-After, malformed, non-English, empty, refusal), the cache
+(a second run makes no request), the enriched text format and the token cut."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from openmsd_build.core import layout, parquet_io
+from openmsd_build.core.errors import UserError
+from openmsd_build.core.textclean import count_tokens
+from openmsd_build.enrich import command, enriched_dir
+from openmsd_build.enrich.cache import cache_key
+from openmsd_build.enrich.prompts import PROMPTS
+from openmsd_build.enrich.stub import StubServer
+from openmsd_build.enrich.summarizers import (
+    ChatSummarizer,
+    CTranslate2Summarizer,
+    Http,
+    NoneSummarizer,
+    RateLimiter,
+    RetryPolicy,
+    TranslateSummarizer,
+)
+from openmsd_build.enrich.text import enriched_text, truncate_tokens
+from openmsd_build.schemas import tables
+
+GERMAN = ("Wir untersuchen die Wirkung von Schlafqualität auf die psychische Gesundheit von Studierenden "
+          "und finden einen deutlichen Zusammenhang in einer großen Stichprobe.")
+FRENCH = ("Nous étudions l'effet de la qualité du sommeil sur la santé mentale des étudiants et trouvons "
+          "une association nette dans un large échantillon.")
+
+# doi, language, title, abstract — the marker decides the stub's behaviour
+DOCS = [
+    ("10.1/en1", "en", "Sleep and mental health", "We study sleep quality and mental health in students."),
+    ("10.1/en2", "en", "Protein folding", "Neural networks fold proteins."),
+    ("10.1/ok1", "de", "Schlaf und Gesundheit", GERMAN),
+    ("10.1/ok2", "fr", "Sommeil et santé", FRENCH),
+    ("10.1/ok3", "zh", "睡眠质量与心理健康", "我们研究睡眠质量对大学生心理健康的影响，发现显著关联。"),
+    ("10.1/ok4", None, "Ohne Sprache", GERMAN),
+    ("10.1/r429", "de", "Zweimal fragen", GERMAN + " STUB:429"),
+    ("10.1/slow", "de", "Langsam", GERMAN + " STUB:slow"),
+    ("10.1/f500", "de", "Fehler", GERMAN + " STUB:fail500"),
+    ("10.1/malf", "fr", "Cassé", FRENCH + " STUB:malformed"),
+    ("10.1/nonen", "fr", "Pas anglais", FRENCH + " STUB:nonenglish"),
+    ("10.1/empty", "es", "Vacío", "Estudiamos el sueño. STUB:empty"),
+    ("10.1/refuse", "es", "Rechazo", "Estudiamos el sueño. STUB:refuse"),
+    ("10.1/notext", "ja", None, None),
+]
+EXPECTED_REJECTS = {
+    "10.1/slow": "timeout", "10.1/f500": "server_error", "10.1/malf": "malformed_response",
+    "10.1/nonen": "non_english_output", "10.1/empty": "empty_output", "10.1/refuse": "refusal",
+    "10.1/notext": "no_text",
+}
+
+
+def write_documents(out: str, docs=DOCS) -> None:
+    rows = [{"doi": d, "language": lg, "title": t, "abstract": a, "text_source": "test"} for d, lg, t, a in docs]
+    parquet_io.write_table(pa.Table.from_pylist(rows, schema=tables.DOCUMENTS),
+                           parquet_io.part_path(layout.documents_dir(out), 0, 1))
+
+
+@pytest.fixture()
+def stub():
+    with StubServer(slow_seconds=2.0) as server:
+        yield server
+
+
+def chat(url: str, timeout: float = 0.5, retries: int = 1) -> ChatSummarizer:
+    return ChatSummarizer(url, "stub-model", PROMPTS["summary30"], Http(timeout, 4),
+                          RetryPolicy(retries=retries, backoff=0.01, max_wait=1.0), RateLimiter(0), batch_size=3)
+
+
+def translate(url: str, n: int = 64) -> TranslateSummarizer:
+    return TranslateSummarizer(url, n, Http(0.5, 4), RetryPolicy(retries=1, backoff=0.01, max_wait=1.0),
+                               RateLimiter(0), batch_size=4)
+
+
+def rejects_of(out: str) -> dict[str, str]:
+    t = parquet_io.read_table(layout.rejects_dir(out, "enrich"))
+    return dict(zip(t.column("key").to_pylist(), t.column("reason").to_pylist(), strict=True))
+
+
+def test_chat_reconciles_rejects_with_reasons_and_second_run_is_all_cache_hits(tmp_path, stub):
+    out = str(tmp_path / "build")
+    write_documents(out)
+    started = time.monotonic()
+    stats = command.run_enrich(out, chat(stub.url), max_tokens=64, concurrency=4)
+    assert time.monotonic() - started < 10  # a slow endpoint costs timeouts, never a stall
+    c = stats["counts"]
+    assert command.check_counts(c) == []
+    assert c["documents_read"] == len(DOCS)
+    assert c["english_skipped"] == 2
+    assert c["non_english"] == len(DOCS) - 2 == c["enriched"] + c["rejected"]
+    assert rejects_of(out) == EXPECTED_REJECTS
+    assert c["retries"] >= 2  # the 429 (Retry-After: 0) and the 500s / timeout were retried
+    enriched = parquet_io.read_table(enriched_dir(out)).to_pylist()
+    assert sorted(r["doi"] for r in enriched) == ["10.1/ok1", "10.1/ok2", "10.1/ok3", "10.1/ok4", "10.1/r429"]
+    row = next(r for r in enriched if r["doi"] == "10.1/ok1")
+    assert row["summary"].startswith("[stub]") and row["summarizer"] == "chat" and row["model_id"] == "stub-model"
+    assert row["prompt_id"] == PROMPTS["summary30"].id and row["n_tokens"] == count_tokens(row["summary"]) <= 64
+    assert row["text"] == f"Title: Schlaf und Gesundheit. Abstract: ({row['summary']}) {GERMAN}"
+    assert pq.read_schema(parquet_io.list_parts(enriched_dir(out))[0]).equals(tables.ENRICHED)
+    assert pq.ParquetFile(parquet_io.list_parts(enriched_dir(out))[0]).metadata.row_group(0).column(0).compression \
+        == "ZSTD"
+
+    # the failed transports are not cached: take the faulty documents out and re-run
+    write_documents(out, [d for d in DOCS if d[0] not in ("10.1/slow", "10.1/f500", "10.1/malf")])
+    before = stub.total_requests
+    again = command.run_enrich(out, chat(stub.url), max_tokens=64, concurrency=4)
+    c2 = again["counts"]
+    assert stub.total_requests == before and c2["requests"] == 0
+    assert again["cache_hit_rate"] == 1.0 and c2["cache_misses"] == 0
+    assert c2["cache_hits"] == c2["non_english"] - c2["rejected_no_text"]
+    assert c2["enriched"] == 5 and command.check_counts(c2) == []
+
+
+def test_translate_batches_by_language_and_isolates_a_malformed_batch(tmp_path, stub):
+    out = str(tmp_path / "build")
+    docs = [d for d in DOCS if d[0] not in ("10.1/slow", "10.1/f500")]
+    docs += [(f"10.1/de{i}", "de", f"Titel {i}", f"{GERMAN} Nummer {i}.") for i in range(8)]
+    write_documents(out, docs)
+    stats = command.run_enrich(out, translate(stub.url, 64), max_tokens=64, concurrency=2)
+    c = stats["counts"]
+    assert command.check_counts(c) == []
+    rejects = rejects_of(out)
+    # malformed hits the whole (fr) batch once, then each document alone: only its own is rejected
+    assert rejects["10.1/malf"] == "malformed_response" and "10.1/ok2" not in rejects
+    assert rejects["10.1/notext"] == "no_text"
+    enriched = {r["doi"]: r for r in parquet_io.read_table(enriched_dir(out)).to_pylist()}
+    assert {"10.1/ok1", "10.1/ok2", "10.1/ok3", "10.1/ok4"} <= set(enriched)
+    assert enriched["10.1/ok1"]["prompt_id"] == "translate-top64"
+    assert {f"10.1/de{i}" for i in range(8)} <= set(enriched)
+    assert stub.requests["translate"] < c["non_english"] - 4  # batched: 8+ German documents in 2-3 requests
+
+
+def test_none_summarizer_enriches_nothing_and_calls_nothing(tmp_path):
+    out = str(tmp_path / "build")
+    write_documents(out)
+    stats = command.run_enrich(out, NoneSummarizer())
+    c = stats["counts"]
+    assert c["not_summarized"] == c["non_english"] == len(DOCS) - 2 and c["enriched"] == 0
+    assert command.check_counts(c) == []
+    assert parquet_io.read_table(enriched_dir(out)).num_rows == 0
+
+
+def test_retry_after_longer_than_allowed_is_a_reject_not_a_wait(tmp_path):
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Busy(BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(429)
+            self.send_header("Retry-After", "3600")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Busy)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        out = str(tmp_path / "build")
+        write_documents(out, DOCS[2:4])
+        started = time.monotonic()
+        stats = command.run_enrich(out, chat(f"http://127.0.0.1:{server.server_address[1]}/v1", retries=3))
+        assert time.monotonic() - started < 5
+        assert stats["counts"]["rejected_rate_limited"] == 2
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_cli_demo_stub_and_user_errors(tmp_path, capsys):
+    from openmsd_build.cli import main
+
+    out = str(tmp_path / "build")
+    write_documents(out, DOCS[:6])
+    assert main(["enrich", "--out", out, "--demo-stub"]) == 0
+    first = capsys.readouterr()
+    assert "STUB" in first.err and "4 non-English = 4 enriched + 0 rejected" in first.out
+    assert main(["enrich", "--out", out, "--demo-stub"]) == 0
+    assert "cache hits 4/4 (100%); 0 requests" in capsys.readouterr().out
+    assert main(["enrich", "--out", out, "--summarizer", "chat"]) == 2
+    assert "--endpoint" in capsys.readouterr().err
+    assert main(["enrich", "--out", out, "--summarizer", "ctranslate2", "--ct2-model", str(tmp_path)]) == 2
+
+
+def test_ctranslate2_missing_is_a_clear_user_error(tmp_path):
+    import importlib.util
+
+    if importlib.util.find_spec("ctranslate2") is not None:
+        pytest.skip("ctranslate2 is installed")
+    with pytest.raises(UserError, match="ctranslate2"):
+        CTranslate2Summarizer(str(tmp_path), 64)
+
+
+def test_cache_key_covers_every_part():
+    base = ("10.1/a", "h", "chat", "p", "m")
+    keys = {cache_key(*base)}
+    for i in range(5):
+        changed = list(base)
+        changed[i] += "x"
+        keys.add(cache_key(*changed))
+    assert len(keys) == 6
+
+
+def test_remote_out_needs_a_local_cache_dir(tmp_path):
+    with pytest.raises(UserError, match="--cache-dir"):
+        command.cache_path("gs://bucket/build", None)
+    assert command.cache_path("gs://bucket/build", str(tmp_path)).startswith(str(tmp_path))
+
+
+def test_make_summarizer_requires_model_for_chat():
+    args = argparse.Namespace(summarizer="chat", endpoint="http://127.0.0.1:1/v1", model=None, n_tokens=64,
+                              api_key_env="", concurrency=1, retries=0, timeout=1.0, max_retry_wait=1.0, rate=0.0,
+                              batch_size=None, prompt="summary30")
+    with pytest.raises(UserError, match="--model"):
+        command.make_summarizer(args)
+
+
+def test_enriched_text_format():
+    assert enriched_text("Über Schlaf.", "Wir untersuchen.", "We study sleep.") == \
+        "Title: Über Schlaf. Abstract: (We study sleep.) Wir untersuchen."
+    assert enriched_text("A title", "An abstract.", None) == "Title: A title. Abstract: An abstract."
+    assert enriched_text(None, "  Text  with\nbreaks ", "S") == "Title: . Abstract: (S) Text with breaks"
+
+
+@pytest.mark.parametrize("n", [64, 128])
+def test_truncation_to_the_papers_token_cuts(n):
+    latin = " ".join(f"word{i}," for i in range(300))
+    cjk = "睡眠质量与心理健康" * 40
+    mixed = "DNA 修复 mechanism 和 cell-cycle 调控 " * 40
+    for text in (latin, cjk, mixed):
+        cut = truncate_tokens(text, n)
+        assert count_tokens(cut) == n
+        assert text.replace("\n", " ").startswith(cut)
+    short = "only five tokens are here"
+    assert truncate_tokens(short, n) == short
+    assert truncate_tokens(latin, n).endswith(f"word{n - 1}")
