@@ -267,12 +267,21 @@ def test_table1_and_figures(full):
 def test_papers_section(full):
     _, stats = full
     papers = _papers()
+    coverage = stats["papers"].pop("category_coverage")
     assert stats["papers"] == {
         "rows": len(papers),
         "distinct_dois": len({p["doi"] for p in papers}),
         "with_abstract": sum(_present(p["abstract"]) for p in papers),
         "with_urls": sum(bool(p["urls"]) for p in papers),
     }
+    # category coverage, counted independently: per contributing source and over all papers
+    expected: dict[str, list[int]] = {}
+    for p in papers:
+        for source in [*(p.get("sources") or []), "all"]:
+            cell = expected.setdefault(source, [0, 0])
+            cell[0] += 1
+            cell[1] += bool(p.get("categories"))
+    assert {r["source"]: [r["papers"], r["with_category"]] for r in coverage} == expected
 
 
 def test_table2_splits(full):
@@ -461,3 +470,19 @@ def test_cli_report(tmp_path: Path, capsys):
     assert "papers" in printed and "report.html" in printed
     stats = json.loads((tmp_path / "report" / "stats.json").read_text())
     assert stats["options"] == {"top": 2, "rate_per_host": 0.5} and len(stats["documents"]["top_languages"]) == 2
+
+
+def test_paper_tables_by_language_class(full):
+    """Table 1 per language class and Table 3's mono/cross-lingual split add up."""
+    _, stats = full
+    classes = stats["documents"]["by_language_class"]
+    assert classes["all"]["papers"] == stats["documents"]["papers"]
+    assert classes["en"]["papers"] == stats["documents"]["english"]
+    assert classes["en"]["papers"] + classes["non-en"]["papers"] + stats["documents"]["without_language"] == \
+        classes["all"]["papers"]
+    assert classes["all"]["total_tokens"] == stats["documents"]["tokens"]["total"]
+    for rel, by_split in stats["pairs"].items():
+        for split, cell in by_split.items():
+            if cell is not None:
+                assert cell["monolingual"] + cell["crosslingual"] <= cell["pairs"], (rel, split)
+    assert stats["splits"]["n_languages"] >= max(s["n_languages"] for s in stats["splits"]["by_split"].values())

@@ -155,6 +155,21 @@ def _table1(stats: dict) -> list[Block]:
         ["Categories", fmt_int(t["n_categories"])],
     ]
     res.append(Block("table", headers=["", "value"], rows=rows))
+    classes = (stats.get("documents") or {}).get("by_language_class")
+    if classes:
+        res.append(Block("h3", "Papers and tokens by language class"))
+        labels = (("papers", "Papers"), ("with_abstract", "with abstract"), ("with_content", "with full content"),
+                  ("avg_abstract_tokens", "Avg. abstract tokens"), ("avg_content_tokens", "Avg. content tokens"),
+                  ("total_tokens", "Total tokens"))
+        crows = [[label] + [fmt_float(classes[c][key]) if key.startswith("avg") else fmt_int(classes[c][key])
+                            for c in ("all", "en", "non-en")] for key, label in labels]
+        res.append(Block("table", headers=["", "all", "English", "non-English"], rows=crows))
+    coverage = (stats.get("papers") or {}).get("category_coverage")
+    if coverage:
+        res.append(Block("h3", "Category coverage (papers with at least one category)"))
+        res.append(Block("table", headers=["source", "papers", "with a category", "share"], rows=[
+            [r["source"], fmt_int(r["papers"]), fmt_int(r["with_category"]),
+             "—" if r["share"] is None else f"{100 * r['share']:.1f}%"] for r in coverage]))
     if t["citations"] is None:
         res.append(Block("p", f"citations/: {NOT_BUILT}."))
         return res
@@ -206,7 +221,11 @@ def _table2(stats: dict) -> list[Block]:
         if len(langs) > top:
             shown += f", … {len(langs) - top} more"
         rows.append([name, fmt_int(s["papers"]), fmt_int(s["n_languages"]), shown or "—"])
-    rows.append(["all", fmt_int(sp["papers"]), "", ""])
+    every = sp.get("languages") or []
+    shown = ", ".join(f"{_name(r['language'])} {r['papers']:,}" for r in every[:top])
+    if len(every) > top:
+        shown += f", … {len(every) - top} more"
+    rows.append(["all", fmt_int(sp["papers"]), fmt_int(sp.get("n_languages")), shown or "—"])
     return res + [Block("table", headers=["split", "papers", "languages", "languages by size"], rows=rows)]
 
 
@@ -229,7 +248,26 @@ def _table3(stats: dict) -> list[Block]:
                 + [fmt_int(cell["pairs"]), fmt_int(cell["support"])]
             )
     headers = ["relation", "split"] + [CLASS_LABELS[c] for c in classes] + ["pairs", "total support"]
-    return res + [Block("table", headers=headers, rows=rows)]
+    res.append(Block("table", headers=headers, rows=rows))
+    # As in the paper: DC is directed (four classes); CC and BC are symmetric, so En-nonEn
+    # and nonEn-En are one class; and how many pairs join papers of one language.
+    res.append(Block("h3", "As in the paper: directed DC, symmetric CC / BC, mono- and cross-lingual"))
+    prow = []
+    for rel in layout.RELATIONS:
+        for split in layout.SPLIT_NAMES:
+            cell = pairs[rel][split]
+            if cell is None:
+                continue
+            by = cell["by_lang_class"]
+            n = {c: by.get(c, {}).get("pairs", 0) for c in classes}
+            if rel == "dc":
+                cls = [fmt_int(n["en-en"]), fmt_int(n["en-xx"]), fmt_int(n["xx-en"]), fmt_int(n["xx-xx"])]
+            else:
+                cls = [fmt_int(n["en-en"]), fmt_int(n["en-xx"] + n["xx-en"]), "", fmt_int(n["xx-xx"])]
+            prow.append([rel.upper(), split, *cls, fmt_int(cell.get("monolingual")), fmt_int(cell.get("crosslingual"))])
+    res.append(Block("table", headers=["relation", "split", "En-En", "En-nonEn", "nonEn-En (DC only)", "nonEn-nonEn",
+                                       "monolingual", "cross-lingual"], rows=prow))
+    return res
 
 
 def _evaluation(stats: dict) -> list[Block]:

@@ -123,9 +123,10 @@ def _ranked(df: pl.DataFrame, key: str, count: str, top: int | None, total: int 
 
 def papers_section(out: str) -> dict | None:
     """Stage 1's table: how many DOIs were joined, and how many carry what later stages need."""
-    lf = scan(layout.papers_dir(out), ["doi", "abstract", "urls"], tables.PAPERS)
+    lf = scan(layout.papers_dir(out), ["doi", "abstract", "urls", "categories", "sources"], tables.PAPERS)
     if lf is None:
         return None
+    coverage = _category_coverage(lf)
     row = _collect(
         lf.select(
             pl.len().alias("rows"),
@@ -134,7 +135,27 @@ def papers_section(out: str) -> dict | None:
             (pl.col("urls").list.len().fill_null(0) > 0).sum().alias("with_urls"),
         )
     ).row(0, named=True)
-    return {k: _int(v) for k, v in row.items()}
+    return {**{k: _int(v) for k, v in row.items()}, "category_coverage": coverage}
+
+
+def _category_coverage(lf: pl.LazyFrame) -> list[dict]:
+    """Share of papers with at least one category, per source that contributed the paper
+    (a paper joined from several sources counts for each), and over all papers."""
+    has = (pl.col("categories").list.len().fill_null(0) > 0)
+    per_source = _collect(
+        lf.select(pl.col("sources"), has.alias("has"))
+        .explode("sources")
+        .group_by("sources")
+        .agg(pl.len().alias("papers"), pl.col("has").sum().alias("with_category"))
+        .sort("sources")
+    )
+    total = _collect(lf.select(pl.len().alias("papers"), has.sum().alias("with_category"))).row(0, named=True)
+    rows = [{"source": str(r["sources"]), "papers": _int(r["papers"]), "with_category": _int(r["with_category"])}
+            for r in per_source.iter_rows(named=True) if r["sources"] is not None]
+    rows.append({"source": "all", "papers": _int(total["papers"]), "with_category": _int(total["with_category"])})
+    for r in rows:
+        r["share"] = r["with_category"] / r["papers"] if r["papers"] else None
+    return rows
 
 
 def documents_section(out: str, top: int) -> dict | None:
@@ -192,11 +213,32 @@ def documents_section(out: str, top: int) -> dict | None:
         .group_by("category")
         .agg(pl.len().alias("papers"))
     )
+    section["by_language_class"] = _by_language_class(lf, tok, has_abs, has_content)
     section["abstract_languages"] = _abstract_language_pairs(lf, top)
     section["n_categories"] = cats.height
     section["top_languages"] = _ranked(langs, "language", "papers", top, section["papers"])
     section["top_categories"] = _ranked(cats, "category", "papers", top, section["papers"])
     return section
+
+
+def _by_language_class(lf: pl.LazyFrame, tok: dict, has_abs: pl.Expr, has_content: pl.Expr) -> dict:
+    """Table 1 as in the paper, per language class: all papers, English, non-English
+    (papers without a detected language count in `all` only)."""
+    english = (pl.col("language") == "en").fill_null(False)
+    other = pl.col("language").is_not_null() & (pl.col("language") != "en")
+    result = {}
+    for name, keep in (("all", pl.lit(True)), ("en", english), ("non-en", other)):
+        row = _collect(lf.filter(keep).select(
+            pl.len().alias("papers"),
+            has_abs.sum().alias("with_abstract"),
+            has_content.sum().alias("with_content"),
+            tok["abstract"].filter(has_abs).mean().alias("avg_abstract_tokens"),
+            tok["content"].filter(has_content).mean().alias("avg_content_tokens"),
+            (tok["title"].fill_null(0) + tok["abstract"].fill_null(0) + tok["content"].fill_null(0)).sum()
+            .alias("total_tokens"),
+        )).row(0, named=True)
+        result[name] = {k: (v if k.startswith("avg") else _int(v)) for k, v in row.items()}
+    return result
 
 
 def _abstract_language_pairs(lf: pl.LazyFrame, top: int) -> dict:
@@ -272,7 +314,13 @@ def splits_section(out: str) -> dict | None:
             "n_languages": part.filter(pl.col("language").is_not_null()).height,
             "languages": _ranked(part.select("language", "papers"), "language", "papers", None),
         }
-    return {"papers": _int(df["papers"].sum()), "by_split": by_split}
+    every = df.group_by("language").agg(pl.col("papers").sum())
+    return {
+        "papers": _int(df["papers"].sum()),
+        "n_languages": every.filter(pl.col("language").is_not_null()).height,
+        "languages": _ranked(every.select("language", "papers"), "language", "papers", None),
+        "by_split": by_split,
+    }
 
 
 def pairs_section(out: str) -> dict | None:
@@ -282,7 +330,7 @@ def pairs_section(out: str) -> dict | None:
     for rel in layout.RELATIONS:
         result[rel] = {}
         for split in layout.SPLIT_NAMES:
-            lf = scan(layout.pairs_dir(out, rel, split), ["lang_class", "support"], tables.PAIRS)
+            lf = scan(layout.pairs_dir(out, rel, split), ["lang_a", "lang_b", "lang_class", "support"], tables.PAIRS)
             if lf is None:
                 result[rel][split] = None
                 continue
@@ -298,7 +346,13 @@ def pairs_section(out: str) -> dict | None:
             }
             for c in LANG_CLASSES:
                 by_class.setdefault(c, {"pairs": 0, "support": 0})
+            lingual = _collect(lf.select(
+                (pl.col("lang_a") == pl.col("lang_b")).fill_null(False).sum().alias("monolingual"),
+                (pl.col("lang_a") != pl.col("lang_b")).fill_null(False).sum().alias("crosslingual"),
+            )).row(0, named=True)
             result[rel][split] = {
+                "monolingual": _int(lingual["monolingual"]),
+                "crosslingual": _int(lingual["crosslingual"]),
                 "pairs": _int(df["pairs"].sum()),
                 "support": _int(df["support"].sum()),
                 "by_lang_class": dict(sorted(by_class.items())),
