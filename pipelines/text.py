@@ -1,13 +1,26 @@
 """The `text` stage's Beam graph (wiring only).
 
-With `--fetch none` papers become documents from their metadata in batches. With
-`--fetch http` or `--fetch warc:GLOB`:
+With `--fetch none` papers become documents from their metadata in batches. Otherwise:
 
-    papers -> PlanFetches -> (host key, task) -> GroupByKey -> FetchAndExtract
-           -> citation_pdf_url follow-ups -> GroupByKey -> FetchAndExtract (no follow)
+    papers -> PlanFetches -> (host key, task) -> [pass] -> extractions, fetch rows
+           -> citation_pdf_url follow-ups -> [pass, no follow]
     meta + extractions -> CoGroupByKey(doi) -> BuildDocuments -> documents/
 
-Flags and input checks are in `openmsd_build.text.command`.
+A pass with `--fetch http` and nothing archived yet: GroupByKey(host key) ->
+FetchAndExtract (live, polite). With archives — `warc:GLOB`, `cc-index:GLOB`, or `http`
+resuming from `OUT/warc/` — the archive is indexed in parallel (one element per WARC or
+index file -> `(canonical url, row)`), and each pass joins its tasks with the index:
+
+    tasks -> CoGroupByKey(url) with index rows [+ redirect targets, first pass only]
+          -> JoinArchiveIndex -> resolved units | pending units -> CoGroupByKey(url) with
+             the hop index -> JoinArchiveIndex -> ... (max_redirects + 1 rounds in all)
+          -> FetchAndExtract (replays each unit's chain by offset; no politeness needed)
+
+In http mode the units whose chain is not archived to its end go back to their host key
+and are fetched live in the same FetchAndExtract step. The first pass also emits the hop
+index (the rows some archived redirect points to), so the later rounds and the follow-up
+pass's rounds join with that small table, not the whole index: the whole index is
+shuffled once per pass. Flags and input checks are in `openmsd_build.text.command`.
 """
 
 from __future__ import annotations
@@ -20,15 +33,111 @@ from openmsd_build.schemas import DOCUMENTS, FETCH
 from openmsd_build.text.beam import (
     FETCH_TAG,
     FOLLOW_TAG,
+    HOP_TAG,
     META_FIELDS,
     META_TAG,
+    PENDING_TAG,
     BuildDocuments,
     FetchAndExtract,
+    IndexArchive,
+    JoinArchiveIndex,
     MetadataDocuments,
     PlanFetches,
     slim,
 )
+from openmsd_build.text.fetch.archive_join import DEFAULT_MAX_REDIRECTS, redirect_target, rounds
 from openmsd_build.text.fetch.config import FetchConfig
+from openmsd_build.text.fetch.plan import canonical_url, host_key, shard_host
+
+
+def archive_sources(fetch: str, resume: list[str]) -> tuple[str, list[str]] | None:
+    """(kind, files) of the archive the stage replays from: the WARCs of `warc:GLOB`, the
+    index Parquet files of `cc-index:GLOB`, the resume WARCs of `http`; None when there is
+    nothing to replay (`none`, or `http` with an empty `OUT/warc/`)."""
+    from openmsd_build.text.fetch.warc_backend import expand_paths
+
+    if fetch.startswith("warc:"):
+        return "warc", expand_paths(fetch[len("warc:"):])
+    if fetch.startswith("cc-index:"):
+        return "cc-index", expand_paths(fetch[len("cc-index:"):])
+    if fetch == "http" and resume:
+        return "warc", sorted(resume)
+    return None
+
+
+def index_archives(p, kind: str, files: list[str], warc_prefix: str):
+    """`(canonical url, row)` for every archived response, one Beam element per file
+    (Reshuffle spreads the files over workers), plus the indexing counts."""
+    indexed = (
+        p | "ArchiveFiles" >> beam.Create(files)
+        | "SpreadArchiveFiles" >> beam.Reshuffle()
+        | "IndexArchives" >> beam.ParDo(IndexArchive(kind, warc_prefix)).with_outputs(COUNTS_TAG, main="rows")
+    )
+    return indexed.rows, indexed[COUNTS_TAG]
+
+
+def resolve_in_archive(tasks, index, hop_index, name: str, max_redirects: int = DEFAULT_MAX_REDIRECTS):
+    """Tasks `(host key, task)` -> (resolved units, hop index). With `hop_index` None the
+    first round also builds it (from the redirect targets of the whole index)."""
+    by_url = tasks | f"{name}ByUrl" >> beam.Map(lambda kv: (_url_key(kv[1]["url"]), kv[1]))
+    inputs = {"row": index, "task": by_url}
+    if hop_index is None:
+        inputs["target"] = index | f"{name}RedirectTargets" >> beam.FlatMap(_redirect_targets)
+    first = (
+        inputs | f"{name}JoinIndex" >> beam.CoGroupByKey()
+        | f"{name}Hop1" >> beam.ParDo(JoinArchiveIndex(max_redirects, emit_hops=hop_index is None)).with_outputs(
+            PENDING_TAG, HOP_TAG, main="resolved")
+    )
+    if hop_index is None:
+        hop_index = first[HOP_TAG]
+    resolved, pending = [first.resolved], first[PENDING_TAG]
+    for n in range(2, rounds(max_redirects) + 1):
+        step = (
+            {"row": hop_index, "unit": pending} | f"{name}JoinHops{n}" >> beam.CoGroupByKey()
+            | f"{name}Hop{n}" >> beam.ParDo(JoinArchiveIndex(max_redirects)).with_outputs(PENDING_TAG, main="resolved")
+        )
+        resolved.append(step.resolved)
+        pending = step[PENDING_TAG]
+    return tuple(resolved) | f"{name}Resolved" >> beam.Flatten(), hop_index
+
+
+def _url_key(url: str) -> str:
+    """The join key of a task: its canonical URL, as index rows are keyed."""
+    return canonical_url(url)
+
+
+def _redirect_targets(kv: tuple[str, dict]) -> list[tuple[str, int]]:
+    """An index row -> `(target url, 1)` when it is an archived redirect."""
+    target = redirect_target(kv[1])
+    return [(target, 1)] if target else []
+
+
+def _live_tasks(unit: dict, shards_per_host: int):
+    """A unit not archived to its end -> its tasks back under their host keys (http)."""
+    url = unit["url"]
+    key = shard_host(host_key(url), url, shards_per_host)
+    return [(key, task) for task in unit["tasks"]]
+
+
+def fetch_pass(tasks, fetcher: FetchAndExtract, fetch: str, index, hop_index, host_shards: int,
+               group_name: str, fetch_name: str):
+    """One pass of fetching / replaying and extracting `(host key, task)` elements;
+    returns (the FetchAndExtract outputs, hop index)."""
+    outputs = (FETCH_TAG, FOLLOW_TAG, REJECTS_TAG, COUNTS_TAG)
+    if index is None:  # live http, nothing archived
+        elements = tasks | group_name >> beam.GroupByKey()
+    else:
+        units, hop_index = resolve_in_archive(tasks, index, hop_index, fetch_name)
+        if fetch == "http":
+            split = units | f"{fetch_name}Archived" >> beam.Partition(lambda u, _n: 0 if u["complete"] else 1, 2)
+            live = (
+                split[1] | f"{fetch_name}NotArchived" >> beam.FlatMap(_live_tasks, host_shards)
+                | group_name >> beam.GroupByKey()
+            )
+            elements = (split[0], live) | f"{fetch_name}ReplayOrFetch" >> beam.Flatten()
+        else:
+            elements = units
+    return elements | fetch_name >> beam.ParDo(fetcher).with_outputs(*outputs, main="ext"), hop_index
 
 
 def build(
@@ -43,9 +152,11 @@ def build(
     extract_timeout: float = 60.0,
     follow: bool = True,
     dest: str | None = None,
+    warc_prefix: str = "",
 ) -> None:
-    """Add the stage to pipeline `p` (`fetch` is none | http | warc:GLOB; `resume` the WARC
-    files of an earlier fetch into `out`). `papers/` is read from `out`; documents/, fetch/,
+    """Add the stage to pipeline `p` (`fetch` is none | http | warc:GLOB | cc-index:GLOB;
+    `resume` the WARC files of an earlier fetch into `out`; `warc_prefix` where the WARC
+    files a cc-index extract names live). `papers/` is read from `out`; documents/, fetch/,
     rejects and stats are written under `dest` (the staging root, default `out`); new WARC
     files go to `out`'s own `warc/`, the append-only resume store that is never staged."""
     dest = dest or out
@@ -61,20 +172,14 @@ def build(
     else:
         planned = papers | "PlanFetches" >> beam.ParDo(PlanFetches(cap, host_shards)).with_outputs(
             META_TAG, COUNTS_TAG, main="tasks")
-        fetcher = FetchAndExtract(fetch, fetch_config, warc_dir, resume, extract_timeout,
-                                  host_shards, follow=follow)
-        first = (
-            planned.tasks
-            | "GroupByHost" >> beam.GroupByKey()
-            | "Fetch" >> beam.ParDo(fetcher).with_outputs(FETCH_TAG, FOLLOW_TAG, REJECTS_TAG, COUNTS_TAG, main="ext")
-        )
-        second = (
-            first[FOLLOW_TAG]
-            | "GroupFollowUps" >> beam.GroupByKey()
-            | "FetchFollowUps" >> beam.ParDo(FetchAndExtract(
-                fetch, fetch_config, warc_dir, resume, extract_timeout, host_shards, follow=False,
-            )).with_outputs(FETCH_TAG, FOLLOW_TAG, REJECTS_TAG, COUNTS_TAG, main="ext")
-        )
+        sources = archive_sources(fetch, resume)
+        index, index_counts = index_archives(p, *sources, warc_prefix) if sources else (None, None)
+        first, hop_index = fetch_pass(
+            planned.tasks, FetchAndExtract(fetch, fetch_config, warc_dir, extract_timeout, host_shards, follow=follow),
+            fetch, index, None, host_shards, "GroupByHost", "Fetch")
+        second, _ = fetch_pass(
+            first[FOLLOW_TAG], FetchAndExtract(fetch, fetch_config, warc_dir, extract_timeout, host_shards, follow=False),
+            fetch, index, hop_index, host_shards, "GroupFollowUps", "FetchFollowUps")
         extractions = (
             (first.ext, second.ext) | "AllExtractions" >> beam.Flatten()
             | "Slim" >> beam.MapTuple(lambda doi, ext: (doi, slim(ext)))
@@ -97,6 +202,8 @@ def build(
             | "WriteFetch" >> WriteParquetShards(fetch_dir, FETCH, num_shards, sort_by=("url", "doi"))
         )
         counts = [planned[COUNTS_TAG], first[COUNTS_TAG], second[COUNTS_TAG], built[COUNTS_TAG]]
+        if index_counts is not None:
+            counts.append(index_counts)
         rejects = [first[REJECTS_TAG], second[REJECTS_TAG]]
     _ = doc_shards | "WriteDocuments" >> WriteParquetShards(docs_dir, DOCUMENTS, num_shards, sort_by=("doi",))
     if rejects:

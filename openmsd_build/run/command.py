@@ -143,8 +143,9 @@ def check_inputs(args: argparse.Namespace, stages: list[str]) -> list[str]:
                     note(f"{flag} {glob}", expand_globs([glob], flag))
         elif stage == "text":
             fetch = argv[argv.index("--fetch") + 1]
-            if fetch.startswith("warc:"):
-                note(f"--fetch {fetch}", expand_globs(fetch[len("warc:"):].split(","), "--fetch warc:"))
+            for mode in ("warc:", "cc-index:"):
+                if fetch.startswith(mode):
+                    note(f"--fetch {fetch}", expand_globs(fetch[len(mode):].split(","), f"--fetch {mode}"))
         elif stage == "citations":
             for flag in ("--opencitations", "--meta"):
                 globs = [argv[i + 1] for i, a in enumerate(argv) if a == flag]

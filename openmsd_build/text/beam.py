@@ -5,6 +5,12 @@ Fetching is grouped by *host key* (`fetch.plan.shard_host`): one element is one 
 shard's list of URLs, fetched in order under that host's rate limit, so politeness holds
 however many workers run; big hosts are split into several keys so that no single worker
 gets an endless queue.
+
+Replay from archives (`warc:`, `cc-index:`, and the resume of `http` from `OUT/warc/`)
+needs no politeness and no whole-archive index: `IndexArchive` turns one archive or index
+file into index rows, `JoinArchiveIndex` resolves tasks against them one redirect hop per
+join round (`fetch.archive_join`), and `FetchAndExtract` replays a resolved unit from the
+few records of its chain.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from openmsd_build.core import parquet_io
 from openmsd_build.core.beam_io import COUNTS_TAG, REJECTS_TAG, bump
 from openmsd_build.core.rejects import make_reject
 from openmsd_build.text.documents import build_document
+from openmsd_build.text.fetch.archive_join import DEFAULT_MAX_REDIRECTS, advance, chain_index, lookup_key, new_units
 from openmsd_build.text.fetch.plan import canonical_url, host_key, plan_urls, shard_host
 from openmsd_build.text.fetch.result import document_kind
 
@@ -27,6 +34,8 @@ STAGE = "text"
 FETCH_TAG = "fetch"
 FOLLOW_TAG = "follow"
 META_TAG = "meta"
+PENDING_TAG = "pending"
+HOP_TAG = "hop"
 META_FIELDS = (
     "doi", "title", "title_source", "abstract", "abstract_source", "publisher_language",
     "year", "venue", "type", "categories", "relations",
@@ -113,37 +122,97 @@ class WholeRecordFile(io.RawIOBase):
                 super().close()
 
 
+class IndexArchive(beam.DoFn):
+    """One archive file -> `(canonical url, index row)` for each archived response; a
+    count dict tagged COUNTS. `kind` is `warc` (scan a WARC) or `cc-index` (read one
+    Parquet file of a Common Crawl index extract, WARC names under `warc_prefix`).
+    One element per file, so a crawl's files are indexed in parallel and no worker holds
+    more than the rows of the file it reads."""
+
+    def __init__(self, kind: str, warc_prefix: str = ""):
+        self.kind = kind
+        self.warc_prefix = warc_prefix
+
+    def process(self, path: str):
+        from openmsd_build.text.fetch import warc_index
+
+        counts: Counter = Counter({"archive.files_indexed": 1})
+        if self.kind == "warc":
+            rows = warc_index.index_warc_file(path)
+        else:
+            rows = warc_index.read_cc_index(path, self.warc_prefix)
+        for row in rows:
+            if self.kind != "warc" and warc_index.needs_location(row):
+                row = warc_index.fill_location(row)  # an extract without fetch_redirect
+                counts["archive.locations_read"] += 1
+            counts["archive.records_indexed"] += 1
+            yield row["url"], row
+        bump(STAGE, counts)
+        yield beam.pvalue.TaggedOutput(COUNTS_TAG, dict(counts))
+
+
+class JoinArchiveIndex(beam.DoFn):
+    """One round of resolving fetch tasks against the archive index, after a CoGroupByKey
+    on canonical URL: `(url, {"row": [index row...], "task": [task...], "unit": [unit...],
+    "target": [...]})` -> resolved units (main), units moving on to a redirect target
+    tagged PENDING as `(target url, unit)`, and, when `emit_hops`, the URL's index row
+    tagged HOP as `(url, row)` if some archived redirect points to it (the hop index the
+    later, small rounds join with). Tasks enter as `task`, units of earlier rounds as
+    `unit`; the rules are `fetch.archive_join`."""
+
+    def __init__(self, max_redirects: int = DEFAULT_MAX_REDIRECTS, emit_hops: bool = False):
+        self.max_redirects = max_redirects
+        self.emit_hops = emit_hops
+
+    def process(self, element):
+        from openmsd_build.text.fetch.warc_index import latest_row
+
+        _, grouped = element
+        row = latest_row(list(grouped.get("row", ())))
+        if self.emit_hops and row is not None and any(True for _ in grouped.get("target", ())):
+            yield beam.pvalue.TaggedOutput(HOP_TAG, (row["url"], row))
+        units = new_units(grouped.get("task", ())) + list(grouped.get("unit", ()))
+        for unit in units:
+            unit, resolved = advance(unit, row, self.max_redirects)
+            if resolved:
+                yield unit
+            else:
+                yield beam.pvalue.TaggedOutput(PENDING_TAG, (lookup_key(unit), unit))
+
+
 class FetchAndExtract(beam.DoFn):
-    """`(host_key, [task, ...])` -> extractions `(doi, extraction)`; fetch rows tagged
-    FETCH; citation_pdf_url follow-ups tagged FOLLOW; extraction failures tagged REJECTS.
+    """Fetch or replay, then extract: elements are either `(host_key, [task, ...])` (live
+    fetch, http mode) or a resolved archive unit (a dict from `JoinArchiveIndex`: one URL,
+    its tasks and the index entries of its redirect chain). Outputs extractions
+    `(doi, extraction)`; fetch rows tagged FETCH; citation_pdf_url follow-ups tagged
+    FOLLOW as `(host_key, task)`; extraction failures tagged REJECTS.
 
-    `fetch_spec` is `http` or `warc:GLOB`. In http mode every response is archived to a
-    new WARC file under `warc_dir` per bundle, and URLs already archived by an earlier run
-    (`resume_archives`) are served from there instead of the network: an interrupted fetch
-    resumes where it stopped and fetches nothing twice."""
+    `fetch_spec` is `http`, `warc:GLOB` or `cc-index:GLOB`. In http mode every response
+    is archived to a new WARC file under `warc_dir` per bundle; URLs already archived by
+    an earlier run arrive as resolved units (counted `fetch.resumed`) and are replayed
+    instead of fetched: an interrupted fetch resumes where it stopped and fetches nothing
+    twice. A unit is replayed by a `WarcBackend` holding only its chain's entries, which
+    answers exactly as one holding the whole archive's index would."""
 
-    def __init__(self, fetch_spec: str, fetch_config, warc_dir: str | None, resume_archives: list[str],
-                 extract_timeout: float, shards_per_host: int, follow: bool = True):
+    def __init__(self, fetch_spec: str, fetch_config, warc_dir: str | None, extract_timeout: float,
+                 shards_per_host: int, follow: bool = True, max_redirects: int = DEFAULT_MAX_REDIRECTS):
         self.fetch_spec = fetch_spec
         self.fetch_config = fetch_config
         self.warc_dir = warc_dir
-        self.resume_archives = list(resume_archives)
         self.extract_timeout = extract_timeout
         self.shards_per_host = shards_per_host
         self.follow = follow
+        self.max_redirects = max_redirects
 
     def setup(self):
         from openmsd_build.text.extract.isolate import IsolatedExtractor
-        from openmsd_build.text.fetch.warc_backend import WarcBackend
 
         if self.fetch_spec == "http":
             from openmsd_build.text.fetch.http import HttpFetcher
 
             self.backend = HttpFetcher(self.fetch_config)
-            self.archive = WarcBackend(self.resume_archives) if self.resume_archives else None
         else:
-            self.backend = WarcBackend.from_spec(self.fetch_spec)
-            self.archive = None
+            self.backend = None
         self.extractor = IsolatedExtractor(timeout=self.extract_timeout)
         self.writer = None
         self.warc_file = None
@@ -177,20 +246,27 @@ class FetchAndExtract(beam.DoFn):
         if backend is not None and hasattr(backend, "close"):
             backend.close()
 
-    def _fetch(self, url: str, counts: Counter):
-        """(result, warc_file, warc_offset, warc_length)."""
-        if self.archive is not None and url in self.archive:
-            counts["fetch.resumed"] += 1
-            result = self.archive.fetch(url)
-            where = self.archive.index.get(canonical_url(result.final_url))
-            return result, (where or (None, None))[0], (where or (None, None))[1], None
+    def _fetch(self, url: str):
+        """Live: (result, warc_file, warc_offset, warc_length) of the archived response."""
         result = self.backend.fetch(url)
+        ref = self._writer().write(result)
+        if ref is not None:
+            return result, ref.warc_file, ref.offset, ref.length
+        return result, None, None, None
+
+    def _replay(self, unit: dict, counts: Counter):
+        """Archived: (result, warc_file, warc_offset, None) from the unit's chain. The row
+        points at the final URL's record as an archive-wide replay did (no length: the
+        `fetch/` table of a replay has always left it empty)."""
+        from openmsd_build.text.fetch.warc_backend import WarcBackend
+
+        backend = WarcBackend([], index=chain_index(unit), max_redirects=self.max_redirects)
+        result = backend.fetch(unit["url"])
         if self.fetch_spec == "http":
-            ref = self._writer().write(result)
-            if ref is not None:
-                return result, ref.warc_file, ref.offset, ref.length
-            return result, None, None, None
-        where = self.backend.index.get(canonical_url(result.final_url)) if result.status is not None else None
+            counts["fetch.resumed"] += 1
+            where = backend.index.get(canonical_url(result.final_url))
+        else:
+            where = backend.index.get(canonical_url(result.final_url)) if result.status is not None else None
         return result, (where or (None, None))[0], (where or (None, None))[1], None
 
     def process(self, element):
@@ -203,56 +279,65 @@ class FetchAndExtract(beam.DoFn):
             raise
 
     def _process(self, element):
-        _, tasks = element
         counts: Counter = Counter()
-        done: dict[str, tuple] = {}
-        for task in sorted(tasks, key=lambda t: (t["url"], t["doi"])):
-            url = task["url"]
-            if url not in done:
-                result, warc_file, warc_offset, warc_length = self._fetch(url, counts)
-                extraction, error = None, None
-                if result.ok:
-                    kind = document_kind(result.body, result.content_type)
-                    if kind is None:
-                        error, detail = "unsupported_content", result.content_type
-                    else:
-                        extraction, error = self.extractor.extract(kind, result.body, **({"url": result.final_url} if kind == "html" else {}))
-                        detail = self.extractor.last_error
-                        if extraction is not None:
-                            extraction = {**extraction, "kind": "landing" if kind == "html" else "pdf", "url": url}
-                    if error:
-                        counts[f"extract_failed.{error}"] += 1
-                        yield beam.pvalue.TaggedOutput(REJECTS_TAG, make_reject(
-                            STAGE, f"extract_{error}", key=url, detail=detail, source=task["doi"]))
-                    else:
-                        counts[f"extracted.{extraction['kind']}"] += 1
-                counts["fetch.ok" if result.ok else f"fetch.error.{result.error}"] += 1
-                done[url] = (result, extraction)
-                yield beam.pvalue.TaggedOutput(FETCH_TAG, {
-                    "url": url, "doi": task["doi"], "kind": task.get("kind"), "status": result.status,
-                    "content_type": result.content_type or None, "bytes": result.n_bytes, "sha1": result.sha1,
-                    "warc_file": warc_file, "warc_offset": warc_offset, "warc_length": warc_length,
-                    # replay from an archive keeps the archived date; a URL missing from it has
-                    # none (a wall-clock time there would make reruns differ)
-                    "fetched_at": result.fetched_at if result.status is not None or self.fetch_spec == "http" else None,
-                    "attempts": result.attempts, "error": result.error,
-                })
-            result, extraction = done[url]
-            if extraction is None:
-                continue
+        if isinstance(element, dict):  # a resolved archive unit
+            result, *where = self._replay(element, counts)
+            yield from self._handle(element["url"], element["tasks"], result, *where, counts=counts)
+        else:
+            _, tasks = element
+            by_url: dict[str, list[dict]] = {}
+            for task in sorted(tasks, key=lambda t: (t["url"], t["doi"])):
+                by_url.setdefault(task["url"], []).append(task)
+            for url, url_tasks in by_url.items():
+                result, *where = self._fetch(url)
+                yield from self._handle(url, url_tasks, result, *where, counts=counts)
+        bump(STAGE, counts)
+        yield beam.pvalue.TaggedOutput(COUNTS_TAG, dict(counts))
+
+    def _handle(self, url: str, tasks: list[dict], result, warc_file, warc_offset, warc_length, *, counts: Counter):
+        """One URL's outcome -> its fetch row (named after the first task, by DOI), its
+        extraction for every task's paper, follow-ups and rejects."""
+        first = tasks[0]
+        extraction, error = None, None
+        if result.ok:
+            kind = document_kind(result.body, result.content_type)
+            if kind is None:
+                error, detail = "unsupported_content", result.content_type
+            else:
+                extraction, error = self.extractor.extract(kind, result.body, **({"url": result.final_url} if kind == "html" else {}))
+                detail = self.extractor.last_error
+                if extraction is not None:
+                    extraction = {**extraction, "kind": "landing" if kind == "html" else "pdf", "url": url}
+            if error:
+                counts[f"extract_failed.{error}"] += 1
+                yield beam.pvalue.TaggedOutput(REJECTS_TAG, make_reject(
+                    STAGE, f"extract_{error}", key=url, detail=detail, source=first["doi"]))
+            else:
+                counts[f"extracted.{extraction['kind']}"] += 1
+        counts["fetch.ok" if result.ok else f"fetch.error.{result.error}"] += 1
+        yield beam.pvalue.TaggedOutput(FETCH_TAG, {
+            "url": url, "doi": first["doi"], "kind": first.get("kind"), "status": result.status,
+            "content_type": result.content_type or None, "bytes": result.n_bytes, "sha1": result.sha1,
+            "warc_file": warc_file, "warc_offset": warc_offset, "warc_length": warc_length,
+            # replay from an archive keeps the archived date; a URL missing from it has
+            # none (a wall-clock time there would make reruns differ)
+            "fetched_at": result.fetched_at if result.status is not None or self.fetch_spec == "http" else None,
+            "attempts": result.attempts, "error": result.error,
+        })
+        if extraction is None:
+            return
+        pdf_url = extraction.get("pdf_url")
+        for task in tasks:
             yield task["doi"], extraction
-            pdf_url = extraction.get("pdf_url")
             if self.follow and task.get("follow") and extraction["kind"] == "landing" and pdf_url and pdf_url != url:
                 counts["follow.citation_pdf_url"] += 1
                 yield beam.pvalue.TaggedOutput(FOLLOW_TAG, (
                     shard_host(host_key(pdf_url), pdf_url, self.shards_per_host),
                     {"doi": task["doi"], "url": pdf_url, "kind": "citation_pdf", "follow": False},
                 ))
-        bump(STAGE, counts)
-        yield beam.pvalue.TaggedOutput(COUNTS_TAG, dict(counts))
 
 
-_SLIM_EXTRACTION = ("kind", "url", "title", "abstract", "content", "pdf_url")
+_SLIM_EXTRACTION = ("kind", "url", "title", "abstract", "abstracts", "content", "pdf_url", "language_hints")
 
 
 def slim(extraction: dict) -> dict:

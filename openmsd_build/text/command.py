@@ -23,7 +23,11 @@ from openmsd_build.text.fetch.config import FetchConfig
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="output root of the build (reads OUT/papers/)")
     parser.add_argument("--fetch", default="none",
-                        help="none (metadata only) | http (live, polite) | warc:GLOB (offline from WARC archives)")
+                        help="none (metadata only) | http (live, polite) | warc:GLOB (offline from WARC archives) | "
+                             "cc-index:GLOB (offline from a Common Crawl columnar-index extract, Parquet)")
+    parser.add_argument("--warc-prefix", default="",
+                        help="with --fetch cc-index: where the WARC files the index names (warc_filename) live, "
+                             "e.g. /data/commoncrawl or gs://BUCKET/commoncrawl (default: the names as they are)")
     parser.add_argument("--max-urls-per-paper", type=int, default=3, help="fetch at most this many URLs per paper")
     parser.add_argument("--host-shards", type=int, default=4,
                         help="split each host's queue into this many keys (per-key rate = rate / shards)")
@@ -50,7 +54,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
     counts = run_text(
         args.out, args.fetch, beam_args, FetchConfig(**config_kwargs), cap=args.max_urls_per_paper,
         host_shards=args.host_shards, extract_timeout=args.extract_timeout, follow=not args.no_follow_pdf,
-        shards=args.shards,
+        shards=args.shards, warc_prefix=args.warc_prefix,
     )
     print(summary_line(counts))
     return counts
@@ -66,11 +70,14 @@ def run_text(
     extract_timeout: float = 60.0,
     follow: bool = True,
     shards: int = 0,
+    warc_prefix: str = "",
 ) -> dict:
     """Build `fetch/` and `documents/` from `papers/`; returns the stage's counts."""
     options = pipeline_options(beam_args)  # first: OUT may be gs:// (FileSystems options)
-    if fetch not in ("none", "http") and not fetch.startswith("warc:"):
-        raise UserError(f"--fetch must be none, http or warc:GLOB, not {fetch!r}")
+    if fetch not in ("none", "http") and not fetch.startswith(("warc:", "cc-index:")):
+        raise UserError(f"--fetch must be none, http, warc:GLOB or cc-index:GLOB, not {fetch!r}")
+    if warc_prefix and not fetch.startswith("cc-index:"):
+        raise UserError("--warc-prefix applies only to --fetch cc-index:GLOB")
     papers_parts = parquet_io.list_parts(layout.papers_dir(out))
     if not papers_parts:
         raise UserError(f"no papers under {layout.papers_dir(out)}: run `openmsd-build papers` first")
@@ -78,6 +85,8 @@ def run_text(
         from openmsd_build.core.inputs import expand_globs
 
         expand_globs(fetch[len("warc:") :].split(","), "--fetch warc:")  # a typo must fail before the run
+    if fetch.startswith("cc-index:"):
+        check_cc_index(fetch[len("cc-index:") :])
     num_shards = shards or len(papers_parts)
     warc_dir = layout.warc_dir(out)
     resume = parquet_io.match_paths(parquet_io.join_path(warc_dir, "*.warc.gz")) if fetch == "http" else []
@@ -87,11 +96,27 @@ def run_text(
     # root and swapped in on success; warc/ stays in place (append-only resume store).
     with stage_outputs(out, "text") as dest, beam.Pipeline(options=options) as p:
         build(p, out, fetch, fetch_config or FetchConfig(), num_shards, resume=resume, cap=cap,
-              host_shards=host_shards, extract_timeout=extract_timeout, follow=follow, dest=dest)
+              host_shards=host_shards, extract_timeout=extract_timeout, follow=follow, dest=dest,
+              warc_prefix=warc_prefix)
     result = read_stage_counts(out, "text")
     result["seconds"] = round(time.time() - started, 2)
     return result
 
+
+def check_cc_index(globs: str) -> None:
+    """The extract's files exist and the first carries Common Crawl's index columns (one
+    footer read): a wrong export must fail before the run, naming what is missing."""
+    from openmsd_build.core.inputs import expand_globs
+    from openmsd_build.text.fetch.warc_index import missing_cc_columns
+
+    for path, _size in expand_globs(globs.split(","), "--fetch cc-index:")[:1]:
+        try:
+            missing = missing_cc_columns(path)
+        except Exception as exc:  # noqa: BLE001 - any unreadable file is the user's input
+            raise UserError(f"--fetch cc-index: {path} is not a readable Parquet file ({exc})") from exc
+        if missing:
+            raise UserError(f"--fetch cc-index: {path} lacks the index columns {missing} "
+                            "(see README, 'Pages from Common Crawl')")
 
 
 def summary_line(counts: dict) -> str:

@@ -6,9 +6,13 @@ the pipeline cannot tell the difference. Archived redirects (3xx records with Lo
 followed just as a live fetch would follow them.
 
 The index (canonical URL -> file, offset) is built lazily on first use by scanning every
-record header once; it holds one entry per archived URL in memory. For very large archives
-pass a prebuilt `index` instead (e.g. from the `fetch/` table's url / archive path /
-offset columns). `revisit` records (payload dedupe by other crawlers) are not resolved.
+record header once; it holds one entry per archived URL in memory. That is the reference
+behaviour (tests compare against it) and fine for one machine's archives; the text stage
+itself never builds it: it indexes archives in parallel (`warc_index`), joins them with its
+tasks by URL in the pipeline (`archive_join`) and gives this class only the few index
+entries of one URL's redirect chain (`index=`, values `(file, offset[, length])`; with a
+length the record is range-read). `revisit` records (payload dedupe by other crawlers) are
+not resolved.
 """
 
 from __future__ import annotations
@@ -53,6 +57,11 @@ def expand_paths(paths: str | Sequence[str]) -> list[str]:
     return sorted(dict.fromkeys(out))
 
 
+def _read(where: tuple, max_bytes: int | None) -> FetchResult:
+    """The record an index entry points at; range-read when the entry carries its length."""
+    return read_record(where[0], where[1], max_bytes, where[2] if len(where) > 2 else None)
+
+
 class WarcBackend:
     """`fetch(url) -> FetchResult` from archived responses; thread-safe; picklable (only the
     paths and settings travel; the index is rebuilt lazily on the worker)."""
@@ -64,14 +73,14 @@ class WarcBackend:
         max_redirects: int = 5,
         max_bytes: int | None = 32 * 1024 * 1024,
         accepted_content_types: Sequence[str] = DEFAULT_ACCEPTED_TYPES,
-        index: Mapping[str, tuple[str, int]] | None = None,
+        index: Mapping[str, tuple] | None = None,
     ) -> None:
         self.paths = paths
         self.max_redirects = max_redirects
         self.max_bytes = max_bytes
         self.accepted_content_types = tuple(accepted_content_types)
         self._given_index = dict(index) if index is not None else None
-        self._index: dict[str, tuple[str, int]] | None = None
+        self._index: dict[str, tuple] | None = None
         self._lock = threading.Lock()
 
     @classmethod
@@ -94,8 +103,8 @@ class WarcBackend:
         self._lock = threading.Lock()
 
     @property
-    def index(self) -> dict[str, tuple[str, int]]:
-        """canonical URL -> (warc file, offset) of its response record; built once."""
+    def index(self) -> dict[str, tuple]:
+        """canonical URL -> (warc file, offset[, length]) of its response record; built once."""
         if self._index is None:
             with self._lock:
                 if self._index is None:
@@ -133,7 +142,7 @@ class WarcBackend:
             where = self.index.get(canonical_url(current))
             if where is None:
                 return False
-            archived = read_record(where[0], where[1], 0)
+            archived = _read(where, 0)
             location = archived.headers.get("location")
             if archived.status not in REDIRECT_STATUSES or not location:
                 return True
@@ -151,7 +160,7 @@ class WarcBackend:
             if where is None:
                 result.error = NOT_IN_ARCHIVE
                 return result
-            archived = read_record(where[0], where[1], self.max_bytes)
+            archived = _read(where, self.max_bytes)
             result.status = archived.status
             result.headers = archived.headers
             result.content_type = archived.content_type

@@ -29,6 +29,9 @@ from openmsd_build.text.fetch.result import FetchResult, http_error, sha1_hex, s
 
 _DROP_HEADERS = {"content-encoding", "transfer-encoding", "content-length"}
 _PAYLOAD_TYPE = "WARC-Identified-Payload-Type"
+# Records up to this size are range-read into memory whole; larger ones are streamed (only
+# `max_bytes` of the body is ever decoded).
+_RANGE_READ_MAX = 64 * 1024 * 1024
 
 
 class WarcRef(NamedTuple):
@@ -222,9 +225,10 @@ class WarcWriter:
         return WarcRef(self.name, offset, length, sha1_hex(body))
 
 
-def _result_from_record(record, max_bytes: int | None) -> FetchResult:
-    """A FetchResult from a parsed warcio response record."""
-    uri = record.rec_headers.get_header("WARC-Target-URI") or ""
+def record_status_headers(record) -> tuple[int | None, dict[str, str]]:
+    """The HTTP status and lower-cased headers (repeats joined with ", ") of a warcio
+    record: the one reading shared by replay and the archive index, so an index row's
+    status and Location are exactly what replaying the record would see."""
     status_text = record.http_headers.get_statuscode() if record.http_headers else None
     status = int(status_text) if status_text and status_text.isdigit() else None
     headers: dict[str, str] = {}
@@ -232,6 +236,13 @@ def _result_from_record(record, max_bytes: int | None) -> FetchResult:
         for key, value in record.http_headers.headers:
             key = key.lower()
             headers[key] = f"{headers[key]}, {value}" if key in headers else value
+    return status, headers
+
+
+def _result_from_record(record, max_bytes: int | None) -> FetchResult:
+    """A FetchResult from a parsed warcio response record."""
+    uri = record.rec_headers.get_header("WARC-Target-URI") or ""
+    status, headers = record_status_headers(record)
     stream = record.content_stream()
     body = stream.read() if max_bytes is None else stream.read(max_bytes + 1)
     payload_type = record.rec_headers.get_header(_PAYLOAD_TYPE)
@@ -250,9 +261,47 @@ def _result_from_record(record, max_bytes: int | None) -> FetchResult:
     return result
 
 
-def read_record(source: str | IO[bytes], offset: int, max_bytes: int | None = None) -> FetchResult:
+def read_range(path: str, offset: int, length: int) -> bytes:
+    """Bytes `[offset, offset + length)` of a local or remote file: one record of a large
+    archive (a Common Crawl WARC is ~1 GB) without reading the rest. Remote files are
+    opened through Beam's FileSystems and seeked; for gs:// the reader's buffer is sized to
+    the record, since the default (16 MB) would download far more than one record."""
+    if not _is_remote(path):
+        with open(_local(path), "rb") as fh:
+            fh.seek(offset)
+            return fh.read(length)
+    fh = _open_remote_range(path, length)
+    try:
+        fh.seek(offset)
+        return fh.read(length)
+    finally:
+        fh.close()
+
+
+def _open_remote_range(path: str, length: int) -> IO[bytes]:
+    """A remote file opened for one range read: on gs:// with a buffer of `length` bytes
+    (Beam's GCS filesystem has no public way to set it, so this falls back to
+    FileSystems.open when its internals differ), elsewhere FileSystems.open."""
+    from apache_beam.io.filesystem import CompressionTypes
+    from apache_beam.io.filesystems import FileSystems
+
+    if path.startswith("gs://"):
+        try:
+            gcs = FileSystems.get_filesystem(path)._gcsIO()  # noqa: SLF001 - see docstring
+            return gcs.open(path, "r", read_buffer_size=max(length, 64 * 1024))
+        except (AttributeError, TypeError):
+            pass
+    return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+
+
+def read_record(
+    source: str | IO[bytes], offset: int, max_bytes: int | None = None, length: int | None = None
+) -> FetchResult:
     """Re-read the response record at `offset` (from a `WarcRef` / the fetch table) as a
-    FetchResult with the archived status, headers and body; `attempts` is 0."""
+    FetchResult with the archived status, headers and body; `attempts` is 0. With the
+    record's `length` (an archive index row) only those bytes are read (`read_range`)."""
+    if isinstance(source, str) and length and length <= _RANGE_READ_MAX:
+        return read_record(io.BytesIO(read_range(source, offset, length)), 0, max_bytes)
     fh = open_for_read(source) if isinstance(source, str) else source
     try:
         fh.seek(offset)
