@@ -13,8 +13,8 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from openmsd_build.citations import graph as cg
-from openmsd_build.core import layout, parquet_io
-from openmsd_build.core.beam_io import COUNTS_TAG, bump, untag
+from openmsd_build.core import layout, parquet_io, spill
+from openmsd_build.core.beam_io import COUNTS_TAG, bump
 from openmsd_build.pairs import relations as pg
 from openmsd_build.schemas import MIXES, NEGATIVES, PAIRS
 
@@ -26,10 +26,13 @@ EDGES = "edges"
 INTO, OUT_OF, CAND, ANCHOR = "into", "out_of", "cand", "anchor"
 
 
-def key(frame: pl.DataFrame, column: str, shards: int, tag: str, output: str | None = None):
-    """(shard, (tag, table)) elements of `frame` keyed by the int id column `column`."""
-    for s, t in cg.split_by_shard(frame, cg.shard_ints(frame[column], shards)):
-        yield (s, (tag, t)) if output is None else beam.pvalue.TaggedOutput(output, (s, (tag, t)))
+def key(root: str, frame: pl.DataFrame, column: str, shards: int, tag: str, output: str | None = None):
+    """(shard, (tag, path)) elements of `frame` keyed by the int id column `column`; the rows
+    themselves are spilled to files under `root` (see `split.spill`: the runner's shuffle
+    then holds paths, and a shard's consumer reads only its own rows)."""
+    pieces = cg.split_by_shard(frame, cg.shard_ints(frame[column], shards))
+    for s, value in spill.put(root, tag, pieces):
+        yield (s, value) if output is None else beam.pvalue.TaggedOutput(output, (s, value))
 
 
 def write_split_parts(directory_of, frame: pl.DataFrame, schema: pa.Schema, shard: int, shards: int,
@@ -47,26 +50,25 @@ def write_split_parts(directory_of, frame: pl.DataFrame, schema: pa.Schema, shar
 class Lookups(beam.DoFn):
     """splits rows -> attrs (main) and names (`names`), both keyed by paper_id shard."""
 
-    def __init__(self, shards: int):
+    def __init__(self, shards: int, root: str):
         self.shards = shards
+        self.root = root
 
     def process(self, table: pa.Table):
         lookup = pg.split_codes(pl.from_arrow(table))
-        shards = cg.shard_ints(lookup["paper_id"], self.shards)
-        for s, t in cg.split_by_shard(pg.attrs_of(lookup), shards):
-            yield s, (ATTRS, t)
-        for s, t in cg.split_by_shard(pg.names_of(lookup), shards):
-            yield beam.pvalue.TaggedOutput(NAMES, (s, (NAMES, t)))
+        yield from key(self.root, pg.attrs_of(lookup), "paper_id", self.shards, ATTRS)
+        yield from key(self.root, pg.names_of(lookup), "paper_id", self.shards, NAMES, NAMES)
 
 
 class KeyEdges(beam.DoFn):
-    def __init__(self, shards: int):
+    def __init__(self, shards: int, root: str):
         self.shards = shards
+        self.root = root
 
     def process(self, table: pa.Table):
         edges = pg.ensure_ids(pl.from_arrow(table))
         yield beam.pvalue.TaggedOutput(COUNTS_TAG, {"edges_read": edges.height})
-        yield from key(edges, "cited_id", self.shards, EDGES)
+        yield from key(self.root, edges, "cited_id", self.shards, EDGES)
 
 
 def attr_frame(parts) -> pl.DataFrame:
@@ -80,7 +82,7 @@ def name_frame(parts) -> pl.DataFrame:
 def annotate(element, side: str) -> tuple[pl.DataFrame, int] | None:
     """A shard's edges with one end's split and language attached (E1, E2), or None."""
     _, values = element
-    parts = untag(values, ATTRS, EDGES)
+    parts = spill.load(values, ATTRS, EDGES)
     edges = cg.to_frame(parts[EDGES])
     if not edges.height:
         return None
@@ -90,8 +92,9 @@ def annotate(element, side: str) -> tuple[pl.DataFrame, int] | None:
 class AnnotateCited(beam.DoFn):
     """E1: attach the cited end's split/en; re-key by citing id."""
 
-    def __init__(self, shards: int):
+    def __init__(self, shards: int, root: str):
         self.shards = shards
+        self.root = root
 
     def process(self, element):
         annotated = annotate(element, "cited")
@@ -99,15 +102,16 @@ class AnnotateCited(beam.DoFn):
             return
         edges, missing = annotated
         yield beam.pvalue.TaggedOutput(COUNTS_TAG, {"edges_unannotated": missing})
-        yield from key(edges, "citing_id", self.shards, EDGES)
+        yield from key(self.root, edges, "citing_id", self.shards, EDGES)
 
 
 class AnnotateCiting(beam.DoFn):
     """E2: attach the citing end; DC and CC (C = citing) here; BC members and the
     negatives' edges go on."""
 
-    def __init__(self, shards: int, max_degree: int, negatives: int):
+    def __init__(self, shards: int, max_degree: int, negatives: int, root: str):
         self.shards = shards
+        self.root = root
         self.max_degree = max_degree
         self.negatives = negatives
 
@@ -119,16 +123,16 @@ class AnnotateCiting(beam.DoFn):
         counts: Counter = Counter({"edges_unannotated": missing, "edges_annotated": edges.height})
         dc, c = pg.direct_pairs(edges)
         counts.update(c)
-        yield from key(dc, "a", self.shards, "dc", "pairs")
+        yield from key(self.root, dc, "a", self.shards, "dc", "pairs")
         partial, c = pg.enumerate_pairs(edges.select(pg.member_columns("cc")), "cc", self.max_degree)
         counts.update(c)
-        yield from key(partial, "a", self.shards, "cc", "pairs")
-        yield from key(edges.select(pg.member_columns("bc")), "cited_id", self.shards, "bc")
+        yield from key(self.root, partial, "a", self.shards, "cc", "pairs")
+        yield from key(self.root, edges.select(pg.member_columns("bc")), "cited_id", self.shards, "bc")
         if self.negatives:
             e = pg.negative_edges(edges)
-            yield from key(e, "cited_id", self.shards, INTO)
-            yield from key(e.select("citing_id", "cited_id"), "citing_id", self.shards, OUT_OF)
-            yield from key(edges.select("citing_id", "cited_id"), "citing_id", self.shards, ANCHOR, "anchor")
+            yield from key(self.root, e, "cited_id", self.shards, INTO)
+            yield from key(self.root, e.select("citing_id", "cited_id"), "citing_id", self.shards, OUT_OF)
+            yield from key(self.root, edges.select("citing_id", "cited_id"), "citing_id", self.shards, ANCHOR, "anchor")
         bump(STAGE, counts)
         yield beam.pvalue.TaggedOutput(COUNTS_TAG, dict(counts))
 
@@ -136,24 +140,25 @@ class AnnotateCiting(beam.DoFn):
 class EnumerateBC(beam.DoFn):
     """E3: BC (C = cited) and the negatives' candidate paths through B = this shard's papers."""
 
-    def __init__(self, shards: int, max_degree: int, negatives: int):
+    def __init__(self, shards: int, max_degree: int, negatives: int, root: str):
         self.shards = shards
+        self.root = root
         self.max_degree = max_degree
         self.negatives = negatives
 
     def process(self, element):
         _, values = element
-        parts = untag(values, "bc", INTO, OUT_OF)
+        parts = spill.load(values, "bc", INTO, OUT_OF)
         counts: Counter = Counter()
         if parts["bc"]:
             partial, c = pg.enumerate_pairs(cg.to_frame(parts["bc"]), "bc", self.max_degree)
             counts.update(c)
-            yield from key(partial, "a", self.shards, "bc")
+            yield from key(self.root, partial, "a", self.shards, "bc")
         if self.negatives and parts[INTO] and parts[OUT_OF]:
             cand, c = pg.negative_candidates(cg.to_frame(parts[INTO]), cg.to_frame(parts[OUT_OF]), self.negatives,
                                              self.max_degree)
             counts.update(c)
-            yield from key(cand, "a", self.shards, CAND, "cand")
+            yield from key(self.root, cand, "a", self.shards, CAND, "cand")
         bump(STAGE, counts)
         yield beam.pvalue.TaggedOutput(COUNTS_TAG, dict(counts))
 
@@ -162,7 +167,7 @@ def pair_parts(element) -> tuple[int, dict, pl.DataFrame] | None:
     """A shard's pair batches by relation and its paper names (P1, P2), or None when the
     shard holds no pairs."""
     shard, values = element
-    parts = untag(values, NAMES, *pg.RELATIONS)
+    parts = spill.load(values, NAMES, *pg.RELATIONS)
     if not any(parts[r] for r in pg.RELATIONS):
         return None
     return shard, parts, name_frame(parts)
@@ -171,8 +176,9 @@ def pair_parts(element) -> tuple[int, dict, pl.DataFrame] | None:
 class LowNames(beam.DoFn):
     """P1: sum CC/BC partials; attach doi/lang of `a` and the split; re-key by `b`."""
 
-    def __init__(self, shards: int, mixes: bool):
+    def __init__(self, shards: int, mixes: bool, root: str):
         self.shards = shards
+        self.root = root
         self.mixes = mixes
 
     def process(self, element):
@@ -191,7 +197,7 @@ class LowNames(beam.DoFn):
             pairs, missing = pg.attach_low(pairs, names)
             counts["pairs_unmapped"] += missing
             named[rel] = pairs
-            yield from key(pairs, "b", self.shards, rel)
+            yield from key(self.root, pairs, "b", self.shards, rel)
         if self.mixes:
             mix_n = pg.mix_counts(named)
             counts.update(mix_n)
@@ -202,9 +208,10 @@ class LowNames(beam.DoFn):
 class HighNamesAndWrite(beam.DoFn):
     """P2: attach doi/lang of `b`, finalize and write this shard's parts (and mixes)."""
 
-    def __init__(self, out: str, shards: int, mixes: Sequence[str]):
+    def __init__(self, out: str, shards: int, mixes: Sequence[str], root: str):
         self.out = out
         self.shards = shards
+        self.root = root
         self.mixes = tuple(mixes)
 
     def process(self, element, totals=None):
@@ -239,15 +246,16 @@ class NegativeNames(beam.DoFn):
     """N1 (`step` a): drop Cs the anchor cites, keep N per anchor, anchor names; N2 (b):
     positive names; N3 (c): negative names, write `negatives/`."""
 
-    def __init__(self, step: str, out: str, shards: int, per_anchor: int):
+    def __init__(self, step: str, out: str, shards: int, per_anchor: int, root: str):
         self.step = step
         self.out = out
         self.shards = shards
+        self.root = root
         self.per_anchor = per_anchor
 
     def process(self, element):
         shard, values = element
-        parts = untag(values, NAMES, CAND, ANCHOR)
+        parts = spill.load(values, NAMES, CAND, ANCHOR)
         if not parts[CAND]:
             return
         cand = cg.to_frame(parts[CAND])
@@ -265,7 +273,7 @@ class NegativeNames(beam.DoFn):
             counts.update(write_split_parts(lambda s: layout.negatives_dir(self.out, s), final, NEGATIVES, shard,
                                             self.shards, "negatives"))
         else:
-            yield from key(cand, "b" if self.step == "a" else "c", self.shards, CAND)
+            yield from key(self.root, cand, "b" if self.step == "a" else "c", self.shards, CAND)
         bump(STAGE, counts)
         yield beam.pvalue.TaggedOutput(COUNTS_TAG, dict(counts))
 

@@ -2,8 +2,10 @@
 Specter-style hard negatives and relation mixes.
 
 Wiring only; the per-shard work is `openmsd_build.pairs.relations` (its docstring defines the pairs,
-the cap, the negatives, the mixes and every counter). Elements are `(shard, (tag, arrow
-table))`; every shard key is `citation_graph.shard_ints` of an int64 paper id, so a paper's
+the cap, the negatives, the mixes and every counter). Elements are `(shard, (tag, path))`:
+each piece of rows is spilled to a file under the run's temporary root (`split.spill`), so
+a shuffle moves paths and a worker holds one shard's rows whatever the build's size (the
+in-process runner used to hold every shuffle's rows at once: 20 GB at 5M edges); every shard key is `citation_graph.shard_ints` of an int64 paper id, so a paper's
 lookup rows and its edges / pairs meet in one shard. Shuffles (`E` carry edges, `P` pairs):
 
 E1. id edges by cited id + (paper_id, split, en) attrs -> cited end annotated;

@@ -35,12 +35,17 @@ The rule, exactly:
 Deterministic: only sorted DOIs, counts with code tie-breaks and `unit_interval` draws are
 used, so the result is independent of input order and of the runner.
 
-Memory: `assign_splits` runs in one DoFn (the stage's single global step). It holds one row
-per linked paper — doi (~25 B), language, paper_id, dup key, dense index and group index,
-≈ 80–100 B with Arrow overhead — plus the relation edges and the English/non-English edges.
-For the published 53M papers that is ≈ 5 GB, ≈ 10 GB peak with polars temporaries: one
-high-memory worker. Degrees, dedup keys and the en/xx edge list are computed by batched
-shuffles before it.
+Memory: `assign_splits` is the single-machine reference (tests and small builds); it holds
+one row per linked paper (≈ 80–100 B with Arrow overhead, ≈ 5 GB at 53M papers, ≈ 10 GB peak
+with polars temporaries). The stage does not run it: it runs the same rule as the
+partitioned steps of `split.partitioned` (tests/split/ checks they are equal), where a
+worker holds one shard of papers or of groups (total / `--shards`, every shuffle spilled to
+files by `split.spill`) plus three small global pieces: the per-language counts (~100
+entries), rule 5's summary (≤ `min_idt_groups` draws) and the component step, which holds
+the group edges only — relation links and duplicate title+abstract links, ≈ 150 B each with
+temporaries — not the papers without them (at a few % of 53M papers grouped, a few hundred
+MB). If that edge set ever outgrows a worker, the component step is where a partitioned
+min-label propagation would go.
 
 Counters: `papers_linked`, `groups`, `groups_multi` (groups of ≥ 2 linked papers),
 `papers_in_multi_groups`, `train`, `idt`, `odt`, `odt_other_language`, `odt_held_back`,

@@ -1,14 +1,21 @@
 """Stage 4, `split`: train / IDT / ODT for every paper with at least one kept citation link.
 
 Wiring only; the rule is `openmsd_build.split.assign.assign_splits` (its docstring states it
-exactly, with the memory estimate of its single global step). Batched steps before it:
+exactly) and the stage runs it as the partitioned steps of `openmsd_build.split.partitioned`
+(equal to it; every shuffle spilled to files by `split.spill`):
 
 1. citations -> the distinct DOIs of each batch, sharded by DOI (`linked`);
 2. documents -> split nodes (doi, language, 64-bit dedup key, relation DOIs) sharded by DOI;
-3. per shard: nodes of linked DOIs, `paper_id = hash64(doi)` computed in parallel;
-4. edges annotated with the language of both ends by two partitioned joins, and only
-   English/non-English edges kept (all the English rule needs);
-5. one global step: groups, languages, draws -> `splits/` (sharded by DOI, sorted).
+3. per DOI shard: nodes of linked DOIs, `paper_id = hash64(doi)`, language counts (summed
+   into one small dict: top-K), dedup keys (by key) and relation edges (by target DOI);
+4. group edges: dedup members -> smallest member; relation targets marked linked or not;
+   one component step over the group edges only -> (doi, group) by DOI;
+5. per DOI shard: each paper's group (its own DOI by default), keyed by group; per group
+   shard: pool / all-English flags, draws, rule 5's summary (combined globally: the IDT
+   cut), then rules 4-6 -> each paper's status by DOI;
+6. rule 7 by three partitioned joins: English / non-English edges by the non-English end
+   (is it ODT?), by the English end (English-only train group?), by group (its members);
+7. per DOI shard: the final split, written as that shard's `splits/` part.
 
 Counts (`_stats/split.json`) reconcile: `documents_read = no_link + papers_linked` and
 `papers_linked = train + idt + odt` (`odt = odt_other_language + odt_held_back +
@@ -22,12 +29,15 @@ import argparse
 from collections.abc import Sequence
 
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 
+from openmsd_build.core import layout, parquet_io
 from openmsd_build.core.errors import UserError
 from openmsd_build.core.runner import pipeline_options
 from openmsd_build.core.staging import stage_outputs
 from openmsd_build.core.stats import read_stage_counts
 from openmsd_build.pipelines.split import build
+from openmsd_build.schemas import SPLITS
 from openmsd_build.split.assign import SplitConfig
 from openmsd_build.split.beam import (
     DEFAULT_SHARDS,
@@ -46,8 +56,13 @@ def run_split(
     if not 0 <= config.idt_fraction < 1 or not 0 <= config.odt_fraction < 1 or config.top_k < 1 or shards < 1:
         raise UserError("need 0 <= --idt-fraction, --odt-fraction < 1, --top-k >= 1, --shards >= 1")
     options = pipeline_options(beam_args)
-    with stage_outputs(out, STAGE) as dest, beam.Pipeline(options=options) as pipeline:
-        build(pipeline, out, config, shards, dest=dest)
+    with stage_outputs(out, STAGE) as dest:
+        with beam.Pipeline(options=options) as pipeline:
+            build(pipeline, out, config, shards, dest=dest)
+        # Shard 0 always exists (possibly empty) so the next stage always finds a file.
+        first = parquet_io.part_path(layout.splits_dir(dest), 0, shards)
+        if not FileSystems.exists(first):
+            parquet_io.write_table(SPLITS.empty_table(), first)
     return read_stage_counts(out, STAGE)
 
 
