@@ -71,3 +71,18 @@ def test_lazy_and_picklable() -> None:
     assert pickle.loads(pickle.dumps(clone)).pid is None  # a running worker is not pickled
     clone.close()
     assert clone.pid is None and started is not None
+
+
+def test_missing_module_is_a_clear_error() -> None:
+    """A child that cannot import an extractor's module says which one (it used to be a
+    bare "worker died")."""
+    import pytest
+
+    from openmsd_build.text.extract.isolate import IsolatedExtractor
+
+    extractor = IsolatedExtractor(extractors={"html": "no_such_module_for_tests:extract"})
+    try:
+        with pytest.raises(RuntimeError, match="cannot import no_such_module_for_tests"):
+            extractor.start()
+    finally:
+        extractor.close()

@@ -130,11 +130,16 @@ def _worker_main(conn_in: Connection, conn_out: Connection, extractors: dict[str
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         except (ImportError, ValueError, OSError):  # not on this platform / not allowed
             pass
-    functions = {kind: _load(spec) for kind, spec in extractors.items()}
-    for kind, modules in WARM_IMPORTS.items():  # so a document's time limit excludes imports
-        if kind in functions:
-            for module in modules:
-                importlib.import_module(module)
+    try:
+        functions = {kind: _load(spec) for kind, spec in extractors.items()}
+        for kind, modules in WARM_IMPORTS.items():  # so a document's time limit excludes imports
+            if kind in functions:
+                for module in modules:
+                    importlib.import_module(module)
+    except ImportError as exc:
+        # say what is missing instead of dying: the parent turns it into a clear error
+        conn_out.send(("fatal", f"cannot import {exc.name or exc}: {exc}"))
+        return
     conn = conn_out
     conn.send(("ready", os.getpid()))
     while True:
@@ -250,6 +255,11 @@ class IsolatedExtractor:
         except (EOFError, OSError) as exc:
             self._discard()
             raise RuntimeError("extraction worker died while starting") from exc
+        if message[0] == "fatal":
+            self._discard()
+            raise RuntimeError(
+                f"the extraction worker cannot start: {message[1]} (install the package's dependencies: "
+                "pip install openmsd-build, or `make test` for a development checkout)")
         if message[0] != "ready":
             self._discard()
             raise RuntimeError(f"extraction worker sent {message!r} instead of ready")
