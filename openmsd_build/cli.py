@@ -139,9 +139,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         module = _module(COMMANDS[args.command][0])
         # Hand the Beam flags to Beam's FileSystems before any command touches a path, so
         # `gs://` inputs and outputs work for every command, pipelines or not.
-        from openmsd_build.core.runner import check_cloud_credentials, pipeline_options
+        from openmsd_build.core.runner import check_cloud_credentials, check_local_worker_pool, pipeline_options
 
         check_cloud_credentials(argv, beam_args)
+        check_local_worker_pool(beam_args)
         pipeline_options(beam_args)
         if args.command in STAGE_NAMES:
             from openmsd_build.core import progress, resources

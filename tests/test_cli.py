@@ -172,3 +172,20 @@ def test_gcs_without_credentials_fails_fast(monkeypatch, tmp_path) -> None:
     import os
 
     assert os.environ.get("NO_GCE_CHECK") == "True"
+
+
+def test_local_worker_pool_without_beam_fails_fast(monkeypatch, tmp_path) -> None:
+    """The README's portable-runner snippet used to hang when `python` on PATH lacked Beam."""
+    from openmsd_build.core.runner import check_local_worker_pool
+
+    external = ["--runner=PortableRunner", "--environment_type=EXTERNAL", "--environment_config=localhost:50000"]
+    monkeypatch.setenv("PATH", str(tmp_path))  # no python at all on PATH
+    with pytest.raises(UserError, match="cannot import apache_beam"):
+        check_local_worker_pool(external)
+    check_local_worker_pool(["--runner=PortableRunner", "--environment_type=EXTERNAL",
+                             "--environment_config=pool.example:50000"])  # a remote pool is not judged
+    import sys
+    from pathlib import Path
+
+    monkeypatch.setenv("PATH", str(Path(sys.executable).parent))  # the venv's python: fine
+    check_local_worker_pool(external)

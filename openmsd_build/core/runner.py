@@ -88,3 +88,33 @@ def check_cloud_credentials(argv: Sequence[str], beam_args: Sequence[str]) -> No
         "service-account key, or run `gcloud auth application-default login`; for a public bucket pass --no_auth, "
         "for a local emulator set STORAGE_EMULATOR_HOST"
     )
+
+
+def check_local_worker_pool(beam_args: Sequence[str]) -> None:
+    """Fail fast instead of hanging when a local SDK worker pool cannot start workers.
+
+    Beam's `worker_pool_main` starts each SDK worker as `python` from its own PATH; when that
+    interpreter lacks Beam (a venv not first on PATH) the job waits forever and the error is
+    only in the pool's log. For a pool on this machine (`--environment_type=EXTERNAL
+    --environment_config=localhost:PORT`) check that `python` here imports Beam, the same
+    check the pool's workers will fail."""
+    import shutil
+    import subprocess
+
+    from openmsd_build.core.errors import UserError
+
+    values = dict(a.split("=", 1) for a in beam_args if a.startswith("--") and "=" in a)
+    if values.get("--environment_type", "").upper() != "EXTERNAL":
+        return
+    host = values.get("--environment_config", "").rsplit(":", 1)[0]
+    if host not in ("localhost", "127.0.0.1", "[::1]"):
+        return
+    python = shutil.which("python")
+    probe = [python, "-c", "import apache_beam, openmsd_build"] if python else None
+    ok = probe is not None and subprocess.run(probe, capture_output=True, timeout=60).returncode == 0
+    if not ok:
+        raise UserError(
+            f"the local SDK worker pool starts workers with `python` from PATH ({python or 'not found'}), which cannot "
+            "import apache_beam and openmsd_build: start the pool with the venv first on PATH, e.g. "
+            'PATH="$PWD/.venv/bin:$PATH" .venv/bin/python -m apache_beam.runners.worker.worker_pool_main '
+            "--service_port=50000, and run this command with the same PATH")
