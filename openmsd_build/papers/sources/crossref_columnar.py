@@ -69,12 +69,18 @@ _CANONICAL_AFTER_LOWER = r"^10\.[0-9]{4,9}(?:\.[0-9]+)*/[!-$&-~]*" + _class_of(
 ) + "$"
 
 
+# Python's `str.strip()` whitespace (polars strips Unicode White_Space, which lacks the ASCII
+# separators U+001C..U+001F): the record parser strips with Python, so must this reader.
+_PY_WHITESPACE = "".join(c for c in map(chr, range(0x3001)) if c.isspace())
+
+
 def _first_non_blank(column: str) -> pl.Expr:
-    return pl.col(column).list.eval(pl.element().filter(pl.element().str.strip_chars() != "")).list.first()
+    return pl.col(column).list.eval(
+        pl.element().filter(pl.element().str.strip_chars(_PY_WHITESPACE) != "")).list.first()
 
 
 def _text_or_none(expr: pl.Expr) -> pl.Expr:
-    stripped = expr.str.strip_chars()
+    stripped = expr.str.strip_chars(_PY_WHITESPACE)
     return pl.when(stripped != "").then(stripped).otherwise(None)
 
 
@@ -158,7 +164,7 @@ def _project_slice(items: pl.DataFrame) -> Iterator[tuple[dict | None, tuple[int
         year.alias("year"),
         _text_or_none(pl.col("type")).alias("type"),
         pl.col("subject").fill_null(pl.lit([], pl.List(pl.String)))
-        .list.eval(pl.element().str.strip_chars().filter(pl.element().str.strip_chars() != "")
+        .list.eval(pl.element().str.strip_chars(_PY_WHITESPACE).filter(pl.element().str.strip_chars(_PY_WHITESPACE) != "")
                    ).list.unique().list.sort().alias("categories"),
         _text_or_none(pl.col("language")).alias("publisher_language"),
         pl.col("license"), pl.col("link"), pl.col("resource"), pl.col("relation"),
@@ -166,7 +172,9 @@ def _project_slice(items: pl.DataFrame) -> Iterator[tuple[dict | None, tuple[int
     for row in frame.iter_rows(named=True):
         doi = row["_fast_doi"]
         if doi is None:
-            outcome = _doi_outcome(row["_raw_doi"]) if row["_raw_doi"] is not None else {"doi": None, "reason": "no_doi"}
+            raw = row["_raw_doi"]
+            # the record parser's rule (`common.doi_of`): absent or blank is `no_doi`
+            outcome = _doi_outcome(raw) if raw is not None and raw.strip() else {"doi": None, "reason": "no_doi"}
             if outcome["doi"] is None:
                 yield None, (row["_index"], outcome["reason"], row["_raw_doi"])
                 continue
