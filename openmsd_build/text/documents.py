@@ -88,10 +88,43 @@ def wrong_abstract_reason(text: str, title: str = "") -> str | None:
     return None
 
 
+_SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[^\W\d_])")
+MIN_SPLIT_LETTERS = 150
+"""Each side of a paragraph split by language has at least this many letters."""
+
+
+def _split_paragraph(paragraph: str) -> list[str]:
+    """A paragraph that changes language between two sentences (a German abstract and its
+    English translation printed as one block) as its parts; at most one split per paragraph,
+    each side long enough for CLD3 to be reliable, so a sentence full of English terms does
+    not cut a German abstract."""
+    if len(paragraph) < 2 * MIN_SPLIT_LETTERS:
+        return [paragraph]
+    sentences = _SENTENCE_SPLIT_RE.split(paragraph[:20_000])
+    if len(sentences) < 2 or len(sentences) > 40:
+        return [paragraph]
+    first = detect_language(None, paragraph[:LANGUAGE_TEXT_CHARS])[0]
+    letters = 0
+    total = sum(ch.isalpha() for ch in paragraph)
+    for k, sentence in enumerate(sentences[:-1]):
+        letters += sum(ch.isalpha() for ch in sentence)
+        if letters < MIN_SPLIT_LETTERS or total - letters < MIN_SPLIT_LETTERS:
+            continue
+        nxt = detect_language(None, " ".join(sentences[k + 1:k + 3]))
+        if nxt[0] in (UND, first) or not nxt[2]:
+            continue
+        head = detect_language(None, " ".join(sentences[:k + 1])[-LANGUAGE_TEXT_CHARS:])
+        tail = detect_language(None, " ".join(sentences[k + 1:])[:LANGUAGE_TEXT_CHARS])
+        if head[2] and tail[2] and head[0] != tail[0] and UND not in (head[0], tail[0]):
+            return [" ".join(sentences[:k + 1]), " ".join(sentences[k + 1:])]
+    return [paragraph]
+
+
 def _language_runs(text: str) -> list[tuple[str, bool, str]]:
     """`text` as (language, text) runs: consecutive paragraphs in one language stay together,
-    a change of language starts a new abstract (bilingual blocks under one heading)."""
-    paragraphs = [p for p in text.split("\n\n") if p.strip()]
+    a change of language starts a new abstract (bilingual blocks under one heading, or one
+    paragraph holding an abstract and its translation: `_split_paragraph`)."""
+    paragraphs = [part for p in text.split("\n\n") if p.strip() for part in _split_paragraph(p)]
     if len(paragraphs) > MAX_PARAGRAPHS_SPLIT:
         paragraphs = paragraphs[: MAX_PARAGRAPHS_SPLIT - 1] + ["\n\n".join(paragraphs[MAX_PARAGRAPHS_SPLIT - 1:])]
     runs: list[list] = []

@@ -257,11 +257,18 @@ def _abstracts_after_headings(tree: lxml.html.HtmlElement, limit: int = 4) -> li
     with headings (SciELO prints RESUMO / ABSTRACT / RESUMEN as `h1` over `h2` section labels
     "Objetivo", "Métodos": the labels stay, glued to their paragraph, as printed)."""
     found: list[str] = []
-    for heading in tree.iter(*_HEADINGS, "strong", "b", "dt"):
+    for heading in tree.iter(*_HEADINGS, "strong", "b", "dt", "label", "th", "span"):
         if len(found) >= limit:
             break
         if not _ABSTRACT_HEADING_RE.match(heading.text_content() or ""):
             continue
+        if heading.tag not in _HEADINGS:
+            # an inline label ("<label>摘要：</label><span>text</span>", "<b>Resumo:</b> text")
+            # followed by the abstract inside the same parent
+            inline = _text_after_label(heading)
+            if MIN_SECTION_CHARS <= len(inline) <= MAX_SECTION_CHARS:
+                found.append(inline)
+                continue
         parts: list[str] = []
         anchor = heading if heading.tag in _HEADINGS else heading.getparent()
         if anchor is None or any(a.tag in ("nav", "footer", "header", "aside") for a in anchor.iterancestors()):
@@ -287,6 +294,25 @@ def _abstracts_after_headings(tree: lxml.html.HtmlElement, limit: int = 4) -> li
         if MIN_SECTION_CHARS <= len(text) <= MAX_SECTION_CHARS:
             found.append(text)
     return found
+
+
+def _text_after_label(label: lxml.html.HtmlElement) -> str:
+    """The text after an inline label inside its parent (the label's tail and its following
+    siblings), cleaned: the abstract of pages that print "Abstract:" as a label in the same
+    paragraph or table row (CNKI, repository record pages)."""
+    parts = [label.tail or ""]
+    size = len(parts[0])
+    for sibling in label.itersiblings():
+        if not isinstance(sibling.tag, str):
+            continue
+        text = _node_text(sibling)
+        if len(text) <= 8 and (sibling.tag == "a" or sibling.find(".//a") is not None):
+            continue  # a "more" / "reset" toggle after the text
+        parts.append(text + (sibling.tail or ""))
+        size += len(parts[-1])
+        if size > MAX_SECTION_CHARS:
+            break
+    return clean_abstract(" ".join(p for p in parts if p.strip()))
 
 
 def _abstract_after_heading(tree: lxml.html.HtmlElement) -> str:

@@ -18,9 +18,19 @@ order. Text layout is then repaired with plain rules, each reported in `rules`:
   languages, alone on its line or glued to the first sentence) on the first two pages, up to
   the next section heading ("Keywords", "Introduction", "1 Introduction", "Resumo" after
   "Abstract", ...), at most `MAX_ABSTRACT_WORDS` words.
-* title: PDF metadata `Title` when it looks like a title (not a file name, not "untitled")
-  and appears on the first page; otherwise the first-page lines set in the largest font
-  (journal banners and "Research Article" labels skipped); otherwise a plausible metadata title.
+* title: PDF metadata `Title` when it looks like a title (not a file name, not "untitled"),
+  appears on the first page and is not in another language than the body while a printed
+  title is; otherwise the first-page title block in the largest font (`_title_from_font`:
+  fragments on one baseline joined, regular line spacing, split where the language changes,
+  the part in the body's language first; a thesis cover's "на тему:" / "Thema:" label wins;
+  journal banners, cover chrome, place-and-year lines and section labels skipped); otherwise a
+  plausible metadata title.
+* abstracts also without a heading: a structured abstract opening with an objective label
+  followed by a methods label, and the paragraph right above a keywords line on the first
+  pages; headings glued to the end of the previous line are split off first; the pages
+  before the reference list are searched too (a thesis's abstracts after its conclusion).
+* broken text layers (`fix_text_layer`): Arabic lam-alef order, mirrored brackets in
+  right-to-left lines, TeX spacing accents.
 """
 
 from __future__ import annotations
@@ -35,7 +45,7 @@ from openmsd_build.core.textclean import clean_abstract, clean_title, normalize_
 MAX_PAGES = 300
 """Pages read per PDF: enough for any paper or thesis body, bounded for a 5,000-page scan."""
 MAX_ABSTRACT_WORDS = 600
-ABSTRACT_FRONT_PAGES = 12
+ABSTRACT_FRONT_PAGES = 16
 """Pages searched for abstract headings from the start: a thesis has a cover, a declaration,
 acknowledgements and contents before its abstracts."""
 ABSTRACT_TAIL_PAGES = 2
@@ -54,7 +64,7 @@ _ABSTRACT_WORDS = (
 # "Abstract" alone on its line (":" / "." allowed), or glued to the first sentence.
 _ABSTRACT_ALONE_RE = re.compile(rf"^\s*(?:{_ABSTRACT_WORDS})\s*[:.：]?\s*$", re.IGNORECASE)
 _ABSTRACT_GLUED_RE = re.compile(
-    rf"^\s*(?:{_ABSTRACT_WORDS})\s*(?:[:.：—–-]\s*|\s+(?=[A-ZÀ-ÝА-ЯЁІЇЄ]))(?=\S)", re.IGNORECASE
+    rf"^\s*(?:{_ABSTRACT_WORDS})\s*(?:[:.：—–|-]\s*|\s+(?=[A-ZÀ-ÝА-ЯЁІЇЄ]))(?=\S)", re.IGNORECASE
 )
 _ABSTRACT_UPPER_GLUED_RE = re.compile(r"^\s*(?:ABSTRACT|RESUMO|RESUMEN|RÉSUMÉ|SUMMARY|ZUSAMMENFASSUNG|RIASSUNTO)\s+(?=\S)")
 # A letter-spaced line ("A B S T R A C T", "R E S U M O"): every token one or two letters.
@@ -100,7 +110,7 @@ _NOT_TITLE_LINE_RE = re.compile(
     r"grado en|kwalifikac|кваліфікаційна|дипломна|выпускная|курсовая|робота$|работа$|"
     r"毕业论文|學位論文|学位论文|卒業論文|졸업\s?논문|إعداد|إشراف|جامعة|دانشگاه|پایان\s?نامه|"
     r"universi|університет|университет|uniwersytet|üniversite|trabajo de fin|fin de grado|trabalho de conclus|"
-    r"^editorial$|arxiv:|digital repository|dettaglio tesi|template$|summary sheet",
+    r"\bpp?\.\s*\d|\banno [IVXLC\d]|^editorial$|arxiv:|digital repository|dettaglio tesi|template$|summary sheet",
     re.IGNORECASE,
 )
 
@@ -112,10 +122,14 @@ class PdfParseError(ValueError):
 
 
 def _page_lines(text: str) -> list[str]:
-    """One page's text as stripped lines, U+FFFE word-break hyphens resolved."""
+    """One page's text as stripped lines, U+FFFE word-break hyphens resolved. PDFium ends a
+    line with CR LF; a lone CR is a word separator of some Word exports ("word\\t\\r\\xa0word"),
+    not a line break."""
+    text = re.sub(r"\r(?!\n)", " ", text)
     # PDFium sometimes keeps the line break after the U+FFFE hyphen and sometimes drops it.
     text = re.sub(r"(?<=[a-zà-ÿа-я])\ufffe\s*(?:\r?\n)?\s*(?=[a-zà-ÿа-я])", "", text)
     text = re.sub(r"\ufffe\s*(?:\r?\n)?\s*", "-", text)
+    text = fix_text_layer(text)
     return [line.strip() for line in re.split(r"\r\n|\r|\n", text)]
 
 
@@ -183,6 +197,20 @@ def _looks_like_heading(line: str, typical: float = 80.0) -> bool:
     )
 
 
+ABSTRACT_BEFORE_REFERENCES_PAGES = 4
+"""Pages before the reference list searched for abstract headings (a thesis's abstracts in
+several languages after its conclusion)."""
+
+
+def _references_page(pages: list[list[str]]) -> int | None:
+    """Index of the page holding the last reference-list heading past the first 30 % of the
+    pages (as `_cut_references` decides on lines), or None."""
+    for index in range(len(pages) - 1, int(len(pages) * _REFS_MIN_POSITION) - 1, -1):
+        if any(_REFERENCES_RE.match(ln) for ln in pages[index]):
+            return index
+    return None
+
+
 def _cut_references(lines: list[str]) -> tuple[list[str], bool]:
     """Lines before the last reference-list heading past the first 30 % of the text."""
     start = int(len(lines) * _REFS_MIN_POSITION)
@@ -212,12 +240,105 @@ def _heading_at(line: str) -> tuple[str, str] | None:
         if _ABSTRACT_ALONE_RE.match(compact):
             return stripped, ""
     glued = _ABSTRACT_GLUED_RE.match(line) or _ABSTRACT_UPPER_GLUED_RE.match(line)
-    if glued and len(line) > 40:
+    # a short line is a heading glued to text only when a separator says so ("ABSTRACT | The
+    # use of the term" in a narrow column); else it is a sentence that starts with the word
+    if glued and (len(line) > 40 or (re.search(r"[:|：]\s*$", line[: glued.end()]) and len(line[glued.end():]) >= 12)):
         return line[: glued.end()], line[glued.end():]
     return None
 
 
+# Structured abstracts printed without an "Abstract" heading (SciELO, PAHO, medical
+# journals): the objective label opens the abstract and a methods label follows within a few
+# lines. Labels stay in the text, as printed ("Objetivos. Con el propósito ...").
+_OBJECTIVE_LABEL_RE = re.compile(
+    r"^\s*(?:objetivos?|objective?s?|purpose|aims?|background|context|contexto|fundamentos?|antecedentes|"
+    r"introdu[cç][ãa]o|introducci[óo]n|objectifs?|contexte|ziele?|hintergrund|fragestellung|obiettiv[oi]|scopo|"
+    r"premessa|cel(?: pracy)?|wst[eę]p|цель|мета|актуальность|amaç|doel(?:stelling)?|achtergrond|tujuan|latar belakang)"
+    r"\s*(?:[.:：]|\s[-–—])\s*\S",
+    re.IGNORECASE,
+)
+_METHODS_LABEL_RE = re.compile(
+    r"^\s*(?:m[ée]todos?|methods?|methodology|materials? and methods|material(?:es)? y m[ée]todos|"
+    r"materiais e m[ée]todos|m[ée]thodes?|methoden|metodi|metod[ay]|методы|методи|yöntem|metode|"
+    r"design|diseño|delineamento|desenho|study design|participants|setting)\s*(?:[.:：]|\s[-–—])",
+    re.IGNORECASE,
+)
+STRUCTURED_LOOKAHEAD = 25
+"""Lines after an objective label within which a methods label must follow."""
+
+
+def _structured_start(lines: list[str], i: int) -> bool:
+    """Whether `lines[i]` opens a structured abstract that has no heading (see above)."""
+    if not _OBJECTIVE_LABEL_RE.match(lines[i]):
+        return False
+    return any(_METHODS_LABEL_RE.match(ln) for ln in lines[i + 1:i + 1 + STRUCTURED_LOOKAHEAD])
+
+
 _DOT_LEADER_RE = re.compile(r"(?:\.\s?){4,}|…{2,}|\s\d{1,3}\s*$")
+
+
+# A heading printed at the end of the previous line in the text layer ("... Kim** 요 약",
+# "... 높인다. Abstract"): after a non-letter (sentence end, footnote star, digit), a
+# capitalized Latin heading word or a CJK / Hangul one, letter-spaced or not.
+_TRAILING_HEADING_RE = re.compile(
+    r"(?<=[^\w\s])\s+((?:Abstract|ABSTRACT|Summary|SUMMARY|Resumo|RESUMO|Resumen|RESUMEN|R[ée]sum[ée]|RÉSUMÉ|"
+    r"Zusammenfassung|Streszczenie|Аннотация|АННОТАЦИЯ|Анотація|Реферат|РЕФЕРАТ)"
+    r"|(?:摘\s?要|要\s?旨|초\s?록|요\s?약))\s*[:.：]?\s*$"
+    r"|(?<=\S)\s+((?:摘\s?要|要\s?旨|초\s?록|요\s?약))\s*[:：]?\s*$"
+)
+_KEYWORDS_RE = re.compile(
+    r"^\s*(?:key\s?words?|palavras[- ]chave|palabras clave|mots[- ]cl[ée]s|schl[üu]sselw[öo]rter|stichw[öo]rter|"
+    r"parole chiave|s[łl]owa kluczowe|trefwoorden|kata kunci|anahtar (?:kelimeler|sözcükler)|ключевые слова|"
+    r"ключові слова|关键词|關鍵詞|キーワード|주제어|핵심어|الكلمات المفتاحية|کلید ?واژه|واژگان کلیدی)(?!\w)",
+    re.IGNORECASE,
+)
+KEYWORDS_ABSTRACT_PAGES = 3
+"""Pages (from the start) where a paragraph right above a keywords line is taken as an
+unlabelled abstract."""
+
+
+def _split_trailing_headings(lines: list[str]) -> list[str]:
+    """Lines with a heading glued to the end of the previous line moved to a line of its own."""
+    out: list[str] = []
+    for line in lines:
+        m = _TRAILING_HEADING_RE.search(line) if len(line) > 3 else None
+        if m and line[: m.start()].strip():
+            out += [line[: m.start()].rstrip(), (m.group(1) or m.group(2)).strip()]
+        else:
+            out.append(line)
+    return out
+
+
+def _abstract_before_keywords(lines: list[str]) -> str:
+    """The unlabelled paragraph right above the first keywords line ("Keywords: ...",
+    "KEYWORDS"), or "": many journals print the abstract under the authors without a heading
+    (the caller drops it when it repeats an abstract found by its heading). The paragraph runs up
+    from the keywords line while lines are near the usual line length (a short line above it
+    is an affiliation, an e-mail or a title)."""
+    lengths = [len(ln) for ln in lines if len(ln) > 20]
+    typical = statistics.median(lengths) if lengths else 60
+    for k, line in enumerate(lines):
+        if not _KEYWORDS_RE.match(line):
+            continue
+        body: list[str] = []
+        i = k - 1
+        while i >= 0 and len(body) < 60:
+            ln = lines[i]
+            if not ln:
+                i -= 1
+                continue
+            if _heading_at(ln) or _STOP_RE.match(ln) or _NOT_CONTINUATION_RE.search(ln):
+                break
+            if len(ln) < 0.6 * typical and body:
+                break
+            body.append(ln)
+            i -= 1
+        body.reverse()
+        text = clean_abstract(_join_lines(body))
+        if len(body) >= 3 and len(text) >= 3 * MIN_ABSTRACT_CHARS and not _DOT_LEADER_RE.search(text):
+            return text
+        return ""
+    return ""
 
 
 def _find_abstracts(lines: list[str], limit: int = 4) -> list[tuple[str, str]]:
@@ -225,11 +346,19 @@ def _find_abstracts(lines: list[str], limit: int = 4) -> list[tuple[str, str]]:
     docstring): a bilingual paper prints two or three, a thesis prints them after its cover
     and before or after its contents. A heading whose text is a table of contents (dot
     leaders, page numbers) or that repeats an abstract already found is skipped."""
+    lines = _split_trailing_headings(lines)
     found: list[tuple[str, str]] = []
     seen: list[str] = []
+    headless_end = -10  # where the last abstract found without a heading ended
     i = 0
     while i < len(lines) and len(found) < limit:
         hit = _heading_at(lines[i])
+        if hit is not None and not hit[1] and i - headless_end <= 3:
+            # the heading of the headless abstract just read, printed after it (a sidebar
+            # label that comes later in the text layer): what follows it is the body
+            hit, headless_end = None, -10
+        elif hit is None and _structured_start(lines, i):
+            hit = ("", lines[i])
         if hit is None:
             i += 1
             continue
@@ -255,6 +384,7 @@ def _find_abstracts(lines: list[str], limit: int = 4) -> list[tuple[str, str]]:
         if len(text) >= MIN_ABSTRACT_CHARS and leaders <= len(body) // 4 and not any(key[:80] in k for k in seen):
             found.append((text, heading_word))
             seen.append(key)
+            headless_end = j if not heading else -10
             i = j
         else:
             i += 1
@@ -269,55 +399,260 @@ def _find_abstract(lines: list[str]) -> tuple[str, str | None]:
 
 def _first_page_lines_with_size(textpage: Any) -> list[tuple[str, float, float]]:
     """(line, median glyph height, top y) for the first page: the font-size signal that finds
-    a title. Loose char boxes give the font's height, independent of the glyph's shape."""
+    a title. Loose char boxes give the font's height, independent of the glyph's shape.
+    Fragments that PDFium reports as separate lines but that sit on one baseline in one size
+    (a word processor that places every word, or tab-separated words) are one visual line."""
     import pypdfium2.raw as pdfium_c
 
     lines: list[tuple[str, float, float]] = []
     chars: list[str] = []
     heights: list[float] = []
     tops: list[float] = []
+    spans: list[tuple[float, float]] = []
     n = min(textpage.count_chars(), 20_000)
     for i in range(n + 1):
         ch = chr(pdfium_c.FPDFText_GetUnicode(textpage.raw, i)) if i < n else "\n"
         if ch in "\r\n":
-            text = "".join(chars).strip()
+            text = fix_text_layer(_compose_accents(chars, spans)).strip()
             if text and heights:
-                lines.append((text, statistics.median(heights), max(tops)))
-            chars, heights, tops = [], [], []
+                height, top = statistics.median(heights), max(tops)
+                if lines and abs(lines[-1][1] - height) <= 0.6 and abs(lines[-1][2] - top) <= 0.3 * height:
+                    lines[-1] = (f"{lines[-1][0]} {text}", lines[-1][1], lines[-1][2])
+                else:
+                    lines.append((text, height, top))
+            chars, heights, tops, spans = [], [], [], []
             continue
         chars.append(ch)
-        if not ch.isspace():
-            _left, bottom, _right, top = textpage.get_charbox(i, loose=True)
+        if ch.isspace():
+            spans.append((0.0, 0.0))
+        else:
+            left, bottom, right, top = textpage.get_charbox(i, loose=True)
             heights.append(round(top - bottom, 1))
             tops.append(top)
+            spans.append((left, right))
     return lines
 
 
-def _title_from_font(lines: list[tuple[str, float, float]]) -> str:
-    """The first block of lines in the largest font on page one (at most 4 lines, broken at a
-    vertical gap, since a translated title often follows in the same size)."""
-    candidates = [
-        (k, ln)
-        for k, ln in enumerate(lines)
-        if sum(ch.isalpha() for ch in ln[0]) >= 4 and not _NOT_TITLE_LINE_RE.search(ln[0])
-    ]
-    if not candidates:
+# Spacing accents that TeX (and some word processors) draw as a separate glyph over the
+# letter: the text layer gives "Econom´ıa" or even "PREDICCION ´" (the accent last on the
+# line), and the letter under the accent's box is the one it belongs to.
+_SPACING_ACCENTS = {"´": "\u0301", "`": "\u0300", "˜": "\u0303", "¨": "\u0308", "ˆ": "\u0302", "ˇ": "\u030c",
+                    "¸": "\u0327", "˘": "\u0306", "˚": "\u030a", "˙": "\u0307", "˝": "\u030b"}
+
+
+def _compose_accents(chars: list[str], spans: list[tuple[float, float]]) -> str:
+    """One line's characters with each spacing accent put on the letter whose box lies under
+    it (by horizontal overlap) and composed (NFC), "ı" + acute becoming "í"."""
+    if not any(ch in _SPACING_ACCENTS for ch in chars):
+        return "".join(chars)
+    import unicodedata
+
+    out = list(chars)
+    for k, ch in enumerate(chars):
+        if ch not in _SPACING_ACCENTS or spans[k] == (0.0, 0.0):
+            continue
+        middle = (spans[k][0] + spans[k][1]) / 2
+        under = [j for j, (a, b) in enumerate(spans)
+                 if j != k and chars[j].isalpha() and a - 0.5 <= middle <= b + 0.5]
+        if not under:
+            continue
+        j = min(under, key=lambda j: abs((spans[j][0] + spans[j][1]) / 2 - middle))
+        base = "i" if out[j] == "ı" else "j" if out[j] == "ȷ" else out[j]
+        out[j] = unicodedata.normalize("NFC", base + _SPACING_ACCENTS[ch])
+        out[k] = ""
+    return re.sub(r" {2,}", " ", "".join(out))
+
+
+_ALEF_PAIR_RE = re.compile("([\u0622\u0623\u0625\u0627])([\u0622\u0623\u0625\u0627])\u0644")
+_ARABIC_LETTER_RE = re.compile("[\u0600-\u06ff]")
+_LATIN_LETTER_RE = re.compile("[A-Za-z]")
+_MIRRORED_LATIN_RE = re.compile(r"\(([A-Za-z0-9][^()\n]{0,80}?)\s?\(")
+_ACCENT_BEFORE_RE = re.compile("([´˜¨ˆˇ˘˚˙˝])([A-Za-zıȷ])")
+
+
+def _compose_before(match: re.Match[str]) -> str:
+    import unicodedata
+
+    base = {"ı": "i", "ȷ": "j"}.get(match.group(2), match.group(2))
+    return unicodedata.normalize("NFC", base + _SPACING_ACCENTS[match.group(1)])
+
+
+def fix_text_layer(text: str) -> str:
+    """Repairs of broken text layers that are safe without context:
+
+    * the Arabic lam-alef ligature that Word exports as alef before lam ("االلكتروني" for
+      "الالكتروني", "آالینده" for "آلاینده"): two alefs in a row never occur in Arabic or
+      Persian spelling;
+    * brackets in right-to-left lines, which the text layer gives as drawn (mirrored):
+      ")گلیوما(" is "(گلیوما)", and a Latin run inside comes out as ")ATCS )";
+    * a TeX spacing accent before its letter ("te´orica", "Econom´ıa") composed with it.
+    """
+    if "\u0627" in text or "\u0622" in text or "\u0623" in text or "\u0625" in text:
+        text = _ALEF_PAIR_RE.sub("\\1\u0644\\2", text)
+    if ("(" in text or ")" in text) and _ARABIC_LETTER_RE.search(text):
+        lines = text.split("\n")
+        for k, line in enumerate(lines):
+            if ("(" in line or ")" in line) and len(_ARABIC_LETTER_RE.findall(line)) > len(_LATIN_LETTER_RE.findall(line)):
+                line = line.translate(_MIRROR)
+                lines[k] = _MIRRORED_LATIN_RE.sub(r"(\1)", line)
+        text = "\n".join(lines)
+    if any(ch in text for ch in "´˜¨ˆˇ˘˚˙˝"):
+        text = _ACCENT_BEFORE_RE.sub(_compose_before, text)
+    return text
+
+
+_MIRROR = str.maketrans("()", ")(")
+
+
+# A cover-page label that introduces the title of a thesis or report ("на тему:", "Temat:",
+# "Thema:", "عنوان:"): the lines after it are the title, whatever their size.
+_TOPIC_LABEL_RE = re.compile(
+    r"^\s*(?:на тему|тема|on the (?:topic|subject)|topic|temat(?: pracy)?|thema|tema|titolo|titre|t[íi]tulo|"
+    r"title|başlık|konu|عنوان|موضوع|題目|题目|论文题目|論文題目|제목|판 ?제)\s*[:：]?\s*$",
+    re.IGNORECASE,
+)
+# Lines that are never a title: a city and year ("Київ – 2022", "Poznań 2016"), a lone year.
+_PLACE_YEAR_RE = re.compile(r"^\s*(?:[^\W\d]+[\s,.–—-]*){0,3}(?:19|20)\d{2}(?:\s*[/–-]\s*(?:19|20)?\d{2,4})?\s*\.?$")
+MAX_TITLE_LINES = 4
+
+
+def _title_line_ok(text: str) -> bool:
+    """A line that may be part of a title: some letters, no journal / cover chrome, not a
+    section label (Keywords, Abstract), not a place-and-year line."""
+    return (
+        sum(ch.isalpha() for ch in text) >= 4
+        and not _NOT_TITLE_LINE_RE.search(text)
+        and not _STOP_RE.match(text)
+        and _heading_at(text) is None
+        and not _PLACE_YEAR_RE.match(text)
+        and not _NUMBERED_HEADING_RE.match(text)
+    )
+
+
+def _title_blocks(lines: list[tuple[str, float, float]]) -> list[tuple[list[str], float]]:
+    """Runs of title-like lines in one font size and a regular line spacing, as (lines,
+    size): the first gap may be up to 2.2 line heights (theses set titles double-spaced), and
+    a later gap much wider than the first starts a new block (a translated title set in the
+    same size below the original)."""
+    blocks: list[tuple[list[str], float]] = []
+    k = 0
+    while k < len(lines):
+        text, size, top = lines[k]
+        if not _title_line_ok(text):
+            k += 1
+            continue
+        block, first_gap, prev_top = [text], None, top
+        k += 1
+        while k < len(lines) and len(block) < 2 * MAX_TITLE_LINES:
+            t, h, y = lines[k]
+            gap = prev_top - y
+            if abs(h - size) > 0.6 or gap <= 0 or gap > 2.2 * size or _NOT_CONTINUATION_RE.search(t):
+                break
+            if first_gap is not None and gap > 1.35 * first_gap + 1:
+                break
+            if not _title_line_ok(t) and not (t[:1].islower() or sum(ch.isalpha() for ch in t) < 4):
+                break
+            first_gap = gap if first_gap is None else first_gap
+            block.append(t)
+            prev_top = y
+            k += 1
+        blocks.append((_cut_at_pipe(block), size))
+    return blocks
+
+
+def _cut_at_pipe(block: list[str]) -> list[str]:
+    """A block holding a parallel title glued with " | " ("... CONSTITUCIONAIS | JUDICIAL
+    MEDIATION ...") cut before the pipe, when at least 15 characters precede it."""
+    seen = 0
+    for k, line in enumerate(block):
+        cut = line.find(" | ")
+        if cut >= 0 and seen + cut >= 15:
+            return block[:k] + ([line[:cut]] if line[:cut].strip() else [])
+        seen += len(line)
+    return block
+
+
+def _split_by_language(block: list[str]) -> list[list[str]]:
+    """A block whose lines change language part-way (a title and its translation set alike)
+    as its parts: the first split point where both sides are reliably in different languages;
+    in a sentence-case title a line starting with a capital after lower-case continuations also
+    starts a new part."""
+    from openmsd_build.text.language import UND, detect_language
+
+    if len(block) < 2:
+        return [block]
+    for cut in range(1, len(block)):
+        if block[cut][:1].isupper() and any(line[:1].islower() for line in block[1:cut]):
+            return [block[:cut], *_split_by_language(block[cut:])]
+    whole = detect_language(" ".join(block))
+    for cut in range(1, len(block)):
+        # a line starting lower-case continues the title; a lone word is too little to tell
+        if block[cut][:1].islower() or min(len(" ".join(block[:cut]).split()), len(" ".join(block[cut:]).split())) < 2:
+            continue
+        head, head_prob, head_ok = detect_language(" ".join(block[:cut]))
+        tail, tail_prob, tail_ok = detect_language(" ".join(block[cut:]))
+        if UND not in (head, tail) and head != tail and head_prob >= 0.7 and tail_prob >= 0.7 and (head_ok or tail_ok):
+            if whole[0] in (head, tail) or not whole[2]:
+                return [block[:cut], *_split_by_language(block[cut:])]
+    return [block]
+
+
+def _title_text(lines: list[str]) -> str:
+    """Joined title lines (at most `MAX_TITLE_LINES`), cleaned."""
+    return clean_title(" ".join(lines[:MAX_TITLE_LINES]))
+
+
+def _title_from_font(lines: list[tuple[str, float, float]], body_language: str | None = None) -> str:
+    """The title on page one: the lines after a cover-page topic label ("на тему:") if there is
+    one; else the title blocks (`_title_blocks`, split where the language changes) in the
+    largest font (within 0.6 pt, preferring blocks of three words or more, since a one- or
+    two-word giant line is a logo), the first in the body's language when there is one."""
+    for k, (text, _size, _top) in enumerate(lines[:-1]):
+        if _TOPIC_LABEL_RE.match(text):
+            after = _title_blocks(lines[k + 1:k + 1 + 2 * MAX_TITLE_LINES])
+            if after and after[0][0] and lines[k + 1][0] == after[0][0][0]:
+                return _title_text(_split_by_language(after[0][0])[0])
+    blocks = _title_blocks(lines)
+    if not blocks:
         return ""
-    size = max(ln[1] for _, ln in candidates)
-    start = next(k for k, ln in candidates if ln[1] >= size - 0.6)
-    block = [lines[start]]
-    sentence_case = False
-    for text, height, top in lines[start + 1 : start + 4]:
-        prev_top = block[-1][2]
-        if abs(height - size) > 0.6 or (prev_top - top) > 1.8 * size or _NOT_CONTINUATION_RE.search(text):
+
+    def words(block: list[str]) -> int:
+        text = " ".join(block)
+        return len(text.split()) + sum(1 for ch in text if "\u3040" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af") // 2
+
+    # a one- or two-word block is a logo or a label; a block (after splitting by language)
+    # longer than a title is a paragraph set in a large size: the next size is tried
+    wordy = [b for b in blocks if words(b[0]) >= 3] or blocks
+    for _attempt in range(3):
+        if not wordy:
+            return ""
+        size = max(s for _, s in wordy)
+        top = [b for b, s in wordy if s >= size - 0.6]
+        parts = [part for b in top for part in _split_by_language(b) if len(part) <= MAX_TITLE_LINES]
+        if parts:
             break
-        # in a sentence-case title the continuation lines start lower-case, so a capital
-        # starts something else (the translated title of a bilingual SciELO paper)
-        if sentence_case and text[:1].isupper():
-            break
-        sentence_case = sentence_case or text[:1].islower()
-        block.append((text, height, top))
-    return clean_title(" ".join(t for t, _, _ in block))
+        wordy = [(b, s) for b, s in wordy if s < size - 0.6]
+    else:
+        return ""
+    if body_language and len(parts) > 1:
+        from openmsd_build.text.language import detect_language
+
+        for part in parts:
+            if detect_language(" ".join(part))[0] == body_language:
+                return _title_text(part)
+    return _title_text(parts[0])
+
+
+def _body_language(pages: list[list[str]]) -> str | None:
+    """The language of the body (a slice from the middle of the text, past the front matter
+    and before the references), or None when CLD3 is not reliable: used to pick, among
+    titles printed in two languages, the one the paper is written in."""
+    from openmsd_build.text.language import UND, detect_language
+
+    middle = pages[len(pages) // 3: len(pages) // 3 + 2] if len(pages) > 2 else pages
+    sample = " ".join(ln for lines in middle for ln in lines)[:2000]
+    language, _prob, reliable = detect_language(None, sample)
+    return language if language != UND and reliable else None
 
 
 def _squash(text: str) -> str:
@@ -361,14 +696,26 @@ def extract_pdf(data: bytes, max_pages: int = MAX_PAGES) -> dict[str, Any]:
     first_page_squashed = _squash(" ".join(pages[0])) if pages else ""
 
     # title
+    body_language = _body_language(pages)
     title = ""
     good_metadata = (
         len(metadata_title) >= 10 and len(metadata_title.split()) >= 2 and not _BAD_METADATA_TITLE_RE.search(metadata_title)
     )
+    font_title = _title_from_font(size_lines, body_language)
     if good_metadata and _squash(metadata_title) in first_page_squashed:
         title, rules["title"] = metadata_title, "pdf_metadata"
+        # a metadata title in another language than the body (the English title of a
+        # German paper printed under the original) gives way to the printed title in the
+        # body's language
+        if font_title and body_language and _squash(font_title) not in _squash(metadata_title):
+            from openmsd_build.text.language import detect_language
+
+            meta_language, _p, meta_reliable = detect_language(metadata_title)
+            font_language = detect_language(font_title)[0]
+            if meta_language != body_language and font_language == body_language:
+                title, rules["title"] = font_title, "largest_font"
     if not title:
-        title = _title_from_font(size_lines)
+        title = font_title
         rules["title"] = "largest_font" if title else None
     if not title and good_metadata:
         title, rules["title"] = metadata_title, "pdf_metadata"
@@ -376,8 +723,19 @@ def extract_pdf(data: bytes, max_pages: int = MAX_PAGES) -> dict[str, Any]:
     # abstracts: front matter (a thesis puts them after its cover and contents) and the last
     # pages (some journals print the English abstract at the end)
     front = [ln for lines in pages[:ABSTRACT_FRONT_PAGES] for ln in lines]
-    tail = [ln for lines in pages[max(ABSTRACT_FRONT_PAGES, len(pages) - ABSTRACT_TAIL_PAGES):] for ln in lines]
-    found = _find_abstracts(front) + (_find_abstracts(tail, limit=1) if tail else [])
+    found = _find_abstracts(front)
+    # the pages just before the reference list (a thesis prints its abstracts after the
+    # conclusion) and the last pages (some journals print the English abstract at the end)
+    ref_page = _references_page(pages)
+    tail_pages = set(range(max(ABSTRACT_FRONT_PAGES, len(pages) - ABSTRACT_TAIL_PAGES), len(pages)))
+    if ref_page is not None:
+        tail_pages |= set(range(max(ABSTRACT_FRONT_PAGES, ref_page - ABSTRACT_BEFORE_REFERENCES_PAGES), ref_page + 1))
+    tail = [ln for index in sorted(tail_pages) for ln in pages[index]]
+    if tail:
+        found += _find_abstracts(tail, limit=3)
+    unlabelled = _abstract_before_keywords([ln for lines in pages[:KEYWORDS_ABSTRACT_PAGES] for ln in lines])
+    if unlabelled and not any(_squash(unlabelled)[:200] in _squash(text) for text, _ in found):
+        found.append((unlabelled, ""))
     abstracts = [{"text": text, "rule": "abstract_heading", "heading": heading} for text, heading in found]
     abstract = found[0][0] if found else ""
     if abstract:
