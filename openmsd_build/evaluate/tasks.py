@@ -58,9 +58,6 @@ class Pool:
     def is_en(self) -> np.ndarray:
         return np.array([lang == "en" for lang in self.languages], dtype=bool)
 
-    def side_mask(self, side: str) -> np.ndarray:
-        return self.is_en if side == "en" else ~self.is_en
-
     def text(self, i: int) -> str:
         if self.summaries is not None:
             from openmsd_build.enrich.text import enriched_text

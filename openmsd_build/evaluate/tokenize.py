@@ -99,6 +99,3 @@ def tokenize(text: str | None, language: str | None = None) -> list[str]:
     return tokens
 
 
-def tokenize_many(texts, languages) -> list[list[str]]:
-    """`tokenize` over parallel sequences of texts and languages."""
-    return [tokenize(t, lang) for t, lang in zip(texts, languages, strict=True)]

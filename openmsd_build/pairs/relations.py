@@ -153,11 +153,6 @@ def _members(edges: pl.DataFrame, relation: str) -> pl.DataFrame:
     raise ValueError(f"unknown relation {relation!r}")
 
 
-def c_key(relation: str) -> str:
-    """The edge column whose value is C for `relation` (the shuffle key of the enumeration)."""
-    return {"cc": "citing_id", "bc": "cited_id"}[relation]
-
-
 def member_columns(relation: str) -> tuple[str, ...]:
     """The annotated edge columns the enumeration of `relation` reads."""
     return {"cc": ("citing_id", "cited_id", "cited_split", "cited_en"),
@@ -251,11 +246,6 @@ def pair_hash(a: np.ndarray, b: np.ndarray, seed: int = 0) -> np.ndarray:
     with np.errstate(over="ignore"):
         first = mix64(np.asarray(a).astype(np.uint64) ^ np.uint64(seed))
         return mix64(first ^ np.asarray(b).astype(np.uint64))
-
-
-def pair_shards(a: np.ndarray, b: np.ndarray, num_shards: int) -> np.ndarray:
-    """Shard of each (a, b) pair by a mix of both ids (kept for callers that need it)."""
-    return (pair_hash(a, b) % np.uint64(num_shards)).astype(np.int64)
 
 
 def _gather_names(ids: pl.Series, names: pl.DataFrame) -> tuple[pl.DataFrame, np.ndarray]:

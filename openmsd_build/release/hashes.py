@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from openmsd_build.core.hashing import shard_of
-from openmsd_build.release.schema import HASHED_FIELDS, LABEL_FIELDS, MISMATCHES, NO_SPLIT, RELEASE_IDS
+from openmsd_build.release.schema import HASHED_FIELDS, LABEL_FIELDS, NO_SPLIT, RELEASE_IDS
 
 DOCUMENT_FIELD = "document"  # all hashed fields equal at once
 FIELDS = (*HASHED_FIELDS, *LABEL_FIELDS, DOCUMENT_FIELD)
@@ -133,5 +133,3 @@ def recovery_rates(counts: Mapping[str, int]) -> dict[str, dict[str, dict]]:
     return out
 
 
-def empty_mismatches() -> pa.Table:
-    return MISMATCHES.empty_table()

@@ -25,15 +25,6 @@ _STYLES: dict[str, tuple[str, float, float, int, float]] = {
 }
 
 
-def can_encode(text: str) -> bool:
-    """True when `text` fits WinAnsiEncoding (cp1252), i.e. this writer can render it."""
-    try:
-        text.encode("cp1252")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def _pdf_string(text: str) -> bytes:
     """A PDF literal string in cp1252 with the three special characters escaped."""
     raw = text.encode("cp1252", errors="replace")

@@ -882,17 +882,6 @@ def make_paragraphs(rng: random.Random, lang: str, year: int, count: int) -> lis
     return out
 
 
-def subjects_for(rng: random.Random, concept: int, concept2: int) -> list[str]:
-    """1–3 Crossref subjects consistent with the paper's main (and sometimes second) concept."""
-    main = list(CONCEPT_SUBJECTS[concept])
-    chosen = rng.sample(main, min(len(main), rng.randint(1, 2)))
-    if rng.random() < 0.25:
-        extra = rng.choice(CONCEPT_SUBJECTS[concept2])
-        if extra not in chosen:
-            chosen.append(extra)
-    return chosen
-
-
 # Romanized author names by naming culture; metadata sources mostly carry Latin-script names.
 _NAMES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "en": (("James", "Sarah", "Michael", "Emily", "David", "Laura", "Robert", "Anna"),
