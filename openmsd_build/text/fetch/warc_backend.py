@@ -22,8 +22,6 @@ import threading
 from collections.abc import Mapping, Sequence
 from urllib.parse import urljoin
 
-from warcio.archiveiterator import ArchiveIterator
-
 from openmsd_build.text.fetch.plan import canonical_url
 from openmsd_build.text.fetch.result import (
     DEFAULT_ACCEPTED_TYPES,
@@ -36,7 +34,7 @@ from openmsd_build.text.fetch.result import (
     final_error,
     follow_redirect,
 )
-from openmsd_build.text.fetch.warc_store import _is_remote, open_for_read, read_record
+from openmsd_build.text.fetch.warc_store import _is_remote, read_record
 
 
 def expand_paths(paths: str | Sequence[str]) -> list[str]:
@@ -113,16 +111,12 @@ class WarcBackend:
 
     def _build_index(self) -> dict[str, tuple[str, int]]:
         """Scan every response record; a URL archived twice resolves to the later record."""
+        from openmsd_build.text.fetch.warc_index import index_warc_file
+
         index: dict[str, tuple[str, int]] = {}
         for path in expand_paths(self.paths):
-            with open_for_read(path) as fh:
-                iterator = ArchiveIterator(fh)
-                for record in iterator:
-                    if record.rec_type != "response":
-                        continue
-                    uri = record.rec_headers.get_header("WARC-Target-URI")
-                    if uri:
-                        index[canonical_url(uri)] = (path, iterator.get_record_offset())
+            for row in index_warc_file(path):
+                index[row["url"]] = (path, row["offset"])
         return index
 
     def __len__(self) -> int:
