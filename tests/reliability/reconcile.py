@@ -98,9 +98,11 @@ def check_papers(out: str | Path) -> list[str]:
 
 
 def check_text(out: str | Path) -> list[str]:
-    """papers = documents.kept + documents.<drop reasons>; documents/ rows = kept; every
-    papers row counted; fetch/ rows = fetch.ok + fetch.error.*; rejects/text rows =
-    extract_failed.*."""
+    """papers = documents.kept + documents.<drop reasons> (incl. abstract_duplicate_across_dois,
+    counted after the shared-abstract step); documents/ rows = kept; every papers row counted;
+    papers dropped for a shared abstract <= abstracts dropped as shared
+    (abstracts_wrong.abstract_duplicate_across_dois); fetch/ rows = fetch.ok + fetch.error.*;
+    rejects/text rows = extract_failed.*."""
     c = stage_counts(out, "text")
     if c is None:
         return []
@@ -109,6 +111,9 @@ def check_text(out: str | Path) -> list[str]:
     _eq(p, "text", "papers = sum(documents.*)", papers, _sum(c, "documents."))
     _eq(p, "text", "papers counted = papers/ rows", papers, n_rows(Path(out) / "papers"))
     _eq(p, "text", "documents/ rows = documents.kept", n_rows(Path(out) / "documents"), c.get("documents.kept", 0))
+    shared = c.get("documents.abstract_duplicate_across_dois", 0)
+    if shared > c.get("abstracts_wrong.abstract_duplicate_across_dois", 0):
+        p.append(f"text: {shared} papers dropped for a shared abstract, more than the abstracts dropped as shared")
     if c.get("orphan_extractions"):
         p.append(f"text: {c['orphan_extractions']} extractions for DOIs with no paper")
     fetched = c.get("fetch.ok", 0) + _sum(c, "fetch.error.")

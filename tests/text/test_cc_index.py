@@ -1,7 +1,7 @@
 """`--fetch cc-index:GLOB`: a Common Crawl columnar-index extract (Parquet) joined with the
 planned URLs, records range-read from the WARCs it names, gives the same documents and
 `fetch/` rows as `warc:` replay of the same WARCs — locally and on gs:// (a local Cloud
-Storage emulator, as in tests/test_gcs_emulator.py)."""
+Storage emulator, as in tests/core/test_gcs_emulator.py)."""
 
 from __future__ import annotations
 
@@ -130,7 +130,7 @@ def _free_port() -> int:
 @pytest.mark.timeout(900)
 def test_cc_index_on_gcs_emulator(crawl, warc_replay, tmp_path):
     """Index extract and WARCs on gs://; the stage lists, reads the Parquet and range-reads
-    records through Beam's GCS filesystem (one CLI process: see tests/test_gcs_emulator.py
+    records through Beam's GCS filesystem (one CLI process: see tests/core/test_gcs_emulator.py
     for why, and for --no_auth)."""
     pytest.importorskip("gcp_storage_emulator")
     storage = pytest.importorskip("google.cloud.storage")
