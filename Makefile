@@ -40,8 +40,10 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check openmsd_build pipelines schemas tests bench
 
+# Every stage next to its anchor (inputs generated once under bench/data/), one table,
+# bench/results.json; see bench/README.md.
 bench: $(STAMP)
-	@echo "see bench/README.md: each benchmark is a script, e.g. $(BIN)/python bench/papers_bench.py"
+	$(BIN)/python bench/run_all.py
 
 clean:
 	rm -rf $(VENV) $(DEMO_DIR) build *.egg-info

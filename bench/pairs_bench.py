@@ -166,6 +166,8 @@ def main() -> None:
     ap.add_argument("--phase", choices=["reference", "full", "pure", "beam"], help=argparse.SUPPRESS)
     ap.add_argument("--phases", default="reference,full,pure,beam", help="comma-separated phases to run")
     ap.add_argument("--root", help=argparse.SUPPRESS)
+    ap.add_argument("--data", help="keep the generated graph in this folder and reuse it (default: a temp dir)")
+    ap.add_argument("--json", action="store_true", help="end with one JSON line of every phase's result")
     args = ap.parse_args()
     if args.phase:
         print(json.dumps(phase(args.phase, Path(args.root), args.shards, args.max_degree)))
@@ -173,15 +175,21 @@ def main() -> None:
     from openmsd_build.core import layout, parquet_io
 
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
+        root = Path(args.data) if args.data else Path(tmp)
+        tmp = str(root)
         t0 = time.perf_counter()
-        cit, splits = generate(args.edges, args.papers or max(10, args.edges // 5), args.alpha)
-        for directory, frame in ((layout.citations_dir(tmp), cit), (layout.splits_dir(tmp), splits)):
-            Path(directory).mkdir(parents=True)
-            parquet_io.write_table(frame.to_arrow(), parquet_io.part_path(directory, 0, 1))
+        if not (root / "generated").exists():
+            cit, splits = generate(args.edges, args.papers or max(10, args.edges // 5), args.alpha)
+            for directory, frame in ((layout.citations_dir(tmp), cit), (layout.splits_dir(tmp), splits)):
+                Path(directory).mkdir(parents=True, exist_ok=True)
+                parquet_io.write_table(frame.to_arrow(), parquet_io.part_path(directory, 0, 1))
+            (root / "generated").write_text("")
+        else:
+            cit = pl.from_arrow(parquet_io.read_table(layout.citations_dir(tmp)))
+            splits = pl.from_arrow(parquet_io.read_table(layout.splits_dir(tmp)))
         indeg = cit.group_by("cited_doi").len()["len"]
         print(f"graph: {cit.height:,} edges, {splits.height:,} papers, max in-degree {indeg.max():,}, "
-              f"generated in {time.perf_counter() - t0:.1f}s", flush=True)
+              f"ready in {time.perf_counter() - t0:.1f}s", flush=True)
         results = {}
         for name in args.phases.split(","):
             cmd = [sys.executable, __file__, "--phase", name, "--root", str(root), "--shards", str(args.shards),
@@ -197,6 +205,8 @@ def main() -> None:
                   f"{results['reference']['bc_pairs']:,}")
         if "beam" in results:
             print("beam pairs written:", json.dumps(results["beam"]["pairs"]))
+        if args.json:
+            print(json.dumps(results))
         for base in ("reference", "full"):
             for other in ("pure", "beam"):
                 if base in results and other in results:

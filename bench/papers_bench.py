@@ -44,7 +44,8 @@ def run_beam(inputs: Path, out: Path) -> dict:
 
     manifest = json.loads((inputs / "manifest.json").read_text())["inputs"]
     started = time.perf_counter()
-    counts = run_papers(str(out), [str(inputs / manifest["unpaywall"])], [str(inputs / manifest["crossref"])], [],
+    counts = run_papers(str(out), {"unpaywall": [str(inputs / manifest["unpaywall"])],
+                                   "crossref": [str(inputs / manifest["crossref"])]},
                         ["--runner=apache_beam.runners.portability.fn_api_runner.FnApiRunner"])
     seconds = time.perf_counter() - started
     read = sum(v for k, v in counts.items() if k.startswith("read."))

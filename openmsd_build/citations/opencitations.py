@@ -93,6 +93,11 @@ _SKIP_CHUNK = 1 << 20
 csv.field_size_limit(min(sys.maxsize, MAX_CSV_FIELD_CHARS))
 
 
+# A cut download or a corrupt archive: the rows before the damage are kept, the file is
+# counted as `files_unreadable` with one reject, and the job carries on.
+_ARCHIVE_ERRORS = (EOFError, OSError, zlib.error, zipfile.BadZipFile)
+
+
 @dataclass(frozen=True)
 class BadRow:
     """A row the CSV layer could not deliver (`line_too_long`, `field_too_large`,
@@ -180,12 +185,11 @@ def parse_id_field(value: str) -> tuple[str | None, str | None, str | None]:
     return doi, omid, error
 
 
-def open_text_streams(path: str) -> Iterator[tuple[str, IO[str]]]:
-    """Yield (source name, text stream) for a CSV file, a .csv.gz, or each .csv of a .zip.
+def open_binary_streams(path: str) -> Iterator[tuple[str, IO[bytes]]]:
+    """Yield (source name, decompressed byte stream) for a CSV file, a .csv.gz, or each .csv
+    (or .csv.gz) member of a .zip, streamed (a member is never read whole).
 
-    Opened through Beam's `FileSystems`, so `gs://` inputs work like local ones. The text
-    layer uses `newline=""` as the `csv` module requires (quoted fields may hold newlines),
-    and undecodable bytes are replaced rather than failing a multi-gigabyte file.
+    Opened through Beam's `FileSystems`, so `gs://` inputs work like local ones.
     """
     from apache_beam.io.filesystems import FileSystems
 
@@ -202,16 +206,28 @@ def open_text_streams(path: str) -> Iterator[tuple[str, IO[str]]]:
                     if name.lower().endswith((".csv", ".csv.gz")) and not name.endswith("/"):
                         member = archive.open(name)
                         binary: IO[bytes] = gzip.GzipFile(fileobj=member) if name.lower().endswith(".gz") else member
-                        yield f"{path}!{name}", io.TextIOWrapper(binary, encoding="utf-8", errors="replace",
-                                                                 newline="")
+                        yield f"{path}!{name}", binary
         finally:
             raw.close()
         return
     binary = gzip.GzipFile(fileobj=raw) if lower.endswith(".gz") else raw
     try:
-        yield path, io.TextIOWrapper(binary, encoding="utf-8", errors="replace", newline="")
+        yield path, binary
     finally:
         raw.close()
+
+
+def text_stream(binary: IO[bytes]) -> IO[str]:
+    """The text layer of the row parser: `newline=""` as the `csv` module requires (quoted
+    fields may hold newlines), and undecodable bytes replaced rather than failing a
+    multi-gigabyte file."""
+    return io.TextIOWrapper(binary, encoding="utf-8", errors="replace", newline="")
+
+
+def open_text_streams(path: str) -> Iterator[tuple[str, IO[str]]]:
+    """`open_binary_streams` as text streams for the `csv` module (see `text_stream`)."""
+    for source, binary in open_binary_streams(path):
+        yield source, text_stream(binary)
 
 
 def _header_index(header: list[str], names: Iterable[str]) -> int | None:
@@ -229,6 +245,127 @@ def _excerpt(row: list[str]) -> str:
     return buf.getvalue().rstrip("\r\n")
 
 
+class CitationParse:
+    """The per-file state of citation parsing: header columns, the reject budget, the edges
+    and rejects not yet handed on, and the counts since the last batch.
+
+    Why a class: the row parser below and the columnar fast path
+    (`openmsd_build.citations.columnar`) feed the *same* state, so a file whose fast path
+    gives up half-way continues with the row parser on the same counts, line numbers and
+    reject budget, and both paths decide every row with the one `add_row` below.
+    """
+
+    def __init__(self, source: str, budget: RejectBudget | None = None) -> None:
+        self.source = source
+        self.budget = budget if budget is not None else RejectBudget()
+        self.counts: Counter = Counter()
+        self.rejects: list[dict] = []
+        self.cols: dict[str, list] = {name: [] for name in EDGE_BATCH_SCHEMA.names}
+        self.tables: list[pa.Table] = []
+        self.pending = 0  # edges held (python columns + columnar tables)
+        self.i_citing: int | None = None
+        self.i_cited: int | None = None
+        self.recognized = False
+        self.need = 1
+
+    def set_header(self, header: list[str] | BadRow | None) -> None:
+        """Take the first row of the file: it decides the shape (module docstring)."""
+        if isinstance(header, BadRow):
+            header = []
+        self.counts["files_read"] += 1
+        self.i_citing = _header_index(header, _CITING_NAMES) if header else None
+        self.i_cited = _header_index(header, _CITED_NAMES) if header else None
+        self.recognized = self.i_citing is not None and self.i_cited is not None
+        if not self.recognized:
+            self.counts["files_unrecognized"] += 1
+            source = self.source
+            _add_reject(self.rejects, self.counts, self.budget, lambda: make_reject(
+                STAGE,
+                "unrecognized_header",
+                key=f"{source}:1",
+                detail="no citing/cited columns; not an OpenCitations citation file",
+                source=source,
+                raw=_excerpt(header) if header else "",
+            ))
+        self.need = max(self.i_citing or 0, self.i_cited or 0) + 1
+
+    def add_row(self, line_no: int, row: list[str] | BadRow) -> None:
+        """The reference decision for one data row (the columnar path only vectorizes rows
+        whose outcome this function is known to give without errors)."""
+        counts, source, rejects, budget = self.counts, self.source, self.rejects, self.budget
+        if isinstance(row, BadRow):
+            counts["rows_read"] += 1
+            if not self.recognized:
+                counts["rows_unrecognized_file"] += 1
+                return
+            counts["malformed_row"] += 1
+            counts["rows_too_long"] += row.reason != "csv_error"
+            _add_reject(rejects, counts, budget, lambda: make_reject(
+                STAGE, row.reason, f"{source}:{line_no}", row.detail, source, row.raw))
+            return
+        if not row or all(not f.strip() for f in row):
+            return  # blank line: not a row
+        counts["rows_read"] += 1
+        if not self.recognized:
+            counts["rows_unrecognized_file"] += 1
+            return
+        i_citing, i_cited = self.i_citing, self.i_cited
+        if len(row) < self.need or not row[i_citing].strip() or not row[i_cited].strip():
+            counts["malformed_row"] += 1
+            _add_reject(rejects, counts, budget, lambda: make_reject(
+                STAGE, "malformed_row", f"{source}:{line_no}", f"{len(row)} fields", source, _excerpt(row)))
+            return
+        citing_doi, citing_omid, citing_err = parse_id_field(row[i_citing])
+        cited_doi, cited_omid, cited_err = parse_id_field(row[i_cited])
+        ends = ((citing_doi, citing_omid, citing_err), (cited_doi, cited_omid, cited_err))
+        bad = [err for d, o, err in ends if d is None and o is None and err]
+        if bad:
+            counts["bad_doi"] += 1
+            _add_reject(rejects, counts, budget, lambda: make_reject(
+                STAGE, "bad_doi", f"{source}:{line_no}", bad[0], source, _excerpt(row)))
+            return
+        if any(d is None and o is None for d, o, _ in ends):
+            counts["no_doi"] += 1
+            return
+        counts["rows_parsed"] += 1
+        if citing_doi is None or cited_doi is None:
+            counts["rows_needing_meta"] += 1
+        cols = self.cols
+        cols["citing_doi"].append(citing_doi)
+        cols["cited_doi"].append(cited_doi)
+        cols["citing_omid"].append(citing_omid if citing_doi is None else None)
+        cols["cited_omid"].append(cited_omid if cited_doi is None else None)
+        self.pending += 1
+
+    def add_table(self, table: pa.Table) -> None:
+        """Edges decided by the columnar path (already counted by it)."""
+        if table.num_rows:
+            self.tables.append(table)
+            self.pending += table.num_rows
+
+    def has_output(self) -> bool:
+        return bool(self.counts or self.rejects or self.pending)
+
+    def flush(self, batch_rows: int) -> Iterator[tuple[pa.Table, list[dict], dict[str, int]]]:
+        """Hand on everything held, as batches of at most `batch_rows` edges (rejects and
+        counts ride with the first)."""
+        tables = [*self.tables]
+        if self.cols["citing_doi"]:
+            tables.append(pa.Table.from_pydict(self.cols, schema=EDGE_BATCH_SCHEMA))
+        table = pa.concat_tables(tables) if tables else EDGE_BATCH_SCHEMA.empty_table()
+        rejects, counts = self.rejects, dict(self.counts)
+        self.cols = {name: [] for name in EDGE_BATCH_SCHEMA.names}
+        self.tables, self.rejects, self.counts, self.pending = [], [], Counter(), 0
+        offset = 0
+        while True:
+            piece = table.slice(offset, batch_rows)
+            yield piece, rejects, counts
+            rejects, counts = [], {}
+            offset += batch_rows
+            if offset >= table.num_rows:
+                return
+
+
 def parse_citation_rows(
     rows: Iterable[list[str] | BadRow], source: str, batch_rows: int = DEFAULT_BATCH_ROWS,
     budget: RejectBudget | None = None,
@@ -238,85 +375,35 @@ def parse_citation_rows(
     Pure: no I/O, so tests feed lists. Each yielded batch has at most `batch_rows` edges and
     `REJECT_FLUSH_ROWS` rejects; counts are per batch and add up over the file (see the
     module docstring for names). `budget` caps the reject rows (shared by a zip's members).
+    This is the reference parser: the columnar fast path must give the same edges, rejects
+    and counts, and falls back to it for anything it does not handle.
     """
-    counts: Counter = Counter()
-    rejects: list[dict] = []
-    budget = budget if budget is not None else RejectBudget()
-    cols: dict[str, list] = {name: [] for name in EDGE_BATCH_SCHEMA.names}
     iterator = iter(rows)
-    header = next(iterator, None)
-    if isinstance(header, BadRow):
-        header = []
-    counts["files_read"] += 1
-    i_citing = _header_index(header, _CITING_NAMES) if header else None
-    i_cited = _header_index(header, _CITED_NAMES) if header else None
-    recognized = i_citing is not None and i_cited is not None
-    if not recognized:
-        counts["files_unrecognized"] += 1
-        _add_reject(rejects, counts, budget, lambda: make_reject(
-                STAGE,
-                "unrecognized_header",
-                key=f"{source}:1",
-                detail="no citing/cited columns; not an OpenCitations citation file",
-                source=source,
-                raw=_excerpt(header) if header else "",
-            ))
-    need = max(i_citing or 0, i_cited or 0) + 1
+    state = CitationParse(source, budget)
+    state.set_header(next(iterator, None))
+    yield from continue_citation_rows(state, iterator, 2, batch_rows)
 
-    def flush() -> tuple[pa.Table, list[dict], dict[str, int]]:
-        nonlocal cols, rejects, counts
-        out = (pa.Table.from_pydict(cols, schema=EDGE_BATCH_SCHEMA), rejects, dict(counts))
-        cols = {name: [] for name in EDGE_BATCH_SCHEMA.names}
-        rejects, counts = [], Counter()
-        return out
 
-    for line_no, row in enumerate(iterator, start=2):
-        if len(rejects) >= REJECT_FLUSH_ROWS:
-            yield flush()
-        if isinstance(row, BadRow):
-            counts["rows_read"] += 1
-            if not recognized:
-                counts["rows_unrecognized_file"] += 1
-                continue
-            counts["malformed_row"] += 1
-            counts["rows_too_long"] += row.reason != "csv_error"
-            _add_reject(rejects, counts, budget, lambda row=row, line_no=line_no: make_reject(
-                STAGE, row.reason, f"{source}:{line_no}", row.detail, source, row.raw))
-            continue
-        if not row or all(not f.strip() for f in row):
-            continue  # blank line: not a row
-        counts["rows_read"] += 1
-        if not recognized:
-            counts["rows_unrecognized_file"] += 1
-            continue
-        if len(row) < need or not row[i_citing].strip() or not row[i_cited].strip():
-            counts["malformed_row"] += 1
-            _add_reject(rejects, counts, budget, lambda row=row, line_no=line_no: make_reject(
-                STAGE, "malformed_row", f"{source}:{line_no}", f"{len(row)} fields", source, _excerpt(row)))
-            continue
-        citing_doi, citing_omid, citing_err = parse_id_field(row[i_citing])
-        cited_doi, cited_omid, cited_err = parse_id_field(row[i_cited])
-        ends = ((citing_doi, citing_omid, citing_err), (cited_doi, cited_omid, cited_err))
-        bad = [err for d, o, err in ends if d is None and o is None and err]
-        if bad:
-            counts["bad_doi"] += 1
-            _add_reject(rejects, counts, budget, lambda row=row, line_no=line_no, bad=bad: make_reject(
-                STAGE, "bad_doi", f"{source}:{line_no}", bad[0], source, _excerpt(row)))
-            continue
-        if any(d is None and o is None for d, o, _ in ends):
-            counts["no_doi"] += 1
-            continue
-        counts["rows_parsed"] += 1
-        if citing_doi is None or cited_doi is None:
-            counts["rows_needing_meta"] += 1
-        cols["citing_doi"].append(citing_doi)
-        cols["cited_doi"].append(cited_doi)
-        cols["citing_omid"].append(citing_omid if citing_doi is None else None)
-        cols["cited_omid"].append(cited_omid if cited_doi is None else None)
-        if len(cols["citing_doi"]) >= batch_rows:
-            yield flush()
-    if counts or rejects or cols["citing_doi"]:
-        yield flush()
+def continue_citation_rows(
+    state: CitationParse, rows: Iterable[list[str] | BadRow], first_line_no: int, batch_rows: int,
+) -> Iterator[tuple[pa.Table, list[dict], dict[str, int]]]:
+    """The row loop of `parse_citation_rows` from data row `first_line_no` on, on `state`
+    (the columnar path hands over here when a part of a file needs the `csv` module)."""
+    try:
+        for line_no, row in enumerate(rows, start=first_line_no):
+            if len(state.rejects) >= REJECT_FLUSH_ROWS:
+                yield from state.flush(batch_rows)
+            state.add_row(line_no, row)
+            if state.pending >= batch_rows:
+                yield from state.flush(batch_rows)
+    except _ARCHIVE_ERRORS:
+        # A damaged archive: the rows before the damage are kept (module docstring), so
+        # what is held goes out before the error reaches `parse_citation_file`.
+        if state.has_output():
+            yield from state.flush(batch_rows)
+        raise
+    if state.has_output():
+        yield from state.flush(batch_rows)
 
 
 def _add_reject(rejects: list[dict], counts: Counter, budget: RejectBudget, build) -> None:
@@ -328,18 +415,26 @@ def _add_reject(rejects: list[dict], counts: Counter, budget: RejectBudget, buil
         counts["rejects_suppressed"] += 1
 
 
-# A cut download or a corrupt archive: the rows before the damage are kept, the file is
-# counted as `files_unreadable` with one reject, and the job carries on.
-_ARCHIVE_ERRORS = (EOFError, OSError, zlib.error, zipfile.BadZipFile)
-
-
-def parse_citation_file(path: str, batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[tuple[pa.Table, list[dict], dict]]:
+def parse_citation_file(
+    path: str, batch_rows: int = DEFAULT_BATCH_ROWS, columnar: bool = True,
+) -> Iterator[tuple[pa.Table, list[dict], dict]]:
     """All batches of one input file (plain, .gz, or every CSV member of a .zip); one reject
-    budget for the whole file."""
+    budget for the whole file.
+
+    `columnar` (the default) reads each stream through the columnar fast path
+    (`openmsd_build.citations.columnar`), which gives the same edges, rejects and counts as
+    the row parser (`columnar=False`, kept as the reference and its fallback) at a fraction
+    of the cost per row.
+    """
+    from openmsd_build.citations.columnar import parse_citation_stream
+
     budget = RejectBudget()
     try:
-        for source, stream in open_text_streams(path):
-            yield from parse_citation_rows(iter_csv_rows(stream), source, batch_rows, budget)
+        for source, binary in open_binary_streams(path):
+            if columnar:
+                yield from parse_citation_stream(binary, source, batch_rows, budget)
+            else:
+                yield from parse_citation_rows(iter_csv_rows(text_stream(binary)), source, batch_rows, budget)
     except _ARCHIVE_ERRORS as exc:
         reason = "truncated_archive" if isinstance(exc, EOFError) else "corrupt_archive"
         reject = make_reject(STAGE, reason, path, f"{type(exc).__name__}: {exc}", path, None)

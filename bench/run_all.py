@@ -1,0 +1,147 @@
+"""`make bench`: every stage next to its anchor, one table, `bench/results.json`.
+
+    .venv/bin/python bench/run_all.py                 # text 2,000 papers, papers 300,000, citations + pairs 2M edges
+    .venv/bin/python bench/run_all.py --stages citations,pairs --scale 0.1
+
+Why one driver: the performance goal is stated as ratios (each Beam stage within 2x of the
+single-machine tool doing the same job), so the ratios must come from one command, with both
+sides measured in the same run on the same (possibly shared) machine. Each side runs in its
+own process, so its peak RSS is its own; inputs are generated once under bench/data/ and
+reused (generation time is not in any figure). The per-stage scripts hold the two sides:
+
+* text — `openmsd-build text --fetch warc:` (FnApiRunner) vs trafilatura + pypdfium2 called
+  directly on the same WARC (`text_bench.direct`);
+* papers — `papers_bench.py --only beam|polars`;
+* citations — `citations_bench.py --only ours|polars`;
+* pairs — `pairs_bench.py --phases full,beam` (polars doing the stage's whole job).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PYTHON = sys.executable
+CLI = [PYTHON, "-m", "openmsd_build.cli"]
+ENV = {**os.environ, "PYTHONWARNINGS": "ignore"}
+SIZES = {"text": 2_000, "papers": 300_000, "citations": 2_000_000, "pairs": 2_000_000}
+
+# Runs a command and prints its wall time and the peak RSS of its largest process, so that a
+# side without its own measurement is measured from outside, alone in a fresh parent.
+_MEASURE = """
+import json, resource, subprocess, sys, time
+t = time.perf_counter()
+subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print(json.dumps({"seconds": time.perf_counter() - t,
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))
+"""
+_DIRECT = """
+import json, resource, sys, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from text_bench import direct
+r = direct(sorted(Path(sys.argv[2]).glob("*.warc.gz")))
+r["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps(r))
+"""
+
+
+def _json_line(cmd: list[str]) -> dict:
+    """Run `cmd` and return the last JSON object it printed on stdout."""
+    proc = subprocess.run(cmd, check=True, capture_output=True, text=True, env=ENV, cwd=HERE.parent)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    return json.loads(lines[-1])
+
+
+def bench_text(papers: int) -> dict:
+    data = HERE / "data" / f"text-{papers}"
+    sample, build = data / "sample", data / "build"
+    if not (data / "ready").exists():
+        subprocess.run([*CLI, "sample", "--out", str(sample), "--papers", str(papers), "--seed", "5"], check=True,
+                       capture_output=True, env=ENV)
+        subprocess.run([*CLI, "run", "--inputs", str(sample), "--out", str(build), "--to-stage", "papers",
+                        "--no-report"], check=True, capture_output=True, env=ENV)
+        (data / "ready").write_text("")
+    ours = _json_line([PYTHON, "-c", _MEASURE, *CLI, "text", "--out", str(build), "--fetch",
+                       f"warc:{sample}/warc/*.warc.gz"])
+    anchor = _json_line([PYTHON, "-c", _DIRECT, str(HERE), str(sample / "warc")])
+    return _row("text", papers, ours, "trafilatura + pypdfium2 direct", anchor)
+
+
+def bench_papers(papers: int) -> dict:
+    script = str(HERE / "papers_bench.py")
+    anchor = _json_line([PYTHON, script, "--papers", str(papers), "--only", "polars"])
+    ours = _json_line([PYTHON, script, "--papers", str(papers), "--only", "beam"])
+    return _row("papers", papers, ours, "polars", anchor)
+
+
+def bench_citations(edges: int) -> dict:
+    script = str(HERE / "citations_bench.py")
+    anchor = _json_line([PYTHON, script, "--edges", str(edges), "--only", "polars"])
+    ours = _json_line([PYTHON, script, "--edges", str(edges), "--only", "ours"])
+    if anchor["kept"] != ours["kept"]:
+        print(f"warning: citations kept {ours['kept']} edges, polars {anchor['kept']}", file=sys.stderr)
+    return _row("citations", edges, ours, "polars", anchor)
+
+
+def bench_pairs(edges: int) -> dict:
+    results = _json_line([PYTHON, str(HERE / "pairs_bench.py"), "--edges", str(edges), "--phases", "full,beam",
+                          "--data", str(HERE / "data" / f"pairs-{edges}"), "--json"])
+    return _row("pairs", edges, results["beam"], "polars (whole job)", results["full"])
+
+
+def _row(stage: str, size: int, ours: dict, anchor: str, theirs: dict) -> dict:
+    return {"stage": stage, "size": size, "ours_s": round(ours["seconds"], 2), "anchor": anchor,
+            "anchor_s": round(theirs["seconds"], 2), "ratio": round(ours["seconds"] / theirs["seconds"], 2),
+            "ours_rss_mb": int(ours["peak_rss_mb"]), "anchor_rss_mb": int(theirs["peak_rss_mb"])}
+
+
+def machine() -> str:
+    """One line about the machine (the figures only mean something next to it)."""
+    mem = ""
+    try:
+        kb = next(int(line.split()[1]) for line in open("/proc/meminfo") if line.startswith("MemTotal"))
+        mem = f", {kb / 1024 / 1024:.0f} GiB"
+    except (OSError, StopIteration, ValueError):
+        pass
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return f"{os.cpu_count()} cores{mem}, {platform.python_implementation()} {platform.python_version()}, " \
+           f"load average {load:.1f} at start"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--stages", default="text,papers,citations,pairs")
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply every size (quick checks)")
+    parser.add_argument("--out", default=str(HERE / "results.json"))
+    args = parser.parse_args()
+    runners = {"text": bench_text, "papers": bench_papers, "citations": bench_citations, "pairs": bench_pairs}
+    about = machine()
+    print(f"machine: {about}", flush=True)
+    rows = []
+    started = time.perf_counter()
+    for stage in args.stages.split(","):
+        size = max(100, int(SIZES[stage] * args.scale))
+        t0 = time.perf_counter()
+        rows.append(runners[stage](size))
+        print(f"  {stage} done in {time.perf_counter() - t0:.0f}s: {json.dumps(rows[-1])}", flush=True)
+    header = f"{'stage':10} {'size':>10} {'ours s':>8}  {'anchor':32} {'anchor s':>8} {'ratio':>6} " \
+             f"{'ours MB':>8} {'anchor MB':>9}"
+    print("\n" + header)
+    for r in rows:
+        print(f"{r['stage']:10} {r['size']:>10,} {r['ours_s']:8.1f}  {r['anchor']:32} {r['anchor_s']:8.1f} "
+              f"{r['ratio']:5.2f}x {r['ours_rss_mb']:8,} {r['anchor_rss_mb']:9,}")
+    print(f"total {time.perf_counter() - started:.0f}s")
+    Path(args.out).write_text(json.dumps({"machine": about, "rows": rows}, indent=1) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
