@@ -34,7 +34,8 @@ Modes:
 `--metadata BUILD` reads a `run --fetch none` build of every real metadata sample (command in
 `metadata_build_command()`) and counts titles still holding markup or entities, abstracts
 still starting with a label ("Resumo", "BACKGROUND:"), and abstracts dropped as wrong by
-reason (from `_stats/text.json`).
+reason: re-detected here, and as the text stage counted them in `_stats/text.json`
+(`abstracts_wrong.<reason>`, incl. `abstract_duplicate_across_dois`).
 """
 
 from __future__ import annotations
@@ -272,6 +273,12 @@ def metadata_counts(build: Path) -> dict[str, Any]:
         reasons.update(f"{source}:{reason}" for source, reason in dropped)
     reasons["duplicate_text_across_dois (detected)"] = sum(len(d) for d in by_text.values() if len(d) > 1)
     counts["abstracts_dropped_as_wrong"] = dict(sorted(reasons.items()))
+    # what the stage itself counted (`abstracts_wrong.<reason>`, papers dropped by reason)
+    stats = build / "_stats" / "text.json"
+    if stats.exists():
+        stage = json.loads(stats.read_text(encoding="utf-8")).get("counts", {})
+        counts["text_stage_abstracts_wrong"] = {k: v for k, v in sorted(stage.items()) if k.startswith("abstracts_wrong")}
+        counts["text_stage_documents"] = {k: v for k, v in sorted(stage.items()) if k.startswith("documents.")}
     return counts
 
 

@@ -6,6 +6,10 @@ With `--fetch none` papers become documents from their metadata in batches. Othe
            -> citation_pdf_url follow-ups -> [pass, no follow]
     meta + extractions -> CoGroupByKey(doi) -> BuildDocuments -> documents/
 
+Either way, documents whose abstract is metadata text take one more step before they are
+sharded by DOI and written: GroupByKey(hash of the abstract) -> DropSharedAbstracts (the same
+abstract on two or more DOIs belongs to none of them for sure and is dropped from each).
+
 A pass with `--fetch http` and nothing archived yet: GroupByKey(host key) ->
 FetchAndExtract (live, polite). With archives — `warc:GLOB`, `cc-index:GLOB`, or `http`
 resuming from `OUT/warc/` — the archive is indexed in parallel (one element per WARC or
@@ -37,7 +41,9 @@ from openmsd_build.text.beam import (
     META_FIELDS,
     META_TAG,
     PENDING_TAG,
+    SHARED_TAG,
     BuildDocuments,
+    DropSharedAbstracts,
     FetchAndExtract,
     IndexArchive,
     JoinArchiveIndex,
@@ -140,6 +146,26 @@ def fetch_pass(tasks, fetcher: FetchAndExtract, fetch: str, index, hop_index, ho
     return elements | fetch_name >> beam.ParDo(fetcher).with_outputs(*outputs, main="ext"), hop_index
 
 
+def drop_shared_abstracts(keyed):
+    """`(abstract key, row)` of documents whose abstract is metadata text -> (rows, counts): grouped
+    by the key, and a text shared by two or more DOIs is dropped from each (`DropSharedAbstracts`).
+    Only those documents take this extra shuffle; they are re-sharded by DOI for writing after."""
+    checked = (
+        keyed | "GroupByAbstract" >> beam.GroupByKey()
+        | "DropSharedAbstracts" >> beam.ParDo(DropSharedAbstracts()).with_outputs(COUNTS_TAG, main="rows")
+    )
+    return checked.rows, checked[COUNTS_TAG]
+
+
+def shard_documents(rows, num_shards: int, name: str):
+    """Document rows -> `(shard, rows)` by DOI, as `WriteParquetShards` takes them."""
+    return (
+        rows
+        | f"Batch{name}Docs" >> beam.BatchElements(min_batch_size=500, max_batch_size=5000)
+        | f"Shard{name}Docs" >> beam.ParDo(ShardRows("doi", num_shards))
+    )
+
+
 def build(
     p,
     out: str,
@@ -166,8 +192,10 @@ def build(
         parquet_io.join_path(layout.papers_dir(out), "*.parquet"), columns=columns)
     if fetch == "none":
         docs = papers | "FromMetadata" >> beam.ParDo(MetadataDocuments(num_shards)).with_outputs(
-            COUNTS_TAG, main="docs")
-        doc_shards, counts = docs.docs, [docs[COUNTS_TAG]]
+            COUNTS_TAG, SHARED_TAG, main="docs")
+        checked, checked_counts = drop_shared_abstracts(docs[SHARED_TAG])
+        doc_shards = (docs.docs, shard_documents(checked, num_shards, "Checked")) | "AllDocShards" >> beam.Flatten()
+        counts = [docs[COUNTS_TAG], checked_counts]
         rejects = []
     else:
         planned = papers | "PlanFetches" >> beam.ParDo(PlanFetches(cap, host_shards)).with_outputs(
@@ -187,13 +215,10 @@ def build(
         built = (
             {"meta": planned[META_TAG], "ext": extractions}
             | "JoinByDoi" >> beam.CoGroupByKey()
-            | "BuildDocuments" >> beam.ParDo(BuildDocuments()).with_outputs(COUNTS_TAG, main="rows")
+            | "BuildDocuments" >> beam.ParDo(BuildDocuments()).with_outputs(COUNTS_TAG, SHARED_TAG, main="rows")
         )
-        doc_shards = (
-            built.rows
-            | "BatchDocs" >> beam.BatchElements(min_batch_size=500, max_batch_size=5000)
-            | "ShardDocs" >> beam.ParDo(ShardRows("doi", num_shards))
-        )
+        checked, checked_counts = drop_shared_abstracts(built[SHARED_TAG])
+        doc_shards = shard_documents((built.rows, checked) | "AllDocs" >> beam.Flatten(), num_shards, "")
         _ = (
             (first[FETCH_TAG], second[FETCH_TAG])
             | "AllFetchRows" >> beam.Flatten()
@@ -201,7 +226,7 @@ def build(
             | "ShardFetchRows" >> beam.ParDo(ShardRows("url", num_shards))
             | "WriteFetch" >> WriteParquetShards(fetch_dir, FETCH, num_shards, sort_by=("url", "doi"))
         )
-        counts = [planned[COUNTS_TAG], first[COUNTS_TAG], second[COUNTS_TAG], built[COUNTS_TAG]]
+        counts = [planned[COUNTS_TAG], first[COUNTS_TAG], second[COUNTS_TAG], built[COUNTS_TAG], checked_counts]
         if index_counts is not None:
             counts.append(index_counts)
         rejects = [first[REJECTS_TAG], second[REJECTS_TAG]]

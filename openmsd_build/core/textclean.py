@@ -15,6 +15,7 @@ from __future__ import annotations
 import html
 import re
 import unicodedata
+from collections import Counter
 
 # Block-level tags whose end is a paragraph break.
 _BLOCK_TAGS = r"(?:jats:)?(?:p|sec|title|list-item|list|def-item|disp-quote|boxed-text|br|div|h[1-6]|li|tr|table|label|caption)"
@@ -55,14 +56,16 @@ _CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf9
 
 
 def normalize_text(text: str | None, keep_paragraphs: bool = True) -> str:
-    """NFC, control characters removed, runs of spaces collapsed, blank-line paragraphs kept."""
+    """NFC, control characters removed, runs of spaces collapsed, blank-line paragraphs kept,
+    typographic ligatures expanded and ligatures split by a space rejoined
+    (`repair_ligatures`)."""
     if not text:
         return ""
     text = unicodedata.normalize("NFC", text)
     if text.isprintable():
         # Fast path for the common case (most titles, many abstracts): no line breaks, no
         # control or format characters, no exotic spaces -- only runs of ASCII spaces.
-        return " ".join(text.split())
+        return repair_ligatures(" ".join(text.split()))
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = _CONTROL_RE.sub("", text)
     text = _SPACES_RE.sub(" ", text)
@@ -77,7 +80,157 @@ def normalize_text(text: str | None, keep_paragraphs: bool = True) -> str:
         text = re.sub(r" {2,}", " ", text)
     else:
         text = re.sub(r"\s+", " ", text)
-    return text.strip()
+    return repair_ligatures(text.strip())
+
+
+# --- ligatures ---------------------------------------------------------------------------------
+#
+# PDF text layers (and abstracts publishers copied out of PDFs) carry the ligature glyphs
+# U+FB00..FB06 ("ﬁ"), or lose them as a space: "scientifi c", "signi fi cant", "e ffective",
+# "crisis fi nanciera". The glyphs are expanded as NFKC does. A space next to a ligature is
+# removed only where the split is certain or the text itself shows that its ligatures are
+# split (see `_ligature_joins`), so "staff members", "off the", Italian plurals ("i filosofi
+# greci") and German "S. 71 ff" are never glued.
+_LIGATURE_CHARS = {0xFB00: "ff", 0xFB01: "fi", 0xFB02: "fl", 0xFB03: "ffi", 0xFB04: "ffl", 0xFB05: "st", 0xFB06: "st"}
+_LIGATURE_CHAR_RE = re.compile("[\ufb00-\ufb06]")
+_LIGATURES = ("ffi", "ffl", "ff", "fi", "fl")
+MIN_SPLIT_LIGATURES = 3
+"""Split ligatures a text of 30 words or more with no ligature inside a word must show before
+its words ending in a ligature are joined to the next one on the text's own evidence (with
+one certain split, two are enough); either way twice as many as ligatures inside words."""
+MIN_WORDS_FOR_FRAGMENTS = 100
+"""Words a text must have before "the fragment is never used alone" counts as evidence."""
+# Cheap test before any work: a ligature before a space and a lower-case letter, or a word
+# starting with "ff" after a space (no word of the corpus's languages starts so).
+_SPLIT_HINT_RE = re.compile(r"(?:ff|fi|fl) [^\W\d_A-Z]| ff[^\W\d_]")
+_INTERNAL_LIGATURE_RE = re.compile(r"(?:ff|fi|fl)(?=[^\W\d_])")
+_LEADING_LETTERS_RE = re.compile(r"[^\W\d_]+")
+_TRAILING_LETTERS_RE = re.compile(r"[^\W\d_]+$")
+_CORE_RE = re.compile(r"[^\w]*([^\W\d_]+)[^\w]*")
+_VOWELS = frozenset("aeiouyàáâãäåæèéêëìíîïòóôõöøùúûüýœ")
+_AFTER_FF = _VOWELS | {"l", "r"}  # "ffect", "fficient", "fford", "ffl": not "ffms" (code, names)
+# Short words that often stand before a word starting with "fi" / "fl" ("de fi nes", "a fi n",
+# "the fi rst"): never glued to a following ligature whose word the text does not confirm.
+_FUNCTION_WORDS = frozenset(
+    "a an and as at by e for in into is of on or the to with de del della di da do das dos des du el en "
+    "et la las le les lo los na no o por para per que se su un una um uma y al au aux con der die das "
+    "und im am zu ein eine och i w z na do".split()
+)
+
+
+def repair_ligatures(text: str) -> str:
+    """Ligature glyphs expanded ("ﬁ" -> "fi"), and words a lost ligature split rejoined.
+
+    One pass over the space-separated tokens (linear; nothing happens unless
+    `_SPLIT_HINT_RE` finds a candidate). A space is removed when the split is certain:
+
+    * a lone "fi" / "fl" / "ffi" / "ffl" / "ff" token before a lower-case word
+      ("crisis fi nanciera", "Al fi n") -- none of them is a word on its own (an "ff" or
+      "fl" after a number, "S. 71 ff", "2 fl oz", is left);
+    * a word ending in a ligature before a lone consonant ("scientifi c", "perfi s");
+    * a vowel before a word starting with "ff" ("e ffective", "a ff ect": after the lone-token
+      rule, "a ffect");
+    * the fragment before a lone "ff" / "ffi" / "ffl" ("su ffi cient"), which never starts a word.
+
+    Further joins need evidence from the text itself that its ligatures are split (twice as
+    many ligatures followed by a space as inside words, and one certain split, or three in a
+    text of 30 words without a ligature inside a word): then a word ending in a
+    ligature is joined to the next lower-case word unless both are words the text also uses
+    elsewhere ("bibliográfi co", "signifi cativa"; not "staff members"), and, when no ligature
+    stays glued to its left part anywhere in the text (spaces on both sides: "signi fi cant"),
+    a lower-case fragment before a lone "fi" / "fl" that the text never uses alone and that is
+    not a common short word ("the fi rst" stays "the first")."""
+    if not text:
+        return text
+    if _LIGATURE_CHAR_RE.search(text):
+        text = text.translate(_LIGATURE_CHARS)
+    if not _SPLIT_HINT_RE.search(text):
+        return text
+    parts = text.split(" ")
+    joins = _ligature_joins(parts, len(_INTERNAL_LIGATURE_RE.findall(text)))
+    if not joins:
+        return text
+    out = [parts[0]]
+    for k in range(1, len(parts)):
+        out.append(parts[k] if k - 1 in joins else " " + parts[k])
+    return "".join(out)
+
+
+def _ligature_joins(parts: list[str], n_internal: int) -> set[int]:
+    """Indexes k whose space (between parts[k] and parts[k+1]) a lost ligature put there
+    (rules: `repair_ligatures`). Only the parts next to a ligature are looked at, so a long
+    text costs one `str.endswith` per word."""
+    n = len(parts)
+
+    def tail(k: int) -> str:
+        """The lower-cased letters `parts[k]` ends with ("" when it ends otherwise)."""
+        m = _TRAILING_LETTERS_RE.search(parts[k])
+        return m.group().lower() if m else ""
+
+    def head(k: int) -> str:
+        """The letters `parts[k]` starts with."""
+        m = _LEADING_LETTERS_RE.match(parts[k])
+        return m.group() if m else ""
+
+    def lone(k: int) -> bool:
+        """`parts[k]` is a ligature alone (after opening punctuation), not after a number
+        ("71 ff", "2 fl oz")."""
+        word = parts[k].lstrip("(\"“‘«[¿¡-")
+        return word in _LIGATURES and not (k > 0 and parts[k - 1][-1:].isdigit())
+
+    joins: set[int] = set()
+    glued_left: list[int] = []  # "scientifi c": a word ending in a ligature, then a lower-case word
+    lone_left: list[int] = []   # "signi fi cant": the fragment before a lone ligature
+    for k in range(n - 1):
+        if not (parts[k].endswith(_LIGATURES) or parts[k + 1].startswith("ff")):
+            continue
+        nxt = head(k + 1)
+        if not nxt or not nxt[0].islower():
+            continue
+        last = tail(k)
+        if lone(k):
+            joins.add(k)
+            # the fragment before it, unless that is itself the end of a joined word
+            before = k - 1
+            prev = tail(before) if before >= 0 else ""
+            if prev and prev[-1] in _VOWELS and not lone(before) and (before - 1) not in joins:
+                if last in ("ff", "ffi", "ffl"):
+                    joins.add(before)
+                elif prev == parts[before]:
+                    lone_left.append(before)
+            continue
+        if not last or not parts[k].endswith(last):
+            continue  # punctuation or a capital before the space
+        if nxt.startswith("ff") and last[-1] in _VOWELS and nxt[2:3] in _AFTER_FF:
+            joins.add(k)  # "e ffective"
+        elif len(last) > 2 and last.endswith(_LIGATURES):
+            if len(nxt) == 1 and nxt not in _VOWELS:
+                joins.add(k)  # "scientifi c"
+            elif not last.endswith("ff"):  # "off the", "staff members", "Begriff der" are words
+                glued_left.append(k)
+    certain = len(joins)  # splits no word explains: the text does lose its ligatures
+    n_split = len(glued_left) + certain
+    evidence = (certain and n_split >= 2) or (not n_internal and n_split >= MIN_SPLIT_LIGATURES and n >= 30)
+    if not evidence or n_split < 2 * n_internal:
+        return joins
+    # the text splits its ligatures: words the text uses on their own elsewhere
+    candidates = Counter(tail(k) for k in glued_left)
+    candidates.update(head(k + 1).lower() for k in glued_left)
+    candidates.update(tail(k) for k in lone_left)
+    words = Counter(m.group(1).lower() for p in parts if (m := _CORE_RE.fullmatch(p)))
+
+    def known(word: str) -> bool:
+        """Used as a word elsewhere in the text (not only at split points)."""
+        return words[word] > candidates[word]
+
+    for k in glued_left:
+        if not (known(tail(k)) and known(head(k + 1).lower())):
+            joins.add(k)
+    if not glued_left and n > MIN_WORDS_FOR_FRAGMENTS:
+        for k in lone_left:
+            if tail(k) not in _FUNCTION_WORDS and not known(tail(k)):
+                joins.add(k)
+    return joins
 
 
 def strip_markup(text: str | None, keep_paragraphs: bool = True) -> str:
@@ -86,7 +239,7 @@ def strip_markup(text: str | None, keep_paragraphs: bool = True) -> str:
     if not text:
         return ""
     if "<" not in text and "&" not in text:
-        return normalize_text(text, keep_paragraphs=keep_paragraphs)
+        return normalize_text(strip_tex_preambles(text), keep_paragraphs=keep_paragraphs)
     text = _replace_delimited(text, "<![CDATA[", "]]>", keep_inside=True)
     text = _replace_delimited(text, "<!--", "-->", keep_inside=False)
     # Block tags end a paragraph (or a phrase, in a one-line title); inline tags (<i>, <sub>,
@@ -96,7 +249,7 @@ def strip_markup(text: str | None, keep_paragraphs: bool = True) -> str:
     text = _TAG_RE.sub("", text)
     text = html.unescape(html.unescape(text)) if "&amp;" in text else html.unescape(text)
     text = _TAG_RE.sub("", text)  # tags that were entity-escaped in the source ("&lt;i&gt;")
-    return normalize_text(text, keep_paragraphs=keep_paragraphs)
+    return normalize_text(strip_tex_preambles(text), keep_paragraphs=keep_paragraphs)
 
 
 def _replace_delimited(text: str, start: str, end: str, keep_inside: bool) -> str:
@@ -164,3 +317,102 @@ def count_tokens(text: str | None) -> int:
     cjk = len(_CJK_RE.findall(text))
     words = len(_TOKEN_RE.findall(_CJK_RE.sub(" ", text)))
     return words + cjk
+
+
+# --- lines that are not running text -----------------------------------------------------------
+
+# A letter-spaced word ("R EVI EW", "A B S T R A C T", "a c t i v i t y"): letter groups of
+# one to three, at least three groups, at least one alone; one case (a capital may start it).
+_SPACED_TOKEN_RE = re.compile(r"[^\W\d_]{1,3}")
+_SPACED_CJK_RE = re.compile(r"(?<![^\s])([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff])(?: ([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff])(?![^\s：:])){2,}")
+_HANGUL_RE = re.compile(r"[\uac00-\ud7af]")
+MAX_SPACED_LINE_CHARS = 80
+
+
+def collapse_letter_spacing(line: str) -> str:
+    """A line printed letter-spaced as one word again: "R EVI EW" -> "REVIEW", "A B S T R A C T"
+    -> "ABSTRACT", "参 考 文 献" -> "参考文献". Only a whole short line of letter groups is
+    collapsed (Latin, Cyrillic, Greek: single letters, or in capitals groups of one to three
+    averaging 2.5 letters at most with one single; one case), so "DNA RNA", code "br x x fin"
+    or a formula "k I g k" stay; where the print
+    separated words by two spaces, the words are kept apart. A run of three or more single
+    Chinese / Japanese characters is joined (those scripts use no spaces); Korean, which spaces
+    its words (some of one syllable), only as a whole line of single syllables ("참 고 문 헌")."""
+    stripped = line.strip()
+    if not stripped or len(stripped) > MAX_SPACED_LINE_CHARS or " " not in stripped:
+        return line
+    if _CJK_RE.search(stripped):
+        if not re.search(r"\S \S \S", stripped):
+            return line
+        if _HANGUL_RE.search(stripped):  # Korean spaces words: only a whole line of single syllables
+            tokens = stripped.split()
+            return "".join(tokens) if len(tokens) >= 3 and all(len(t) == 1 and _HANGUL_RE.match(t) for t in tokens) else line
+        return _SPACED_CJK_RE.sub(lambda m: m.group().replace(" ", ""), stripped)
+    words = re.split(r" {2,}", stripped)
+    tokens = [t for w in words for t in w.split(" ")]
+    if len(tokens) < 3 or not all(_SPACED_TOKEN_RE.fullmatch(t) for t in tokens):
+        return line
+    singles = sum(len(t) == 1 for t in tokens)
+    letters = "".join(tokens)
+    rest = letters[1:]
+    if not singles or not (rest.isupper() or rest.islower()):
+        return line
+    # in capitals, groups of up to three ("R EVI EW"); otherwise single letters only
+    if not (letters.isupper() and 2 * len(letters) <= 5 * len(tokens)) and singles != len(tokens):
+        return line
+    return " ".join(w.replace(" ", "") for w in words)
+
+
+_TEX_PREAMBLE_RE = re.compile(
+    r"\\documentclass(?:\[[^\]\n]{0,80}\])?\{[^}\n]{0,40}\}"
+    r"(?:\s*\\(?:usepackage|setlength|pagestyle|renewcommand|newcommand)(?:\[[^\]\n]{0,80}\])?(?:\{[^{}\n]{0,80}\}){0,2}[^\\\n]{0,20})*"
+    r"\s*\\begin\{document\}|\\end\{document\}"
+)
+_TEX_LINE_START_RE = re.compile(
+    r"^\s*\\(?:documentclass|usepackage|begin\{|end\{|newcommand|renewcommand|def\\|section\*?\{|subsection\*?\{|"
+    r"label\{|bibliography|bibliographystyle|maketitle|author\{|title\{|setlength|input\{|include\{)"
+)
+_TEX_COMMAND_RE = re.compile(r"\\[A-Za-z]{2,}")  # not "\n" / "\t" escapes of program code
+
+
+def strip_tex_preambles(text: str) -> str:
+    """LaTeX document wrappers gone, their formula kept: Crossref abstracts of some publishers
+    carry each formula as a whole TeX document ("\\documentclass[12pt]{minimal}
+    \\usepackage{amsmath} ... \\begin{document}$$\\alpha$$\\end{document}") next to its MathML."""
+    if "\\documentclass" not in text and "\\end{document}" not in text:
+        return text
+    return _TEX_PREAMBLE_RE.sub(" ", text)
+
+
+def is_tex_source_line(line: str) -> bool:
+    """A line of LaTeX source, not text: it starts with a structural command (\\documentclass,
+    \\usepackage, \\begin{...}, \\section{...}), or it is math-heavy (three or more backslash
+    commands making up a quarter of its characters)."""
+    if "\\" not in line:
+        return False
+    if _TEX_LINE_START_RE.match(line):
+        return True
+    commands = _TEX_COMMAND_RE.findall(line)
+    return len(commands) >= 3 and sum(map(len, commands)) * 4 >= len(line.replace(" ", ""))
+
+
+# A breadcrumb trail ("Computer Science > Digital Libraries", "Home › Journals › Vol. 3"):
+# short segments, each starting with a capital or a digit, joined by > › » or →.
+_BREADCRUMB_SPLIT_RE = re.compile(r"\s+[>›»→]\s+|\s*[›»]\s*")
+MAX_BREADCRUMB_SEGMENT_CHARS = 60
+
+
+def is_breadcrumb_line(line: str) -> bool:
+    """A line of site navigation: two or more short segments joined by ">" / "›" / "»" / "→",
+    each starting with a capital letter or a digit and holding two letters or more, the first
+    starting with a letter ("S > 0", "N > M" in an equation are not one)."""
+    if len(line) > 200 or "«" in line or not any(sep in line for sep in (">", "›", "»", "→")):
+        return False  # "«" ... "»" are quotation marks
+    segments = [s.strip() for s in _BREADCRUMB_SPLIT_RE.split(line.strip())]
+    if len(segments) < 2 or not segments[0][:1].isalpha():
+        return False
+    return all(
+        s and len(s) <= MAX_BREADCRUMB_SEGMENT_CHARS and (s[0].isupper() or s[0].isdigit()) and len(s.split()) <= 8
+        and sum(ch.isalpha() for ch in s) >= 2
+        for s in segments
+    )

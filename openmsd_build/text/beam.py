@@ -6,6 +6,9 @@ shard's list of URLs, fetched in order under that host's rate limit, so politene
 however many workers run; big hosts are split into several keys so that no single worker
 gets an endless queue.
 
+Documents whose abstract is metadata text meet by a hash of it (`DropSharedAbstracts`): the
+same abstract on two DOIs is dropped from both (OpenAlex attaches abstracts to wrong works).
+
 Replay from archives (`warc:`, `cc-index:`, and the resume of `http` from `OUT/warc/`)
 needs no politeness and no whole-archive index: `IndexArchive` turns one archive or index
 file into index rows, `JoinArchiveIndex` resolves tasks against them one redirect hop per
@@ -16,6 +19,7 @@ few records of its chain.
 from __future__ import annotations
 
 import io
+import itertools
 import os
 import uuid
 from collections import Counter
@@ -25,7 +29,7 @@ import apache_beam as beam
 from openmsd_build.core import parquet_io
 from openmsd_build.core.beam_io import COUNTS_TAG, REJECTS_TAG, bump
 from openmsd_build.core.rejects import make_reject
-from openmsd_build.text.documents import build_document
+from openmsd_build.text.documents import SHARED_ABSTRACT, build_document, drop_shared_abstract, shared_abstract_key
 from openmsd_build.text.fetch.archive_join import DEFAULT_MAX_REDIRECTS, advance, chain_index, lookup_key, new_units
 from openmsd_build.text.fetch.plan import canonical_url, host_key, plan_urls, shard_host
 from openmsd_build.text.fetch.result import document_kind
@@ -36,6 +40,7 @@ FOLLOW_TAG = "follow"
 META_TAG = "meta"
 PENDING_TAG = "pending"
 HOP_TAG = "hop"
+SHARED_TAG = "shared"
 META_FIELDS = (
     "doi", "title", "title_source", "abstract", "abstract_source", "publisher_language",
     "year", "venue", "type", "categories", "relations",
@@ -345,9 +350,32 @@ def slim(extraction: dict) -> dict:
     return {k: extraction.get(k) for k in _SLIM_EXTRACTION}
 
 
+def document_counts(row: dict | None, outcome: str) -> dict[str, int]:
+    """The counters of one paper's outcome: `documents.<kept or drop reason>`, and for a kept
+    document its text source and whether it has an abstract / content."""
+    counts = {f"documents.{outcome}": 1}
+    if row is not None:
+        counts[f"text_source.{row['text_source']}"] = 1
+        counts["with_abstract"] = int(row["abstract"] is not None)
+        counts["with_content"] = int(row["content"] is not None)
+    return counts
+
+
+def wrong_abstract_counts(dropped: list[tuple[str, str]]) -> Counter:
+    """`abstracts_wrong.<reason>` and `abstracts_wrong_by_source.<source>.<reason>` per abstract
+    dropped as wrong (not under `documents.`: those count papers and add up to `papers`)."""
+    counts: Counter = Counter()
+    for source, reason in dropped:
+        counts[f"abstracts_wrong.{reason}"] += 1
+        counts[f"abstracts_wrong_by_source.{source}.{reason}"] += 1
+    return counts
+
+
 class BuildDocuments(beam.DoFn):
     """`(doi, {"meta": [meta], "ext": [extraction, ...]})` -> a document row, or a count
-    of why the paper was dropped."""
+    of why the paper was dropped. A document whose abstract is metadata text goes out tagged
+    SHARED as `(shared_abstract_key, row)` instead, for `DropSharedAbstracts` to keep or
+    change (and count); abstracts dropped as wrong are counted by reason."""
 
     def process(self, element):
         doi, grouped = element
@@ -356,19 +384,54 @@ class BuildDocuments(beam.DoFn):
         if not metas:  # an extraction for a DOI with no paper cannot happen; count if it does
             yield beam.pvalue.TaggedOutput(COUNTS_TAG, {"orphan_extractions": len(extractions)})
             return
-        row, outcome = build_document(metas[0], extractions)
-        counts = {f"documents.{outcome}": 1}
-        if row is not None:
-            counts[f"text_source.{row['text_source']}"] = 1
-            counts["with_abstract"] = int(row["abstract"] is not None)
-            counts["with_content"] = int(row["content"] is not None)
-            yield row
+        dropped: list[tuple[str, str]] = []
+        row, outcome = build_document(metas[0], extractions, dropped)
+        counts = wrong_abstract_counts(dropped)
+        key = shared_abstract_key(row) if row is not None else None
+        if key is not None:
+            yield beam.pvalue.TaggedOutput(SHARED_TAG, (key, row))
+        else:
+            counts.update(document_counts(row, outcome))
+            if row is not None:
+                yield row
         bump(STAGE, counts)
-        yield beam.pvalue.TaggedOutput(COUNTS_TAG, counts)
+        yield beam.pvalue.TaggedOutput(COUNTS_TAG, dict(counts))
+
+
+class DropSharedAbstracts(beam.DoFn):
+    """`(abstract key, [row, ...])` after a GroupByKey -> rows. One row alone is kept as it is;
+    when two or more DOIs share the metadata abstract it belongs to none of them for sure, so
+    each loses it (`documents.drop_shared_abstract`: the next abstract, or the content, keeps
+    the paper; else it is dropped as `abstract_duplicate_across_dois`). Counts each row's
+    outcome (`BuildDocuments` left them to this step) and `abstracts_wrong.abstract_duplicate_across_dois`.
+    The group is streamed (a placeholder text on thousands of DOIs is never held in memory)."""
+
+    def process(self, element):
+        _, rows = element
+        it = iter(rows)
+        first = next(it, None)
+        if first is None:
+            return
+        second = next(it, None)
+        counts: Counter = Counter()
+        if second is None:
+            counts.update(document_counts(first, "kept"))
+            yield first
+        else:
+            for row in itertools.chain((first, second), it):
+                counts.update(wrong_abstract_counts([(row["abstract_source"], SHARED_ABSTRACT)]))
+                changed, outcome = drop_shared_abstract(row)
+                counts.update(document_counts(changed, outcome))
+                if changed is not None:
+                    yield changed
+        bump(STAGE, counts)
+        yield beam.pvalue.TaggedOutput(COUNTS_TAG, dict(counts))
 
 
 class MetadataDocuments(beam.DoFn):
-    """`--fetch none`: a batch of papers -> `(shard, document rows)` from metadata only."""
+    """`--fetch none`: a batch of papers -> `(shard, document rows)` from metadata only; rows
+    whose abstract is metadata text (all of them, here) go out tagged SHARED as
+    `(shared_abstract_key, row)` for `DropSharedAbstracts`, which counts them."""
 
     def __init__(self, num_shards: int):
         self.num_shards = num_shards
@@ -379,12 +442,16 @@ class MetadataDocuments(beam.DoFn):
         counts: Counter = Counter()
         by_shard: dict[int, list[dict]] = {}
         for paper in table.to_pylist():
-            row, outcome = build_document(paper, ())
-            counts[f"documents.{outcome}"] += 1
+            dropped: list[tuple[str, str]] = []
+            row, outcome = build_document(paper, (), dropped)
+            counts.update(wrong_abstract_counts(dropped))
             counts["papers"] += 1
+            key = shared_abstract_key(row) if row is not None else None
+            if key is not None:
+                yield beam.pvalue.TaggedOutput(SHARED_TAG, (key, row))
+                continue
+            counts.update(document_counts(row, outcome))
             if row is not None:
-                counts[f"text_source.{row['text_source']}"] += 1
-                counts["with_abstract"] += row["abstract"] is not None
                 by_shard.setdefault(shard_of(row["doi"], self.num_shards), []).append(row)
         yield from by_shard.items()
         bump(STAGE, counts)

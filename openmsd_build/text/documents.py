@@ -206,7 +206,8 @@ def _own_language(title: str, entries: list[dict], content: str, hints: list[str
     return languages[0] if languages else title_language
 
 
-def build_document(paper: dict, extractions: Iterable[dict] = ()) -> tuple[dict | None, str]:
+def build_document(paper: dict, extractions: Iterable[dict] = (), dropped: list[tuple[str, str]] | None = None
+                   ) -> tuple[dict | None, str]:
     """(document row, "kept") or (None, drop reason) for one paper.
 
     `paper` is a `papers` row (or its projection); `extractions` are the extractor outputs
@@ -217,7 +218,9 @@ def build_document(paper: dict, extractions: Iterable[dict] = ()) -> tuple[dict 
     Drop reasons: `no_text` (nothing fetched or extracted and no metadata abstract),
     `abstract_too_short` / `content_too_short` (text found, all of it under the minimum),
     `abstract_wrong` (the only abstracts were citation lines, page chrome or contents),
-    `nothing_extracted` (pages fetched, no text in them)."""
+    `nothing_extracted` (pages fetched, no text in them). `dropped`, when given, receives
+    (source, reason) of every abstract dropped as wrong (`wrong_abstract_reason`), kept
+    paper or not, so the stage can count them by reason."""
     extractions = sorted(extractions, key=lambda e: (e.get("kind") or "", e.get("url") or ""))
 
     title, title_source = "", None
@@ -228,6 +231,8 @@ def build_document(paper: dict, extractions: Iterable[dict] = ()) -> tuple[dict 
             break
 
     entries, _dropped = abstract_entries(paper, extractions, title)
+    if dropped is not None:
+        dropped.extend(_dropped)
     abstracts = _candidates(paper, extractions, "abstract", _ABSTRACT_ORDER)
     longest = max((count_tokens(e["text"]) for e in entries), default=0)
     content, content_source = "", None
@@ -289,3 +294,60 @@ def build_document(paper: dict, extractions: Iterable[dict] = ()) -> tuple[dict 
         "relations": list(paper.get("relations") or []),
     }
     return row, "kept"
+
+
+# --- the same metadata abstract on several DOIs ------------------------------------------------
+
+METADATA_SOURCES = ("crossref", "openalex", "unpaywall")
+"""Abstract sources that are a metadata record's field (not text found on the paper's pages)."""
+SHARED_ABSTRACT = "abstract_duplicate_across_dois"
+"""Why an abstract is dropped when the same metadata text is the abstract of two DOIs, and the
+drop reason of a paper left without text by it."""
+
+
+def _squashed(text: str) -> str:
+    return re.sub(r"\W+", "", text.casefold())
+
+
+def shared_abstract_key(row: dict) -> str | None:
+    """The key under which documents whose abstract is the same metadata text meet: a hash of
+    the abstract with case, spaces and punctuation removed; None when the abstract did not come
+    from metadata (a page or PDF abstract is the paper's own text, read from its own file).
+
+    Why: OpenAlex (and sometimes Crossref) attaches one paper's abstract to another DOI; seen
+    one paper at a time it looks fine, but the same text on two DOIs cannot belong to both."""
+    if row.get("abstract_source") not in METADATA_SOURCES or not row.get("abstract"):
+        return None
+    import hashlib
+
+    return hashlib.sha1(_squashed(row["abstract"]).encode("utf-8")).hexdigest()
+
+
+def drop_shared_abstract(row: dict) -> tuple[dict | None, str]:
+    """`row` without its metadata abstract (it is also another DOI's): every abstract entry
+    from that metadata source goes, the next abstract the paper has (page or PDF, in the
+    document's language first) takes its place, and the paper is kept with the same rule as
+    `build_document` (an abstract of `MIN_ABSTRACT_TOKENS`, entries already are, or content);
+    else (None, `SHARED_ABSTRACT`). The language is re-detected on the new text unless the
+    PDF body decided it."""
+    source = row.get("abstract_source")
+    entries = [e for e in (row.get("abstracts") or []) if e.get("source") != source]
+    chosen = next((e for e in entries if e.get("language") == row.get("language")), entries[0] if entries else None)
+    abstract = chosen["text"] if chosen else ""
+    content = row.get("content") or ""
+    if not abstract and not content:
+        return None, SHARED_ABSTRACT
+    out = dict(row)
+    out.update({
+        "abstract": abstract or None,
+        "abstracts": _column(entries) if entries else None,
+        "abstract_source": chosen["source"] if chosen else None,
+        "n_tokens_abstract": count_tokens(abstract),
+        "text_source": row.get("content_source") or (chosen["source"] if chosen else None),
+    })
+    if row.get("content_source") != "pdf":
+        title = row.get("title") or ""
+        own_title = title if title and detect_language(title)[0] in (row.get("language"), UND) else ""
+        language, probability, reliable = detect_language(own_title, abstract or content[:LANGUAGE_TEXT_CHARS])
+        out.update({"language": language, "language_prob": float(probability), "language_reliable": bool(reliable)})
+    return out, "kept"

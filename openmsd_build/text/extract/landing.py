@@ -36,7 +36,15 @@ from urllib.parse import urljoin
 import lxml.etree
 import lxml.html
 
-from openmsd_build.core.textclean import clean_abstract, clean_title, normalize_text, strip_markup
+from openmsd_build.core.textclean import (
+    clean_abstract,
+    clean_title,
+    collapse_letter_spacing,
+    is_breadcrumb_line,
+    is_tex_source_line,
+    normalize_text,
+    strip_markup,
+)
 from openmsd_build.text.language import normalize_language_code
 
 MIN_TITLE_CHARS = 3
@@ -337,14 +345,17 @@ def _body_abstracts(tree: lxml.html.HtmlElement) -> list[tuple[str, str]]:
 
 def clean_content(text: str | None) -> str:
     """trafilatura's text (one paragraph per line) without boilerplate lines ("Download PDF",
-    cookie notices, share / sign-in links), as paragraphs separated by blank lines."""
+    cookie notices, share / sign-in links, "Skip to main content"), breadcrumb trails
+    ("Computer Science > Digital Libraries") and LaTeX source lines, letter-spaced headings
+    collapsed ("R EVI EW"), as paragraphs separated by blank lines."""
     if not text:
         return ""
     kept = []
     for line in text.splitlines():
         line = line.strip()
-        if not line:
+        if not line or is_breadcrumb_line(line) or is_tex_source_line(line):
             continue
+        line = collapse_letter_spacing(line)
         if len(line) < 80 and (_BOILERPLATE_LINE_RE.match(line) or _BOILERPLATE_ANYWHERE_RE.search(line)):
             continue
         if len(line) < 300 and re.search(r"\bcookies?\b", line, re.IGNORECASE) and "consent" in line.lower():

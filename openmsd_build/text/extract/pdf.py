@@ -30,7 +30,9 @@ order. Text layout is then repaired with plain rules, each reported in `rules`:
   pages; headings glued to the end of the previous line are split off first; the pages
   before the reference list are searched too (a thesis's abstracts after its conclusion).
 * broken text layers (`fix_text_layer`): Arabic lam-alef order, mirrored brackets in
-  right-to-left lines, TeX spacing accents.
+  right-to-left lines, TeX spacing accents; letter-spaced lines collapsed ("R EVI EW",
+  `textclean.collapse_letter_spacing`); ligatures lost as a space rejoined by the shared
+  cleaning (`textclean.repair_ligatures`); LaTeX source lines dropped from the body.
 """
 
 from __future__ import annotations
@@ -40,7 +42,13 @@ import statistics
 from collections import Counter
 from typing import Any
 
-from openmsd_build.core.textclean import clean_abstract, clean_title, normalize_text
+from openmsd_build.core.textclean import (
+    clean_abstract,
+    clean_title,
+    collapse_letter_spacing,
+    is_tex_source_line,
+    normalize_text,
+)
 
 MAX_PAGES = 300
 """Pages read per PDF: enough for any paper or thesis body, bounded for a 5,000-page scan."""
@@ -130,7 +138,7 @@ def _page_lines(text: str) -> list[str]:
     text = re.sub(r"(?<=[a-zà-ÿа-я])\ufffe\s*(?:\r?\n)?\s*(?=[a-zà-ÿа-я])", "", text)
     text = re.sub(r"\ufffe\s*(?:\r?\n)?\s*", "-", text)
     text = fix_text_layer(text)
-    return [line.strip() for line in re.split(r"\r\n|\r|\n", text)]
+    return [collapse_letter_spacing(line.strip()) for line in re.split(r"\r\n|\r|\n", text)]
 
 
 def _edge_key(line: str) -> str:
@@ -397,6 +405,12 @@ def _find_abstract(lines: list[str]) -> tuple[str, str | None]:
     return found[0] if found else ("", None)
 
 
+# Glyph boxes read per first-page line: every glyph of a short line (a title line, where one
+# size change matters) or of a line with a spacing accent, a spread sample of a long one.
+_BOX_ALL = 48
+_BOX_SAMPLE = 16
+
+
 def _first_page_lines_with_size(textpage: Any) -> list[tuple[str, float, float]]:
     """(line, median glyph height, top y) for the first page: the font-size signal that finds
     a title. Loose char boxes give the font's height, independent of the glyph's shape.
@@ -405,31 +419,41 @@ def _first_page_lines_with_size(textpage: Any) -> list[tuple[str, float, float]]
     import pypdfium2.raw as pdfium_c
 
     lines: list[tuple[str, float, float]] = []
-    chars: list[str] = []
-    heights: list[float] = []
-    tops: list[float] = []
-    spans: list[tuple[float, float]] = []
     n = min(textpage.count_chars(), 20_000)
-    for i in range(n + 1):
-        ch = chr(pdfium_c.FPDFText_GetUnicode(textpage.raw, i)) if i < n else "\n"
-        if ch in "\r\n":
-            text = fix_text_layer(_compose_accents(chars, spans)).strip()
-            if text and heights:
-                height, top = statistics.median(heights), max(tops)
-                if lines and abs(lines[-1][1] - height) <= 0.6 and abs(lines[-1][2] - top) <= 0.3 * height:
-                    lines[-1] = (f"{lines[-1][0]} {text}", lines[-1][1], lines[-1][2])
-                else:
-                    lines.append((text, height, top))
-            chars, heights, tops, spans = [], [], [], []
-            continue
-        chars.append(ch)
-        if ch.isspace():
-            spans.append((0.0, 0.0))
+    # The extractor's hottest loop (thousands of glyphs a first page, two PDFium calls each
+    # through ctypes): read the page's characters once, then take boxes of at most
+    # `_BOX_SAMPLE` glyphs spread over a line -- a line's median height and top do not need
+    # every glyph -- and of every glyph only on short lines and lines with an accent to place.
+    raw, rect = textpage.raw, pdfium_c.FS_RECTF()
+    get_unicode, get_box = pdfium_c.FPDFText_GetUnicode, pdfium_c.FPDFText_GetLooseCharBox
+    text_all = textpage.get_text_range(0, n) if n else ""
+    if len(text_all) != n:  # surrogate pairs or generated characters: read them one by one
+        text_all = "".join(chr(get_unicode(raw, i)) for i in range(n))
+    start = 0
+    for stop in [m.start() for m in re.finditer(r"[\r\n]", text_all)] + [n]:
+        chars = list(text_all[start:stop])
+        glyphs = [start + k for k, ch in enumerate(chars) if not ch.isspace()]
+        accents = any(ch in _SPACING_ACCENTS for ch in chars)
+        if accents or len(glyphs) <= _BOX_ALL:
+            sampled = glyphs
         else:
-            left, bottom, right, top = textpage.get_charbox(i, loose=True)
-            heights.append(round(top - bottom, 1))
-            tops.append(top)
-            spans.append((left, right))
+            step = len(glyphs) / _BOX_SAMPLE
+            sampled = [glyphs[int(k * step)] for k in range(_BOX_SAMPLE)]
+        heights, tops, boxes = [], [], {}
+        for i in sampled:
+            get_box(raw, i, rect)
+            heights.append(round(rect.top - rect.bottom, 1))
+            tops.append(rect.top)
+            boxes[i] = (rect.left, rect.right)
+        spans = [boxes.get(start + k, (0.0, 0.0)) for k in range(len(chars))] if accents else []
+        text = collapse_letter_spacing(fix_text_layer(_compose_accents(chars, spans)).strip())
+        if text and heights:
+            height, top = statistics.median(heights), max(tops)
+            if lines and abs(lines[-1][1] - height) <= 0.6 and abs(lines[-1][2] - top) <= 0.3 * height:
+                lines[-1] = (f"{lines[-1][0]} {text}", lines[-1][1], lines[-1][2])
+            else:
+                lines.append((text, height, top))
+        start = stop + 1
     return lines
 
 
@@ -745,6 +769,7 @@ def extract_pdf(data: bytes, max_pages: int = MAX_PAGES) -> dict[str, Any]:
     # content: every page, references cut
     all_lines = [ln for lines in pages for ln in lines]
     body, cut = _cut_references(all_lines)
+    body = [ln for ln in body if not is_tex_source_line(ln)]
     rules["references_cut"] = cut
     content = normalize_text(_join_lines(body))
     if len(content) >= MIN_CONTENT_CHARS:
