@@ -56,6 +56,12 @@ def _flaky(kind: str, outputs, element):
 
 
 def _key(element):
+    if isinstance(element, dict) and isinstance(element.get("url"), str):
+        # a resolved archive unit (one URL): decide per host, so a run meets a few faults
+        # (one per chosen host), as it did when replay elements were whole host groups
+        from openmsd_build.text.fetch.plan import host_key
+
+        return host_key(element["url"])
     if isinstance(element, tuple) and element and isinstance(element[0], (str, int)):
         return element[0] if not isinstance(element[1], (str, int)) else element
     return repr(element)[:200]
