@@ -74,7 +74,7 @@ def run(input_path: Path, workers: int, port: int) -> dict:
     started = time.monotonic()
     proc = subprocess.run(
         [sys.executable, "-m", "openmsd_build.cli", "papers", "--out", str(out), "--unpaywall", str(input_path),
-         "--runner=PortableRunner", "--job_endpoint=embed", "--environment_type=EXTERNAL",
+         "--split-files-over", "0", "--runner=PortableRunner", "--job_endpoint=embed", "--environment_type=EXTERNAL",
          f"--environment_config=localhost:{port}", f"--direct_num_workers={workers}"],
         capture_output=True, text=True, env=_env(),
     )

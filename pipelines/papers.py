@@ -13,9 +13,11 @@ import apache_beam as beam
 from openmsd_build.core import layout
 from openmsd_build.core.beam_io import COUNTS_TAG, REJECTS_TAG, GroupShards, WriteCounts, WriteRejects
 from openmsd_build.papers.beam import LINES_TAG, MergeAndWriteShard, ParseLineChunk, ReadSourceFile
+from openmsd_build.papers.join import LINE_SPLIT_BYTES
 
 
-def build(p, out: str, files: list[tuple[str, str]], num_shards: int, input_files: list[dict]) -> None:
+def build(p, out: str, files: list[tuple[str, str]], num_shards: int, input_files: list[dict],
+          split_over: int = LINE_SPLIT_BYTES) -> None:
     """Add the stage to pipeline `p`: `files` are `(source, path)`; `input_files` is recorded
     in `_stats/papers.json`. The stage reads nothing from the build, so `out` is only where
     it writes: the command passes its staging root (`core.staging`), swapped in on success."""
@@ -25,7 +27,8 @@ def build(p, out: str, files: list[tuple[str, str]], num_shards: int, input_file
         | "InputFiles" >> beam.Create(files)
         | "SpreadFiles" >> beam.Reshuffle()
         | "ReadSourceFiles"
-        >> beam.ParDo(ReadSourceFile(num_shards)).with_outputs(LINES_TAG, COUNTS_TAG, REJECTS_TAG, main="batches")
+        >> beam.ParDo(ReadSourceFile(num_shards, split_over=split_over)).with_outputs(
+            LINES_TAG, COUNTS_TAG, REJECTS_TAG, main="batches")
     )
     # JSON Lines files arrive as chunks of raw lines: spread them, then parse on every worker
     lines = (

@@ -17,6 +17,7 @@ from openmsd_build.core.inputs import default_shards, expand_globs
 from openmsd_build.core.runner import pipeline_options
 from openmsd_build.core.staging import stage_outputs
 from openmsd_build.core.stats import read_stage_counts, refuse_all_rejected
+from openmsd_build.papers.join import LINE_SPLIT_BYTES
 from openmsd_build.papers.sources.registry import SOURCE_NAMES, SOURCES, add_source_arguments, source_globs
 from openmsd_build.pipelines.papers import build
 
@@ -24,12 +25,16 @@ from openmsd_build.pipelines.papers import build
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="output root of the build (local path or gs://)")
     add_source_arguments(parser)
+    parser.add_argument("--split-files-over", type=float, default=LINE_SPLIT_BYTES / (1 << 20), metavar="MIB",
+                        help="JSON Lines files larger than this (compressed MiB) are cut into line chunks parsed by "
+                        "every worker (default 256; 0: always)")
     parser.add_argument("--shards", type=int, default=0,
                         help="shuffle shards = output files (default: ~1 per 32 MiB of input)")
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
-    counts = run_papers(args.out, source_globs(args), beam_args, args.shards)
+    counts = run_papers(args.out, source_globs(args), beam_args, args.shards,
+                        split_over=int(args.split_files_over * (1 << 20)))
     print(summary_line(counts))
     return counts
 
@@ -39,6 +44,7 @@ def run_papers(
     globs: Mapping[str, Sequence[str]],
     beam_args: Sequence[str],
     shards: int = 0,
+    split_over: int = LINE_SPLIT_BYTES,
 ) -> dict:
     """Build `papers/` from snapshot globs per source (`{"unpaywall": [...], ...}`, names
     from the source registry); returns the stage's counts."""
@@ -65,7 +71,7 @@ def run_papers(
     # written under a temporary root, swapped into OUT only when the whole run succeeded
     with stage_outputs(out, "papers") as dest:
         with beam.Pipeline(options=options) as p:
-            build(p, dest, sorted(set(files)), num_shards, input_files)
+            build(p, dest, sorted(set(files)), num_shards, input_files, split_over)
         done = read_stage_counts(dest, "papers")
         refuse_all_rejected(
             "papers", done, sum(v for k, v in done.items() if k.startswith("read.")), done.get("written", 0),

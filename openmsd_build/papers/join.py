@@ -46,6 +46,8 @@ DEFAULT_BATCH = 2000
 # JSON Lines sources: files are cut into chunks of raw lines that any worker parses.
 LINE_SOURCES = tuple(s.name for s in REGISTERED if s.line_based)
 LINE_CHUNK = 5000
+# Only files larger than this (compressed) are cut into chunks; smaller ones parse in place.
+LINE_SPLIT_BYTES = 256 << 20
 # The polars reader costs ~1 KB of memory per item whatever the item holds, so a chunk of
 # `{}` items (3 bytes each) would cost GBs: only chunks with at most this many `{` (an upper
 # bound on their items; a real 5,000-work chunk has ~155k) take the columnar path. Others are
@@ -120,12 +122,13 @@ def _parsed(items: Iterable[Item], source: str) -> Iterator[tuple[str, dict | No
                                           detail=f"{type(exc).__name__}: {exc}"[:200], raw=_excerpt(item.obj))
 
 
-def read_line_chunks(path: str, source: str, chunk_lines: int = LINE_CHUNK) -> Iterator[tuple[str, Any]]:
+def read_line_chunks(path: str, source: str, chunk_lines: int | None = None) -> Iterator[tuple[str, Any]]:
     """Split a JSON Lines file into chunks of raw lines without parsing them, so that one
     huge snapshot file (Unpaywall's is a single gzip of tens of GB: decompression is serial)
     is parsed and projected by every worker instead of one. Yields `("chunk", (source, path,
     [(origin, line bytes), ...]))` and once `("counts", {"files.<source>": 1})`; lines that
     cannot even be read (too long, corrupt gzip) travel in the chunks as failures."""
+    chunk_lines = chunk_lines or LINE_CHUNK
     chunk: list[tuple[str, bytes | None, str | None, str | None, bytes | None]] = []
     for item in iter_raw_lines(path):
         chunk.append((item.origin, item.obj, item.reason, item.detail, item.raw))
