@@ -13,8 +13,10 @@ from __future__ import annotations
 import sys
 
 from openmsd_build.cli import main
+from openmsd_build.papers.sources.registry import SOURCES
 
-REPEATABLE = ("--unpaywall", "--crossref", "--openalex", "--opencitations", "--meta", "--allow-network")
+# Source flags come from the source registry, so a new source is a template parameter too.
+REPEATABLE = (*(s.flag for s in SOURCES), "--opencitations", "--meta", "--allow-network")
 POSITIONAL = {"release": "--build_root", "reconstruct": "--release_root"}
 # Template parameter names cannot hold "-": these are our flags spelled with "_".
 HYPHENATED = {"--rate_per_host": "--rate-per-host", "--host_shards": "--host-shards"}

@@ -65,3 +65,15 @@ def test_columnar_merge_equals_reference(recs):
         assert got[doi] == expected, doi
     assert counts["written"] == len(by_doi)
     assert counts["merged_records"] == len(recs) - len(by_doi)
+
+
+def test_every_registered_source_is_a_dataflow_template_parameter() -> None:
+    """Adding a source is one registry entry: the flex template's metadata must list it."""
+    import json
+    from pathlib import Path
+
+    from openmsd_build.papers.sources.registry import SOURCES
+
+    metadata = json.loads((Path(__file__).resolve().parents[2] / "deploy" / "dataflow" / "metadata.json").read_text())
+    names = {p["name"] for p in metadata["parameters"]}
+    assert {s.name for s in SOURCES} <= names
