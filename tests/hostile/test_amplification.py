@@ -34,10 +34,7 @@ def _repeat(unit: bytes, total: int, chunk: int = 1 << 20):
         yield block
 
 
-_PAPERS = """
-import json, resource, sys, time
-
-def _own_peak_mb():
+_PEAK = """def _own_peak_mb():
     # this process's own peak (VmHWM): ru_maxrss of a child started by a big parent (pytest
     # after many tests) reports the parent's peak on Linux
     try:
@@ -47,7 +44,11 @@ def _own_peak_mb():
     except OSError:
         pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+"""
 
+_PAPERS = """
+import json, resource, sys, time
+""" + _PEAK + """
 from collections import Counter
 from openmsd_build.papers.join import read_source_file
 path, source = sys.argv[1], sys.argv[2]
@@ -70,18 +71,7 @@ print(json.dumps({"records": records, "rejects": rejects, "counts": counts, "rea
 
 _CITATIONS = """
 import json, resource, sys, time
-
-def _own_peak_mb():
-    # this process's own peak (VmHWM): ru_maxrss of a child started by a big parent (pytest
-    # after many tests) reports the parent's peak on Linux
-    try:
-        for line in open("/proc/self/status"):
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
+""" + _PEAK + """
 from collections import Counter
 from openmsd_build.citations.opencitations import REJECT_FLUSH_ROWS, parse_citation_file
 started = time.perf_counter()
