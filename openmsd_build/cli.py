@@ -149,10 +149,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             with resources.measured() as figures, progress.reporting(args.command):
                 result = module.run(args, beam_args)
-            resources.record(args.out, args.command, figures)
             from openmsd_build.core.stages import record_provenance
 
-            record_provenance(args.out, args.command)
+            record_provenance(args.out, args.command, {"resources": figures})
         else:
             result = module.run(args, beam_args)
     except UserError as exc:

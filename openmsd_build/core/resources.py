@@ -9,16 +9,13 @@ the stage's end (under `run`, the largest of the stages so far).
 
 from __future__ import annotations
 
-import json
 import resource
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from apache_beam.io.filesystems import FileSystems
-
-from openmsd_build.core import layout
+from openmsd_build.core.stats import update_stage_stats
 
 
 def _cpu_and_peak() -> tuple[float, float]:
@@ -44,14 +41,7 @@ def measured() -> Iterator[dict]:
 
 def record(out: str, stage: str, figures: dict) -> None:
     """Add `resources` to `_stats/<stage>.json` (nothing when the stage wrote no stats)."""
-    path = layout.stats_path(out, stage)
-    if not FileSystems.exists(path):
-        return
-    with FileSystems.open(path) as f:
-        stats = json.loads(f.read().decode("utf-8"))
-    stats["resources"] = figures
-    with FileSystems.create(path) as f:
-        f.write(json.dumps(stats, indent=2, sort_keys=True).encode("utf-8"))
+    update_stage_stats(out, stage, {"resources": figures})
 
 
 def timing_table(rows: dict[str, dict]) -> str:

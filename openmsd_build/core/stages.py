@@ -81,21 +81,14 @@ def fingerprint(stats: dict) -> str:
     return hashlib.sha1(json.dumps(kept, sort_keys=True, default=str).encode("utf-8")).hexdigest()
 
 
-def record_provenance(out: str, name: str) -> None:
+def record_provenance(out: str, name: str, extra: dict | None = None) -> None:
     """Write `built_from` (each upstream stage's fingerprint at the time `name` ran) into
-    `_stats/<name>.json`, so a later look can tell whether an upstream was rebuilt since."""
-    import json
+    `_stats/<name>.json`, so a later look can tell whether an upstream was rebuilt since;
+    `extra` fields (the stage's `resources`) go in with the same write."""
+    from openmsd_build.core.stats import update_stage_stats
 
-    from apache_beam.io.filesystems import FileSystems
-
-    from openmsd_build.core import layout
-
-    stats = _read_stats(out, name)
-    if stats is None:
-        return
-    stats["built_from"] = {u: fingerprint(s) for u in stage(name).upstream if (s := _read_stats(out, u)) is not None}
-    with FileSystems.create(layout.stats_path(out, name)) as f:
-        f.write(json.dumps(stats, indent=2, sort_keys=True).encode("utf-8"))
+    built_from = {u: fingerprint(s) for u in stage(name).upstream if (s := _read_stats(out, u)) is not None}
+    update_stage_stats(out, name, {"built_from": built_from, **(extra or {})})
 
 
 def stale_stages(out: str) -> dict[str, str]:

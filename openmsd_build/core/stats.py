@@ -40,3 +40,17 @@ def refuse_all_rejected(stage: str, counts: dict, read: int, written: int, failu
         raise UserError(f"{stage}: all {read:,} records read were rejected ({reasons}); see the rejects of this "
                         f"run's message above or `_stats/{stage}.json` of a run that succeeded; the previous outputs "
                         "were kept")
+
+
+def update_stage_stats(out: str, stage: str, fields: dict) -> bool:
+    """Add `fields` to `_stats/<stage>.json` after the stage ran (one read, one write);
+    False, and nothing written, when the stage wrote no stats."""
+    path = layout.stats_path(out, stage)
+    if not FileSystems.exists(path):
+        return False
+    stats = read_json(path)
+    stats.update(fields)
+    with FileSystems.create(path) as f:
+        f.write(json.dumps(stats, indent=2, sort_keys=True).encode("utf-8"))
+    return True
+

@@ -236,8 +236,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
         print(f"== {stage}", flush=True)
         with resources.measured() as figures, progress.reporting(stage):
             results[stage] = module.run(stage_args, beam_args) or {}
-        resources.record(args.out, stage, figures)
-        record_provenance(args.out, stage)
+        record_provenance(args.out, stage, {"resources": figures})
         timings[stage] = figures
         print(f"   {stage} took {figures['wall_s']:.1f} s (cpu {figures['cpu_s']:.1f} s, "
               f"peak {figures['peak_rss_mb']:.0f} MB)", flush=True)
