@@ -179,12 +179,15 @@ def build(
     follow: bool = True,
     dest: str | None = None,
     warc_prefix: str = "",
+    extract_workers: int = 1,
 ) -> None:
     """Add the stage to pipeline `p` (`fetch` is none | http | warc:GLOB | cc-index:GLOB;
     `resume` the WARC files of an earlier fetch into `out`; `warc_prefix` where the WARC
     files a cc-index extract names live). `papers/` is read from `out`; documents/, fetch/,
     rejects and stats are written under `dest` (the staging root, default `out`); new WARC
-    files go to `out`'s own `warc/`, the append-only resume store that is never staged."""
+    files go to `out`'s own `warc/`, the append-only resume store that is never staged.
+    `extract_workers` isolated extractor processes work at once in each fetching DoFn, and as
+    many processes build documents."""
     dest = dest or out
     docs_dir, fetch_dir, warc_dir = layout.documents_dir(dest), layout.fetch_dir(dest), layout.warc_dir(out)
     columns = list(META_FIELDS) + (["urls"] if fetch != "none" else [])
@@ -203,10 +206,12 @@ def build(
         sources = archive_sources(fetch, resume)
         index, index_counts = index_archives(p, *sources, warc_prefix) if sources else (None, None)
         first, hop_index = fetch_pass(
-            planned.tasks, FetchAndExtract(fetch, fetch_config, warc_dir, extract_timeout, host_shards, follow=follow),
+            planned.tasks, FetchAndExtract(fetch, fetch_config, warc_dir, extract_timeout, host_shards, follow=follow,
+                                           extract_workers=extract_workers),
             fetch, index, None, host_shards, "GroupByHost", "Fetch")
         second, _ = fetch_pass(
-            first[FOLLOW_TAG], FetchAndExtract(fetch, fetch_config, warc_dir, extract_timeout, host_shards, follow=False),
+            first[FOLLOW_TAG], FetchAndExtract(fetch, fetch_config, warc_dir, extract_timeout, host_shards, follow=False,
+                                               extract_workers=extract_workers),
             fetch, index, hop_index, host_shards, "GroupFollowUps", "FetchFollowUps")
         extractions = (
             (first.ext, second.ext) | "AllExtractions" >> beam.Flatten()
@@ -215,7 +220,8 @@ def build(
         built = (
             {"meta": planned[META_TAG], "ext": extractions}
             | "JoinByDoi" >> beam.CoGroupByKey()
-            | "BuildDocuments" >> beam.ParDo(BuildDocuments()).with_outputs(COUNTS_TAG, SHARED_TAG, main="rows")
+            | "BuildDocuments" >> beam.ParDo(BuildDocuments(extract_workers)).with_outputs(
+                COUNTS_TAG, SHARED_TAG, main="rows")
         )
         checked, checked_counts = drop_shared_abstracts(built[SHARED_TAG])
         doc_shards = shard_documents((built.rows, checked) | "AllDocs" >> beam.Flatten(), num_shards, "")

@@ -107,6 +107,21 @@ def test_http_fetch_extract_resume_and_warc_replay(tmp_path, site, beam_args):
     for part in (out / "papers").glob("*.parquet"):
         (offline / "papers" / part.name).write_bytes(part.read_bytes())
     site.stop()
-    run_text(str(offline), f"warc:{out}/warc/*.warc.gz", beam_args, extract_timeout=60)
+    counts_offline = run_text(str(offline), f"warc:{out}/warc/*.warc.gz", beam_args, extract_timeout=60)
     docs_offline = {r["doi"]: r for r in parquet_io.read_table(layout.documents_dir(str(offline)), schema=DOCUMENTS).to_pylist()}
     assert docs_offline == docs
+
+    # one extractor or three at once (answers come back out of order): the same documents
+    # and the same counts
+    for workers in (1, 3):
+        again_offline = tmp_path / f"offline-{workers}"
+        (again_offline / "papers").mkdir(parents=True)
+        for part in (out / "papers").glob("*.parquet"):
+            (again_offline / "papers" / part.name).write_bytes(part.read_bytes())
+        counts_n = run_text(str(again_offline), f"warc:{out}/warc/*.warc.gz", beam_args, extract_timeout=60,
+                            extract_workers=workers)
+        docs_n = {r["doi"]: r for r in parquet_io.read_table(
+            layout.documents_dir(str(again_offline)), schema=DOCUMENTS).to_pylist()}
+        assert docs_n == docs
+        assert {k: v for k, v in counts_n.items() if k != "seconds"} == {
+            k: v for k, v in counts_offline.items() if k != "seconds"}

@@ -46,6 +46,15 @@ def pipeline_options(beam_args: Sequence[str] = ()) -> PipelineOptions:
 LOCAL_RUNNER = "apache_beam.runners.portability.fn_api_runner.FnApiRunner"
 
 
+def is_local_runner(options: PipelineOptions) -> bool:
+    """The pipeline runs in this process (the in-process FnApiRunner or a DirectRunner)."""
+    from apache_beam.options.pipeline_options import StandardOptions
+
+    runner = options.view_as(StandardOptions).runner or ""
+    name = runner if isinstance(runner, str) else type(runner).__name__
+    return name.rsplit(".", 1)[-1] in ("FnApiRunner", "DirectRunner", "BundleBasedDirectRunner", "SwitchingDirectRunner")
+
+
 def _runner_name(args: Sequence[str]) -> str:
     for a in args:
         if a.startswith("--runner="):

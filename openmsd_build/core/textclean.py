@@ -329,6 +329,19 @@ _HANGUL_RE = re.compile(r"[\uac00-\ud7af]")
 MAX_SPACED_LINE_CHARS = 80
 
 
+def has_letters(text: str, n: int) -> bool:
+    """`text` holds at least `n` letters (`str.isalpha`); stops counting at the `n`-th, so a
+    hot check ("enough letters to be a title / to detect a language") does not walk the
+    whole text."""
+    count = 0
+    for ch in text:
+        if ch.isalpha():
+            count += 1
+            if count >= n:
+                return True
+    return False
+
+
 def collapse_letter_spacing(line: str) -> str:
     """A line printed letter-spaced as one word again: "R EVI EW" -> "REVIEW", "A B S T R A C T"
     -> "ABSTRACT", "参 考 文 献" -> "参考文献". Only a whole short line of letter groups is

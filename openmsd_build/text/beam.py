@@ -200,7 +200,8 @@ class FetchAndExtract(beam.DoFn):
     answers exactly as one holding the whole archive's index would."""
 
     def __init__(self, fetch_spec: str, fetch_config, warc_dir: str | None, extract_timeout: float,
-                 shards_per_host: int, follow: bool = True, max_redirects: int = DEFAULT_MAX_REDIRECTS):
+                 shards_per_host: int, follow: bool = True, max_redirects: int = DEFAULT_MAX_REDIRECTS,
+                 extract_workers: int = 1):
         self.fetch_spec = fetch_spec
         self.fetch_config = fetch_config
         self.warc_dir = warc_dir
@@ -208,9 +209,10 @@ class FetchAndExtract(beam.DoFn):
         self.shards_per_host = shards_per_host
         self.follow = follow
         self.max_redirects = max_redirects
+        self.extract_workers = max(1, extract_workers)
 
     def setup(self):
-        from openmsd_build.text.extract.isolate import IsolatedExtractor
+        from openmsd_build.text.extract.isolate import ExtractorPool
 
         if self.fetch_spec == "http":
             from openmsd_build.text.fetch.http import HttpFetcher
@@ -218,12 +220,16 @@ class FetchAndExtract(beam.DoFn):
             self.backend = HttpFetcher(self.fetch_config)
         else:
             self.backend = None
-        self.extractor = IsolatedExtractor(timeout=self.extract_timeout)
+        self.extractors = ExtractorPool(self.extract_workers, timeout=self.extract_timeout)
+        self.extractors.start()
         self.writer = None
         self.warc_file = None
+        self.bundle_counts: Counter = Counter()
 
     def start_bundle(self):
-        self.finish_bundle()  # a failed bundle may have left its file open
+        self._close_warc()  # a failed bundle may have left its file open
+        self.extractors.abandon()  # ... and documents in its extractors
+        self.bundle_counts = Counter()
 
     def _writer(self):
         if self.writer is None:
@@ -235,18 +241,42 @@ class FetchAndExtract(beam.DoFn):
             self.writer = WarcWriter(self.warc_file, name=path, start_offset=0)
         return self.writer
 
-    def finish_bundle(self):
+    def _close_warc(self):
         # Close the file, not the WarcWriter: WarcWriter.close() would flush (commit) the
         # bytes of a record cut short by an interrupt; WholeRecordFile.close drops them.
-        if self.warc_file is not None:
+        if getattr(self, "warc_file", None) is not None:
             self.warc_file.close()
         self.writer = self.warc_file = None
 
+    def finish_bundle(self):
+        """The answers of the documents still in the extractors; then the bundle's WARC file
+        is closed. Outputs of `finish_bundle` must carry their window (global here)."""
+        from apache_beam.transforms.window import GlobalWindows
+
+        counts: Counter = Counter()
+        try:
+            outputs = [out for done in self.extractors.drain() for out in self._extracted(*done, counts=counts)]
+        except BaseException:
+            self.extractors.abandon()
+            self._close_warc()
+            raise
+        self._close_warc()
+        bump(STAGE, counts)  # the elements' own counts were bumped as they went
+        counts.update(self.bundle_counts)
+        self.bundle_counts = Counter()
+        if counts:
+            outputs.append(beam.pvalue.TaggedOutput(COUNTS_TAG, dict(counts)))
+        for out in outputs:
+            if isinstance(out, beam.pvalue.TaggedOutput):
+                yield beam.pvalue.TaggedOutput(out.tag, GlobalWindows.windowed_value(out.value))
+            else:
+                yield GlobalWindows.windowed_value(out)
+
     def teardown(self):
-        self.finish_bundle()
-        extractor = getattr(self, "extractor", None)
-        if extractor is not None:
-            extractor.close()
+        self._close_warc()
+        extractors = getattr(self, "extractors", None)
+        if extractors is not None:
+            extractors.close()
         backend = getattr(self, "backend", None)
         if backend is not None and hasattr(backend, "close"):
             backend.close()
@@ -279,8 +309,10 @@ class FetchAndExtract(beam.DoFn):
             yield from self._process(element)
         except BaseException:
             # Ctrl-C or an error mid-element: close the WARC file now, dropping a record cut
-            # short, before anything (a garbage-collected wrapper's flush) could commit it.
-            self.finish_bundle()
+            # short, before anything (a garbage-collected wrapper's flush) could commit it;
+            # documents in the extractors are dropped with their children.
+            self.extractors.abandon()
+            self._close_warc()
             raise
 
     def _process(self, element):
@@ -297,28 +329,12 @@ class FetchAndExtract(beam.DoFn):
                 result, *where = self._fetch(url)
                 yield from self._handle(url, url_tasks, result, *where, counts=counts)
         bump(STAGE, counts)
-        yield beam.pvalue.TaggedOutput(COUNTS_TAG, dict(counts))
+        self.bundle_counts.update(counts)  # one count output per bundle, not per element
 
     def _handle(self, url: str, tasks: list[dict], result, warc_file, warc_offset, warc_length, *, counts: Counter):
-        """One URL's outcome -> its fetch row (named after the first task, by DOI), its
-        extraction for every task's paper, follow-ups and rejects."""
+        """One URL's outcome -> its fetch row (named after the first task, by DOI), and its
+        body handed to the extractors; the answers ready by now go out (`_extracted`)."""
         first = tasks[0]
-        extraction, error = None, None
-        if result.ok:
-            kind = document_kind(result.body, result.content_type)
-            if kind is None:
-                error, detail = "unsupported_content", result.content_type
-            else:
-                extraction, error = self.extractor.extract(kind, result.body, **({"url": result.final_url} if kind == "html" else {}))
-                detail = self.extractor.last_error
-                if extraction is not None:
-                    extraction = {**extraction, "kind": "landing" if kind == "html" else "pdf", "url": url}
-            if error:
-                counts[f"extract_failed.{error}"] += 1
-                yield beam.pvalue.TaggedOutput(REJECTS_TAG, make_reject(
-                    STAGE, f"extract_{error}", key=url, detail=detail, source=first["doi"]))
-            else:
-                counts[f"extracted.{extraction['kind']}"] += 1
         counts["fetch.ok" if result.ok else f"fetch.error.{result.error}"] += 1
         yield beam.pvalue.TaggedOutput(FETCH_TAG, {
             "url": url, "doi": first["doi"], "kind": first.get("kind"), "status": result.status,
@@ -329,8 +345,27 @@ class FetchAndExtract(beam.DoFn):
             "fetched_at": result.fetched_at if result.status is not None or self.fetch_spec == "http" else None,
             "attempts": result.attempts, "error": result.error,
         })
-        if extraction is None:
+        if not result.ok:
             return
+        kind = document_kind(result.body, result.content_type)
+        if kind is None:
+            yield from self._extracted((url, tasks, None), None, "unsupported_content", result.content_type, counts=counts)
+            return
+        kwargs = {"url": result.final_url} if kind == "html" else {}
+        for done in self.extractors.submit((url, tasks, kind), kind, result.body, **kwargs):
+            yield from self._extracted(*done, counts=counts)
+
+    def _extracted(self, tag, extraction, error, detail, *, counts: Counter):
+        """One document's answer from the extractors -> its extraction for every task's
+        paper, follow-ups, or a reject."""
+        url, tasks, kind = tag
+        if error:
+            counts[f"extract_failed.{error}"] += 1
+            yield beam.pvalue.TaggedOutput(REJECTS_TAG, make_reject(
+                STAGE, f"extract_{error}", key=url, detail=detail, source=tasks[0]["doi"]))
+            return
+        extraction = {**extraction, "kind": "landing" if kind == "html" else "pdf", "url": url}
+        counts[f"extracted.{extraction['kind']}"] += 1
         pdf_url = extraction.get("pdf_url")
         for task in tasks:
             yield task["doi"], extraction
@@ -375,7 +410,34 @@ class BuildDocuments(beam.DoFn):
     """`(doi, {"meta": [meta], "ext": [extraction, ...]})` -> a document row, or a count
     of why the paper was dropped. A document whose abstract is metadata text goes out tagged
     SHARED as `(shared_abstract_key, row)` instead, for `DropSharedAbstracts` to keep or
-    change (and count); abstracts dropped as wrong are counted by reason."""
+    change (and count); abstracts dropped as wrong are counted by reason.
+
+    With `workers` > 1 (a local run: the stage's one worker process would build every
+    document on one core while the others idle) documents are built by that many child
+    processes (`ExtractorPool` running `documents.build_document_job`); answers go out as
+    they come, the rest at the end of the bundle. A job that fails there is built again
+    here, so a bug raises with its traceback as it would inline."""
+
+    DOCUMENT_JOB = {"document": "openmsd_build.text.documents:build_document_job"}
+
+    def __init__(self, workers: int = 1):
+        self.workers = workers
+
+    def setup(self):
+        self.pool = None
+        if self.workers > 1:
+            from openmsd_build.text.extract.isolate import ExtractorPool
+
+            self.pool = ExtractorPool(self.workers, extractors=self.DOCUMENT_JOB, timeout=600.0, max_memory_mb=None)
+            self.pool.start()
+
+    def start_bundle(self):
+        if self.pool is not None:
+            self.pool.abandon()
+
+    def teardown(self):
+        if getattr(self, "pool", None) is not None:
+            self.pool.close()
 
     def process(self, element):
         doi, grouped = element
@@ -384,8 +446,44 @@ class BuildDocuments(beam.DoFn):
         if not metas:  # an extraction for a DOI with no paper cannot happen; count if it does
             yield beam.pvalue.TaggedOutput(COUNTS_TAG, {"orphan_extractions": len(extractions)})
             return
-        dropped: list[tuple[str, str]] = []
-        row, outcome = build_document(metas[0], extractions, dropped)
+        if self.pool is None:
+            dropped: list[tuple[str, str]] = []
+            row, outcome = build_document(metas[0], extractions, dropped)
+            yield from self._outputs(row, outcome, dropped)
+            return
+        try:
+            done = self.pool.submit((metas[0], extractions), "document", b"", paper=metas[0], extractions=extractions)
+            for tag, answer, error, detail in done:
+                yield from self._answered(tag, answer, error, detail)
+        except BaseException:
+            self.pool.abandon()
+            raise
+
+    def finish_bundle(self):
+        if self.pool is None:
+            return
+        from apache_beam.transforms.window import GlobalWindows
+
+        try:
+            outputs = [out for done in self.pool.drain() for out in self._answered(*done)]
+        except BaseException:
+            self.pool.abandon()
+            raise
+        for out in outputs:
+            if isinstance(out, beam.pvalue.TaggedOutput):
+                yield beam.pvalue.TaggedOutput(out.tag, GlobalWindows.windowed_value(out.value))
+            else:
+                yield GlobalWindows.windowed_value(out)
+
+    def _answered(self, tag, answer, error, detail):
+        if error:  # a failure in the child: build it here, where an exception shows its cause
+            dropped: list[tuple[str, str]] = []
+            row, outcome = build_document(tag[0], tag[1], dropped)
+            yield from self._outputs(row, outcome, dropped)
+        else:
+            yield from self._outputs(answer["row"], answer["outcome"], [tuple(d) for d in answer["dropped"]])
+
+    def _outputs(self, row, outcome, dropped):
         counts = wrong_abstract_counts(dropped)
         key = shared_abstract_key(row) if row is not None else None
         if key is not None:

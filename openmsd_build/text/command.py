@@ -38,6 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="allow fetching from this private/loopback network (e.g. 127.0.0.0/8 for tests)")
     parser.add_argument("--no-robots", action="store_true", help="do not honour robots.txt (only for your own servers)")
     parser.add_argument("--extract-timeout", type=float, default=60.0, help="hard limit per document extraction (s)")
+    parser.add_argument("--extract-workers", type=int, default=0,
+                        help="extractor processes working at once per fetching worker (default: one per core on "
+                             "the local runner, 1 on Dataflow / Flink, which already run a worker per core)")
     parser.add_argument("--no-follow-pdf", action="store_true", help="do not follow citation_pdf_url from landing pages")
     parser.add_argument("--shards", type=int, default=0, help="output files (default: as many as papers/)")
 
@@ -54,7 +57,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
     counts = run_text(
         args.out, args.fetch, beam_args, FetchConfig(**config_kwargs), cap=args.max_urls_per_paper,
         host_shards=args.host_shards, extract_timeout=args.extract_timeout, follow=not args.no_follow_pdf,
-        shards=args.shards, warc_prefix=args.warc_prefix,
+        shards=args.shards, warc_prefix=args.warc_prefix, extract_workers=args.extract_workers,
     )
     print(summary_line(counts))
     return counts
@@ -71,9 +74,14 @@ def run_text(
     follow: bool = True,
     shards: int = 0,
     warc_prefix: str = "",
+    extract_workers: int = 0,
 ) -> dict:
-    """Build `fetch/` and `documents/` from `papers/`; returns the stage's counts."""
+    """Build `fetch/` and `documents/` from `papers/`; returns the stage's counts.
+    `extract_workers` 0 means one per core on the local runner, else 1 (`default_extract_workers`)."""
     options = pipeline_options(beam_args)  # first: OUT may be gs:// (FileSystems options)
+    if extract_workers < 0:
+        raise UserError(f"--extract-workers must be 0 (automatic) or more, not {extract_workers}")
+    extract_workers = extract_workers or default_extract_workers(options)
     if fetch not in ("none", "http") and not fetch.startswith(("warc:", "cc-index:")):
         raise UserError(f"--fetch must be none, http, warc:GLOB or cc-index:GLOB, not {fetch!r}")
     if warc_prefix and not fetch.startswith("cc-index:"):
@@ -97,10 +105,21 @@ def run_text(
     with stage_outputs(out, "text") as dest, beam.Pipeline(options=options) as p:
         build(p, out, fetch, fetch_config or FetchConfig(), num_shards, resume=resume, cap=cap,
               host_shards=host_shards, extract_timeout=extract_timeout, follow=follow, dest=dest,
-              warc_prefix=warc_prefix)
+              warc_prefix=warc_prefix, extract_workers=extract_workers)
     result = read_stage_counts(out, "text")
     result["seconds"] = round(time.time() - started, 2)
     return result
+
+
+def default_extract_workers(options) -> int:
+    """Extractor processes per fetching DoFn when the user gives none: one per core on the
+    local in-process runner (its single worker would otherwise use one core), 1 on a
+    distributed runner, whose workers already run one SDK process (or thread) per core."""
+    import os
+
+    from openmsd_build.core.runner import is_local_runner
+
+    return max(1, os.cpu_count() or 1) if is_local_runner(options) else 1
 
 
 def check_cc_index(globs: str) -> None:

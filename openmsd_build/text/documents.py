@@ -105,9 +105,9 @@ def _split_paragraph(paragraph: str) -> list[str]:
         return [paragraph]
     first = detect_language(None, paragraph[:LANGUAGE_TEXT_CHARS])[0]
     letters = 0
-    total = sum(ch.isalpha() for ch in paragraph)
+    total = sum(map(str.isalpha, paragraph))
     for k, sentence in enumerate(sentences[:-1]):
-        letters += sum(ch.isalpha() for ch in sentence)
+        letters += sum(map(str.isalpha, sentence))
         if letters < MIN_SPLIT_LETTERS or total - letters < MIN_SPLIT_LETTERS:
             continue
         nxt = detect_language(None, " ".join(sentences[k + 1:k + 3]))
@@ -129,7 +129,7 @@ def _language_runs(text: str) -> list[tuple[str, bool, str]]:
         paragraphs = paragraphs[: MAX_PARAGRAPHS_SPLIT - 1] + ["\n\n".join(paragraphs[MAX_PARAGRAPHS_SPLIT - 1:])]
     runs: list[list] = []
     for paragraph in paragraphs:
-        letters = sum(ch.isalpha() for ch in paragraph[:400])
+        letters = sum(map(str.isalpha, paragraph[:400]))
         language = detect_language(None, paragraph)[0] if letters >= MIN_PARAGRAPH_LETTERS or not runs else UND
         if runs and (language in (UND, runs[-1][0]) or runs[-1][0] == UND):
             runs[-1][1].append(paragraph)
@@ -351,3 +351,11 @@ def drop_shared_abstract(row: dict) -> tuple[dict | None, str]:
         language, probability, reliable = detect_language(own_title, abstract or content[:LANGUAGE_TEXT_CHARS])
         out.update({"language": language, "language_prob": float(probability), "language_reliable": bool(reliable)})
     return out, "kept"
+
+
+def build_document_job(_data: bytes, paper: dict, extractions: list[dict]) -> dict:
+    """`build_document` as a job for a child process of an `ExtractorPool` (the text stage
+    builds documents on every core of a local run): `{"row", "outcome", "dropped"}`."""
+    dropped: list[tuple[str, str]] = []
+    row, outcome = build_document(paper, extractions, dropped)
+    return {"row": row, "outcome": outcome, "dropped": dropped}

@@ -29,9 +29,12 @@ Why the details below matter:
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from typing import Any
+
+from openmsd_build.core.textclean import has_letters
 
 UND = "und"
 MIN_LETTERS = 8
@@ -92,8 +95,12 @@ def _prepare(title: str | None, abstract: str | None) -> str:
     any language), cut to a bounded length."""
     parts = [p.strip() for p in (title or "", abstract or "") if p and p.strip()]
     text = "\n".join(parts)[:_MAX_INPUT_CHARS]
-    text = _URL_RE.sub(" ", text)
-    text = _EMAIL_RE.sub(" ", text)
+    # each pattern runs only when text holds a piece every match must contain (most texts
+    # hold none, and the e-mail pattern backtracks over every word)
+    if "10." in text or "www." in text.lower() or "http" in text.lower():
+        text = _URL_RE.sub(" ", text)
+    if "@" in text:
+        text = _EMAIL_RE.sub(" ", text)
     return text.strip()
 
 
@@ -114,10 +121,18 @@ def detect_language(
     """(ISO 639-1 code or "und", CLD3 probability, CLD3 reliable flag) for title + abstract.
 
     `detector` lets a DoFn pass the one it created in `setup()`; otherwise the thread's lazily
-    created detector is used. Too little text gives `("und", 0.0, False)`.
+    created detector is used, and answers are memoized: building one document asks about the
+    same paragraph several times (alone, then as its language run, then as the abstract), and
+    CLD3 gives one text one answer. Too little text gives `("und", 0.0, False)`.
     """
+    if detector is None:
+        return _detect_memo(title, abstract)
+    return _detect(title, abstract, detector)
+
+
+def _detect(title: str | None, abstract: str | None, detector: Any | None) -> tuple[str, float, bool]:
     text = _prepare(title, abstract)
-    if sum(1 for ch in text if ch.isalpha()) < MIN_LETTERS:
+    if not has_letters(text, MIN_LETTERS):
         return UND, 0.0, False
     result = (detector or get_detector()).FindLanguage(text=text)
     probability = float(result.probability)
@@ -126,6 +141,11 @@ def detect_language(
     if code == UND or probability < MIN_PROBABILITY:
         return UND, probability, False
     return code, probability, reliable
+
+
+@functools.lru_cache(maxsize=4096)
+def _detect_memo(title: str | None, abstract: str | None) -> tuple[str, float, bool]:
+    return _detect(title, abstract, None)
 
 
 # --- publisher language fields -------------------------------------------------------------

@@ -86,3 +86,74 @@ def test_missing_module_is_a_clear_error() -> None:
             extractor.start()
     finally:
         extractor.close()
+
+
+# --- the pool: several children at once -------------------------------------------------------
+
+@pytest.fixture()
+def pool():
+    from openmsd_build.text.extract.isolate import ExtractorPool
+
+    p = ExtractorPool(2, timeout=2.0, max_bytes=1_000_000, debug_kinds=True)
+    p.start()
+    yield p
+    p.close()
+
+
+def test_pool_keeps_every_child_busy_and_returns_every_answer(pool) -> None:
+    assert pool.submit("a", "debug_sleep", b"0.5") == []  # sent, not waited for
+    answers = pool.submit("b", "debug_echo", b"xyz")  # the other child takes it at once
+    assert pool.workers[0].busy  # "a" still sleeping while "b" was handed out
+    answers += pool.submit("c", "debug_echo", b"12")  # waits for a free child only
+    answers += pool.drain()
+    assert pool.pending == 0
+    by_tag = {tag: (result, reason) for tag, result, reason, _detail in answers}
+    assert set(by_tag) == {"a", "b", "c"}
+    assert by_tag["a"] == ({"slept": 0.5}, None)
+    assert by_tag["b"][0]["n_bytes"] == 3 and by_tag["c"][0]["n_bytes"] == 2
+    pids = {pool.workers[0].pid, pool.workers[1].pid}
+    assert len(pids) == 2 and by_tag["b"][0]["pid"] in pids
+
+
+def test_pool_limits_are_per_document(pool) -> None:
+    answers = pool.submit("hang", "debug_sleep", b"60")
+    answers += pool.submit("crash", "debug_exit", b"")
+    answers += pool.submit("big", "debug_echo", b"x" * 1_000_001)  # refused at once, never sent
+    assert ("big", None, "too_large", "1000001 bytes > 1000000") in answers
+    answers += pool.submit("after", "debug_echo", b"ok")
+    answers += pool.drain()
+    reasons = {tag: reason for tag, _result, reason, _detail in answers}
+    assert reasons == {"hang": "timeout", "crash": "crashed", "big": "too_large", "after": None}
+    # a killed or dead child is replaced: the pool goes on with two
+    more = pool.submit("x", "debug_echo", b"1") + pool.submit("y", "debug_echo", b"2") + pool.drain()
+    assert sorted(tag for tag, *_ in more) == ["x", "y"] and all(reason is None for _t, _r, reason, _d in more)
+
+
+def test_pool_abandon_kills_pending_documents(pool) -> None:
+    pool.submit("slow", "debug_sleep", b"60")
+    pid = next(w.pid for w in pool.workers if w.busy)
+    pool.abandon()
+    assert pool.pending == 0 and pool.drain() == []
+    assert pid not in {w.pid for w in pool.workers}
+    assert pool.submit("next", "debug_echo", b"") + pool.drain() == [
+        ("next", {"pid": next(w.pid for w in pool.workers if w.pid), "n_bytes": 0}, None, None)]
+
+
+def test_pool_pickles_without_processes(pool) -> None:
+    pool.submit("a", "debug_echo", b"")
+    copy = pickle.loads(pickle.dumps(pool))
+    assert copy.size == 2 and copy.pending == 0 and all(w.pid is None for w in copy.workers)
+    pool.drain()
+
+
+def test_default_extract_workers_follow_the_runner() -> None:
+    """One extractor per core in a local run (its one worker would use one core); one on a
+    distributed runner, which already runs a worker per core."""
+    import os
+
+    from openmsd_build.core.runner import pipeline_options
+    from openmsd_build.text.command import default_extract_workers
+
+    assert default_extract_workers(pipeline_options([])) == max(1, os.cpu_count() or 1)
+    assert default_extract_workers(pipeline_options(["--runner=DataflowRunner"])) == 1
+    assert default_extract_workers(pipeline_options(["--runner=FlinkRunner"])) == 1

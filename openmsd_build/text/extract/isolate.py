@@ -29,6 +29,13 @@ does not wait for the document to finish. The child exits by itself when the par
 gone: at once on the closed pipe when idle, and within a second through a watchdog thread
 that notices the parent changed (re-parenting) when busy in a long document.
 
+`ExtractorPool` runs several such children at once for a caller that reads documents one at
+a time (the text stage's fetching DoFn): `submit` hands a document to an idle child and
+returns whatever answers are in, `drain` waits for the rest. Each child keeps its own
+deadline and limits, so the hostile-input guarantees hold per document as before; what the
+pool adds is that reading the next record and extracting the last one overlap, and that a
+local run's one worker uses every core (measured in `bench/README.md`).
+
 `IsolatedExtractor` holds only its configuration until first use, so it can be constructed in
 a DoFn's `__init__` and pickled; create the process in `setup()` (or let the first `extract`
 do it) and call `close()` in `teardown()`.
@@ -190,11 +197,15 @@ class IsolatedExtractor:
         self._conn: Connection | None = None  # parent -> child
         self._answers: Connection | None = None  # child -> parent
         self._lock = threading.Lock()
+        self._deadline: float | None = None  # monotonic deadline of the pending document
+        self._starting = False  # spawned, "ready" not yet read
+        self._send_error: str | None = None
 
     # pickling (a DoFn attribute): configuration only, never the process or the pipe
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state.update(_process=None, _conn=None, _answers=None, _lock=None)
+        state.update(_process=None, _conn=None, _answers=None, _lock=None, _deadline=None, _send_error=None,
+                     _starting=False)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -223,7 +234,19 @@ class IsolatedExtractor:
 
     def _ensure_started(self) -> None:
         if self._alive():
+            if self._starting:
+                self._await_ready()
             return
+        self._spawn()
+        self._await_ready()
+
+    def spawn(self) -> None:
+        """Start the child without waiting for its imports (a pool starts all its children
+        at once); the first `begin` / `extract` waits for it to be ready."""
+        if not self._alive():
+            self._spawn()
+
+    def _spawn(self) -> None:
         self._discard()
         request_r, request_w = os.pipe()
         answer_r, answer_w = os.pipe()
@@ -247,6 +270,11 @@ class IsolatedExtractor:
         self._conn = Connection(request_w, readable=False)
         self._answers = Connection(answer_r, writable=False)
         self.stats["started"] += 1
+        self._starting = True
+
+    def _await_ready(self) -> None:
+        assert self._answers is not None
+        self._starting = False
         if not self._answers.poll(STARTUP_TIMEOUT_S):
             self._discard()
             raise RuntimeError("extraction worker did not start in time")
@@ -268,6 +296,7 @@ class IsolatedExtractor:
         """Kill and forget the child (after a timeout or crash, or on close)."""
         process, conns = self._process, (self._conn, self._answers)
         self._process = self._conn = self._answers = None
+        self._starting = False
         for conn in conns:
             if conn is not None:
                 try:
@@ -282,45 +311,89 @@ class IsolatedExtractor:
             except subprocess.TimeoutExpired:  # unkillable (D state): leave it to the OS
                 LOG.warning("extraction worker %s did not exit after kill", process.pid)
 
+    def _refuse(self, kind: str, data: bytes) -> tuple[None, str, str] | None:
+        """The answer to a document that is never sent (unknown kind, too large), or None."""
+        if kind not in self.extractors:
+            return None, UNKNOWN_KIND, f"unknown extractor kind {kind!r}"
+        if len(data) > self.max_bytes:
+            return None, TOO_LARGE, f"{len(data)} bytes > {self.max_bytes}"
+        return None
+
+    @property
+    def busy(self) -> bool:
+        """A document was sent (`begin`) and its answer not yet taken (`finish`)."""
+        return self._deadline is not None
+
+    def begin(self, kind: str, data: bytes, **kwargs: Any) -> tuple[None, str, str] | None:
+        """Send one document and return at once, so the caller can read or fetch the next one
+        while this child works; `finish()` takes the answer. Returns `(None, reason, detail)`
+        when the document is refused without being sent (then nothing is pending)."""
+        if self.busy:
+            raise RuntimeError("begin() while a document is pending: call finish() first")
+        refused = self._refuse(kind, data)
+        if refused is not None:
+            return refused
+        self._ensure_started()
+        assert self._conn is not None
+        self.stats["documents"] += 1
+        self._deadline = time.monotonic() + self.timeout
+        try:
+            self._conn.send((kind, data, kwargs))
+        except (BrokenPipeError, EOFError, OSError) as exc:
+            self._send_error = f"{type(exc).__name__} while sending"
+        except BaseException:
+            self._deadline = None
+            self._discard()
+            raise
+        return None
+
+    def finish(self) -> tuple[dict[str, Any] | None, str | None, str | None]:
+        """The pending document's `(result, None, None)` or `(None, reason, detail)`, waiting
+        at most until its deadline (then the child is killed: `timeout`)."""
+        if not self.busy:
+            raise RuntimeError("finish() without a pending document")
+        deadline, self._deadline = self._deadline, None
+        send_error, self._send_error = self._send_error, None
+        if send_error:
+            return (*self._crashed(send_error), self.last_error)
+        assert self._answers is not None
+        try:
+            try:
+                ready = self._answers.poll(max(0.0, deadline - time.monotonic()))
+            except (EOFError, OSError) as exc:
+                return (*self._crashed(f"{type(exc).__name__} while waiting"), self.last_error)
+            if not ready:
+                self.stats["killed"] += 1
+                self._discard()
+                return None, TIMEOUT, f"no answer within {self.timeout:g} s; worker killed"
+            try:
+                message = self._answers.recv()
+            except (EOFError, OSError) as exc:
+                return (*self._crashed(f"{type(exc).__name__} while receiving"), self.last_error)
+        except BaseException:
+            # KeyboardInterrupt (or anything else) mid-request: the child may still answer
+            # this document later, so it cannot serve the next one; kill it now rather
+            # than let the caller's shutdown wait for the document.
+            self._discard()
+            raise
+        if message[0] == "ok":
+            return message[1], None, None
+        return None, message[1], message[2]
+
+    def abandon(self) -> None:
+        """Forget a pending document (the caller is stopping): the child is killed."""
+        if self.busy:
+            self._deadline = self._send_error = None
+            self._discard()
+
     def extract(self, kind: str, data: bytes, **kwargs: Any) -> tuple[dict[str, Any] | None, str | None]:
         """Extract one document: `(result, None)` on success, `(None, reason)` otherwise.
         Keyword arguments go to the extractor (e.g. `url=` for `html`, to absolutize links)."""
-        self.last_error = None
-        if kind not in self.extractors:
-            self.last_error = f"unknown extractor kind {kind!r}"
-            return None, UNKNOWN_KIND
-        if len(data) > self.max_bytes:
-            self.last_error = f"{len(data)} bytes > {self.max_bytes}"
-            return None, TOO_LARGE
         with self._lock:
-            self._ensure_started()
-            assert self._conn is not None and self._answers is not None
-            self.stats["documents"] += 1
-            try:
-                try:
-                    self._conn.send((kind, data, kwargs))
-                    ready = self._answers.poll(self.timeout)
-                except (BrokenPipeError, EOFError, OSError) as exc:
-                    return self._crashed(f"{type(exc).__name__} while sending")
-                if not ready:
-                    self.stats["killed"] += 1
-                    self.last_error = f"no answer within {self.timeout:g} s; worker killed"
-                    self._discard()
-                    return None, TIMEOUT
-                try:
-                    message = self._answers.recv()
-                except (EOFError, OSError) as exc:
-                    return self._crashed(f"{type(exc).__name__} while receiving")
-            except BaseException:
-                # KeyboardInterrupt (or anything else) mid-request: the child may still answer
-                # this document later, so it cannot serve the next one; kill it now rather
-                # than let the caller's shutdown wait for the document.
-                self._discard()
-                raise
-        if message[0] == "ok":
-            return message[1], None
-        self.last_error = message[2]
-        return None, message[1]
+            refused = self.begin(kind, data, **kwargs)
+            result, reason, detail = refused if refused is not None else self.finish()
+        self.last_error = detail
+        return result, reason
 
     def _crashed(self, detail: str) -> tuple[None, str]:
         exitcode = None
@@ -344,6 +417,109 @@ class IsolatedExtractor:
                 except (OSError, subprocess.TimeoutExpired):
                     pass
             self._discard()
+
+
+class ExtractorPool:
+    """`size` isolated extractors working at once, for a caller that reads or fetches
+    documents one at a time: `submit()` hands a document to an idle child and returns the
+    answers that are already in, waiting only when every child is busy; `drain()` waits for
+    the rest. Answers come back as `(tag, result, reason, detail)` in the order the
+    children finish, not the order of submission. Each child keeps its own deadline,
+    size and memory limits (`IsolatedExtractor`).
+
+    Why: extraction is the stage's CPU, and with one child the worker process only waits
+    while it works, and the child waits while the worker reads the next record; with one
+    child per core both the cores and the two sides overlap. Like `IsolatedExtractor` it
+    holds only configuration until first use, so it pickles as a DoFn attribute.
+    """
+
+    def __init__(self, size: int = 1, **extractor_options: Any) -> None:
+        self.size = max(1, int(size))
+        self.workers = [IsolatedExtractor(**extractor_options) for _ in range(self.size)]
+        self._tags: dict[int, Any] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_tags": {}}
+
+    def start(self) -> None:
+        """Start every child now, their imports in parallel (e.g. in `DoFn.setup()`)."""
+        for worker in self.workers:
+            worker.spawn()
+        for worker in self.workers:
+            worker.start()
+
+    @property
+    def pending(self) -> int:
+        """Documents submitted whose answer has not been returned yet."""
+        return sum(worker.busy for worker in self.workers)
+
+    def submit(self, tag: Any, kind: str, data: bytes, **kwargs: Any) -> list[tuple[Any, dict[str, Any] | None, str | None, str | None]]:
+        """Queue one document under `tag`; returns every answer ready by now (possibly this
+        document's own, when it is refused without being sent)."""
+        done: list[tuple[Any, dict[str, Any] | None, str | None, str | None]] = []
+        idle = [k for k, worker in enumerate(self.workers) if not worker.busy]
+        while not idle:
+            done += self._collect(block=True)
+            idle = [k for k, worker in enumerate(self.workers) if not worker.busy]
+        k = idle[0]
+        refused = self.workers[k].begin(kind, data, **kwargs)
+        if refused is not None:
+            done.append((tag, *refused))
+        else:
+            self._tags[k] = tag
+        return done + self._collect(block=False)
+
+    def drain(self) -> list[tuple[Any, dict[str, Any] | None, str | None, str | None]]:
+        """Wait for every pending document; their answers."""
+        done: list[tuple[Any, dict[str, Any] | None, str | None, str | None]] = []
+        while self.pending:
+            done += self._collect(block=True)
+        return done
+
+    def _collect(self, block: bool) -> list[tuple[Any, dict[str, Any] | None, str | None, str | None]]:
+        """Answers of the children that have one (or whose deadline passed), waiting, when
+        `block`, until the first answer or the earliest deadline."""
+        from multiprocessing.connection import wait
+
+        busy = [k for k, worker in enumerate(self.workers) if worker.busy]
+        if not busy:
+            return []
+        now = time.monotonic()
+        timeout = max(0.0, min(self.workers[k]._deadline for k in busy) - now) if block else 0.0  # type: ignore[type-var]
+        waitable = [self.workers[k]._answers for k in busy if self.workers[k]._answers is not None]
+        try:
+            ready = set(map(id, wait(waitable, timeout))) if waitable else set()
+        except BaseException:
+            self.abandon()
+            raise
+        now = time.monotonic()
+        done = []
+        for k in busy:
+            worker = self.workers[k]
+            if worker._answers is None or id(worker._answers) in ready or worker._deadline <= now or worker._send_error:  # type: ignore[operator]
+                done.append((self._tags.pop(k), *worker.finish()))
+        return done
+
+    def abandon(self) -> None:
+        """Drop every pending document (the caller is stopping): their children are killed."""
+        for k, worker in enumerate(self.workers):
+            worker.abandon()
+            self._tags.pop(k, None)
+
+    @property
+    def stats(self) -> dict[str, int]:
+        """The children's counters, summed."""
+        total: dict[str, int] = {}
+        for worker in self.workers:
+            for key, value in worker.stats.items():
+                total[key] = total.get(key, 0) + value
+        return total
+
+    def close(self) -> None:
+        """Stop every child (call from `DoFn.teardown()`)."""
+        self.abandon()
+        for worker in self.workers:
+            worker.close()
 
 
 def _exit_with_parent(parent: int) -> None:

@@ -37,6 +37,7 @@ order. Text layout is then repaired with plain rules, each reported in `rules`:
 
 from __future__ import annotations
 
+import bisect
 import re
 import statistics
 from collections import Counter
@@ -46,6 +47,7 @@ from openmsd_build.core.textclean import (
     clean_abstract,
     clean_title,
     collapse_letter_spacing,
+    has_letters,
     is_tex_source_line,
     normalize_text,
 )
@@ -429,26 +431,43 @@ def _first_page_lines_with_size(textpage: Any) -> list[tuple[str, float, float]]
     text_all = textpage.get_text_range(0, n) if n else ""
     if len(text_all) != n:  # surrogate pairs or generated characters: read them one by one
         text_all = "".join(chr(get_unicode(raw, i)) for i in range(n))
-    start = 0
-    for stop in [m.start() for m in re.finditer(r"[\r\n]", text_all)] + [n]:
-        chars = list(text_all[start:stop])
-        glyphs = [start + k for k, ch in enumerate(chars) if not ch.isspace()]
-        accents = any(ch in _SPACING_ACCENTS for ch in chars)
-        if accents or len(glyphs) <= _BOX_ALL:
-            sampled = glyphs
+    # the page's words (runs of glyphs, i.e. non-space characters) in one pass; a line's glyph
+    # positions come from its words, so no Python step runs per character of a long line
+    words = [m.span() for m in _WORD_RE.finditer(text_all)]
+    word_starts = [a for a, _ in words]
+    first_word, start = 0, 0
+    for stop in [m.start() for m in _LINE_BREAK_RE.finditer(text_all)] + [n]:
+        last_word = bisect.bisect_left(word_starts, stop, first_word)
+        line_words, first_word = words[first_word:last_word], last_word
+        if not line_words:  # a blank line: no text, no size
+            start = stop + 1
+            continue
+        segment = text_all[start:stop]
+        accents = not _ACCENT_CHARS.isdisjoint(segment)
+        n_glyphs = sum(b - a for a, b in line_words)
+        if accents or n_glyphs <= _BOX_ALL:
+            sampled = [i for a, b in line_words for i in range(a, b)]
         else:
-            step = len(glyphs) / _BOX_SAMPLE
-            sampled = [glyphs[int(k * step)] for k in range(_BOX_SAMPLE)]
+            sampled = _spread_sample(line_words, n_glyphs, _BOX_SAMPLE)
         heights, tops, boxes = [], [], {}
-        for i in sampled:
-            get_box(raw, i, rect)
-            heights.append(round(rect.top - rect.bottom, 1))
-            tops.append(rect.top)
-            boxes[i] = (rect.left, rect.right)
-        spans = [boxes.get(start + k, (0.0, 0.0)) for k in range(len(chars))] if accents else []
-        text = collapse_letter_spacing(fix_text_layer(_compose_accents(chars, spans)).strip())
-        if text and heights:
-            height, top = statistics.median(heights), max(tops)
+        if accents:
+            for i in sampled:
+                get_box(raw, i, rect)
+                heights.append(round(rect.top - rect.bottom, 1))
+                tops.append(rect.top)
+                boxes[i] = (rect.left, rect.right)
+        else:
+            for i in sampled:
+                get_box(raw, i, rect)
+                top = rect.top
+                heights.append(round(top - rect.bottom, 1))
+                tops.append(top)
+        if accents:
+            spans = [boxes.get(start + k, (0.0, 0.0)) for k in range(len(segment))]
+            segment = _compose_accents(list(segment), spans)
+        text = collapse_letter_spacing(fix_text_layer(segment).strip())
+        if text:
+            height, top = _median(heights), max(tops)
             if lines and abs(lines[-1][1] - height) <= 0.6 and abs(lines[-1][2] - top) <= 0.3 * height:
                 lines[-1] = (f"{lines[-1][0]} {text}", lines[-1][1], lines[-1][2])
             else:
@@ -457,11 +476,39 @@ def _first_page_lines_with_size(textpage: Any) -> list[tuple[str, float, float]]
     return lines
 
 
+_WORD_RE = re.compile(r"\S+")  # \S: what str.isspace() is not
+
+
+def _spread_sample(words: list[tuple[int, int]], n_glyphs: int, count: int) -> list[int]:
+    """Positions of the glyphs number int(k * n_glyphs / count), k < count, of a line given as
+    word spans (glyph j is the j-th non-space character of the line)."""
+    step = n_glyphs / count
+    wanted = [int(k * step) for k in range(count)]
+    out: list[int] = []
+    seen = 0  # glyphs in the words before the current one
+    w = 0
+    for j in wanted:
+        while j >= seen + words[w][1] - words[w][0]:
+            seen += words[w][1] - words[w][0]
+            w += 1
+        out.append(words[w][0] + j - seen)
+    return out
+_LINE_BREAK_RE = re.compile(r"[\r\n]")
+
+
+def _median(values: list[float]) -> float:
+    """The median (as `statistics.median`, without its generality: the hot loop's)."""
+    ordered = sorted(values)
+    half = len(ordered) // 2
+    return ordered[half] if len(ordered) % 2 else (ordered[half - 1] + ordered[half]) / 2
+
+
 # Spacing accents that TeX (and some word processors) draw as a separate glyph over the
 # letter: the text layer gives "Econom´ıa" or even "PREDICCION ´" (the accent last on the
 # line), and the letter under the accent's box is the one it belongs to.
 _SPACING_ACCENTS = {"´": "\u0301", "`": "\u0300", "˜": "\u0303", "¨": "\u0308", "ˆ": "\u0302", "ˇ": "\u030c",
                     "¸": "\u0327", "˘": "\u0306", "˚": "\u030a", "˙": "\u0307", "˝": "\u030b"}
+_ACCENT_CHARS = frozenset(_SPACING_ACCENTS)
 
 
 def _compose_accents(chars: list[str], spans: list[tuple[float, float]]) -> str:
@@ -537,19 +584,70 @@ _TOPIC_LABEL_RE = re.compile(
 )
 # Lines that are never a title: a city and year ("Київ – 2022", "Poznań 2016"), a lone year.
 _PLACE_YEAR_RE = re.compile(r"^\s*(?:[^\W\d]+[\s,.–—-]*){0,3}(?:19|20)\d{2}(?:\s*[/–-]\s*(?:19|20)?\d{2,4})?\s*\.?$")
+# Every match of _PLACE_YEAR_RE holds a year; searching for one first is cheap, the full
+# pattern backtracks through the ways of cutting a line's first words.
+_YEAR_RE = re.compile(r"(?:19|20)\d{2}")
 MAX_TITLE_LINES = 4
+
+
+# `_NOT_TITLE_LINE_RE` is a long case-insensitive alternation tried at every position of a
+# line (~65 µs a line); most lines of a first page contain none of its words. Every match
+# contains one of these lower-case pieces: where a piece is a whole alternative of the
+# pattern its presence is a match (`_NOT_TITLE_SURE`); the others (word boundaries, anchors,
+# classes around them) leave the answer to the regex (`_NOT_TITLE_MAYBE`).
+_NOT_TITLE_SURE = (
+    "journal", "vol.", "volume", "doi", "http:", "https:", "www.", "©", "copyright", "open access",
+    "research article", "original article", "review article", "artigo original", "proceedings", "published",
+    "received", "accepted", "universi", "department", "@", "masterarbeit", "bachelorarbeit", "diplomarbeit",
+    "dissertation", "skripsi", "faculdade", "grado en", "kwalifikac", "кваліфікаційна", "дипломна",
+    "выпускная", "курсовая", "毕业论文", "學位論文", "学位论文", "卒業論文", "إعداد", "إشراف", "جامعة", "دانشگاه",
+    "університет", "университет", "uniwersytet", "üniversite", "trabajo de fin", "fin de grado",
+    "trabalho de conclus", "arxiv:", "digital repository", "dettaglio tesi", "summary sheet",
+)
+_NOT_TITLE_MAYBE = (
+    "issn", "thesis", "tesi", "tese", "thèse", "these", "praca ", "facult", "fakult", "робота", "работа", "졸업",
+    "پایان", "p.", "anno ", "editorial", "template",
+)
+
+
+def _case_variants(pattern: str) -> frozenset[str]:
+    """Characters that a case-insensitive regex matches to a letter of `pattern` although
+    their `lower()` is another letter ("ı" for "i", "ſ" for "s"): a line holding one is
+    checked by the regex itself."""
+    try:
+        from re._casefix import _EXTRA_CASES  # CPython's table of such letters
+    except ImportError:  # another Python: every line goes to the regex
+        return frozenset(pattern.lower())
+    return frozenset(chr(x) for ch in set(pattern.lower()) for x in _EXTRA_CASES.get(ord(ch), ()))
+
+
+_NOT_TITLE_VARIANTS = _case_variants(_NOT_TITLE_LINE_RE.pattern)
+
+
+def _not_title_line(text: str) -> bool:
+    """`_NOT_TITLE_LINE_RE.search(text) is not None`, mostly without running the regex. The
+    pieces are looked up in `text.lower()`, which matches the regex's case-insensitive
+    comparison letter by letter unless lowering changed the length ("İ") or the line holds a
+    letter the regex equates with another ("ı" with "i"): then the regex decides."""
+    low = text.lower()
+    if len(low) == len(text) and _NOT_TITLE_VARIANTS.isdisjoint(low):
+        if any(key in low for key in _NOT_TITLE_SURE):
+            return True
+        if not any(key in low for key in _NOT_TITLE_MAYBE):
+            return False
+    return _NOT_TITLE_LINE_RE.search(text) is not None
 
 
 def _title_line_ok(text: str) -> bool:
     """A line that may be part of a title: some letters, no journal / cover chrome, not a
     section label (Keywords, Abstract), not a place-and-year line."""
     return (
-        sum(ch.isalpha() for ch in text) >= 4
-        and not _NOT_TITLE_LINE_RE.search(text)
+        has_letters(text, 4)
         and not _STOP_RE.match(text)
-        and _heading_at(text) is None
-        and not _PLACE_YEAR_RE.match(text)
+        and not (_YEAR_RE.search(text) and _PLACE_YEAR_RE.match(text))
         and not _NUMBERED_HEADING_RE.match(text)
+        and _heading_at(text) is None
+        and not _not_title_line(text)
     )
 
 
@@ -574,7 +672,7 @@ def _title_blocks(lines: list[tuple[str, float, float]]) -> list[tuple[list[str]
                 break
             if first_gap is not None and gap > 1.35 * first_gap + 1:
                 break
-            if not _title_line_ok(t) and not (t[:1].islower() or sum(ch.isalpha() for ch in t) < 4):
+            if not _title_line_ok(t) and not (t[:1].islower() or not has_letters(t, 4)):
                 break
             first_gap = gap if first_gap is None else first_gap
             block.append(t)
@@ -582,6 +680,9 @@ def _title_blocks(lines: list[tuple[str, float, float]]) -> list[tuple[list[str]
             k += 1
         blocks.append((_cut_at_pipe(block), size))
     return blocks
+
+
+_WIDE_CHAR_RE = re.compile("[\u3040-\u9fff\uac00-\ud7af]")  # kana, CJK, Hangul: a word each two
 
 
 def _cut_at_pipe(block: list[str]) -> list[str]:
@@ -642,7 +743,7 @@ def _title_from_font(lines: list[tuple[str, float, float]], body_language: str |
 
     def words(block: list[str]) -> int:
         text = " ".join(block)
-        return len(text.split()) + sum(1 for ch in text if "\u3040" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af") // 2
+        return len(text.split()) + len(_WIDE_CHAR_RE.findall(text)) // 2
 
     # a one- or two-word block is a logo or a label; a block (after splitting by language)
     # longer than a title is a paragraph set in a large size: the next size is tried

@@ -1,0 +1,114 @@
+"""The PDF rules' fast paths answer exactly as the regexes they stand in front of.
+
+`_not_title_line` looks pieces up in the lower-cased line before (or instead of) running
+`_NOT_TITLE_LINE_RE`, and `_title_line_ok` asks for a year before `_PLACE_YEAR_RE`; both are
+there for speed only, so on every line -- real first pages, and lines built around every
+piece in every casing, including letters that case-insensitive matching treats specially
+("İ", "ı", "ſ", the Kelvin sign, Cyrillic variants) -- they must agree with the plain regex.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from openmsd_build.text.extract import pdf as P
+
+_SPECIAL = ["İ", "ı", "ſ", "\u212a", "ᲀ", "ᲄ", "Σ", "ß", "ǅ"]
+
+
+def _reference_title_line_ok(text: str) -> bool:
+    """`_title_line_ok` as it was written before the fast paths."""
+    return (
+        sum(ch.isalpha() for ch in text) >= 4
+        and not P._NOT_TITLE_LINE_RE.search(text)
+        and not P._STOP_RE.match(text)
+        and P._heading_at(text) is None
+        and not P._PLACE_YEAR_RE.match(text)
+        and not P._NUMBERED_HEADING_RE.match(text)
+    )
+
+
+def _variants(piece: str, rng: random.Random) -> list[str]:
+    out = [piece, piece.upper(), piece.title(), piece.swapcase()]
+    for _ in range(3):
+        chars = list(piece)
+        k = rng.randrange(len(chars))
+        chars[k] = rng.choice(_SPECIAL + [chars[k].upper()])
+        out.append("".join(chars))
+    out.append(piece.replace("i", "ı").replace("s", "ſ").replace("k", "\u212a").replace("в", "ᲀ"))
+    out.append(piece.upper().replace("I", "İ"))
+    return out
+
+
+def _synthetic_lines() -> list[str]:
+    rng = random.Random(11)
+    pieces = list(P._NOT_TITLE_SURE + P._NOT_TITLE_MAYBE) + [
+        "pp. 12", "p.3", "anno IV", "anno 3", "Editorial", "thèse", "these", "fakultät", "facultad", "faculté",
+        "졸업 논문", "پایان نامه", "praca magisterska", "работа", "Kyiv 2022", "Poznań, 2016", "1999", "2021/22",
+        "ISSN", "the thesis", "protesis", "agrotese", "group.", "help. 5", "volcano", "https://x", "http:",
+    ]
+    contexts = ["{}", "A study of {} in roses", "{} and more", "x{}x", "({})", "{}.", "  {}  ", "Title — {}",
+                "Mapping the {}", "{} 2020", "Lviv – {}"]
+    lines = []
+    for piece in pieces:
+        for variant in _variants(piece, rng):
+            for context in contexts:
+                lines.append(context.format(variant))
+    return lines
+
+
+def _real_first_page_lines() -> list[str]:
+    root = Path(__file__).resolve().parents[2].parent / "shared" / "real-samples"
+    if not root.is_dir():
+        return []
+    import pypdfium2 as pdfium
+
+    lines = []
+    for path in sorted(root.rglob("*.pdf")):
+        try:
+            doc = pdfium.PdfDocument(path.read_bytes())
+        except pdfium.PdfiumError:
+            continue
+        try:
+            textpage = doc[0].get_textpage()
+            lines += [text for text, _size, _top in P._first_page_lines_with_size(textpage)]
+        finally:
+            doc.close()
+    return lines
+
+
+@pytest.fixture(scope="module")
+def lines() -> list[str]:
+    return _synthetic_lines() + _real_first_page_lines()
+
+
+def test_not_title_line_agrees_with_the_regex(lines: list[str]) -> None:
+    assert len(lines) > 3000
+    disagree = [t for t in lines if P._not_title_line(t) != (P._NOT_TITLE_LINE_RE.search(t) is not None)]
+    assert disagree == []
+    # the corpus exercises all three answers: sure piece, regex, and no piece at all
+    assert any(P._NOT_TITLE_LINE_RE.search(t) for t in lines) and any(not P._NOT_TITLE_LINE_RE.search(t) for t in lines)
+
+
+def test_title_line_ok_agrees_with_its_plain_definition(lines: list[str]) -> None:
+    disagree = [t for t in lines if P._title_line_ok(t) != _reference_title_line_ok(t)]
+    assert disagree == []
+    assert any(P._title_line_ok(t) for t in lines) and not all(P._title_line_ok(t) for t in lines)
+
+
+def test_spread_sample_picks_the_same_glyphs_as_a_flat_list() -> None:
+    rng = random.Random(5)
+    for _ in range(300):
+        words, pos = [], 0
+        for _w in range(rng.randint(1, 30)):
+            pos += rng.randint(0, 3)
+            length = rng.randint(1, 12)
+            words.append((pos, pos + length))
+            pos += length
+        glyphs = [i for a, b in words for i in range(a, b)]
+        count = rng.randint(1, 20)
+        step = len(glyphs) / count
+        assert P._spread_sample(words, len(glyphs), count) == [glyphs[int(k * step)] for k in range(count)]
