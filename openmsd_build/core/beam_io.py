@@ -209,3 +209,16 @@ def read_parts(pipeline, directory: str, columns: Sequence[str], label: str):
         | f"{label}Reshuffle" >> beam.Reshuffle()
         | f"{label}Read" >> beam.ParDo(ReadParquetFrames(columns))
     )
+
+
+def in_global_window(outputs):
+    """Outputs of a `finish_bundle` (values, or `TaggedOutput`s of values) with the window
+    Beam requires there: the global one, as every element of our stages has. Used by the DoFns
+    that hand work to child processes and emit the answers still out when the bundle ends."""
+    from apache_beam.transforms.window import GlobalWindows
+
+    for out in outputs:
+        if isinstance(out, beam.pvalue.TaggedOutput):
+            yield beam.pvalue.TaggedOutput(out.tag, GlobalWindows.windowed_value(out.value))
+        else:
+            yield GlobalWindows.windowed_value(out)

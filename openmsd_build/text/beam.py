@@ -27,7 +27,7 @@ from collections import Counter
 import apache_beam as beam
 
 from openmsd_build.core import parquet_io
-from openmsd_build.core.beam_io import COUNTS_TAG, REJECTS_TAG, bump
+from openmsd_build.core.beam_io import COUNTS_TAG, REJECTS_TAG, bump, in_global_window
 from openmsd_build.core.rejects import make_reject
 from openmsd_build.text.documents import SHARED_ABSTRACT, build_document, drop_shared_abstract, shared_abstract_key
 from openmsd_build.text.fetch.archive_join import DEFAULT_MAX_REDIRECTS, advance, chain_index, lookup_key, new_units
@@ -251,8 +251,6 @@ class FetchAndExtract(beam.DoFn):
     def finish_bundle(self):
         """The answers of the documents still in the extractors; then the bundle's WARC file
         is closed. Outputs of `finish_bundle` must carry their window (global here)."""
-        from apache_beam.transforms.window import GlobalWindows
-
         counts: Counter = Counter()
         try:
             outputs = [out for done in self.extractors.drain() for out in self._extracted(*done, counts=counts)]
@@ -266,11 +264,7 @@ class FetchAndExtract(beam.DoFn):
         self.bundle_counts = Counter()
         if counts:
             outputs.append(beam.pvalue.TaggedOutput(COUNTS_TAG, dict(counts)))
-        for out in outputs:
-            if isinstance(out, beam.pvalue.TaggedOutput):
-                yield beam.pvalue.TaggedOutput(out.tag, GlobalWindows.windowed_value(out.value))
-            else:
-                yield GlobalWindows.windowed_value(out)
+        yield from in_global_window(outputs)
 
     def teardown(self):
         self._close_warc()
@@ -462,18 +456,12 @@ class BuildDocuments(beam.DoFn):
     def finish_bundle(self):
         if self.pool is None:
             return
-        from apache_beam.transforms.window import GlobalWindows
-
         try:
             outputs = [out for done in self.pool.drain() for out in self._answered(*done)]
         except BaseException:
             self.pool.abandon()
             raise
-        for out in outputs:
-            if isinstance(out, beam.pvalue.TaggedOutput):
-                yield beam.pvalue.TaggedOutput(out.tag, GlobalWindows.windowed_value(out.value))
-            else:
-                yield GlobalWindows.windowed_value(out)
+        yield from in_global_window(outputs)
 
     def _answered(self, tag, answer, error, detail):
         if error:  # a failure in the child: build it here, where an exception shows its cause
