@@ -100,7 +100,7 @@ def _debug_sleep(data: bytes) -> dict[str, Any]:
     return {"slept": float(data or b"3600")}
 
 
-def _debug_exit(data: bytes) -> dict[str, Any]:
+def _debug_exit(data: bytes, **_ignored: Any) -> dict[str, Any]:
     os._exit(int(data or b"3"))
 
 
