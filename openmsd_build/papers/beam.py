@@ -56,7 +56,8 @@ class ReadSourceFile(beam.DoFn):
 
 
 class ParseLineChunk(beam.DoFn):
-    """`(source, path, [raw line, ...])` -> `(shard, records)` batches; rejects and counts tagged."""
+    """`(source, path, packed raw lines)` (`join.read_line_chunks`) -> `(shard, records)` batches;
+    rejects and counts tagged."""
 
     def __init__(self, num_shards: int, batch_size: int = paper_join.DEFAULT_BATCH):
         self.num_shards = num_shards

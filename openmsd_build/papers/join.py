@@ -126,26 +126,53 @@ def read_line_chunks(path: str, source: str, chunk_lines: int | None = None) -> 
     """Split a JSON Lines file into chunks of raw lines without parsing them, so that one
     huge snapshot file (Unpaywall's is a single gzip of tens of GB: decompression is serial)
     is parsed and projected by every worker instead of one. Yields `("chunk", (source, path,
-    [(origin, line bytes), ...]))` and once `("counts", {"files.<source>": 1})`; lines that
-    cannot even be read (too long, corrupt gzip) travel in the chunks as failures."""
+    packed))` (`packed`: `pack_chunk` of `[(origin, line bytes, ...), ...]`) and once
+    `("counts", {"files.<source>": 1})`; lines that cannot even be read (too long, corrupt
+    gzip) travel in the chunks as failures."""
     chunk_lines = chunk_lines or LINE_CHUNK
     chunk: list[tuple[str, bytes | None, str | None, str | None, bytes | None]] = []
     for item in iter_raw_lines(path):
         chunk.append((item.origin, item.obj, item.reason, item.detail, item.raw))
         if len(chunk) >= chunk_lines:
-            yield "chunk", (source, path, chunk)
+            yield "chunk", (source, path, pack_chunk(chunk))
             chunk = []
     if chunk:
-        yield "chunk", (source, path, chunk)
+        yield "chunk", (source, path, pack_chunk(chunk))
     yield "counts", {f"files.{source}": 1}
 
 
+_CHUNK_SCHEMA = pa.schema([("origin", pa.string()), ("line", pa.binary()), ("reason", pa.string()),
+                           ("detail", pa.string()), ("raw", pa.binary())])
+
+
+def pack_chunk(chunk: list) -> bytes:
+    """A chunk of raw lines `[(origin, line, reason, detail, raw), ...]` as one Arrow IPC
+    stream with LZ4-compressed buffers: JSON Lines compress ~5-8x at ~1 GB/s, and every byte
+    of a chunk goes through the shuffle. On the local portable runner each worker's share of
+    a grouped stage input is sent as one gRPC message, capped at 2 GB (1M uncompressed
+    Unpaywall lines are 2.4 GB: the stage failed with one worker); the shuffle is also
+    cheaper on every runner. Arrow, not pickle: reading a chunk never runs code."""
+    columns = list(zip(*chunk, strict=True)) if chunk else [()] * len(_CHUNK_SCHEMA)
+    table = pa.Table.from_arrays([pa.array(list(col), type=field.type) for col, field in zip(columns, _CHUNK_SCHEMA, strict=True)],
+                                 schema=_CHUNK_SCHEMA)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, _CHUNK_SCHEMA, options=pa.ipc.IpcWriteOptions(compression="lz4")) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def unpack_chunk(packed: bytes) -> list[tuple]:
+    """The lines `pack_chunk` packed, as the same tuples."""
+    table = pa.ipc.open_stream(packed).read_all()
+    return list(zip(*(table.column(k).to_pylist() for k in range(table.num_columns)), strict=True))
+
+
 def parse_line_chunk(
-    source: str, path: str, chunk: list, num_shards: int, batch_size: int = DEFAULT_BATCH
+    source: str, path: str, packed: bytes, num_shards: int, batch_size: int = DEFAULT_BATCH
 ) -> Iterator[tuple[str, Any]]:
     """One chunk of `read_line_chunks` -> the same tagged outputs as `read_source_file`."""
     items = (Item(origin, reason=reason, detail=detail, raw=raw) if reason is not None
-             else parse_raw_line(line, origin) for origin, line, reason, detail, raw in chunk)
+             else parse_raw_line(line, origin) for origin, line, reason, detail, raw in unpack_chunk(packed))
     yield from _collect(_parsed(items, source), source, path, num_shards, batch_size, count_file=False)
 
 

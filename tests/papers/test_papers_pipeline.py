@@ -141,3 +141,19 @@ def test_line_chunks_parsed_after_a_shuffle_give_the_same_papers(tmp_path, bad_i
     assert counts[0] == counts[1] and counts[0]["read.unpaywall"] > 2
     rejects = [pq.read_table(d / "rejects" / "papers").sort_by("key").to_pylist() for d in (whole, chunked)]
     assert rejects[0] == rejects[1]
+
+
+def test_line_chunks_pack_and_unpack_without_pickle() -> None:
+    """A chunk of raw lines (and of lines that failed to read) survives packing unchanged; the
+    packed form is Arrow IPC, so unpacking never runs code from the data."""
+    import pyarrow as pa
+
+    from openmsd_build.papers.join import pack_chunk, unpack_chunk
+
+    chunk = [("a.jsonl.gz:1", b'{"doi": "10.1/x"}', None, None, None),
+             ("a.jsonl.gz:2", None, "line_too_long", "17000000 bytes", b"{" * 100),
+             ("a.jsonl.gz:3", "ü".encode() * 1000, None, None, None)]
+    packed = pack_chunk(chunk)
+    assert unpack_chunk(packed) == chunk and unpack_chunk(pack_chunk([])) == []
+    assert pa.ipc.open_stream(packed).schema.names == ["origin", "line", "reason", "detail", "raw"]
+    assert len(packed) < len(b"".join(c[1] or b"" for c in chunk))  # LZ4 buffers
