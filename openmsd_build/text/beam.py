@@ -27,7 +27,7 @@ from collections import Counter
 import apache_beam as beam
 
 from openmsd_build.core import parquet_io
-from openmsd_build.core.beam_io import COUNTS_TAG, REJECTS_TAG, bump, in_global_window
+from openmsd_build.core.beam_io import COUNTS_TAG, REJECTS_TAG, UntypedDoFn, bump, in_global_window
 from openmsd_build.core.rejects import make_reject
 from openmsd_build.text.documents import SHARED_ABSTRACT, build_document, drop_shared_abstract, shared_abstract_key
 from openmsd_build.text.fetch.archive_join import DEFAULT_MAX_REDIRECTS, advance, chain_index, lookup_key, new_units
@@ -47,7 +47,7 @@ META_FIELDS = (
 )
 
 
-class PlanFetches(beam.DoFn):
+class PlanFetches(UntypedDoFn):
     """A batch (Arrow table) of papers -> `(doi, meta)` tagged META and fetch tasks
     `(host_key, task)` on the main output, at most `cap` URLs per paper."""
 
@@ -127,7 +127,7 @@ class WholeRecordFile(io.RawIOBase):
                 super().close()
 
 
-class IndexArchive(beam.DoFn):
+class IndexArchive(UntypedDoFn):
     """One archive file -> `(canonical url, index row)` for each archived response; a
     count dict tagged COUNTS. `kind` is `warc` (scan a WARC) or `cc-index` (read one
     Parquet file of a Common Crawl index extract, WARC names under `warc_prefix`).
@@ -156,7 +156,7 @@ class IndexArchive(beam.DoFn):
         yield beam.pvalue.TaggedOutput(COUNTS_TAG, dict(counts))
 
 
-class JoinArchiveIndex(beam.DoFn):
+class JoinArchiveIndex(UntypedDoFn):
     """One round of resolving fetch tasks against the archive index, after a CoGroupByKey
     on canonical URL: `(url, {"row": [index row...], "task": [task...], "unit": [unit...],
     "target": [...]})` -> resolved units (main), units moving on to a redirect target
@@ -185,7 +185,7 @@ class JoinArchiveIndex(beam.DoFn):
                 yield beam.pvalue.TaggedOutput(PENDING_TAG, (lookup_key(unit), unit))
 
 
-class FetchAndExtract(beam.DoFn):
+class FetchAndExtract(UntypedDoFn):
     """Fetch or replay, then extract: elements are either `(host_key, [task, ...])` (live
     fetch, http mode) or a resolved archive unit (a dict from `JoinArchiveIndex`: one URL,
     its tasks and the index entries of its redirect chain). Outputs extractions
@@ -400,7 +400,7 @@ def wrong_abstract_counts(dropped: list[tuple[str, str]]) -> Counter:
     return counts
 
 
-class BuildDocuments(beam.DoFn):
+class BuildDocuments(UntypedDoFn):
     """`(doi, {"meta": [meta], "ext": [extraction, ...]})` -> a document row, or a count
     of why the paper was dropped. A document whose abstract is metadata text goes out tagged
     SHARED as `(shared_abstract_key, row)` instead, for `DropSharedAbstracts` to keep or
@@ -484,7 +484,7 @@ class BuildDocuments(beam.DoFn):
         yield beam.pvalue.TaggedOutput(COUNTS_TAG, dict(counts))
 
 
-class DropSharedAbstracts(beam.DoFn):
+class DropSharedAbstracts(UntypedDoFn):
     """`(abstract key, [row, ...])` after a GroupByKey -> rows. One row alone is kept as it is;
     when two or more DOIs share the metadata abstract it belongs to none of them for sure, so
     each loses it (`documents.drop_shared_abstract`: the next abstract, or the content, keeps
@@ -514,7 +514,7 @@ class DropSharedAbstracts(beam.DoFn):
         yield beam.pvalue.TaggedOutput(COUNTS_TAG, dict(counts))
 
 
-class MetadataDocuments(beam.DoFn):
+class MetadataDocuments(UntypedDoFn):
     """`--fetch none`: a batch of papers -> `(shard, document rows)` from metadata only; rows
     whose abstract is metadata text (all of them, here) go out tagged SHARED as
     `(shared_abstract_key, row)` for `DropSharedAbstracts`, which counts them."""
