@@ -320,6 +320,10 @@ class FetchAndExtract(UntypedDoFn):
             for task in sorted(tasks, key=lambda t: (t["url"], t["doi"])):
                 by_url.setdefault(task["url"], []).append(task)
             for url, url_tasks in by_url.items():
+                # answers (and deadlines) are looked at between fetches, not only when
+                # handing over the next document: a live fetch can take a while
+                for done in self.extractors.collect_ready():
+                    yield from self._extracted(*done, counts=counts)
                 result, *where = self._fetch(url)
                 yield from self._handle(url, url_tasks, result, *where, counts=counts)
         bump(STAGE, counts)

@@ -117,9 +117,20 @@ def default_extract_workers(options) -> int:
     distributed runner, whose workers already run one SDK process (or thread) per core."""
     import os
 
+    from apache_beam.options.pipeline_options import DirectOptions
+
     from openmsd_build.core.runner import is_local_runner
 
-    return max(1, os.cpu_count() or 1) if is_local_runner(options) else 1
+    if not is_local_runner(options):
+        return 1
+    try:
+        cores = len(os.sched_getaffinity(0))  # the CPUs this process may use (containers, taskset)
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    # a local run with several Beam workers (`--direct_num_workers`) shares the cores
+    requested = options.view_as(DirectOptions).direct_num_workers
+    local_workers = cores if requested == 0 else max(1, requested or 1)  # Beam: 0 means one per core
+    return max(1, cores // local_workers)
 
 
 def check_cc_index(globs: str) -> None:

@@ -125,13 +125,17 @@ def detect_language(
     same paragraph several times (alone, then as its language run, then as the abstract), and
     CLD3 gives one text one answer. Too little text gives `("und", 0.0, False)`.
     """
-    if detector is None:
-        return _detect_memo(title, abstract)
     return _detect(title, abstract, detector)
 
 
 def _detect(title: str | None, abstract: str | None, detector: Any | None) -> tuple[str, float, bool]:
     text = _prepare(title, abstract)
+    if detector is None:
+        return _detect_memo(text)
+    return _detect_prepared(text, detector)
+
+
+def _detect_prepared(text: str, detector: Any | None) -> tuple[str, float, bool]:
     if not has_letters(text, MIN_LETTERS):
         return UND, 0.0, False
     result = (detector or get_detector()).FindLanguage(text=text)
@@ -144,8 +148,10 @@ def _detect(title: str | None, abstract: str | None, detector: Any | None) -> tu
 
 
 @functools.lru_cache(maxsize=4096)
-def _detect_memo(title: str | None, abstract: str | None) -> tuple[str, float, bool]:
-    return _detect(title, abstract, None)
+def _detect_memo(text: str) -> tuple[str, float, bool]:
+    """Memoized on the prepared text (at most `_MAX_INPUT_CHARS`), so the cache stays small
+    however long the abstracts are."""
+    return _detect_prepared(text, None)
 
 
 # --- publisher language fields -------------------------------------------------------------

@@ -154,6 +154,57 @@ def test_default_extract_workers_follow_the_runner() -> None:
     from openmsd_build.core.runner import pipeline_options
     from openmsd_build.text.command import default_extract_workers
 
-    assert default_extract_workers(pipeline_options([])) == max(1, os.cpu_count() or 1)
+    assert default_extract_workers(pipeline_options([])) == len(os.sched_getaffinity(0))
     assert default_extract_workers(pipeline_options(["--runner=DataflowRunner"])) == 1
     assert default_extract_workers(pipeline_options(["--runner=FlinkRunner"])) == 1
+
+
+def test_pool_keeps_answers_when_sending_fails(pool, monkeypatch) -> None:
+    """Answers taken while waiting for an idle child are not lost if handing over the next
+    document raises (a child that cannot start, an interrupt): the next call returns them."""
+    assert pool.submit("slow", "debug_sleep", b"0.3") == []
+    answers = pool.submit("fast", "debug_echo", b"abc")
+    import time as _time
+
+    _time.sleep(0.6)  # both done by now; the next submit collects them before sending
+
+    def broken_begin(*_args, **_kwargs):
+        raise RuntimeError("child cannot start")
+
+    for worker in pool.workers:
+        monkeypatch.setattr(worker, "begin", broken_begin)
+    with pytest.raises(RuntimeError, match="cannot start"):
+        pool.submit("lost?", "debug_echo", b"x")
+    answers += pool.drain()
+    assert sorted(tag for tag, *_ in answers) == ["fast", "slow"]
+
+
+def test_refused_document_does_not_wait_for_a_child(pool) -> None:
+    pool.submit("a", "debug_sleep", b"1")
+    pool.submit("b", "debug_sleep", b"1")
+    started = time.monotonic()
+    assert pool.submit("big", "debug_echo", b"x" * 1_000_001)[0][:3] == ("big", None, "too_large")
+    assert time.monotonic() - started < 0.5  # answered at once although both children are busy
+    assert sorted(tag for tag, *_ in pool.drain()) == ["a", "b"]
+
+
+def test_closed_or_busy_extractor_state() -> None:
+    ex = IsolatedExtractor(timeout=5, debug_kinds=True)
+    ex.begin("debug_sleep", b"30")
+    with pytest.raises(RuntimeError, match="pending"):
+        ex.spawn()
+    ex.close()
+    assert not ex.busy and ex.pid is None
+    assert ex.extract("debug_echo", b"ok") == ({"pid": ex.pid, "n_bytes": 2}, None)
+    ex.close()
+
+
+def test_local_runner_with_several_workers_shares_the_cores() -> None:
+    import os
+
+    from openmsd_build.core.runner import pipeline_options
+    from openmsd_build.text.command import default_extract_workers
+
+    cores = len(os.sched_getaffinity(0))
+    options = pipeline_options(["--runner=DirectRunner", "--direct_num_workers=2"])
+    assert default_extract_workers(options) == max(1, cores // 2)

@@ -29,12 +29,14 @@ does not wait for the document to finish. The child exits by itself when the par
 gone: at once on the closed pipe when idle, and within a second through a watchdog thread
 that notices the parent changed (re-parenting) when busy in a long document.
 
-`ExtractorPool` runs several such children at once for a caller that reads documents one at
-a time (the text stage's fetching DoFn): `submit` hands a document to an idle child and
-returns whatever answers are in, `drain` waits for the rest. Each child keeps its own
-deadline and limits, so the hostile-input guarantees hold per document as before; what the
-pool adds is that reading the next record and extracting the last one overlap, and that a
-local run's one worker uses every core (measured in `bench/README.md`).
+`ExtractorPool` runs several such children at once for a caller that hands over work one
+piece at a time (the text stage's fetching DoFn; `BuildDocuments` uses it for its own job):
+`submit` hands a document to an idle child and returns whatever answers are in, `drain`
+waits for the rest. Each child keeps its own size and memory limits and its own deadline;
+the deadline is enforced whenever the caller submits, drains or calls `collect_ready`
+(the fetching DoFn does so before every live fetch), so a child past it is killed then and
+answers `timeout`. What the pool adds is that reading the next record and extracting the
+last one overlap, and that a local run's one worker uses every core (`bench/README.md`).
 
 `IsolatedExtractor` holds only its configuration until first use, so it can be constructed in
 a DoFn's `__init__` and pickled; create the process in `setup()` (or let the first `extract`
@@ -173,8 +175,9 @@ class IsolatedExtractor:
 
     `extract(kind, data)` returns `(result, None)` or `(None, reason)`, reason one of
     `too_large`, `timeout`, `crashed`, `parse_error`, `out_of_memory`, `unknown_kind`;
-    `last_error` holds the detail of the last failure. Not thread-safe across calls by design
-    of the single child; a lock serializes callers that share an instance.
+    `last_error` holds the detail of the last failure. `extract` takes a lock, so callers
+    that share an instance are serialized; the non-blocking `begin` / `finish` (and
+    `ExtractorPool`) are for one thread, as a Beam DoFn instance is.
     """
 
     def __init__(
@@ -243,6 +246,8 @@ class IsolatedExtractor:
     def spawn(self) -> None:
         """Start the child without waiting for its imports (a pool starts all its children
         at once); the first `begin` / `extract` waits for it to be ready."""
+        if self.busy:
+            raise RuntimeError("spawn() while a document is pending: call finish() or abandon() first")
         if not self._alive():
             self._spawn()
 
@@ -274,8 +279,14 @@ class IsolatedExtractor:
 
     def _await_ready(self) -> None:
         assert self._answers is not None
-        self._starting = False
-        if not self._answers.poll(STARTUP_TIMEOUT_S):
+        try:
+            ready = self._answers.poll(STARTUP_TIMEOUT_S)
+        except BaseException:
+            # interrupted before "ready" was read: that message must never be taken for the
+            # answer to a document, so the child goes
+            self._discard()
+            raise
+        if not ready:
             self._discard()
             raise RuntimeError("extraction worker did not start in time")
         try:
@@ -283,6 +294,10 @@ class IsolatedExtractor:
         except (EOFError, OSError) as exc:
             self._discard()
             raise RuntimeError("extraction worker died while starting") from exc
+        except BaseException:
+            self._discard()
+            raise
+        self._starting = False
         if message[0] == "fatal":
             self._discard()
             raise RuntimeError(
@@ -408,8 +423,10 @@ class IsolatedExtractor:
         return None, CRASHED
 
     def close(self) -> None:
-        """Stop the child politely, then by force (call from `DoFn.teardown()`)."""
+        """Stop the child politely, then by force (call from `DoFn.teardown()`); a pending
+        document is dropped."""
         with self._lock:
+            self._deadline = self._send_error = None
             if self._conn is not None and self._process is not None and self._alive():
                 try:
                     self._conn.send(None)
@@ -437,9 +454,10 @@ class ExtractorPool:
         self.size = max(1, int(size))
         self.workers = [IsolatedExtractor(**extractor_options) for _ in range(self.size)]
         self._tags: dict[int, Any] = {}
+        self._carried: list[tuple[Any, dict[str, Any] | None, str | None, str | None]] = []
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_tags": {}}
+        return {**self.__dict__, "_tags": {}, "_carried": []}
 
     def start(self) -> None:
         """Start every child now, their imports in parallel (e.g. in `DoFn.setup()`)."""
@@ -455,23 +473,36 @@ class ExtractorPool:
 
     def submit(self, tag: Any, kind: str, data: bytes, **kwargs: Any) -> list[tuple[Any, dict[str, Any] | None, str | None, str | None]]:
         """Queue one document under `tag`; returns every answer ready by now (possibly this
-        document's own, when it is refused without being sent)."""
-        done: list[tuple[Any, dict[str, Any] | None, str | None, str | None]] = []
-        idle = [k for k, worker in enumerate(self.workers) if not worker.busy]
-        while not idle:
-            done += self._collect(block=True)
-            idle = [k for k, worker in enumerate(self.workers) if not worker.busy]
-        k = idle[0]
-        refused = self.workers[k].begin(kind, data, **kwargs)
+        document's own, when it is refused without being sent). If sending fails (a child
+        that cannot start, an interrupt), the answers already taken are kept for the next
+        `submit` / `drain` / `collect_ready` and the error is raised."""
+        refused = self.workers[0]._refuse(kind, data)  # every child has the same limits
         if refused is not None:
-            done.append((tag, *refused))
-        else:
+            return [(tag, *refused)] + self.collect_ready()
+        done, self._carried = self._carried, []
+        try:
+            idle = [k for k, worker in enumerate(self.workers) if not worker.busy]
+            while not idle:
+                done += self._collect(block=True)
+                idle = [k for k, worker in enumerate(self.workers) if not worker.busy]
+            k = idle[0]
+            self.workers[k].begin(kind, data, **kwargs)
             self._tags[k] = tag
+            done += self._collect(block=False)
+        except BaseException:
+            self._carried = done
+            raise
+        return done
+
+    def collect_ready(self) -> list[tuple[Any, dict[str, Any] | None, str | None, str | None]]:
+        """The answers that are in now, without waiting (and children past their deadline
+        killed): a caller busy elsewhere, e.g. fetching, calls it between its own steps."""
+        done, self._carried = self._carried, []
         return done + self._collect(block=False)
 
     def drain(self) -> list[tuple[Any, dict[str, Any] | None, str | None, str | None]]:
         """Wait for every pending document; their answers."""
-        done: list[tuple[Any, dict[str, Any] | None, str | None, str | None]] = []
+        done, self._carried = self._carried, []
         while self.pending:
             done += self._collect(block=True)
         return done
@@ -505,6 +536,7 @@ class ExtractorPool:
         for k, worker in enumerate(self.workers):
             worker.abandon()
             self._tags.pop(k, None)
+        self._carried = []
 
     @property
     def stats(self) -> dict[str, int]:
