@@ -8,33 +8,21 @@ Flags and input checks are in `openmsd_build.papers.command`.
 
 from __future__ import annotations
 
-from typing import Any
-
 import apache_beam as beam
 
 from openmsd_build.core import layout
-from openmsd_build.core.beam_io import COUNTS_TAG, REJECTS_TAG, WriteCounts, WriteRejects
+from openmsd_build.core.beam_io import COUNTS_TAG, REJECTS_TAG, GroupShards, WriteCounts, WriteRejects
 from openmsd_build.papers.beam import LINES_TAG, MergeAndWriteShard, ParseLineChunk, ReadSourceFile
 from openmsd_build.papers.join import LINE_SPLIT_BYTES
 
-# `(shard, batch)`. Every input of the batches' Flatten and the Flatten itself carry this one
-# type, so they share one coder. Untyped (as `core.beam_io.GroupShards` is), the local
-# FnApiRunner transcodes the flattened batches in two extra stages that move every batch
-# through the runner and a worker twice more; typed, one pass-through stage is left (job
-# server CPU for 1M Unpaywall lines, 2 workers: 34 s -> 19 s, bench/papers_parallel.py).
-SHARD_BATCH = tuple[int, Any]
 
-
-def _same(kv):
-    return kv
-
-
-def build(p, out: str, files: list[tuple[str, str]], num_shards: int, input_files: list[dict],
-          split_over: int = LINE_SPLIT_BYTES) -> None:
-    """Add the stage to pipeline `p`: `files` are `(source, path)`; `input_files` is recorded
-    in `_stats/papers.json`. The stage reads nothing from the build, so `out` is only where
-    it writes: the command passes its staging root (`core.staging`), swapped in on success."""
+def build(p, out: str, num_shards: int, input_files: list[dict], split_over: int = LINE_SPLIT_BYTES) -> None:
+    """Add the stage to pipeline `p`: `input_files` (`{"source", "path", "bytes"}` of each
+    file, as the command matched them) are read and recorded in `_stats/papers.json`. The
+    stage reads nothing from the build, so `out` is only where it writes: the command passes
+    its staging root (`core.staging`), swapped in on success."""
     papers_dir = layout.papers_dir(out)
+    files = [(f["source"], f["path"], f["bytes"]) for f in input_files]
     read = (
         p
         | "InputFiles" >> beam.Create(files)
@@ -50,16 +38,9 @@ def build(p, out: str, files: list[tuple[str, str]], num_shards: int, input_file
         | "ParseLineChunks"
         >> beam.ParDo(ParseLineChunk(num_shards)).with_outputs(COUNTS_TAG, REJECTS_TAG, main="batches")
     )
-    # as `core.beam_io.GroupShards`, typed: shard 0 always present, so papers/ has a part 0
-    batches = (
-        read.batches | "TypeReadBatches" >> beam.Map(_same).with_output_types(SHARD_BATCH),
-        lines.batches | "TypeLineBatches" >> beam.Map(_same).with_output_types(SHARD_BATCH),
-        p | "EnsureShard0" >> beam.Create([(0, [])]).with_output_types(SHARD_BATCH),
-    )
     merged = (
-        batches
-        | "AllBatches" >> beam.Flatten().with_output_types(SHARD_BATCH)
-        | "GroupByShard" >> beam.GroupByKey()
+        (read.batches, lines.batches)
+        | "GroupShards" >> GroupShards()
         | "MergeAndWrite" >> beam.ParDo(MergeAndWriteShard(papers_dir, num_shards))
     )
     _ = ((read[REJECTS_TAG], lines[REJECTS_TAG]) | "AllRejects" >> beam.Flatten()

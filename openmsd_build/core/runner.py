@@ -34,7 +34,7 @@ def pipeline_options(beam_args: Sequence[str] = ()) -> PipelineOptions:
     args = list(beam_args)
     if not _has_flag(args, "--runner"):
         args.append("--runner=" + LOCAL_RUNNER)
-    if _runner_name(args) in ("DirectRunner", "BundleBasedDirectRunner") and not _has_flag(
+    if _runner_name(args) in _DIRECT_RUNNERS and not _has_flag(
         args, "--direct_num_workers"
     ):
         args.append("--direct_num_workers=1")
@@ -44,6 +44,7 @@ def pipeline_options(beam_args: Sequence[str] = ()) -> PipelineOptions:
 
 
 LOCAL_RUNNER = "apache_beam.runners.portability.fn_api_runner.FnApiRunner"
+_DIRECT_RUNNERS = ("DirectRunner", "BundleBasedDirectRunner")
 
 
 def is_local_runner(options: PipelineOptions) -> bool:
@@ -52,7 +53,7 @@ def is_local_runner(options: PipelineOptions) -> bool:
 
     runner = options.view_as(StandardOptions).runner or ""
     name = runner if isinstance(runner, str) else type(runner).__name__
-    return name.rsplit(".", 1)[-1] in ("FnApiRunner", "DirectRunner", "BundleBasedDirectRunner", "SwitchingDirectRunner")
+    return name.rsplit(".", 1)[-1] in ("FnApiRunner", "SwitchingDirectRunner", *_DIRECT_RUNNERS)
 
 
 def _runner_name(args: Sequence[str]) -> str:

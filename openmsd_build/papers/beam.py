@@ -25,17 +25,8 @@ def _route(outputs):
             yield beam.pvalue.TaggedOutput(COUNTS_TAG, value)
 
 
-def _size(path: str) -> int:
-    from apache_beam.io.filesystems import FileSystems
-
-    try:
-        return FileSystems.match([path])[0].metadata_list[0].size_in_bytes
-    except Exception:  # noqa: BLE001 - unknown size: read the file in place, as a small one
-        return 0
-
-
 class ReadSourceFile(beam.DoFn):
-    """`(source, path)` -> `(shard, records)` batches; rejects and counts tagged. A JSON
+    """`(source, path, bytes)` -> `(shard, records)` batches; rejects and counts tagged. A JSON
     Lines file is only cut into chunks of raw lines (tagged LINES) for `ParseLineChunk`, so
     one huge file is parsed by every worker after a reshuffle; files up to
     `join.LINE_SPLIT_BYTES` are parsed in place (moving their raw lines through a shuffle
@@ -48,8 +39,8 @@ class ReadSourceFile(beam.DoFn):
         self.split_over = split_over
 
     def process(self, element):
-        source, path = element
-        if source in paper_join.LINE_SOURCES and _size(path) > self.split_over:
+        source, path, size = element  # the size the command matched the file with
+        if source in paper_join.LINE_SOURCES and size > self.split_over:
             yield from _route(paper_join.read_line_chunks(path, source))
         else:
             yield from _route(paper_join.read_source_file(path, source, self.num_shards, self.batch_size))

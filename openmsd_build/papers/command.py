@@ -71,7 +71,7 @@ def run_papers(
     # written under a temporary root, swapped into OUT only when the whole run succeeded
     with stage_outputs(out, "papers") as dest:
         with beam.Pipeline(options=options) as p:
-            build(p, dest, sorted(set(files)), num_shards, input_files, split_over)
+            build(p, dest, num_shards, input_files, split_over)
         done = read_stage_counts(dest, "papers")
         refuse_all_rejected(
             "papers", done, sum(v for k, v in done.items() if k.startswith("read.")), done.get("written", 0),

@@ -254,11 +254,8 @@ class FetchAndExtract(UntypedDoFn):
         counts: Counter = Counter()
         try:
             outputs = [out for done in self.extractors.drain() for out in self._extracted(*done, counts=counts)]
-        except BaseException:
-            self.extractors.abandon()
+        finally:
             self._close_warc()
-            raise
-        self._close_warc()
         bump(STAGE, counts)  # the elements' own counts were bumped as they went
         counts.update(self.bundle_counts)
         self.bundle_counts = Counter()
@@ -460,12 +457,7 @@ class BuildDocuments(UntypedDoFn):
     def finish_bundle(self):
         if self.pool is None:
             return
-        try:
-            outputs = [out for done in self.pool.drain() for out in self._answered(*done)]
-        except BaseException:
-            self.pool.abandon()
-            raise
-        yield from in_global_window(outputs)
+        yield from in_global_window([out for done in self.pool.drain() for out in self._answered(*done)])
 
     def _answered(self, tag, answer, error, detail):
         if error:  # a failure in the child: build it here, where an exception shows its cause

@@ -125,10 +125,6 @@ def detect_language(
     same paragraph several times (alone, then as its language run, then as the abstract), and
     CLD3 gives one text one answer. Too little text gives `("und", 0.0, False)`.
     """
-    return _detect(title, abstract, detector)
-
-
-def _detect(title: str | None, abstract: str | None, detector: Any | None) -> tuple[str, float, bool]:
     text = _prepare(title, abstract)
     if detector is None:
         return _detect_memo(text)

@@ -501,10 +501,15 @@ class ExtractorPool:
         return done + self._collect(block=False)
 
     def drain(self) -> list[tuple[Any, dict[str, Any] | None, str | None, str | None]]:
-        """Wait for every pending document; their answers."""
+        """Wait for every pending document; their answers. If waiting is interrupted, the
+        pending documents are dropped with their children (`abandon`) and the error raised."""
         done, self._carried = self._carried, []
-        while self.pending:
-            done += self._collect(block=True)
+        try:
+            while self.pending:
+                done += self._collect(block=True)
+        except BaseException:
+            self.abandon()
+            raise
         return done
 
     def _collect(self, block: bool) -> list[tuple[Any, dict[str, Any] | None, str | None, str | None]]:
