@@ -12,24 +12,21 @@ from openmsd_build.citations.beam import (
     DropSelfAndKey,
     FilterShard,
     FinishResolution,
-    KeyDocs,
     KeyNeedingSide,
-    ParseFile,
     ParseMeta,
+    ReadInputs,
     ResolveSide,
 )
-from openmsd_build.core import layout
+from openmsd_build.core import layout, parquet_io
 from openmsd_build.core.beam_io import (
     COUNTS_TAG,
     REJECTS_TAG,
     WriteCounts,
-    WriteParquetShards,
     WriteRejects,
-    read_parts,
     tag,
 )
+from openmsd_build.core.errors import UserError
 from openmsd_build.core.inputs import expand_input_files
-from openmsd_build.schemas import CITATIONS
 
 
 def build(pipeline, out: str, opencitations: list[str], meta: list[str] | None, shards: int,
@@ -40,15 +37,24 @@ def build(pipeline, out: str, opencitations: list[str], meta: list[str] | None, 
     dest = dest or out
     files = expand_input_files(opencitations, "--opencitations")
     meta_files = expand_input_files(meta, "--meta") if meta else []
+    documents = parquet_io.list_parts(layout.documents_dir(out))
+    if not documents:
+        raise UserError(f"no Parquet files under {layout.documents_dir(out)}; run the previous stage first")
+    # Citation files and document parts are read by one DoFn into one PCollection: the
+    # citing join then groups a single input (a Flatten of several is a stage of its own
+    # on the local runner, copying every batch once more). Its edges leave the parser
+    # without self-citations, tagged and cut by citing shard; the documents by DOI shard.
+    # Documents first: `ReadInputs` reads them in the background while it parses.
     parsed = (
         pipeline
-        | "CsvFiles" >> beam.Create(files)
-        | "ReshuffleFiles" >> beam.Reshuffle()
-        | "Parse" >> beam.ParDo(ParseFile(bool(meta_files))).with_outputs(NEEDS_META, REJECTS_TAG, COUNTS_TAG, main="edges")
+        | "Inputs" >> beam.Create([("documents", p) for p in documents] + [("citations", f) for f in files])
+        | "ReshuffleInputs" >> beam.Reshuffle()
+        | "Read" >> beam.ParDo(ReadInputs(bool(meta_files), shards)).with_outputs(
+            NEEDS_META, REJECTS_TAG, COUNTS_TAG, main="keyed")
     )
     counts = [parsed[COUNTS_TAG]]
     rejects = [parsed[REJECTS_TAG]]
-    edges = parsed.edges
+    keyed = parsed.keyed
     if meta_files:
         meta_parsed = (
             pipeline
@@ -61,42 +67,35 @@ def build(pipeline, out: str, opencitations: list[str], meta: list[str] | None, 
         mapping = meta_parsed.mapping | "TagMeta" >> beam.Map(tag("meta"))
         pending = parsed[NEEDS_META]
         for side in ("citing", "cited"):
-            keyed = pending | f"Key{side}Omid" >> beam.ParDo(KeyNeedingSide(side, shards)).with_outputs(
+            todo = pending | f"Key{side}Omid" >> beam.ParDo(KeyNeedingSide(side, shards)).with_outputs(
                 "done", main="todo"
             )
             resolved = (
-                (mapping, keyed.todo | f"Tag{side}Edges" >> beam.Map(tag("edges")))
+                (mapping, todo.todo | f"Tag{side}Edges" >> beam.Map(tag("edges")))
                 | f"Flatten{side}Omid" >> beam.Flatten()
                 | f"Group{side}Omid" >> beam.GroupByKey()
                 | f"Resolve{side}" >> beam.ParDo(ResolveSide(side)).with_outputs(COUNTS_TAG, main="edges")
             )
             counts.append(resolved[COUNTS_TAG])
-            pending = (keyed.done, resolved.edges) | f"Merge{side}" >> beam.Flatten()
+            pending = (todo.done, resolved.edges) | f"Merge{side}" >> beam.Flatten()
         finished = pending | "FinishResolution" >> beam.ParDo(FinishResolution()).with_outputs(COUNTS_TAG, main="edges")
         counts.append(finished[COUNTS_TAG])
-        edges = (edges, finished.edges) | "AllEdges" >> beam.Flatten()
+        resolved_edges = finished.edges | "DropSelf" >> beam.ParDo(DropSelfAndKey(shards)).with_outputs(
+            COUNTS_TAG, main="keyed")
+        counts.append(resolved_edges[COUNTS_TAG])
+        keyed = (keyed, resolved_edges.keyed) | "AllKeyed" >> beam.Flatten()
 
-    keyed_edges = edges | "DropSelf" >> beam.ParDo(DropSelfAndKey(shards)).with_outputs(COUNTS_TAG, main="keyed")
-    counts.append(keyed_edges[COUNTS_TAG])
-    docs = (
-        read_parts(pipeline, layout.documents_dir(out), ["doi", "abstract"], "Docs")
-        | "KeyDocs" >> beam.ParDo(KeyDocs(shards)).with_outputs(COUNTS_TAG, main="keys")
-    )
-    counts.append(docs[COUNTS_TAG])
-    tagged_docs = docs.keys | "TagDocs" >> beam.Map(tag("docs"))
-    current = keyed_edges.keyed
+    # Both joins take `(shard, (tag, batch))`; the citing join hands its shard's documents
+    # on to the cited join with the kept edges, and the cited join writes `citations/`.
     for side in ("citing", "cited"):
+        directory = layout.citations_dir(dest) if side == "cited" else None
         joined = (
-            (tagged_docs, current | f"Tag{side}" >> beam.Map(tag("edges")))
-            | f"Flatten{side}" >> beam.Flatten()
+            keyed
             | f"Group{side}" >> beam.GroupByKey()
-            | f"Filter{side}" >> beam.ParDo(FilterShard(side, shards)).with_outputs(COUNTS_TAG, main="edges")
+            | f"Filter{side}" >> beam.ParDo(FilterShard(side, shards, directory)).with_outputs(COUNTS_TAG, main="keyed")
         )
         counts.append(joined[COUNTS_TAG])
-        current = joined.edges
-    _ = current | "WriteCitations" >> WriteParquetShards(
-        layout.citations_dir(dest), CITATIONS, shards, sort_by=("citing_doi", "cited_doi")
-    )
+        keyed = joined.keyed
     _ = tuple(rejects) | "AllRejects" >> beam.Flatten() | "WriteRejects" >> WriteRejects(
         layout.rejects_dir(dest, STAGE)
     )

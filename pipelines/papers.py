@@ -16,11 +16,13 @@ from openmsd_build.papers.beam import LINES_TAG, MergeAndWriteShard, ParseLineCh
 from openmsd_build.papers.join import LINE_SPLIT_BYTES
 
 
-def build(p, out: str, num_shards: int, input_files: list[dict], split_over: int = LINE_SPLIT_BYTES) -> None:
+def build(p, out: str, num_shards: int, input_files: list[dict], split_over: int = LINE_SPLIT_BYTES,
+          parse_workers: int = 1) -> None:
     """Add the stage to pipeline `p`: `input_files` (`{"source", "path", "bytes"}` of each
     file, as the command matched them) are read and recorded in `_stats/papers.json`. The
     stage reads nothing from the build, so `out` is only where it writes: the command passes
-    its staging root (`core.staging`), swapped in on success."""
+    its staging root (`core.staging`), swapped in on success. `parse_workers` > 1: files and
+    line chunks are parsed in that many local processes (`papers.parallel`; local runs only)."""
     papers_dir = layout.papers_dir(out)
     files = [(f["source"], f["path"], f["bytes"]) for f in input_files]
     read = (
@@ -28,7 +30,7 @@ def build(p, out: str, num_shards: int, input_files: list[dict], split_over: int
         | "InputFiles" >> beam.Create(files)
         | "SpreadFiles" >> beam.Reshuffle()
         | "ReadSourceFiles"
-        >> beam.ParDo(ReadSourceFile(num_shards, split_over=split_over)).with_outputs(
+        >> beam.ParDo(ReadSourceFile(num_shards, split_over=split_over, workers=parse_workers)).with_outputs(
             LINES_TAG, COUNTS_TAG, REJECTS_TAG, main="batches")
     )
     # JSON Lines files arrive as chunks of raw lines: spread them, then parse on every worker
@@ -36,7 +38,7 @@ def build(p, out: str, num_shards: int, input_files: list[dict], split_over: int
         read[LINES_TAG]
         | "SpreadLineChunks" >> beam.Reshuffle()
         | "ParseLineChunks"
-        >> beam.ParDo(ParseLineChunk(num_shards)).with_outputs(COUNTS_TAG, REJECTS_TAG, main="batches")
+        >> beam.ParDo(ParseLineChunk(num_shards, workers=parse_workers)).with_outputs(COUNTS_TAG, REJECTS_TAG, main="batches")
     )
     merged = (
         (read.batches, lines.batches)

@@ -2,16 +2,22 @@
 
 Wiring only; the work is in `openmsd_build.citations.opencitations` (parsing) and
 `openmsd_build.citations.graph` (vectorized filters). Elements are batches: one input file
-per element, Arrow tables of up to 200k edges after parsing, and `(shard, table)` pairs in
-the shuffles:
+per element, Arrow tables of up to 200k edges after parsing, and `(shard, (tag, batch))`
+pairs in the shuffles (batches as Arrow IPC bytes, which Beam copies instead of pickling):
 
-1. parse every CSV (plain, .gz, .zip members) -> edge batches + rejects + counts;
-2. with `--meta`: OMID-only ends are resolved by two partitioned joins with the Meta
+1. parse every CSV (plain, .gz, .zip members) -> edge batches + rejects + counts; the same
+   DoFn reads the documents' (doi, has_abstract) and keys them by DOI shard;
+2. self-citations dropped per batch (in the parser for DOI edges);
+3. with `--meta`: OMID-only ends are resolved by two partitioned joins with the Meta
    mapping (by citing OMID, then by cited OMID); without it they count as `no_doi`;
-3. self-citations dropped per batch;
-4. partitioned join by citing DOI with the documents' (doi, has_abstract): duplicates are
-   removed there (all copies of an edge share the citing shard) and the citing end checked;
-5. re-shard by cited DOI, join again, check the cited end; write `citations/`.
+4. partitioned join by citing DOI with the documents: duplicates are removed there (all
+   copies of an edge share the citing shard) and the citing end checked; the shard's
+   documents go on with its kept edges, re-sharded by cited DOI;
+5. join by cited DOI, check the cited end, and write that shard's `citations/` part
+   (sorted by citing then cited DOI; shard 0 always, possibly empty).
+
+Parsing, document reading and the per-shard joins overlap on helper threads
+(`openmsd_build.citations.overlap`); what each step computes does not depend on it.
 
 The documents' keys carry `paper_id = hash64(doi)` (computed once per document), so both
 joins also attach `citing_id` / `cited_id`: the pairs stage then works on integers only.
@@ -23,7 +29,7 @@ Informational: `files_read`, `files_unrecognized`, `rows_parsed`, `rows_needing_
 `omid_resolved`, `meta_*`, `documents_read`.
 
 The DoFns are in `openmsd_build.citations.beam`; the shared Beam helpers
-(`read_parts`, `tag`, `untag`) in `openmsd_build.core.beam_io`.
+(`tag`, `untag`, `ReadParquetFrames`) in `openmsd_build.core.beam_io`.
 """
 
 from __future__ import annotations

@@ -24,7 +24,8 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from openmsd_build.core.hashing import paper_id
+from openmsd_build.core.hashing import paper_ids
+from openmsd_build.core.ipc import from_ipc, to_ipc
 
 _M1 = np.uint64(0x9E3779B97F4A7C15)
 _M2 = np.uint64(0xBF58476D1CE4E5B9)
@@ -37,10 +38,13 @@ _POW = np.concatenate([np.ones(1, dtype=np.uint64), _POW])
 def mix64(values: np.ndarray) -> np.ndarray:
     """splitmix64 finalizer: a stable, well-spread uint64 image of integer keys."""
     with np.errstate(over="ignore"):
-        z = values.astype(np.uint64, copy=False) + _M1
-        z = (z ^ (z >> np.uint64(30))) * _M2
-        z = (z ^ (z >> np.uint64(27))) * _M3
-        return z ^ (z >> np.uint64(31))
+        z = values.astype(np.uint64, copy=False) + _M1  # a new array: the steps below work in place
+        z ^= z >> np.uint64(30)
+        z *= _M2
+        z ^= z >> np.uint64(27)
+        z *= _M3
+        z ^= z >> np.uint64(31)
+        return z
 
 
 def _powers(n: int) -> np.ndarray:
@@ -55,39 +59,113 @@ def _powers(n: int) -> np.ndarray:
 def hash_strings(values: pa.Array | pa.ChunkedArray | pl.Series) -> np.ndarray:
     """Stable uint64 hash of each string (null -> a fixed value), computed on Arrow buffers.
 
-    A polynomial hash of the UTF-8 bytes modulo 2**64 (cumulative sums give every string's
-    sum in one pass), finished with splitmix64 of the hash and the length. It exists to
-    partition DOIs without a Python call per row; it is not `hashing.hash64` and is never
-    stored, only used to pick shards.
+    A polynomial hash of the UTF-8 bytes modulo 2**64 (`sum(b[i] * P**(len-1-i))`), finished
+    with splitmix64 of the hash and the length. It exists to partition DOIs without a Python
+    call per row; it is not `hashing.hash64` and is never stored, only used to pick shards
+    (and by the split stage as its duplicate-text key), so its values must never change.
+
+    Most strings (ASCII, at most `_PADDED_MAX` bytes) go through `_padded_sums`; the rest
+    through `_cumsum_sums`, the original formulation, which gives the same sums.
     """
-    if isinstance(values, pl.Series):
-        values = values.to_arrow()
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
-    arr = values.cast(pa.large_string())
-    n = len(arr)
+    series = values if isinstance(values, pl.Series) else pl.Series("s", values)
+    series = series.cast(pl.String)
+    n = len(series)
     if n == 0:
         return np.zeros(0, dtype=np.uint64)
+    nulls = series.is_null()
+    filled = series.fill_null("")
+    lengths = filled.str.len_bytes().to_numpy().astype(np.int64)
+    ascii_ok = filled.str.len_chars().to_numpy() == lengths
+    fast = ascii_ok & (lengths <= _PADDED_MAX)
+    sums = np.zeros(n, dtype=np.uint64)
+    _padded_sums(filled, lengths, np.flatnonzero(fast), sums)
+    slow = np.flatnonzero(~fast)
+    if len(slow):
+        sums[slow] = _cumsum_sums(filled.gather(slow).to_arrow())
+    with np.errstate(over="ignore"):
+        h = mix64(sums ^ mix64(lengths.astype(np.uint64)))
+    if nulls.any():
+        h[nulls.to_numpy()] = np.uint64(0)
+    return h
+
+
+# Strings up to this many bytes are hashed from a zero-padded matrix (`_padded_sums`).
+_PADDED_MAX = 256
+# Rows per padded matrix: bounds its memory (rows x widest string) and keeps it in cache.
+_PADDED_ROWS = 1 << 15
+
+
+def _padded_sums(strings: pl.Series, lengths: np.ndarray, rows: np.ndarray, out: np.ndarray) -> None:
+    """The polynomial sums of `strings[rows]` (ASCII) into `out[rows]`, by Horner's rule
+    over the columns of a matrix whose rows are the strings right-aligned behind NUL bytes.
+
+    Why this equals the byte-wise sum: leading zeros add nothing under Horner's rule, so a
+    string padded on the left to any width has the same sum. Each block of `_PADDED_ROWS`
+    rows is padded only to its own longest string; when that would waste much work (DOIs of
+    very different lengths mixed) rows are first taken shortest first (`_padded_order`).
+    One multiply-add per byte on contiguous columns, instead of the cumulative sums' many
+    passes over an 8-byte-per-byte array.
+    """
+    if not len(rows):
+        return
+    order = _padded_order(lengths, rows)
+    ordered = strings if len(order) == len(strings) and order is rows and _is_identity(rows) else strings.gather(order)
+    for lo in range(0, len(order), _PADDED_ROWS):
+        block = order[lo:lo + _PADDED_ROWS]
+        width = int(lengths[block].max())
+        if width == 0:
+            continue  # all empty: the sum is 0
+        arr = ordered.slice(lo, len(block)).str.pad_start(width, "\x00").to_arrow()
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks()
+        arr = arr.cast(pa.large_string())
+        offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset:arr.offset + len(block) + 1]
+        start = int(offsets[0])
+        matrix = np.frombuffer(arr.buffers()[2], dtype=np.uint8)[start:start + len(block) * width]
+        matrix = matrix.reshape(len(block), width)
+        h = np.zeros(len(block), dtype=np.uint64)
+        with np.errstate(over="ignore"):
+            for j in range(width):
+                h *= _P
+                h += matrix[:, j]
+        out[block] = h
+
+
+def _padded_order(lengths: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """`rows` as they are when padding each block to its longest string costs at most a
+    quarter more than the strings' bytes (DOIs of similar lengths), else shortest first."""
+    taken = lengths[rows]
+    starts = np.arange(0, len(rows), _PADDED_ROWS)
+    block_max = np.maximum.reduceat(taken, starts)
+    block_rows = np.diff(np.append(starts, len(rows)))
+    if int((block_max * block_rows).sum()) <= 1.25 * int(taken.sum()) + len(rows):
+        return rows
+    return rows[np.argsort(taken, kind="stable")]
+
+
+def _is_identity(rows: np.ndarray) -> bool:
+    return len(rows) == 0 or (int(rows[0]) == 0 and int(rows[-1]) == len(rows) - 1)
+
+
+def _cumsum_sums(arr: pa.Array) -> np.ndarray:
+    """The polynomial sums of a string array (no nulls) by cumulative sums over all bytes
+    (any length, any UTF-8); the reference for `_padded_sums`."""
+    arr = arr.cast(pa.large_string())
+    n = len(arr)
     offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset : arr.offset + n + 1]
     data_buf = arr.buffers()[2]
     data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
     start, end = int(offsets[0]), int(offsets[-1])
     lengths = np.diff(offsets)
-    if end > start:
-        body = data[start:end].astype(np.uint64)
-        ends_rep = np.repeat(offsets[1:], lengths)
-        rev = ends_rep - 1 - np.arange(start, end, dtype=np.int64)
-        pows = _powers(int(lengths.max()))
-        with np.errstate(over="ignore"):
-            csum = np.concatenate([np.zeros(1, np.uint64), np.cumsum(body * pows[rev], dtype=np.uint64)])
-            sums = csum[offsets[1:] - start] - csum[offsets[:-1] - start]
-    else:
-        sums = np.zeros(n, dtype=np.uint64)
+    if end <= start:
+        return np.zeros(n, dtype=np.uint64)
+    body = data[start:end].astype(np.uint64)
+    ends_rep = np.repeat(offsets[1:], lengths)
+    rev = ends_rep - 1 - np.arange(start, end, dtype=np.int64)
+    pows = _powers(int(lengths.max()))
     with np.errstate(over="ignore"):
-        h = mix64(sums ^ mix64(lengths.astype(np.uint64)))
-    if arr.null_count:
-        h[np.asarray(arr.is_null())] = np.uint64(0)
-    return h
+        csum = np.concatenate([np.zeros(1, np.uint64), np.cumsum(body * pows[rev], dtype=np.uint64)])
+        return csum[offsets[1:] - start] - csum[offsets[:-1] - start]
 
 
 def shard_strings(values, num_shards: int) -> np.ndarray:
@@ -111,10 +189,31 @@ def split_by_shard(df: pl.DataFrame, shards: np.ndarray) -> list[tuple[int, pa.T
     return [(int(key[0]), part.drop("__shard").to_arrow()) for key, part in sorted(parts.items())]
 
 
+def shard_pieces(df: pl.DataFrame, column: str, num_shards: int) -> list[tuple[int, bytes]]:
+    """`split_by_shard` of `df` by the shard of its string `column`, each piece as Arrow
+    IPC stream bytes (`to_frame` reads them back).
+
+    Why bytes: Beam's default coder writes `bytes` as they are but pickles an Arrow table,
+    and the in-process runner decodes and re-encodes every grouped value, so a table
+    crossing a shuffle was pickled twice and unpickled twice (a third of the stage's time
+    at 2M edges). Strings go with 32-bit offsets (polars exports `large_string`): 4 bytes
+    less per string to copy."""
+    pieces = split_by_shard(df, shard_strings(df[column], num_shards))
+    return [(shard, to_ipc(_compact_strings(table))) for shard, table in pieces]
+
+
+def _compact_strings(table: pa.Table) -> pa.Table:
+    schema = pa.schema([f.with_type(pa.string()) if pa.types.is_large_string(f.type) else f for f in table.schema])
+    return table if schema.equals(table.schema) else table.cast(schema)
+
+
 def to_frame(tables, schema: pa.Schema | None = None) -> pl.DataFrame:
-    """Concatenate Arrow tables / polars frames (possibly none) into one polars frame."""
+    """Concatenate Arrow tables, IPC stream bytes (`to_ipc`) or polars frames (possibly
+    none) into one polars frame."""
     frames = []
     for t in tables:
+        if isinstance(t, bytes):
+            t = from_ipc(t)
         f = t if isinstance(t, pl.DataFrame) else pl.from_arrow(t)
         if f.height:
             frames.append(f)
@@ -173,10 +272,11 @@ def with_paper_ids(keys: pl.DataFrame) -> pl.DataFrame:
     """Add `paper_id` (hash64 of the DOI) to (doi, has_abstract) rows that have an abstract."""
     if "paper_id" in keys.columns:
         return keys
-    dois = keys["doi"].to_list()
-    flags = keys["has_abstract"].to_list()
-    ids = [paper_id(d) if f else None for d, f in zip(dois, flags, strict=True)]
-    return keys.with_columns(pl.Series("paper_id", ids, dtype=pl.Int64))
+    ids = pl.Series("paper_id", [None] * keys.height, dtype=pl.Int64)
+    rows = keys["has_abstract"].fill_null(False).arg_true()
+    if len(rows):
+        ids = ids.scatter(rows, pl.Series(paper_ids(keys["doi"].gather(rows).to_list()), dtype=pl.Int64))
+    return keys.with_columns(ids)
 
 
 def filter_side(edges: pl.DataFrame, keys: pl.DataFrame, side: str) -> tuple[pl.DataFrame, dict[str, int]]:
@@ -188,6 +288,14 @@ def filter_side(edges: pl.DataFrame, keys: pl.DataFrame, side: str) -> tuple[pl.
     kept = joined.filter(pl.col("has_abstract").fill_null(False))
     no_abstract = joined.height - missing - kept.height
     return kept.drop("has_abstract"), {f"{side}_missing": missing, "no_abstract": no_abstract}
+
+
+def sorted_citations(edges: pl.DataFrame) -> pl.DataFrame:
+    """Kept edges in `citations/` column order, sorted by (citing_doi, cited_doi): the
+    order of every part file (byte-wise, as Arrow's sort of the same strings)."""
+    # Single-threaded: shards are sorted two at a time already (`overlap.InOrderPool`).
+    return edges.select("citing_doi", "cited_doi", "citing_id", "cited_id").sort(
+        "citing_doi", "cited_doi", multithreaded=False)
 
 
 def filter_edges(edges: pl.DataFrame, keys: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:

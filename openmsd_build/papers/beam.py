@@ -5,17 +5,20 @@ from __future__ import annotations
 import apache_beam as beam
 
 from openmsd_build.core import parquet_io
-from openmsd_build.core.beam_io import COUNTS_TAG, REJECTS_TAG, bump
+from openmsd_build.core.beam_io import COUNTS_TAG, REJECTS_TAG, bump, in_global_window
+from openmsd_build.core.ipc import to_ipc
 from openmsd_build.papers import join as paper_join
 
 LINES_TAG = "lines"
 
 
 def _route(outputs):
-    """`join`'s tagged outputs -> Beam outputs (batches on the main output)."""
+    """`join`'s tagged outputs -> Beam outputs (batches on the main output, as Arrow IPC
+    bytes: `core.ipc` says why)."""
     for tag, value in outputs:
         if tag == "batch":
-            yield value
+            shard, batch = value
+            yield shard, (batch if isinstance(batch, bytes) else to_ipc(batch))
         elif tag == "chunk":
             yield beam.pvalue.TaggedOutput(LINES_TAG, value)
         elif tag == "reject":
@@ -25,38 +28,72 @@ def _route(outputs):
             yield beam.pvalue.TaggedOutput(COUNTS_TAG, value)
 
 
-class ReadSourceFile(beam.DoFn):
+class _PooledDoFn(beam.DoFn):
+    """A DoFn that may parse in a pool of `workers` local processes (`papers.parallel`;
+    `workers` 1: in the DoFn itself, as on a distributed runner). Work still in the pool when
+    a bundle ends is emitted by `finish_bundle`; a failed bundle's is dropped."""
+
+    def __init__(self, num_shards: int, batch_size: int, workers: int):
+        self.num_shards = num_shards
+        self.batch_size = batch_size
+        self.workers = workers
+        self.reader = None
+
+    def setup(self):
+        if self.workers > 1:
+            from openmsd_build.papers.parallel import PooledReader
+
+            self.reader = PooledReader(self.workers, self.num_shards, self.batch_size)
+
+    def start_bundle(self):
+        if self.reader is not None:
+            self.reader.abandon()  # answers of a failed earlier bundle are never emitted
+
+    def finish_bundle(self):
+        if self.reader is not None:
+            yield from in_global_window(list(_route(self.reader.finish())))
+
+    def teardown(self):
+        if self.reader is not None:
+            self.reader.close()
+
+
+class ReadSourceFile(_PooledDoFn):
     """`(source, path, bytes)` -> `(shard, records)` batches; rejects and counts tagged. A JSON
     Lines file is only cut into chunks of raw lines (tagged LINES) for `ParseLineChunk`, so
     one huge file is parsed by every worker after a reshuffle; files up to
     `join.LINE_SPLIT_BYTES` are parsed in place (moving their raw lines through a shuffle
-    would only add cost where one worker reads them in seconds)."""
+    would only add cost where one worker reads them in seconds) -- by the pool's processes
+    when there is one."""
 
     def __init__(self, num_shards: int, batch_size: int = paper_join.DEFAULT_BATCH,
-                 split_over: int = paper_join.LINE_SPLIT_BYTES):
-        self.num_shards = num_shards
-        self.batch_size = batch_size
+                 split_over: int = paper_join.LINE_SPLIT_BYTES, workers: int = 1):
+        super().__init__(num_shards, batch_size, workers)
         self.split_over = split_over
 
     def process(self, element):
         source, path, size = element  # the size the command matched the file with
         if source in paper_join.LINE_SOURCES and size > self.split_over:
             yield from _route(paper_join.read_line_chunks(path, source))
+        elif self.reader is not None:
+            yield from _route(self.reader.read_file(path, source))
         else:
             yield from _route(paper_join.read_source_file(path, source, self.num_shards, self.batch_size))
 
 
-class ParseLineChunk(beam.DoFn):
+class ParseLineChunk(_PooledDoFn):
     """`(source, path, packed raw lines)` (`join.read_line_chunks`) -> `(shard, records)` batches;
     rejects and counts tagged."""
 
-    def __init__(self, num_shards: int, batch_size: int = paper_join.DEFAULT_BATCH):
-        self.num_shards = num_shards
-        self.batch_size = batch_size
+    def __init__(self, num_shards: int, batch_size: int = paper_join.DEFAULT_BATCH, workers: int = 1):
+        super().__init__(num_shards, batch_size, workers)
 
     def process(self, element):
         source, path, chunk = element
-        yield from _route(paper_join.parse_line_chunk(source, path, chunk, self.num_shards, self.batch_size))
+        if self.reader is not None:
+            yield from _route(self.reader.parse_chunk(source, path, chunk))
+        else:
+            yield from _route(paper_join.parse_line_chunk(source, path, chunk, self.num_shards, self.batch_size))
 
 
 class MergeAndWriteShard(beam.DoFn):

@@ -14,10 +14,11 @@ import apache_beam as beam
 
 from openmsd_build.core.errors import UserError
 from openmsd_build.core.inputs import default_shards, expand_globs
-from openmsd_build.core.runner import pipeline_options
+from openmsd_build.core.runner import is_local_runner, pipeline_options
 from openmsd_build.core.staging import stage_outputs
 from openmsd_build.core.stats import read_stage_counts, refuse_all_rejected
 from openmsd_build.papers.join import LINE_SPLIT_BYTES
+from openmsd_build.papers.parallel import default_parse_workers
 from openmsd_build.papers.sources.registry import SOURCE_NAMES, SOURCES, add_source_arguments, source_globs
 from openmsd_build.pipelines.papers import build
 
@@ -28,13 +29,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--split-files-over", type=float, default=LINE_SPLIT_BYTES / (1 << 20), metavar="MIB",
                         help="JSON Lines files larger than this (compressed MiB) are cut into line chunks parsed by "
                         "every worker (default 256; 0: always)")
+    parser.add_argument("--parse-workers", type=int, default=0, metavar="N",
+                        help="processes that parse the snapshot files on a local run (default 0: one per core when the "
+                        "inputs are 16 MiB or more, else 1, i.e. in the Beam worker itself; always 1 on Dataflow, Flink "
+                        "and other distributed runners)")
     parser.add_argument("--shards", type=int, default=0,
                         help="shuffle shards = output files (default: ~1 per 32 MiB of input)")
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
     counts = run_papers(args.out, source_globs(args), beam_args, args.shards,
-                        split_over=int(args.split_files_over * (1 << 20)))
+                        split_over=int(args.split_files_over * (1 << 20)), parse_workers=args.parse_workers)
     print(summary_line(counts))
     return counts
 
@@ -45,10 +50,15 @@ def run_papers(
     beam_args: Sequence[str],
     shards: int = 0,
     split_over: int = LINE_SPLIT_BYTES,
+    parse_workers: int = 0,
 ) -> dict:
     """Build `papers/` from snapshot globs per source (`{"unpaywall": [...], ...}`, names
-    from the source registry); returns the stage's counts."""
+    from the source registry); returns the stage's counts. `parse_workers`: processes that
+    parse on a local run (0: `parallel.default_parse_workers`, one per core locally; a
+    distributed runner always parses in its own workers)."""
     options = pipeline_options(beam_args)  # first: the globs below may be gs:// (FileSystems options)
+    if parse_workers < 0:
+        raise UserError("papers: --parse-workers must be 0 (one per core) or more")
     unknown = sorted(set(globs) - set(SOURCE_NAMES))
     if unknown:
         raise UserError(f"papers: unknown source(s) {', '.join(unknown)}; sources are {', '.join(SOURCE_NAMES)}")
@@ -66,12 +76,13 @@ def run_papers(
     # The snapshot files read, recorded in `_stats/papers.json` (the release's source versions).
     input_files = [{"source": s, "path": f, "bytes": sizes[f]} for s, f in sorted(set(files))]
     num_shards = shards or default_shards(total_bytes)
+    parse_workers = (parse_workers or default_parse_workers(options, total_bytes)) if is_local_runner(options) else 1
 
     started = time.time()
     # written under a temporary root, swapped into OUT only when the whole run succeeded
     with stage_outputs(out, "papers") as dest:
         with beam.Pipeline(options=options) as p:
-            build(p, dest, num_shards, input_files, split_over)
+            build(p, dest, num_shards, input_files, split_over, parse_workers)
         done = read_stage_counts(dest, "papers")
         refuse_all_rejected(
             "papers", done, sum(v for k, v in done.items() if k.startswith("read.")), done.get("written", 0),

@@ -157,3 +157,23 @@ def test_line_chunks_pack_and_unpack_without_pickle() -> None:
     assert unpack_chunk(packed) == chunk and unpack_chunk(pack_chunk([])) == []
     assert pa.ipc.open_stream(packed).schema.names == ["origin", "line", "reason", "detail", "raw"]
     assert len(packed) < len(b"".join(c[1] or b"" for c in chunk))  # LZ4 buffers
+
+
+@pytest.mark.parametrize("split_over", [256 << 20, 0])
+def test_parsing_in_a_pool_of_processes_gives_the_same_outputs(tmp_path, bad_inputs, beam_args, split_over):
+    """`--parse-workers 2` (files and line chunks parsed by two local processes) writes the
+    same papers files byte for byte, the same rejects and counts as parsing in the worker."""
+    import json
+
+    outs = {}
+    for workers in (1, 2):
+        out = tmp_path / f"w{workers}"
+        run_papers(str(out), {"unpaywall": bad_inputs["unpaywall"], "crossref": bad_inputs["crossref"]}, beam_args,
+                   shards=2, split_over=split_over, parse_workers=workers)
+        outs[workers] = out
+    for part in sorted((outs[1] / "papers").glob("*.parquet")):
+        assert part.read_bytes() == (outs[2] / "papers" / part.name).read_bytes()
+    counts = [json.loads((d / "_stats" / "papers.json").read_text())["counts"] for d in outs.values()]
+    assert counts[0] == counts[1] and counts[0]["read.unpaywall"] > 2 and counts[0]["files.unpaywall"] == 3
+    rejects = [pq.read_table(d / "rejects" / "papers").sort_by("key").to_pylist() for d in outs.values()]
+    assert rejects[0] == rejects[1] and len(rejects[0]) >= 5

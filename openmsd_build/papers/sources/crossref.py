@@ -7,6 +7,7 @@ link versions of one work (preprint <-> article), which the split stage keeps to
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from openmsd_build.core.doi import try_normalize_doi
@@ -97,18 +98,19 @@ def links_of(record: dict) -> list[dict]:
 MAX_TITLES = 20
 
 
-def all_titles(*lists: Any) -> list[str]:
+def all_titles(*lists: Any, clean: Callable[[str], str] = clean_title) -> list[str]:
     """Every distinct non-blank title of `title` and `original-title`, cleaned, in order
     (Crossref lists a paper's title in each language it was published with). At most
     `MAX_TITLES`; duplicates are found with a set, so a corrupt record listing millions of
-    titles costs linear time, not quadratic."""
+    titles costs linear time, not quadratic. `clean` is `clean_title` (the columnar reader
+    passes a memo of it, so a title it also needs alone is cleaned once)."""
     titles: list[str] = []
     seen: set[str] = set()
     for values in lists:
         for value in as_list(values) if not isinstance(values, str) else [values]:
             if len(titles) >= MAX_TITLES:
                 return titles
-            cleaned = clean_title(value) if isinstance(value, str) else ""
+            cleaned = clean(value) if isinstance(value, str) else ""
             if cleaned and cleaned not in seen:
                 seen.add(cleaned)
                 titles.append(cleaned)

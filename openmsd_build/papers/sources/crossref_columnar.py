@@ -84,11 +84,38 @@ def _text_or_none(expr: pl.Expr) -> pl.Expr:
     return pl.when(stripped != "").then(stripped).otherwise(None)
 
 
-def _clean(expr: pl.Expr, cleaner, name: str) -> pl.Expr:
-    """`cleaner` in Python only for values that need it; plain ASCII passes through."""
-    cleaned = expr.map_elements(lambda v: cleaner(v) or None, return_dtype=pl.String, skip_nulls=True)
-    plain = expr.str.contains(_PLAIN) & ~expr.str.contains("  ", literal=True)
-    return pl.when(plain).then(expr).otherwise(cleaned).alias(name)
+def _plain(expr: pl.Expr) -> pl.Expr:
+    """Text that this reader keeps as it is, without calling the cleaner (see `_PLAIN`)."""
+    return expr.str.contains(_PLAIN) & ~expr.str.contains("  ", literal=True)
+
+
+class _TitleMemo(dict):
+    """`clean_title` of the titles of one work, each computed once: `all_titles` cleans every
+    title and the work's `title` is the first of them (a `when/then` over a Python
+    `map_elements` in polars ran the cleaner on every title, plain or not)."""
+
+    def __missing__(self, value: str) -> str:
+        cleaned = self[value] = clean_title(value)
+        return cleaned
+
+
+def _title(raw: str | None, plain: bool | None, memo: _TitleMemo) -> str | None:
+    """The work's `title`: the first non-blank title, kept as it is when plain, else cleaned."""
+    if raw is None:
+        return None
+    if plain:
+        return raw
+    return memo[raw] or None
+
+
+def _same_work_relations() -> pl.Expr:
+    """The `relation` struct, null where it lists no relation at all: `relations_of` finds
+    none there, and turning a null is much cheaper than a 14-field struct of empty lists into
+    a Python dict for every work."""
+    relation = pl.col("relation")
+    listed = pl.any_horizontal(
+        [relation.struct.field(t).list.len().fill_null(0) > 0 for t in _RELATION_TYPES])
+    return pl.when(listed).then(relation).otherwise(None).alias("relation")
 
 
 def _doi_outcome(value: str | None) -> dict:
@@ -154,11 +181,11 @@ def _project_slice(items: pl.DataFrame) -> Iterator[tuple[dict | None, tuple[int
         "_index",
         pl.col("DOI").alias("_raw_doi"),
         pl.when(fast_doi).then(lower).otherwise(None).alias("_fast_doi"),
-        _clean(_first_non_blank("title"), clean_title, "title"),
+        _first_non_blank("title").alias("_title"),
+        _plain(_first_non_blank("title")).alias("_title_plain"),
         pl.col("title").alias("_titles"),
         pl.col("original-title").alias("_original_titles"),
-        pl.col("abstract").map_elements(lambda v: clean_abstract(v) or None, return_dtype=pl.String,
-                                        skip_nulls=True).alias("abstract"),
+        pl.col("abstract"),
         _text_or_none(_first_non_blank("container-title")).alias("venue"),
         _text_or_none(pl.col("publisher")).alias("publisher"),
         year.alias("year"),
@@ -167,7 +194,7 @@ def _project_slice(items: pl.DataFrame) -> Iterator[tuple[dict | None, tuple[int
         .list.eval(pl.element().str.strip_chars(_PY_WHITESPACE).filter(pl.element().str.strip_chars(_PY_WHITESPACE) != "")
                    ).list.unique().list.sort().alias("categories"),
         _text_or_none(pl.col("language")).alias("publisher_language"),
-        pl.col("license"), pl.col("link"), pl.col("resource"), pl.col("relation"),
+        pl.col("license"), pl.col("link"), pl.col("resource"), _same_work_relations(),
     )
     for row in frame.iter_rows(named=True):
         doi = row["_fast_doi"]
@@ -179,12 +206,15 @@ def _project_slice(items: pl.DataFrame) -> Iterator[tuple[dict | None, tuple[int
                 yield None, (row["_index"], outcome["reason"], row["_raw_doi"])
                 continue
             doi = outcome["doi"]
+        memo = _TitleMemo()
+        titles = all_titles(row["_titles"], row["_original_titles"], clean=memo.__getitem__)
+        abstract = row["abstract"]
         record = {
             "doi": doi,
             "source": SOURCE,
-            "title": row["title"],
-            "titles": all_titles(row["_titles"], row["_original_titles"]),
-            "abstract": row["abstract"],
+            "title": _title(row["_title"], row["_title_plain"], memo),
+            "titles": titles,
+            "abstract": (clean_abstract(abstract) or None) if abstract is not None else None,
             "venue": row["venue"],
             "publisher": row["publisher"],
             "year": row["year"],
