@@ -14,30 +14,32 @@ _MASK63 = (1 << 63) - 1
 
 def hash64(text: str, seed: str = "") -> int:
     """A non-negative 63-bit integer from blake2b(seed, text); fits Arrow int64."""
+    if not seed:
+        return _unkeyed64(text)
     digest = hashlib.blake2b(text.encode("utf-8"), digest_size=8, key=seed.encode("utf-8")[:64]).digest()
     return int.from_bytes(digest, "big") & _MASK63
+
+
+def _unkeyed64(text: str, _blake2b=hashlib.blake2b, _from_bytes=int.from_bytes) -> int:
+    """`hash64` without a seed: blake2b with an empty key is unkeyed blake2b, so the key's
+    encoding is skipped on the hot paths (sharding every record, a paper id per document)."""
+    return _from_bytes(_blake2b(text.encode("utf-8"), digest_size=8).digest(), "big") & _MASK63
 
 
 def paper_id(doi: str) -> int:
     """The int64 key of a paper: `hash64` of its normalized DOI. Citations, split and pairs
     all compute it here, so their joins on ids agree."""
-    return hash64(doi)
+    return _unkeyed64(doi)
 
 
 def paper_ids(dois: Iterable[str | None]) -> list[int | None]:
-    """`paper_id` of every DOI (None stays None).
-
-    The same values as `hash64(doi)` (an empty blake2b key is no key), without its seed
-    handling and call per DOI: stages compute this for every document (~0.8 µs instead of
-    ~2.5 µs a DOI)."""
-    blake2b, from_bytes, mask = hashlib.blake2b, int.from_bytes, _MASK63
-    return [None if d is None else from_bytes(blake2b(d.encode("utf-8"), digest_size=8).digest(), "big") & mask
-            for d in dois]
+    """`paper_id` of every DOI (None stays None)."""
+    return [None if d is None else _unkeyed64(d) for d in dois]
 
 
 def shard_of(key: str, num_shards: int) -> int:
     """The shard (0 .. num_shards-1) that owns `key` in a partitioned shuffle."""
-    return hash64(key) % num_shards
+    return _unkeyed64(key) % num_shards
 
 
 def unit_interval(key: str, seed: str) -> float:

@@ -38,14 +38,6 @@ class WorkerCrashed(RuntimeError):
     """A pool process died while doing the named work."""
 
 
-def cpu_count() -> int:
-    """The CPUs this process may use (containers, taskset), at least 1."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
-
-
 class _Child:
     """One worker process and its two pipes; `job` is the sequence number it is working on."""
 

@@ -56,6 +56,27 @@ def is_local_runner(options: PipelineOptions) -> bool:
     return name.rsplit(".", 1)[-1] in ("FnApiRunner", "SwitchingDirectRunner", *_DIRECT_RUNNERS)
 
 
+def cores_per_local_worker(options: PipelineOptions) -> int:
+    """Processes a DoFn may keep busy on its own: the CPUs this process may use (affinity:
+    containers, taskset) shared by the local runner's Beam workers (`--direct_num_workers`,
+    0 meaning one per core); 1 on a distributed runner, whose workers already run one SDK
+    process (or thread) per core. The text stage's extractors and the papers stage's
+    parsing processes are both sized by this."""
+    import os
+
+    from apache_beam.options.pipeline_options import DirectOptions
+
+    if not is_local_runner(options):
+        return 1
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    requested = options.view_as(DirectOptions).direct_num_workers
+    local_workers = cores if requested == 0 else max(1, requested or 1)
+    return max(1, cores // local_workers)
+
+
 def _runner_name(args: Sequence[str]) -> str:
     for a in args:
         if a.startswith("--runner="):

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from openmsd_build.core.ipc import to_ipc
-from openmsd_build.core.ordered_pool import OrderedPool, cpu_count
+from openmsd_build.core.ordered_pool import OrderedPool
 from openmsd_build.core.rejects import MAX_REJECTS_PER_FILE, RejectBudget
 from openmsd_build.papers import join
 from openmsd_build.papers.sources.records import Item, iter_raw_lines, parse_raw_line
@@ -43,16 +43,11 @@ def default_parse_workers(options: Any, input_bytes: int) -> int:
     runner (shared by its Beam workers, `--direct_num_workers`) for inputs of at least
     `POOL_MIN_BYTES`; none (1: parse in the worker itself) for smaller inputs and on a
     distributed runner, whose workers already use every core."""
-    from apache_beam.options.pipeline_options import DirectOptions
+    from openmsd_build.core.runner import cores_per_local_worker
 
-    from openmsd_build.core.runner import is_local_runner
-
-    if not is_local_runner(options) or input_bytes < POOL_MIN_BYTES:
+    if input_bytes < POOL_MIN_BYTES:
         return 1
-    requested = options.view_as(DirectOptions).direct_num_workers
-    cores = cpu_count()
-    local_workers = cores if requested == 0 else max(1, requested or 1)  # Beam: 0 means one per core
-    return max(1, cores // local_workers)
+    return cores_per_local_worker(options)
 
 
 # ----------------------------------------------------------------- the work, run in a child

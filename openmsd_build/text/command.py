@@ -114,23 +114,10 @@ def run_text(
 def default_extract_workers(options) -> int:
     """Extractor processes per fetching DoFn when the user gives none: one per core on the
     local in-process runner (its single worker would otherwise use one core), 1 on a
-    distributed runner, whose workers already run one SDK process (or thread) per core."""
-    import os
+    distributed runner (`core.runner.cores_per_local_worker`)."""
+    from openmsd_build.core.runner import cores_per_local_worker
 
-    from apache_beam.options.pipeline_options import DirectOptions
-
-    from openmsd_build.core.runner import is_local_runner
-
-    if not is_local_runner(options):
-        return 1
-    try:
-        cores = len(os.sched_getaffinity(0))  # the CPUs this process may use (containers, taskset)
-    except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
-    # a local run with several Beam workers (`--direct_num_workers`) shares the cores
-    requested = options.view_as(DirectOptions).direct_num_workers
-    local_workers = cores if requested == 0 else max(1, requested or 1)  # Beam: 0 means one per core
-    return max(1, cores // local_workers)
+    return cores_per_local_worker(options)
 
 
 def check_cc_index(globs: str) -> None:
