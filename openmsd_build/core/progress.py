@@ -12,6 +12,7 @@ Which counters mean "done", "planned" and "errors" is stated per stage in `SPECS
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 import time
@@ -43,6 +44,13 @@ def _matches(name: str, keys: tuple[str, ...]) -> bool:
     return any(name == k or (k.endswith(".") and name.startswith(k)) for k in keys)
 
 
+@functools.lru_cache(maxsize=4096)
+def _roles(spec: ProgressSpec, name: str) -> tuple[bool, bool, bool]:
+    """Whether counter `name` counts as done, planned, errors under `spec` (asked for every
+    count of every batch: a stage has a few dozen counter names)."""
+    return _matches(name, spec.done), _matches(name, spec.planned), _matches(name, spec.errors)
+
+
 def add(namespace: str, counts: Mapping[str, int]) -> dict[str, int]:
     """Add a batch's counts to the tally; returns its progress increments (done, planned,
     errors) so `bump` can mirror them as Beam counters."""
@@ -53,11 +61,12 @@ def add(namespace: str, counts: Mapping[str, int]) -> dict[str, int]:
     for name, value in counts.items():
         if not isinstance(value, int | float):
             continue
-        if _matches(name, spec.done):
+        done, planned, errors = _roles(spec, name)
+        if done:
             inc["done"] += int(value)
-        if _matches(name, spec.planned):
+        if planned:
             inc["planned"] += int(value)
-        if _matches(name, spec.errors):
+        if errors:
             inc["errors"] += int(value)
     with _lock:
         for key, value in inc.items():

@@ -56,6 +56,14 @@ def is_local_runner(options: PipelineOptions) -> bool:
     return name.rsplit(".", 1)[-1] in ("FnApiRunner", "SwitchingDirectRunner", *_DIRECT_RUNNERS)
 
 
+def runs_in_this_process(options: PipelineOptions) -> bool:
+    """The DoFns run in this very process: a local runner in its default in-memory mode (not
+    `--direct_running_mode=multi_processing`, whose workers are child processes)."""
+    from apache_beam.options.pipeline_options import DirectOptions
+
+    return is_local_runner(options) and options.view_as(DirectOptions).direct_running_mode != "multi_processing"
+
+
 def cores_per_local_worker(options: PipelineOptions) -> int:
     """Processes a DoFn may keep busy on its own: the CPUs this process may use (affinity:
     containers, taskset) shared by the local runner's Beam workers (`--direct_num_workers`,

@@ -314,6 +314,8 @@ def count_tokens(text: str | None) -> int:
     spaces, so a word count would call a whole Chinese abstract one token)."""
     if not text:
         return 0
+    if _CJK_RE.search(text) is None:  # most texts: one pass fewer, no copy of the text
+        return len(_TOKEN_RE.findall(text))
     cjk = len(_CJK_RE.findall(text))
     words = len(_TOKEN_RE.findall(_CJK_RE.sub(" ", text)))
     return words + cjk

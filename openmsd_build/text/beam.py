@@ -30,6 +30,7 @@ from openmsd_build.core import parquet_io
 from openmsd_build.core.beam_io import COUNTS_TAG, REJECTS_TAG, UntypedDoFn, bump, in_global_window
 from openmsd_build.core.rejects import make_reject
 from openmsd_build.text.documents import SHARED_ABSTRACT, build_document, drop_shared_abstract, shared_abstract_key
+from openmsd_build.text.extract.isolate import EXTRACTORS
 from openmsd_build.text.fetch.archive_join import DEFAULT_MAX_REDIRECTS, advance, chain_index, lookup_key, new_units
 from openmsd_build.text.fetch.plan import canonical_url, host_key, plan_urls, shard_host
 from openmsd_build.text.fetch.result import document_kind
@@ -220,7 +221,7 @@ class FetchAndExtract(UntypedDoFn):
             self.backend = HttpFetcher(self.fetch_config)
         else:
             self.backend = None
-        self.extractors = ExtractorPool(self.extract_workers, timeout=self.extract_timeout)
+        self.extractors = ExtractorPool(self.extract_workers, extractors=STAGE_JOBS, timeout=self.extract_timeout)
         self.extractors.start()
         self.writer = None
         self.warc_file = None
@@ -229,6 +230,7 @@ class FetchAndExtract(UntypedDoFn):
     def start_bundle(self):
         self._close_warc()  # a failed bundle may have left its file open
         self.extractors.abandon()  # ... and documents in its extractors
+        self.extractors.start()  # the children the last bundle handed back (`release`), or new ones
         self.bundle_counts = Counter()
 
     def _writer(self):
@@ -254,6 +256,9 @@ class FetchAndExtract(UntypedDoFn):
         counts: Counter = Counter()
         try:
             outputs = [out for done in self.extractors.drain() for out in self._extracted(*done, counts=counts)]
+            # idle now: the next stage's pool in this process (the follow-up pass, document
+            # building) or this DoFn's next bundle takes the warm children over
+            self.extractors.release()
         finally:
             self._close_warc()
         bump(STAGE, counts)  # the elements' own counts were bumped as they went
@@ -264,10 +269,13 @@ class FetchAndExtract(UntypedDoFn):
         yield from in_global_window(outputs)
 
     def teardown(self):
+        from openmsd_build.text.extract.isolate import close_spares
+
         self._close_warc()
         extractors = getattr(self, "extractors", None)
         if extractors is not None:
             extractors.close()
+        close_spares()
         backend = getattr(self, "backend", None)
         if backend is not None and hasattr(backend, "close"):
             backend.close()
@@ -372,6 +380,11 @@ class FetchAndExtract(UntypedDoFn):
                 ))
 
 
+# What the stage's child processes run: the extractors (`FetchAndExtract`) and document
+# building (`BuildDocuments`). One set of jobs, so that one set of warm children serves
+# both DoFns in a local run (`isolate.prewarm`, `ExtractorPool.release`).
+STAGE_JOBS = {**EXTRACTORS, "document": "openmsd_build.text.documents:build_document_job"}
+
 _SLIM_EXTRACTION = ("kind", "url", "title", "abstract", "abstracts", "content", "pdf_url", "language_hints")
 
 
@@ -413,7 +426,7 @@ class BuildDocuments(UntypedDoFn):
     they come, the rest at the end of the bundle. A job that fails there is built again
     here, so a bug raises with its traceback as it would inline."""
 
-    DOCUMENT_JOB = {"document": "openmsd_build.text.documents:build_document_job"}
+    JOBS = STAGE_JOBS  # what its children run (a test swaps in a failing job)
 
     def __init__(self, workers: int = 1):
         self.workers = workers
@@ -423,16 +436,21 @@ class BuildDocuments(UntypedDoFn):
         if self.workers > 1:
             from openmsd_build.text.extract.isolate import ExtractorPool
 
-            self.pool = ExtractorPool(self.workers, extractors=self.DOCUMENT_JOB, timeout=600.0, max_memory_mb=None)
+            # the fetching DoFns' children (same jobs, same limits) are taken over when idle
+            self.pool = ExtractorPool(self.workers, extractors=self.JOBS, timeout=600.0)
             self.pool.start()
 
     def start_bundle(self):
         if self.pool is not None:
             self.pool.abandon()
+            self.pool.start()
 
     def teardown(self):
+        from openmsd_build.text.extract.isolate import close_spares
+
         if getattr(self, "pool", None) is not None:
             self.pool.close()
+        close_spares()
 
     def process(self, element):
         doi, grouped = element
@@ -457,7 +475,9 @@ class BuildDocuments(UntypedDoFn):
     def finish_bundle(self):
         if self.pool is None:
             return
-        yield from in_global_window([out for done in self.pool.drain() for out in self._answered(*done)])
+        outputs = [out for done in self.pool.drain() for out in self._answered(*done)]
+        self.pool.release()
+        yield from in_global_window(outputs)
 
     def _answered(self, tag, answer, error, detail):
         if error:  # a failure in the child: build it here, where an exception shows its cause

@@ -13,10 +13,12 @@ import apache_beam as beam
 
 from openmsd_build.core import layout, parquet_io
 from openmsd_build.core.errors import UserError
-from openmsd_build.core.runner import pipeline_options
+from openmsd_build.core.runner import pipeline_options, runs_in_this_process
 from openmsd_build.core.staging import stage_outputs
 from openmsd_build.core.stats import read_stage_counts
 from openmsd_build.pipelines.text import build
+from openmsd_build.text.beam import STAGE_JOBS
+from openmsd_build.text.extract.isolate import close_spares, prewarm
 from openmsd_build.text.fetch.config import FetchConfig
 
 
@@ -100,12 +102,18 @@ def run_text(
     resume = parquet_io.match_paths(parquet_io.join_path(warc_dir, "*.warc.gz")) if fetch == "http" else []
 
     started = time.time()
+    if fetch != "none" and runs_in_this_process(options):
+        # the DoFns will run here: their children import while Beam plans and reads papers
+        prewarm(extract_workers, extractors=STAGE_JOBS)
     # documents/, fetch/, rejects/text/ and _stats/text.json are written under a temporary
     # root and swapped in on success; warc/ stays in place (append-only resume store).
-    with stage_outputs(out, "text") as dest, beam.Pipeline(options=options) as p:
-        build(p, out, fetch, fetch_config or FetchConfig(), num_shards, resume=resume, cap=cap,
-              host_shards=host_shards, extract_timeout=extract_timeout, follow=follow, dest=dest,
-              warc_prefix=warc_prefix, extract_workers=extract_workers)
+    try:
+        with stage_outputs(out, "text") as dest, beam.Pipeline(options=options) as p:
+            build(p, out, fetch, fetch_config or FetchConfig(), num_shards, resume=resume, cap=cap,
+                  host_shards=host_shards, extract_timeout=extract_timeout, follow=follow, dest=dest,
+                  warc_prefix=warc_prefix, extract_workers=extract_workers)
+    finally:
+        close_spares()
     result = read_stage_counts(out, "text")
     result["seconds"] = round(time.time() - started, 2)
     return result

@@ -6,7 +6,7 @@ from __future__ import annotations
 import apache_beam as beam
 
 from openmsd_build.core.beam_io import COUNTS_TAG
-from openmsd_build.text.beam import SHARED_TAG, BuildDocuments
+from openmsd_build.text.beam import SHARED_TAG, STAGE_JOBS, BuildDocuments
 
 ABSTRACT = ("We map the chromosomes of wild roses with fluorescent probes and compare the karyotypes "
             "of twelve species collected across three continents over four seasons.")
@@ -57,6 +57,6 @@ def test_children_build_what_the_worker_builds() -> None:
 def test_a_dying_child_costs_nothing() -> None:
     inline = _run(BuildDocuments(workers=1))
     crashing = BuildDocuments(workers=2)
-    crashing.DOCUMENT_JOB = {"document": "openmsd_build.text.extract.isolate:_debug_exit"}  # os._exit
+    crashing.JOBS = {**STAGE_JOBS, "document": "openmsd_build.text.extract.isolate:_debug_exit"}  # os._exit
     assert _run(crashing) == inline
     assert crashing.pool.stats["crashed"] == len(_elements())

@@ -208,3 +208,49 @@ def test_local_runner_with_several_workers_shares_the_cores() -> None:
     cores = len(os.sched_getaffinity(0))
     options = pipeline_options(["--runner=DirectRunner", "--direct_num_workers=2"])
     assert default_extract_workers(options) == max(1, cores // 2)
+
+
+def test_released_children_serve_the_next_pool_of_the_same_configuration() -> None:
+    """A local text run starts its children once: `prewarm` before the pipeline, and each
+    pool hands its idle children back (`release`) for the next one (the follow-up pass,
+    document building). A pool with other child limits never takes them."""
+    import os
+
+    from openmsd_build.text.extract import isolate
+    from openmsd_build.text.extract.isolate import ExtractorPool, close_spares, prewarm
+
+    def echo_pids(pool: ExtractorPool) -> set[int]:
+        answers = pool.submit("a", "debug_sleep", b"0.2") + pool.submit("b", "debug_echo", b"") + pool.drain()
+        assert all(reason is None for _t, _r, reason, _d in answers)
+        return {w.pid for w in pool.workers}
+
+    options = {"timeout": 10.0, "debug_kinds": True}
+    prewarm(2, **options)
+    first = ExtractorPool(2, **options)
+    other = ExtractorPool(1, max_memory_mb=1024, **options)
+    try:
+        spare_pids = {spare[0].pid for group in isolate._SPARES.values() for spare in group}
+        first.start()
+        assert {w.pid for w in first.workers} == spare_pids and len(spare_pids) == 2
+        pids = echo_pids(first)
+        first.submit("pending", "debug_sleep", b"0.5")
+        with pytest.raises(RuntimeError, match="drain"):
+            first.release()
+        first.drain()
+        first.release()
+        assert all(w.pid is None for w in first.workers)
+        other.start()  # another memory limit: a child of its own
+        assert other.workers[0].pid not in pids
+        second = ExtractorPool(2, timeout=1.0, debug_kinds=True)  # its own time limit is fine
+        second.start()
+        assert echo_pids(second) == pids
+        assert second.submit("slow", "debug_sleep", b"5") == [] and second.drain()[0][2] == "timeout"
+        second.release()  # one live child handed back, the killed one is not
+        assert sum(len(group) for group in isolate._SPARES.values()) == 1
+    finally:
+        first.close()
+        other.close()
+        close_spares()
+    assert isolate._SPARES == {}
+    time.sleep(0.2)
+    assert not any(os.path.exists(f"/proc/{pid}") for pid in pids)

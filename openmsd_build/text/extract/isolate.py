@@ -38,6 +38,13 @@ the deadline is enforced whenever the caller submits, drains or calls `collect_r
 answers `timeout`. What the pool adds is that reading the next record and extracting the
 last one overlap, and that a local run's one worker uses every core (`bench/README.md`).
 
+Children are started once per local run, not once per pool: `prewarm` starts them before the
+pipeline (they import while Beam plans), and a pool whose bundle is done hands its idle
+children back (`ExtractorPool.release`) to the next pool of this process with the same jobs
+and memory limit (the follow-up pass, document building, the next bundle). The limits that
+live in the parent (time limit, size cap) are the adopting pool's. A child is only ever
+handed over idle, never with a document or an unread answer in it.
+
 `IsolatedExtractor` holds only its configuration until first use, so it can be constructed in
 a DoFn's `__init__` and pickled; create the process in `setup()` (or let the first `extract`
 do it) and call `close()` in `teardown()`.
@@ -45,6 +52,7 @@ do it) and call `close()` in `teardown()`.
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import json
 import logging
@@ -240,15 +248,37 @@ class IsolatedExtractor:
             if self._starting:
                 self._await_ready()
             return
-        self._spawn()
-        self._await_ready()
+        if not self._adopt_spare():
+            self._spawn()
+        if self._starting:  # an adopted spare may be ready already
+            self._await_ready()
+
+    def _adopt_spare(self) -> bool:
+        """Take over a spare child of the same configuration (`prewarm`, `ExtractorPool.release`)
+        instead of spawning one; False when there is none."""
+        spare = _take_spare(self.extractors, self.max_memory_mb)
+        if spare is None:
+            return False
+        self._discard()
+        self._process, self._conn, self._answers, self._starting = spare
+        self.stats["started"] += 1
+        return True
+
+    def _give_spare(self) -> bool:
+        """Hand an idle, live child to the spares of this process (see `ExtractorPool.release`)."""
+        if self.busy or not self._alive():
+            return False
+        _put_spare(self.extractors, self.max_memory_mb, (self._process, self._conn, self._answers, self._starting))
+        self._process = self._conn = self._answers = None
+        self._starting = False
+        return True
 
     def spawn(self) -> None:
         """Start the child without waiting for its imports (a pool starts all its children
         at once); the first `begin` / `extract` waits for it to be ready."""
         if self.busy:
             raise RuntimeError("spawn() while a document is pending: call finish() or abandon() first")
-        if not self._alive():
+        if not self._alive() and not self._adopt_spare():
             self._spawn()
 
     def _spawn(self) -> None:
@@ -543,6 +573,16 @@ class ExtractorPool:
             self._tags.pop(k, None)
         self._carried = []
 
+    def release(self) -> None:
+        """Hand the idle children to this process's spares (nothing may be pending: `drain`
+        first), so the next pool with the same configuration here -- the next bundle, the
+        follow-up pass, document building -- starts at once instead of spawning and
+        importing anew. `start` takes them back (or spawns)."""
+        if self.pending:
+            raise RuntimeError("release() with documents pending: drain() first")
+        for worker in self.workers:
+            worker._give_spare()
+
     @property
     def stats(self) -> dict[str, int]:
         """The children's counters, summed."""
@@ -557,6 +597,71 @@ class ExtractorPool:
         self.abandon()
         for worker in self.workers:
             worker.close()
+
+
+# Idle children by configuration (extractors, memory limit): started ahead of the first pool
+# (`prewarm`) or handed back by a pool between bundles (`ExtractorPool.release`). A child's
+# limits that live in the parent (time limit, size cap) belong to whichever pool adopts it.
+_Spare = tuple[subprocess.Popen, Connection, Connection, bool]
+_SPARES: dict[tuple[tuple[tuple[str, str], ...], int | None], list[_Spare]] = {}
+_SPARES_LOCK = threading.Lock()
+
+
+def _spare_key(extractors: dict[str, str], max_memory_mb: int | None) -> tuple[tuple[tuple[str, str], ...], int | None]:
+    return tuple(sorted(extractors.items())), max_memory_mb
+
+
+def _take_spare(extractors: dict[str, str], max_memory_mb: int | None) -> _Spare | None:
+    with _SPARES_LOCK:
+        spares = _SPARES.get(_spare_key(extractors, max_memory_mb), [])
+        while spares:
+            spare = spares.pop()
+            if spare[0].poll() is None:
+                return spare
+            _close_spare(spare)
+    return None
+
+
+def _put_spare(extractors: dict[str, str], max_memory_mb: int | None, spare: _Spare) -> None:
+    with _SPARES_LOCK:
+        _SPARES.setdefault(_spare_key(extractors, max_memory_mb), []).append(spare)
+
+
+def _close_spare(spare: _Spare) -> None:
+    process, conn, answers, _starting = spare
+    for c in (conn, answers):
+        try:
+            c.close()
+        except OSError:
+            pass
+    if process.poll() is None:
+        process.kill()
+    try:
+        process.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        LOG.warning("extraction worker %s did not exit after kill", process.pid)
+
+
+def prewarm(count: int, **extractor_options: Any) -> None:
+    """Start `count` children now, without waiting for their imports, for the pools this
+    process will create with the same extractors and memory limit: a local run calls it
+    before the pipeline starts, so the children import while Beam plans and reads."""
+    for _ in range(count):
+        worker = IsolatedExtractor(**extractor_options)
+        worker._spawn()
+        worker._give_spare()
+
+
+def close_spares() -> None:
+    """Stop every spare child of this process (the end of a run, a DoFn's teardown)."""
+    with _SPARES_LOCK:
+        spares = [spare for group in _SPARES.values() for spare in group]
+        _SPARES.clear()
+    for spare in spares:
+        _close_spare(spare)
+
+
+atexit.register(close_spares)
 
 
 def _exit_with_parent(parent: int) -> None:

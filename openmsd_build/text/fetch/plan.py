@@ -9,6 +9,7 @@ because Python's `hash()` differs between worker processes.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
@@ -17,6 +18,7 @@ from openmsd_build.core.hashing import hash64
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def canonical_url(url: str) -> str:
     """Light canonical form used for dedupe, resume and archive lookup: scheme and host
     lower-cased, default port dropped, empty path -> "/", fragment dropped. Path and query
