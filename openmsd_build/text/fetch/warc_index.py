@@ -18,13 +18,23 @@ Pure functions over files (no Beam); the Beam wiring is `text/beam.py` and `pipe
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
+from typing import IO
 
-from warcio.archiveiterator import ArchiveIterator
+from warcio.archiveiterator import ArchiveIterator, WARCIterator
+from warcio.utils import BUFF_SIZE
 
 from openmsd_build.text.fetch.plan import canonical_url
 from openmsd_build.text.fetch.result import REDIRECT_STATUSES, media_type
-from openmsd_build.text.fetch.warc_store import _PAYLOAD_TYPE, open_for_read, read_record, record_status_headers
+from openmsd_build.text.fetch.warc_fast import iter_members, parse_member
+from openmsd_build.text.fetch.warc_store import (
+    _PAYLOAD_TYPE,
+    headers_dict,
+    open_for_read,
+    read_record,
+    record_status_headers,
+)
 
 INDEX_FIELDS = ("url", "warc_file", "offset", "length", "status", "content_type", "location")
 CC_REQUIRED = ("url", "warc_filename", "warc_record_offset", "warc_record_length", "fetch_status", "content_mime_type")
@@ -35,27 +45,95 @@ _BATCH_ROWS = 65_536
 def index_warc_file(path: str) -> Iterator[dict]:
     """Rows of every response record of one WARC, in file order (so the later of two
     records of one URL comes last, as `WarcBackend` resolves it). Records without a
-    target URI are skipped; request, metadata and revisit records are not responses."""
+    target URI are skipped; request, metadata and revisit records are not responses.
+
+    Members of the common shape are read by `warc_fast` (a tidy member is exactly one
+    record, so its offset and length are the member's); a member whose record it is not
+    sure about is read alone by warcio, and from the first member that is not a tidy,
+    complete gzip member on warcio reads the rest of the file, as it would have."""
     with open_for_read(path) as fh:
+        for offset, length, data in iter_members(fh, 0):
+            record = parse_member(data) if data is not None else None
+            if record is None or not record.tidy_end:
+                yield from _warcio_rows(path, fh, offset)
+                return
+            if record.rec_type != "response" and record.plain:
+                continue
+            if not record.plain:
+                yield from _warcio_member_rows(path, fh, offset, length)
+                continue
+            uri = record.warc_fields.get("warc-target-uri")
+            if uri:
+                payload_type = record.warc_fields.get(_PAYLOAD_TYPE.lower())
+                yield _row(path, offset, length, uri, record.status, headers_dict(record.http_headers), payload_type)
+
+
+def _row(path: str, offset: int, length: int, uri: str, status: int | None, headers: dict[str, str],
+         payload_type: str | None) -> dict:
+    """One index row, however the record was parsed."""
+    content_type = payload_type or media_type(headers.get("content-type"))
+    return {
+        "url": canonical_url(uri),
+        "warc_file": path,
+        "offset": offset,
+        "length": length,
+        "status": status,
+        "content_type": content_type or None,
+        "location": headers.get("location") if status in REDIRECT_STATUSES else None,
+    }
+
+
+def _warcio_member_rows(path: str, fh: IO[bytes], offset: int, length: int) -> Iterator[dict]:
+    """The row (if any) of the one-record gzip member at `offset`, read by warcio; the
+    file position is kept for `iter_members`."""
+    resume = fh.tell()
+    fh.seek(offset)
+    member = fh.read(length)
+    fh.seek(resume)
+    for row in _warcio_rows(path, io.BytesIO(member), 0):
+        yield {**row, "offset": offset, "length": length}
+
+
+class _Aligned:
+    """`fh` from `offset` on, with the first read ending at the next warcio block boundary
+    of the file: warcio resumed here then inflates the same blocks as when it had read the
+    file from its start (how it treats a damaged gzip member depends on those blocks)."""
+
+    def __init__(self, fh: IO[bytes], offset: int) -> None:
+        fh.seek(offset)
+        self._fh = fh
+        self._first = BUFF_SIZE - offset % BUFF_SIZE
+
+    def tell(self) -> int:
+        """The underlying position."""
+        return self._fh.tell()
+
+    def read(self, size: int = -1) -> bytes:
+        """Read; the first read stops at the block boundary."""
+        if self._first:
+            size, self._first = self._first, 0
+        return self._fh.read(size)
+
+
+def _warcio_rows(path: str, fh: IO[bytes], offset: int) -> Iterator[dict]:
+    """Rows of the records from `offset` (a member boundary) on, read by warcio. Past the
+    start it continues as the iterator over the whole file would: WARC only, same blocks."""
+    if offset:
+        iterator: ArchiveIterator = WARCIterator(_Aligned(fh, offset))
+    else:
+        fh.seek(0)
         iterator = ArchiveIterator(fh)
-        for record in iterator:
-            if record.rec_type != "response":
-                continue
-            uri = record.rec_headers.get_header("WARC-Target-URI")
-            if not uri:
-                continue
-            status, headers = record_status_headers(record)
-            content_type = record.rec_headers.get_header(_PAYLOAD_TYPE) or media_type(headers.get("content-type"))
-            yield {
-                "url": canonical_url(uri),
-                "warc_file": path,
-                # reads the record to its end: the length is only known then
-                "offset": iterator.get_record_offset(),
-                "length": iterator.get_record_length(),
-                "status": status,
-                "content_type": content_type or None,
-                "location": headers.get("location") if status in REDIRECT_STATUSES else None,
-            }
+    for record in iterator:
+        if record.rec_type != "response":
+            continue
+        uri = record.rec_headers.get_header("WARC-Target-URI")
+        if not uri:
+            continue
+        status, headers = record_status_headers(record)
+        payload_type = record.rec_headers.get_header(_PAYLOAD_TYPE)
+        # reads the record to its end: the length is only known then
+        yield _row(path, iterator.get_record_offset(), iterator.get_record_length(), uri, status, headers,
+                   payload_type)
 
 
 def warc_path(prefix: str, warc_filename: str) -> str:

@@ -26,12 +26,16 @@ from warcio.warcwriter import WARCWriter
 
 from openmsd_build.text.fetch.http import reason_phrase
 from openmsd_build.text.fetch.result import FetchResult, http_error, sha1_hex, sniff_content_type
+from openmsd_build.text.fetch.warc_fast import MAX_INFLATE, Headers, body_is_raw, iter_members, parse_member
 
 _DROP_HEADERS = {"content-encoding", "transfer-encoding", "content-length"}
 _PAYLOAD_TYPE = "WARC-Identified-Payload-Type"
 # Records up to this size are range-read into memory whole; larger ones are streamed (only
 # `max_bytes` of the body is ever decoded).
 _RANGE_READ_MAX = 64 * 1024 * 1024
+# Headers and slack the lean reading may inflate beyond `max_bytes` before leaving a large
+# record to warcio (which inflates only what a short read needs).
+_LEAN_SLACK = 1024 * 1024
 
 
 class WarcRef(NamedTuple):
@@ -225,18 +229,42 @@ class WarcWriter:
         return WarcRef(self.name, offset, length, sha1_hex(body))
 
 
+def headers_dict(pairs: Headers) -> dict[str, str]:
+    """Lower-cased HTTP headers, repeats joined with ", " in order: the one dict both the
+    warcio and the lean reading build, so replay and the archive index agree."""
+    headers: dict[str, str] = {}
+    for key, value in pairs:
+        key = key.lower()
+        headers[key] = f"{headers[key]}, {value}" if key in headers else value
+    return headers
+
+
 def record_status_headers(record) -> tuple[int | None, dict[str, str]]:
     """The HTTP status and lower-cased headers (repeats joined with ", ") of a warcio
     record: the one reading shared by replay and the archive index, so an index row's
     status and Location are exactly what replaying the record would see."""
     status_text = record.http_headers.get_statuscode() if record.http_headers else None
     status = int(status_text) if status_text and status_text.isdigit() else None
-    headers: dict[str, str] = {}
-    if record.http_headers:
-        for key, value in record.http_headers.headers:
-            key = key.lower()
-            headers[key] = f"{headers[key]}, {value}" if key in headers else value
-    return status, headers
+    return status, headers_dict(record.http_headers.headers if record.http_headers else [])
+
+
+def _make_result(
+    uri: str, status: int | None, headers: dict[str, str], body: bytes, payload_type: str | None, date: str
+) -> FetchResult:
+    """The FetchResult of an archived response, however it was parsed."""
+    result = FetchResult(
+        url=uri,
+        final_url=uri,
+        status=status,
+        headers=headers,
+        content_type=payload_type or sniff_content_type(body, headers.get("content-type")),
+        body=body,
+        fetched_at=date,
+    )
+    if status is None or not 200 <= status < 300:
+        result.error = http_error(status) if status is not None else "bad_record"
+        result.body = None
+    return result
 
 
 def _result_from_record(record, max_bytes: int | None) -> FetchResult:
@@ -245,20 +273,38 @@ def _result_from_record(record, max_bytes: int | None) -> FetchResult:
     status, headers = record_status_headers(record)
     stream = record.content_stream()
     body = stream.read() if max_bytes is None else stream.read(max_bytes + 1)
-    payload_type = record.rec_headers.get_header(_PAYLOAD_TYPE)
-    result = FetchResult(
-        url=uri,
-        final_url=uri,
-        status=status,
-        headers=headers,
-        content_type=payload_type or sniff_content_type(body, headers.get("content-type")),
-        body=body,
-        fetched_at=record.rec_headers.get_header("WARC-Date") or "",
+    return _make_result(
+        uri,
+        status,
+        headers,
+        body,
+        record.rec_headers.get_header(_PAYLOAD_TYPE),
+        record.rec_headers.get_header("WARC-Date") or "",
     )
-    if status is None or not 200 <= status < 300:
-        result.error = http_error(status) if status is not None else "bad_record"
-        result.body = None
-    return result
+
+
+def _lean_result(fh: IO[bytes], offset: int, max_bytes: int | None, chunk: int) -> FetchResult | None:
+    """The record at `offset` read by `warc_fast` when it is a plain response in its own
+    gzip member with a body warcio would not decode; None (fall back to warcio) otherwise.
+    The same values `_result_from_record` gives: the body is `max_bytes + 1` bytes at most.
+    A member inflating to much more than that is left to warcio, which stops early."""
+    limit = MAX_INFLATE if max_bytes is None else min(MAX_INFLATE, max(max_bytes, 0) + _LEAN_SLACK)
+    member = next(iter_members(fh, offset, chunk, limit), None)
+    record = parse_member(member[2]) if member is not None and member[2] is not None else None
+    if record is None or record.rec_type != "response" or not record.plain or not body_is_raw(record.http_headers):
+        return None
+    stop = record.block_end
+    if max_bytes is not None:
+        stop = min(stop, record.body_start + max(max_bytes + 1, 0))
+    warc = record.warc_fields
+    return _make_result(
+        warc.get("warc-target-uri") or "",
+        record.status,
+        headers_dict(record.http_headers),
+        record.data[record.body_start : stop],
+        warc.get(_PAYLOAD_TYPE.lower()),
+        warc.get("warc-date") or "",
+    )
 
 
 def read_range(path: str, offset: int, length: int) -> bytes:
@@ -299,16 +345,26 @@ def read_record(
 ) -> FetchResult:
     """Re-read the response record at `offset` (from a `WarcRef` / the fetch table) as a
     FetchResult with the archived status, headers and body; `attempts` is 0. With the
-    record's `length` (an archive index row) only those bytes are read (`read_range`)."""
+    record's `length` (an archive index row) only those bytes are read (`read_range`).
+    The common record shape is read by `warc_fast`; anything else by warcio, seeking back."""
     if isinstance(source, str) and length and length <= _RANGE_READ_MAX:
-        return read_record(io.BytesIO(read_range(source, offset, length)), 0, max_bytes)
+        data = read_range(source, offset, length)
+        lean = _lean_result(io.BytesIO(data), 0, max_bytes, len(data) or 1)
+        return lean if lean is not None else _warcio_result(io.BytesIO(data), 0, max_bytes)
     fh = open_for_read(source) if isinstance(source, str) else source
     try:
         fh.seek(offset)
-        record = next(iter(ArchiveIterator(fh)))
-        if record.rec_type != "response":
-            raise ValueError(f"record at offset {offset} is a {record.rec_type!r} record, not a response")
-        return _result_from_record(record, max_bytes)
+        lean = _lean_result(fh, offset, max_bytes, 16 * 1024)
+        return lean if lean is not None else _warcio_result(fh, offset, max_bytes)
     finally:
         if isinstance(source, str):
             fh.close()
+
+
+def _warcio_result(fh: IO[bytes], offset: int, max_bytes: int | None) -> FetchResult:
+    """The record at `offset` read by warcio (the reference reading)."""
+    fh.seek(offset)
+    record = next(iter(ArchiveIterator(fh)))
+    if record.rec_type != "response":
+        raise ValueError(f"record at offset {offset} is a {record.rec_type!r} record, not a response")
+    return _result_from_record(record, max_bytes)
