@@ -235,15 +235,14 @@ def build_document(paper: dict, extractions: Iterable[dict] = (), dropped: list[
         dropped.extend(_dropped)
     abstracts = _candidates(paper, extractions, "abstract", _ABSTRACT_ORDER)
     longest = max((count_tokens(e["text"]) for e in entries), default=0)
-    content, content_source = "", None
+    content, content_source, n_content = "", None, 0
     contents = _candidates({}, extractions, "content", _CONTENT_ORDER)
     for raw, source in contents:
         text = normalize_text(raw)
         n_text = count_tokens(text)
         if n_text >= MIN_CONTENT_TOKENS and n_text >= CONTENT_OVER_ABSTRACT * longest:
-            content, content_source = text, source
+            content, content_source, n_content = text, source, n_text
             break
-    n_content = count_tokens(content)
 
     hints = [h for e in extractions for h in (e.get("language_hints") or [])]
     publisher = normalize_language_code(paper.get("publisher_language"))
