@@ -12,6 +12,7 @@ import apache_beam as beam
 
 from openmsd_build.core import layout
 from openmsd_build.core.beam_io import COUNTS_TAG, REJECTS_TAG, GroupShards, WriteCounts, WriteRejects
+from openmsd_build.core.spill import spill_root
 from openmsd_build.papers.beam import LINES_TAG, MergeAndWriteShard, ParseLineChunk, ReadSourceFile
 from openmsd_build.papers.join import LINE_SPLIT_BYTES
 
@@ -22,15 +23,20 @@ def build(p, out: str, num_shards: int, input_files: list[dict], split_over: int
     file, as the command matched them) are read and recorded in `_stats/papers.json`. The
     stage reads nothing from the build, so `out` is only where it writes: the command passes
     its staging root (`core.staging`), swapped in on success. `parse_workers` > 1: files and
-    line chunks are parsed in that many local processes (`papers.parallel`; local runs only)."""
+    line chunks are parsed, and shards merged and encoded as Parquet, in that many local
+    processes (`papers.parallel`; local runs only), and when `out` is a local folder the
+    batches go from the parsing processes to the merging ones through files under it
+    (`spill_root`), only their paths through Beam's shuffle."""
     papers_dir = layout.papers_dir(out)
+    spill_dir = spill_root(out, "papers") if parse_workers > 1 and "://" not in out else None
     files = [(f["source"], f["path"], f["bytes"]) for f in input_files]
     read = (
         p
         | "InputFiles" >> beam.Create(files)
         | "SpreadFiles" >> beam.Reshuffle()
         | "ReadSourceFiles"
-        >> beam.ParDo(ReadSourceFile(num_shards, split_over=split_over, workers=parse_workers)).with_outputs(
+        >> beam.ParDo(ReadSourceFile(num_shards, split_over=split_over, workers=parse_workers,
+                                    spill_dir=spill_dir)).with_outputs(
             LINES_TAG, COUNTS_TAG, REJECTS_TAG, main="batches")
     )
     # JSON Lines files arrive as chunks of raw lines: spread them, then parse on every worker
@@ -38,12 +44,13 @@ def build(p, out: str, num_shards: int, input_files: list[dict], split_over: int
         read[LINES_TAG]
         | "SpreadLineChunks" >> beam.Reshuffle()
         | "ParseLineChunks"
-        >> beam.ParDo(ParseLineChunk(num_shards, workers=parse_workers)).with_outputs(COUNTS_TAG, REJECTS_TAG, main="batches")
+        >> beam.ParDo(ParseLineChunk(num_shards, workers=parse_workers, spill_dir=spill_dir)).with_outputs(
+            COUNTS_TAG, REJECTS_TAG, main="batches")
     )
     merged = (
         (read.batches, lines.batches)
         | "GroupShards" >> GroupShards()
-        | "MergeAndWrite" >> beam.ParDo(MergeAndWriteShard(papers_dir, num_shards))
+        | "MergeAndWrite" >> beam.ParDo(MergeAndWriteShard(papers_dir, num_shards, workers=parse_workers))
     )
     _ = ((read[REJECTS_TAG], lines[REJECTS_TAG]) | "AllRejects" >> beam.Flatten()
          | "WriteRejects" >> WriteRejects(layout.rejects_dir(out, "papers")))

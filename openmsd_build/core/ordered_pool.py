@@ -26,6 +26,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from multiprocessing.connection import Connection, wait
@@ -79,7 +80,8 @@ class OrderedPool:
     (at most `max_pending` pieces are out at once, so memory is bounded whatever the input
     size), then any already finished. `ready()` returns the finished answers at the head of
     the queue without waiting, `drain()` waits for all. Each answer is `(tag, result)`, with
-    the `tag` given to `submit`; an exception raised by the work is raised again here.
+    the `tag` given to `submit`; an exception raised by the work is raised again here, with
+    notes naming the work (`what`) and giving the child's traceback.
     Children are started on first use (or by `start`) and re-started after `close`;
     `preload` modules are imported as they start, `env_defaults` are environment variables
     they get unless this process has them set.
@@ -144,6 +146,7 @@ class OrderedPool:
         self._pending.popleft()
         ok, value = self._answers.pop(job)
         if not ok:
+            value.add_note(f"raised in a pool worker process while {_what}")
             raise value
         return tag, value
 
@@ -229,6 +232,8 @@ def _answer(answers: Connection, work: tuple[Callable[..., Any], tuple]) -> None
     try:
         answer: tuple[bool, Any] = (True, fn(*args))
     except Exception as exc:  # noqa: BLE001 - the parent raises it where the work was submitted
+        # the parent's traceback ends where it re-raises: keep the child's, where it failed
+        exc.add_note("pool worker traceback:\n" + "".join(traceback.format_tb(exc.__traceback__)).rstrip())
         answer = (False, exc)
     try:
         answers.send(answer)  # pickled before a byte is written: a failure here sends nothing

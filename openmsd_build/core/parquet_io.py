@@ -47,13 +47,19 @@ def write_table(table: pa.Table, path: str) -> int:
     Returns the number of rows written."""
     buf = io.BytesIO()
     pq.write_table(table, buf, compression=COMPRESSION, row_group_size=ROW_GROUP_SIZE)
+    write_bytes(buf.getvalue(), path)
+    return table.num_rows
+
+
+def write_bytes(data: bytes, path: str) -> None:
+    """A finished file's bytes (e.g. Parquet encoded by a pool process) put in place as
+    `write_table` does: to a temporary name, renamed over `path`."""
     tmp = path + ".tmp"
     with FileSystems.create(tmp) as f:
-        f.write(buf.getvalue())
+        f.write(data)
     if FileSystems.exists(path):
         FileSystems.delete([path])
     FileSystems.rename([tmp], [path])
-    return table.num_rows
 
 
 def part_path(directory: str, shard: int, num_shards: int) -> str:

@@ -15,7 +15,8 @@ and go with the temporary root (`core.staging` deletes it after the run, success
 A piece written once can be read by several shuffles (the pairs stage groups its lookup
 pieces with the edges at E1 and E2, and the names at P1, P2 and N1-N3).
 
-Shared by the split and pairs stages.
+Shared by the split and pairs stages; the papers stage's local parsing processes spill their
+batches under the same root (`papers.parallel`).
 """
 
 from __future__ import annotations

@@ -30,9 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="JSON Lines files larger than this (compressed MiB) are cut into line chunks parsed by "
                         "every worker (default 256; 0: always)")
     parser.add_argument("--parse-workers", type=int, default=0, metavar="N",
-                        help="processes that parse the snapshot files on a local run (default 0: one per core when the "
-                        "inputs are 16 MiB or more, else 1, i.e. in the Beam worker itself; always 1 on Dataflow, Flink "
-                        "and other distributed runners)")
+                        help="processes that parse the snapshot files, and then merge the shards and encode their "
+                        "Parquet files, on a local run (default 0: one per core when the inputs are 16 MiB or more, else "
+                        "1, i.e. in the Beam worker itself; always 1 on Dataflow, Flink and other distributed runners)")
     parser.add_argument("--shards", type=int, default=0,
                         help="shuffle shards = output files (default: ~1 per 32 MiB of input)")
 
@@ -54,7 +54,7 @@ def run_papers(
 ) -> dict:
     """Build `papers/` from snapshot globs per source (`{"unpaywall": [...], ...}`, names
     from the source registry); returns the stage's counts. `parse_workers`: processes that
-    parse on a local run (0: `parallel.default_parse_workers`, one per core locally; a
+    parse, then merge and encode the shards, on a local run (0: `parallel.default_parse_workers`, one per core locally; a
     distributed runner always parses in its own workers)."""
     options = pipeline_options(beam_args)  # first: the globs below may be gs:// (FileSystems options)
     if parse_workers < 0:

@@ -161,18 +161,48 @@ def test_line_chunks_pack_and_unpack_without_pickle() -> None:
 
 @pytest.mark.parametrize("split_over", [256 << 20, 0])
 def test_parsing_in_a_pool_of_processes_gives_the_same_outputs(tmp_path, bad_inputs, beam_args, split_over):
-    """`--parse-workers 2` (files and line chunks parsed by two local processes) writes the
-    same papers files byte for byte, the same rejects and counts as parsing in the worker."""
+    """`--parse-workers 2` (files and line chunks parsed by two local processes, batches
+    spilled to files, shards merged and encoded by two processes) writes the same papers files
+    byte for byte, the same rejects and counts as parsing and merging in the worker."""
     import json
+
+    from openmsd_build.core import ordered_pool
+    from openmsd_build.papers import parallel
+
+    handed: list = []
+    merge = parallel.PooledMerger.merge
+
+    def recording_merge(self, shard, batches):
+        batches = list(batches)
+        handed.extend(batches)
+        return merge(self, shard, batches)
+
+    children: list = []
+    new_child = ordered_pool._Child.__init__
+
+    def counting_child(self, *args):
+        new_child(self, *args)
+        children.append(self.process)
 
     outs = {}
     for workers in (1, 2):
         out = tmp_path / f"w{workers}"
-        run_papers(str(out), {"unpaywall": bad_inputs["unpaywall"], "crossref": bad_inputs["crossref"]}, beam_args,
-                   shards=2, split_over=split_over, parse_workers=workers)
+        with pytest.MonkeyPatch.context() as mp:  # the in-process runner runs the DoFns here
+            mp.setattr(parallel.PooledMerger, "merge", recording_merge)
+            mp.setattr(ordered_pool._Child, "__init__", counting_child)
+            run_papers(str(out), {"unpaywall": bad_inputs["unpaywall"], "crossref": bad_inputs["crossref"]},
+                       beam_args, shards=2, split_over=split_over, parse_workers=workers)
         outs[workers] = out
-    for part in sorted((outs[1] / "papers").glob("*.parquet")):
-        assert part.read_bytes() == (outs[2] / "papers" / part.name).read_bytes()
+    # two processes parsed (files, then line chunks) and merged, and were stopped at the end
+    assert len(children) == 2 and all(c.poll() is not None for c in children) and not parallel._IDLE
+    # with the pool, only paths of spilled batches (under the run's temporary root) reached the merge
+    spilled = [b for b in handed if b != []]
+    assert spilled and all(isinstance(b, str) and str(outs[2] / "_tmp") in b for b in spilled)
+    assert not (outs[2] / "_tmp").exists()  # gone with the temporary root
+    names = [sorted(p.name for p in (d / "papers").glob("*.parquet")) for d in outs.values()]
+    assert names[0] == names[1] and len(names[0]) == 2
+    for name in names[0]:
+        assert (outs[1] / "papers" / name).read_bytes() == (outs[2] / "papers" / name).read_bytes()
     counts = [json.loads((d / "_stats" / "papers.json").read_text())["counts"] for d in outs.values()]
     assert counts[0] == counts[1] and counts[0]["read.unpaywall"] > 2 and counts[0]["files.unpaywall"] == 3
     rejects = [pq.read_table(d / "rejects" / "papers").sort_by("key").to_pylist() for d in outs.values()]
