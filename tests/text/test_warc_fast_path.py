@@ -423,11 +423,16 @@ def test_hostile_members(tmp_path, name, pad):
     members = lead + MEMBERS[name](good)
     path = str(tmp_path / "members.warc.gz")
     Path(path).write_bytes(b"".join(members))
-    offsets, at = [], 0
-    for member in members:
-        offsets.append((at, len(member)))
-        at += len(member)
-    assert_same(path, offsets)
+    assert_same(path, _spans(members))
+
+
+def _spans(pieces: list[bytes]) -> list[tuple[int, int]]:
+    """(offset, length) of each piece in the file they were written to, in order."""
+    spans, at = [], 0
+    for piece in pieces:
+        spans.append((at, len(piece)))
+        at += len(piece)
+    return spans
 
 
 @pytest.mark.parametrize("start", range(0, 16384, 1361))
@@ -445,11 +450,7 @@ def test_uncompressed_warc(tmp_path):
     path = str(tmp_path / "plain.warc")
     records = [RECORDS[n] for n in ("plain", "request", "redirect", "chunked", "folded", "not_found")]
     Path(path).write_bytes(b"".join(records))
-    offsets, at = [], 0
-    for record in records:
-        offsets.append((at, len(record)))
-        at += len(record)
-    assert_same(path, offsets)
+    assert_same(path, _spans(records))
 
 
 def test_whole_file_gzip(tmp_path):
