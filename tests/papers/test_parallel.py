@@ -225,9 +225,13 @@ def test_inlined_oa_urls_equal_the_url_entry_rules(record):
     assert str_or_none("  ") is None  # the rule `_text` inlines
 
 
-def test_inlined_oa_urls_raise_like_the_reference_on_an_unhashable_version():
+def test_inlined_oa_urls_rank_an_unhashable_version_as_unknown():
+    """The reference raised TypeError here (the source fuzz test found it): now a location
+    whose version is not a string ranks as an unknown version, like a missing one."""
     record = {"oa_locations": [{"version": ["x"], "url_for_pdf": "https://a"}]}
     with pytest.raises(TypeError):
         _oa_urls_reference(record)
-    with pytest.raises(TypeError):
-        oa_urls(record)
+    assert oa_urls(record) == oa_urls({"oa_locations": [{"url_for_pdf": "https://a"}]})
+    ranked = {"oa_locations": [{"url_for_pdf": "https://a/x.pdf", "version": ["publishedVersion"]},
+                               {"url_for_pdf": "https://b/y.pdf", "version": "publishedVersion"}]}
+    assert [u["url"] for u in oa_urls(ranked)] == ["https://b/y.pdf", "https://a/x.pdf"]

@@ -41,7 +41,8 @@ def oa_urls(record: dict) -> list[dict]:
     def preference(loc: dict) -> tuple[bool, int]:
         return (
             not (loc.get("is_best") or (best and loc.get("url") == best_url)),
-            _VERSION_ORDER.get(loc.get("version") or "", 3),
+            # a version that is not a string (a list in a damaged record) ranks as unknown
+            _VERSION_ORDER.get(version, 3) if isinstance(version := loc.get("version"), str) else 3,
         )
 
     ordered = sorted((loc for loc in locations if isinstance(loc, dict)), key=preference)
