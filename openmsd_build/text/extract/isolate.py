@@ -342,19 +342,7 @@ class IsolatedExtractor:
         process, conns = self._process, (self._conn, self._answers)
         self._process = self._conn = self._answers = None
         self._starting = False
-        for conn in conns:
-            if conn is not None:
-                try:
-                    conn.close()
-                except OSError:
-                    pass
-        if process is not None:
-            if process.poll() is None:
-                process.kill()
-            try:
-                process.wait(timeout=5)
-            except subprocess.TimeoutExpired:  # unkillable (D state): leave it to the OS
-                LOG.warning("extraction worker %s did not exit after kill", process.pid)
+        _kill(process, conns)
 
     def _refuse(self, kind: str, data: bytes) -> tuple[None, str, str] | None:
         """The answer to a document that is never sent (unknown kind, too large), or None."""
@@ -629,17 +617,24 @@ def _put_spare(extractors: dict[str, str], max_memory_mb: int | None, spare: _Sp
 
 def _close_spare(spare: _Spare) -> None:
     process, conn, answers, _starting = spare
-    for c in (conn, answers):
+    _kill(process, (conn, answers))
+
+
+def _kill(process: subprocess.Popen | None, conns: tuple[Connection | None, ...]) -> None:
+    """Close a child's pipes, kill it and reap it (a discarded child, a spare no one took)."""
+    for conn in conns:
+        if conn is not None:
+            try:
+                conn.close()
+            except OSError:
+                pass
+    if process is not None:
+        if process.poll() is None:
+            process.kill()
         try:
-            c.close()
-        except OSError:
-            pass
-    if process.poll() is None:
-        process.kill()
-    try:
-        process.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        LOG.warning("extraction worker %s did not exit after kill", process.pid)
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # unkillable (D state): leave it to the OS
+            LOG.warning("extraction worker %s did not exit after kill", process.pid)
 
 
 def prewarm(count: int, **extractor_options: Any) -> None:
