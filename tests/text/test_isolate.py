@@ -229,7 +229,7 @@ def test_released_children_serve_the_next_pool_of_the_same_configuration() -> No
     first = ExtractorPool(2, **options)
     other = ExtractorPool(1, max_memory_mb=1024, **options)
     try:
-        spare_pids = {spare[0].pid for group in isolate._SPARES.values() for spare in group}
+        spare_pids = {spare[0].pid for spare in isolate._SPARES.held()}
         first.start()
         assert {w.pid for w in first.workers} == spare_pids and len(spare_pids) == 2
         pids = echo_pids(first)
@@ -246,11 +246,11 @@ def test_released_children_serve_the_next_pool_of_the_same_configuration() -> No
         assert echo_pids(second) == pids
         assert second.submit("slow", "debug_sleep", b"5") == [] and second.drain()[0][2] == "timeout"
         second.release()  # one live child handed back, the killed one is not
-        assert sum(len(group) for group in isolate._SPARES.values()) == 1
+        assert len(isolate._SPARES.held()) == 1
     finally:
         first.close()
         other.close()
         close_spares()
-    assert isolate._SPARES == {}
+    assert isolate._SPARES.held() == []
     time.sleep(0.2)
     assert not any(os.path.exists(f"/proc/{pid}") for pid in pids)

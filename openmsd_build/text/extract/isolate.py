@@ -52,7 +52,6 @@ do it) and call `close()` in `teardown()`.
 
 from __future__ import annotations
 
-import atexit
 import importlib
 import json
 import logging
@@ -65,6 +64,8 @@ import time
 import traceback
 from multiprocessing.connection import Connection
 from typing import Any
+
+from openmsd_build.core.spares import Shelf
 
 LOG = logging.getLogger(__name__)
 
@@ -591,8 +592,6 @@ class ExtractorPool:
 # (`prewarm`) or handed back by a pool between bundles (`ExtractorPool.release`). A child's
 # limits that live in the parent (time limit, size cap) belong to whichever pool adopts it.
 _Spare = tuple[subprocess.Popen, Connection, Connection, bool]
-_SPARES: dict[tuple[tuple[tuple[str, str], ...], int | None], list[_Spare]] = {}
-_SPARES_LOCK = threading.Lock()
 
 
 def _spare_key(extractors: dict[str, str], max_memory_mb: int | None) -> tuple[tuple[tuple[str, str], ...], int | None]:
@@ -600,19 +599,11 @@ def _spare_key(extractors: dict[str, str], max_memory_mb: int | None) -> tuple[t
 
 
 def _take_spare(extractors: dict[str, str], max_memory_mb: int | None) -> _Spare | None:
-    with _SPARES_LOCK:
-        spares = _SPARES.get(_spare_key(extractors, max_memory_mb), [])
-        while spares:
-            spare = spares.pop()
-            if spare[0].poll() is None:
-                return spare
-            _close_spare(spare)
-    return None
+    return _SPARES.take(_spare_key(extractors, max_memory_mb))
 
 
 def _put_spare(extractors: dict[str, str], max_memory_mb: int | None, spare: _Spare) -> None:
-    with _SPARES_LOCK:
-        _SPARES.setdefault(_spare_key(extractors, max_memory_mb), []).append(spare)
+    _SPARES.put(_spare_key(extractors, max_memory_mb), spare)
 
 
 def _close_spare(spare: _Spare) -> None:
@@ -647,16 +638,12 @@ def prewarm(count: int, **extractor_options: Any) -> None:
         worker._give_spare()
 
 
+_SPARES: Shelf[_Spare] = Shelf(close=_close_spare, alive=lambda spare: spare[0].poll() is None)
+
+
 def close_spares() -> None:
     """Stop every spare child of this process (the end of a run, a DoFn's teardown)."""
-    with _SPARES_LOCK:
-        spares = [spare for group in _SPARES.values() for spare in group]
-        _SPARES.clear()
-    for spare in spares:
-        _close_spare(spare)
-
-
-atexit.register(close_spares)
+    _SPARES.close_all()
 
 
 def _exit_with_parent(parent: int) -> None:
