@@ -91,8 +91,10 @@ def _outcomes(path: str, source: str) -> Iterator[tuple[str, dict | None, Item |
         yield failure.origin, None, failure
         return
     assert data is not None
-    columnar = (source == "crossref" and data.count(b"{") <= MAX_COLUMNAR_OBJECTS
-                and count_nodes(data) <= MAX_NODES_PER_DOCUMENT)
+    columnar = False
+    if source == "crossref":
+        objects = data.count(b"{")  # counted once: each count is a pass over tens of MB
+        columnar = objects <= MAX_COLUMNAR_OBJECTS and count_nodes(data, objects) <= MAX_NODES_PER_DOCUMENT
     items_frame = crossref_columnar.read_items(data) if columnar else None
     if items_frame is not None:
         for record, rejected in crossref_columnar.iter_project(items_frame):

@@ -13,8 +13,7 @@ import io
 import re
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
 import orjson
 
@@ -35,9 +34,12 @@ MAX_NODES_PER_RECORD = 1_000_000
 MAX_NODES_PER_DOCUMENT = 3_000_000
 
 
-def count_nodes(data: bytes) -> int:
-    """An upper bound on the JSON values `orjson.loads(data)` would create (see above)."""
-    return data.count(b",") + data.count(b"{") + data.count(b"[") + 1
+def count_nodes(data: bytes, objects: int | None = None) -> int:
+    """An upper bound on the JSON values `orjson.loads(data)` would create (see above).
+    `objects`: `data.count(b"{")` when the caller has it already (one pass fewer)."""
+    if objects is None:
+        objects = data.count(b"{")
+    return data.count(b",") + objects + data.count(b"[") + 1
 
 
 class RecordError(ValueError):
@@ -49,9 +51,12 @@ class RecordError(ValueError):
         self.detail = detail
 
 
-@dataclass(frozen=True)
-class Item:
-    """One record read from a file: `obj` when it parsed, else `reason` (+ raw excerpt)."""
+class Item(NamedTuple):
+    """One record read from a file: `obj` when it parsed, else `reason` (+ raw excerpt).
+
+    A named tuple rather than a frozen dataclass: as immutable, and built in half the time
+    (a frozen dataclass sets each field through `object.__setattr__`), which counts twice
+    per line of a snapshot (the reader, then the parser)."""
 
     origin: str
     obj: Any = None

@@ -36,16 +36,18 @@ def oa_urls(record: dict) -> list[dict]:
     best = best_raw if isinstance(best_raw, dict) else {}
     if not locations and isinstance(best_raw, dict):
         locations = [best_raw]
-    best_url = best.get("url") if best else None
+    ordered = [loc for loc in locations if isinstance(loc, dict)]
+    if len(ordered) > 1:  # most records list one location: nothing to order (a stable sort)
+        best_url = best.get("url") if best else None
 
-    def preference(loc: dict) -> tuple[bool, int]:
-        return (
-            not (loc.get("is_best") or (best and loc.get("url") == best_url)),
-            # a version that is not a string (a list in a damaged record) ranks as unknown
-            _VERSION_ORDER.get(version, 3) if isinstance(version := loc.get("version"), str) else 3,
-        )
+        def preference(loc: dict) -> tuple[bool, int]:
+            return (
+                not (loc.get("is_best") or (best and loc.get("url") == best_url)),
+                # a version that is not a string (a list in a damaged record) ranks as unknown
+                _VERSION_ORDER.get(version, 3) if isinstance(version := loc.get("version"), str) else 3,
+            )
 
-    ordered = sorted((loc for loc in locations if isinstance(loc, dict)), key=preference)
+        ordered.sort(key=preference)
     urls: list[dict] = []
     for position, loc in enumerate(ordered):
         pdf, landing = loc.get("url_for_pdf"), loc.get("url_for_landing_page")
