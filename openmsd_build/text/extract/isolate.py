@@ -65,6 +65,7 @@ import traceback
 from multiprocessing.connection import Connection
 from typing import Any
 
+from openmsd_build.core.ordered_pool import quiet_collector
 from openmsd_build.core.spares import Shelf
 
 LOG = logging.getLogger(__name__)
@@ -158,6 +159,7 @@ def _worker_main(conn_in: Connection, conn_out: Connection, extractors: dict[str
         # say what is missing instead of dying: the parent turns it into a clear error
         conn_out.send(("fatal", f"cannot import {exc.name or exc}: {exc}"))
         return
+    quiet_collector()
     conn = conn_out
     conn.send(("ready", os.getpid()))
     while True:
