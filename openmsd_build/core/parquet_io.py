@@ -8,24 +8,16 @@ stage's explicit schema, with every column present in every file.
 from __future__ import annotations
 
 import io
-import posixpath
 from collections.abc import Iterable, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
+from openmsd_build.core.paths import join_path  # re-exported: the stages call parquet_io.join_path
+
 COMPRESSION = "zstd"
 ROW_GROUP_SIZE = 64_000
-
-
-def join_path(base: str, *parts: str) -> str:
-    """Join path parts for local paths and URLs (`gs://bucket/x`) alike."""
-    if "://" in base:
-        return posixpath.join(base, *parts)
-    import os
-
-    return os.path.join(base, *parts)
 
 
 def table_from_rows(rows: Sequence[dict], schema: pa.Schema) -> pa.Table:

@@ -15,20 +15,21 @@ and go with the temporary root (`core.staging` deletes it after the run, success
 A piece written once can be read by several shuffles (the pairs stage groups its lookup
 pieces with the edges at E1 and E2, and the names at P1, P2 and N1-N3).
 
-Shared by the split and pairs stages; the papers stage's local parsing processes spill their
-batches under the same root (`papers.parallel`).
+Shared by the split and pairs stages, and by the papers stage's local parsing processes,
+which spill their batches under the same root (`papers.parallel`) and never import Beam:
+local paths are written and read here without it.
 """
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
-from apache_beam.io.filesystems import FileSystems
 
-from openmsd_build.core.parquet_io import join_path
+from openmsd_build.core.paths import join_path
 
 SPILL_DIR = "_spill"
 _OPTIONS = ipc.IpcWriteOptions(compression="lz4")
@@ -40,18 +41,32 @@ def spill_root(dest: str, stage: str) -> str:
 
 
 def write_piece(root: str, tag: str, shard: int, table: pa.Table) -> str:
-    """Write one piece (Arrow IPC, LZ4) and return its path."""
+    """Write one piece (Arrow IPC, LZ4) as `<root>/<tag>/<shard>/<random>.arrow`; its path.
+    LZ4 buffers: ~3.5x less disk for the same write + read time (a smaller file is read
+    faster than the uncompressed one is copied)."""
     path = join_path(root, tag, f"{shard:05d}", uuid.uuid4().hex + ".arrow")
-    with FileSystems.create(path) as f:
-        with ipc.new_file(f, table.schema, options=_OPTIONS) as writer:
-            writer.write_table(table)
+    if "://" in path:
+        from apache_beam.io.filesystems import FileSystems
+
+        sink = FileSystems.create(path)
+    else:  # local: no Beam needed, so processes that never import it can spill too
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        sink = pa.OSFile(path, "wb")
+    with sink as f, ipc.new_file(f, table.schema, options=_OPTIONS) as writer:
+        writer.write_table(table)
     return path
 
 
 def read_piece(path: str) -> pa.Table:
-    with FileSystems.open(path) as f:
-        data = f.read()
-    return ipc.open_file(pa.BufferReader(data)).read_all()
+    """The table `write_piece` wrote at `path`."""
+    if "://" in path:
+        from apache_beam.io.filesystems import FileSystems
+
+        with FileSystems.open(path) as f:
+            data = f.read()
+        return ipc.open_file(pa.BufferReader(data)).read_all()
+    with pa.OSFile(path) as f:
+        return ipc.open_file(f).read_all()
 
 
 def put(root: str, tag: str, pieces: Iterable[tuple[int, pa.Table]]) -> Iterator[tuple[int, tuple[str, str]]]:

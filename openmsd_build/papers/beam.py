@@ -105,7 +105,7 @@ class MergeAndWriteShard(beam.DoFn):
     Parquet bytes encoded in a pool of that many processes (`parallel.PooledMerger`), several
     shards at once, and written here as each comes back, in the order the shards came; the
     same files and counts; only there may a batch be the path of a spilled one
-    (`parallel.spill_batch`). Shards still out when a bundle ends are finished by
+    (`core.spill.write_piece`). Shards still out when a bundle ends are finished by
     `finish_bundle`; a failed bundle's are dropped (the retry writes them again)."""
 
     def __init__(self, directory: str, num_shards: int, workers: int = 1):

@@ -194,7 +194,7 @@ def test_parsing_in_a_pool_of_processes_gives_the_same_outputs(tmp_path, bad_inp
                        beam_args, shards=2, split_over=split_over, parse_workers=workers)
         outs[workers] = out
     # two processes parsed (files, then line chunks) and merged, and were stopped at the end
-    assert len(children) == 2 and all(c.poll() is not None for c in children) and not parallel._IDLE
+    assert len(children) == 2 and all(c.poll() is not None for c in children) and not parallel._IDLE.held()
     # with the pool, only paths of spilled batches (under the run's temporary root) reached the merge
     spilled = [b for b in handed if b != []]
     assert spilled and all(isinstance(b, str) and str(outs[2] / "_tmp") in b for b in spilled)

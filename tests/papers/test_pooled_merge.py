@@ -13,7 +13,7 @@ import apache_beam as beam
 import pyarrow as pa
 import pytest
 
-from openmsd_build.core import parquet_io
+from openmsd_build.core import parquet_io, spill
 from openmsd_build.core.hashing import shard_of
 from openmsd_build.core.ipc import from_ipc, to_ipc
 from openmsd_build.core.ordered_pool import WorkerCrashed
@@ -85,14 +85,14 @@ def test_pooled_merger_gives_the_same_parquet_bytes_and_counts(tmp_path):
 
 
 def test_spilled_batches_merge_to_the_same_bytes_as_batches_sent_whole(tmp_path):
-    """Batches a parsing child spilled (`parallel.spill_batch`: only paths go through the
+    """Batches a parsing child spilled (`core.spill.write_piece`: only paths go through the
     shuffle) give the pooled merge the same tables as the IPC bytes themselves."""
     elements = _elements()
     files, counts = _in_worker(tmp_path / "ref", elements)
-    spilled = [(shard, [parallel.spill_batch(str(tmp_path / "spill"), shard, from_ipc(b)) for b in batches])
+    spilled = [(shard, [spill.write_piece(str(tmp_path / "spill"), "batch", shard, from_ipc(b)) for b in batches])
                for shard, batches in elements]
     assert all(Path(p).is_file() and p.endswith(".arrow") for _, paths in spilled for p in paths)
-    assert parallel.load_batch(spilled[1][1][0]).equals(from_ipc(elements[1][1][0]))
+    assert spill.read_piece(spilled[1][1][0]).equals(from_ipc(elements[1][1][0]))
     merger = PooledMerger(2, parquet_io.COMPRESSION, parquet_io.ROW_GROUP_SIZE)
     try:
         answers = [a for shard, paths in spilled for a in merger.merge(shard, paths)] + list(merger.finish())
@@ -113,8 +113,8 @@ def test_a_parsing_child_spills_batches_and_returns_their_paths(tmp_path):
     assert [t for t, _ in sent] == [t for t, _ in spilled] and sum(t == "batch" for t, _ in sent) >= 3
     for (tag, a), (_, b) in zip(sent, spilled, strict=True):
         if tag == "batch":
-            assert a[0] == b[0] and isinstance(b[1], str) and b[1].startswith(str(tmp_path / "spill" / f"{a[0]:05d}"))
-            assert parallel.load_batch(b[1]).equals(from_ipc(a[1]))
+            assert a[0] == b[0] and isinstance(b[1], str) and b[1].startswith(str(tmp_path / "spill" / "batch" / f"{a[0]:05d}"))
+            assert spill.read_piece(b[1]).equals(from_ipc(a[1]))
         else:
             assert a == b
 
