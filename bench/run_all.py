@@ -10,9 +10,10 @@ own process, so its peak RSS is its own; inputs are generated once under bench/d
 reused (generation time is not in any figure). The per-stage scripts hold the two sides:
 
 * text — `openmsd-build text --fetch warc:` (FnApiRunner) vs trafilatura + pypdfium2 called
-  directly on the same WARC (`text_bench.direct`), the two in turn three times, medians;
+  directly on the same WARC (`text_bench.direct`), each timed as a whole process from outside
+  (start-up and imports included on both sides), the two in turn three times, medians;
 * papers — `papers_bench.py --only beam|polars`, the two in turn three times, medians (polars swings by a third between runs here);
-* citations — `citations_bench.py --only ours|polars`;
+* citations — `citations_bench.py --only ours|polars`, the two in turn three times, medians;
 * pairs — `pairs_bench.py --phases full,beam` (polars doing the stage's whole job).
 """
 
@@ -31,7 +32,7 @@ HERE = Path(__file__).resolve().parent
 PYTHON = sys.executable
 CLI = [PYTHON, "-m", "openmsd_build.cli"]
 ENV = {**os.environ, "PYTHONWARNINGS": "ignore"}
-TEXT_RUNS = 3
+TURNS = 3
 SIZES = {"text": 2_000, "papers": 300_000, "citations": 2_000_000, "pairs": 2_000_000}
 
 # Runs a command and prints its wall time and the peak RSS of its largest process, so that a
@@ -43,14 +44,14 @@ subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL, stderr=subpr
 print(json.dumps({"seconds": time.perf_counter() - t,
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))
 """
+# The text anchor as a whole process (interpreter start and imports included), measured by
+# `_MEASURE` like the stage's command: both sides pay their own start-up.
 _DIRECT = """
-import json, resource, sys, time
+import sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 from text_bench import direct
-r = direct(sorted(Path(sys.argv[2]).glob("*.warc.gz")))
-r["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(json.dumps(r))
+direct(sorted(Path(sys.argv[2]).glob("*.warc.gz")))
 """
 
 
@@ -71,12 +72,12 @@ def bench_text(papers: int) -> dict:
                         "--no-report"], check=True, capture_output=True, env=ENV)
         (data / "ready").write_text("")
     # the shortest comparison and the noisiest (a dozen processes): the two sides take turns
-    # TEXT_RUNS times and each side's median run is reported
+    # TURNS times and each side's median run is reported
     ours_runs, anchor_runs = [], []
-    for _ in range(TEXT_RUNS):
+    for _ in range(TURNS):
         ours_runs.append(_json_line([PYTHON, "-c", _MEASURE, *CLI, "text", "--out", str(build), "--fetch",
                                      f"warc:{sample}/warc/*.warc.gz"]))
-        anchor_runs.append(_json_line([PYTHON, "-c", _DIRECT, str(HERE), str(sample / "warc")]))
+        anchor_runs.append(_json_line([PYTHON, "-c", _MEASURE, PYTHON, "-c", _DIRECT, str(HERE), str(sample / "warc")]))
     return _row("text", papers, _median_run(ours_runs), "trafilatura + pypdfium2 direct", _median_run(anchor_runs))
 
 
@@ -88,9 +89,9 @@ def _median_run(runs: list[dict]) -> dict:
 def bench_papers(papers: int) -> dict:
     script = str(HERE / "papers_bench.py")
     # polars' time on this input swings by a third from run to run on a shared 2-core VM
-    # (17-24 s): the two sides take turns TEXT_RUNS times and each side's median run is used
+    # (17-24 s): the two sides take turns TURNS times and each side's median run is used
     ours_runs, anchor_runs = [], []
-    for _ in range(TEXT_RUNS):
+    for _ in range(TURNS):
         anchor_runs.append(_json_line([PYTHON, script, "--papers", str(papers), "--only", "polars"]))
         ours = _json_line([PYTHON, script, "--papers", str(papers), "--only", "beam"])
         # the largest process: on the local runner the parsing processes can outgrow the worker
@@ -101,8 +102,12 @@ def bench_papers(papers: int) -> dict:
 
 def bench_citations(edges: int) -> dict:
     script = str(HERE / "citations_bench.py")
-    anchor = _json_line([PYTHON, script, "--edges", str(edges), "--only", "polars"])
-    ours = _json_line([PYTHON, script, "--edges", str(edges), "--only", "ours"])
+    # one run each swung from 6.2 to 9.3 s for the same code on this VM: turns and medians, as above
+    anchor_runs, ours_runs = [], []
+    for _ in range(TURNS):
+        anchor_runs.append(_json_line([PYTHON, script, "--edges", str(edges), "--only", "polars"]))
+        ours_runs.append(_json_line([PYTHON, script, "--edges", str(edges), "--only", "ours"]))
+    anchor, ours = _median_run(anchor_runs), _median_run(ours_runs)
     if anchor["kept"] != ours["kept"]:
         print(f"warning: citations kept {ours['kept']} edges, polars {anchor['kept']}", file=sys.stderr)
     return _row("citations", edges, ours, "polars", anchor)
