@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 
+from openmsd_build.core.textclean import clean_title
 from openmsd_build.papers.sources import crossref_columnar
 from openmsd_build.papers.sources.crossref import parse_crossref
 from openmsd_build.sample.generator import generate
@@ -21,6 +22,23 @@ def test_generated_chunk_projects_like_the_record_parser(tmp_path):
         assert any(r["abstract"] for r in records) and any(r["relations"] for r in records)
 
 
+def test_a_plain_title_with_a_split_ligature_is_repaired_as_the_record_parser_does():
+    """A printable-ASCII title is kept as it is without calling the cleaner, except when it
+    holds a ligature split by a PDF-born text layer ("scientifi c"): cleaning repairs it, and
+    the columnar `title` must be the same as the record parser's and as `titles[0]`."""
+    items = [
+        {"DOI": "10.1000/a", "title": ["A scientifi c method for fi nancial data"]},
+        {"DOI": "10.1000/b", "title": ["Signifi cant fl uctuations in the data"]},
+        {"DOI": "10.1000/c", "title": ["Plain title, nothing to repair"]},
+    ]
+    records, rejected = crossref_columnar.parse_chunk(json.dumps({"items": items}).encode())
+    assert rejected == []
+    assert records == [{**parse_crossref(item), "_index": i} for i, item in enumerate(items)]
+    assert [r["title"] for r in records] == [clean_title(item["title"][0]) for item in items]
+    assert records[0]["title"] == "A scientific method for financial data"
+    assert all(r["title"] == r["titles"][0] for r in records)
+
+
 # --------------------------------------------------------------------------- fuzzed equivalence
 # The columnar reader earns its place by speed (papers stage at 1M papers: 233 s -> 193 s,
 # bench/README.md); it must never give other records than the record parser. Hypothesis
@@ -34,7 +52,7 @@ from hypothesis import strategies as st  # noqa: E402
 from openmsd_build.papers.sources.records import RecordError  # noqa: E402
 
 _text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40)
-_markup = st.sampled_from(["", "<i>x</i> ", "CO<sub>2</sub> ", "&amp; ", "<jats:p>", "  "])
+_markup = st.sampled_from(["", "<i>x</i> ", "CO<sub>2</sub> ", "&amp; ", "<jats:p>", "  ", "scientifi c ", "diff erent "])
 _doi = st.one_of(
     st.builds(lambda n, s: f"10.{n}/{s}", st.integers(1000, 99999), st.from_regex(r"[A-Za-z0-9.()_-]{1,12}", fullmatch=True)),
     st.builds(lambda n: f"https://doi.org/10.{n}/ABC", st.integers(1000, 99999)),

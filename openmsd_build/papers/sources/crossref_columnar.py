@@ -85,8 +85,11 @@ def _text_or_none(expr: pl.Expr) -> pl.Expr:
 
 
 def _plain(expr: pl.Expr) -> pl.Expr:
-    """Text that this reader keeps as it is, without calling the cleaner (see `_PLAIN`)."""
-    return expr.str.contains(_PLAIN) & ~expr.str.contains("  ", literal=True)
+    """Text that this reader keeps as it is, without calling the cleaner (see `_PLAIN`): not
+    when it may hold a ligature a PDF text layer split ("scientifi c"), which the cleaner
+    repairs (`repair_ligatures` looks no further unless one of these pieces is there)."""
+    return (expr.str.contains(_PLAIN) & ~expr.str.contains("  ", literal=True)
+            & ~expr.str.contains("ff |fi |fl | ff"))
 
 
 class _TitleMemo(dict):
