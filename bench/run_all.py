@@ -62,7 +62,9 @@ def _json_line(cmd: list[str]) -> dict:
     return json.loads(lines[-1])
 
 
-def bench_text(papers: int) -> dict:
+def prepare_text_sample(papers: int) -> tuple[Path, Path]:
+    """(sample, build) for the text row: a generated sample with its WARC and a build run up
+    to the papers stage, made once under bench/data/ (also used by `profile_text.py`)."""
     data = HERE / "data" / f"text-{papers}"
     sample, build = data / "sample", data / "build"
     if not (data / "ready").exists():
@@ -71,6 +73,11 @@ def bench_text(papers: int) -> dict:
         subprocess.run([*CLI, "run", "--inputs", str(sample), "--out", str(build), "--to-stage", "papers",
                         "--no-report"], check=True, capture_output=True, env=ENV)
         (data / "ready").write_text("")
+    return sample, build
+
+
+def bench_text(papers: int) -> dict:
+    sample, build = prepare_text_sample(papers)
     # the shortest comparison and the noisiest (a dozen processes): the two sides take turns
     # TURNS times and each side's median run is reported
     ours_runs, anchor_runs = [], []

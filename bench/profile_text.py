@@ -1,0 +1,120 @@
+"""Where the text stage's CPU goes, per process, with the extractor children profiled in place.
+
+    .venv/bin/python bench/profile_text.py                  # the 2,000-paper bench sample
+    .venv/bin/python bench/profile_text.py --papers 300 --top 25
+
+Runs `openmsd-build text --fetch warc:` on a copy of the bench sample's build (made by
+`make bench` or by this script) with a sampling profiler in the worker and in every
+extractor child, then prints each process's CPU and its costliest functions (inclusive).
+
+Why sampling and not cProfile: cProfile's per-call overhead made every small Python function
+look about ten times costlier than it is, and it cannot see into the children. Here a
+`SIGPROF` timer fires every 2 ms of the process's CPU and records the Python stack; each
+sample is weighted by the CPU used since the previous one, so a long call into C (PDFium,
+lxml, CLD3) is charged to the Python function that made it. The profiler is installed by a
+`sitecustomize` module on `PYTHONPATH` (the children are started by the stage itself) and
+writes its table every ~0.5 s of CPU, since idle children are killed at the end of a run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PYTHON = sys.executable
+
+_SITECUSTOMIZE = r'''
+import os, sys
+_out = os.environ.get("OPENMSD_PROFILE_DIR")
+# the worker (`-m openmsd_build.cli`) and the extractor children (fd, fd, config)
+_child = len(sys.argv) == 4 and sys.argv[1].isdigit()
+if _out:
+    import collections, json, signal, time
+    _cost = collections.Counter()
+    _last = [time.process_time(), 0.0]
+    _role = "extractor child" if _child else "worker"
+
+    def _dump():
+        path = os.path.join(_out, f"{os.getpid()}.json")
+        with open(path + ".tmp", "w") as f:
+            json.dump({"role": _role, "cpu_s": _last[0], "functions": _cost.most_common(200)}, f)
+        os.replace(path + ".tmp", path)
+
+    _busy = [False]  # a tick while the handler (or a dump) runs is skipped, not nested
+
+    def _sample(_sig, frame):
+        if _busy[0]:
+            return
+        _busy[0] = True
+        try:
+            _record(frame)
+        finally:
+            _busy[0] = False
+
+    def _record(frame):
+        now = time.process_time()
+        weight, _last[0] = now - _last[0], now
+        seen = set()
+        while frame is not None:
+            code = frame.f_code
+            key = f"{os.path.basename(os.path.dirname(code.co_filename))}/{os.path.basename(code.co_filename)}:{code.co_name}"
+            if key not in seen:
+                seen.add(key)
+                _cost[key] += weight
+            frame = frame.f_back
+        if now - _last[1] > 0.5:
+            _last[1] = now
+            _dump()
+
+    signal.signal(signal.SIGPROF, _sample)
+    signal.setitimer(signal.ITIMER_PROF, 0.002, 0.002)
+    import atexit
+
+    def _stop():
+        signal.setitimer(signal.ITIMER_PROF, 0, 0)  # a tick during interpreter shutdown would kill it
+        _busy[0] = True
+        _dump()
+
+    atexit.register(_stop)
+'''
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--papers", type=int, default=2_000)
+    parser.add_argument("--top", type=int, default=15, help="functions shown per process")
+    args = parser.parse_args()
+    sys.path.insert(0, str(HERE))
+    from run_all import prepare_text_sample
+
+    sample, build = prepare_text_sample(args.papers)
+    with tempfile.TemporaryDirectory() as tmp:
+        site, out, copy = Path(tmp) / "site", Path(tmp) / "profiles", Path(tmp) / "build"
+        site.mkdir()
+        out.mkdir()
+        (site / "sitecustomize.py").write_text(_SITECUSTOMIZE)
+        shutil.copytree(build, copy)
+        env = {**os.environ, "OPENMSD_PROFILE_DIR": str(out), "PYTHONWARNINGS": "ignore",
+               "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH", "")]))}
+        subprocess.run([PYTHON, "-m", "openmsd_build.cli", "text", "--out", str(copy), "--fetch",
+                        f"warc:{sample}/warc/*.warc.gz"], check=True, env=env, stdout=subprocess.DEVNULL)
+        profiles = [json.loads(p.read_text()) for p in sorted(out.glob("*.json"))]
+    profiles = [p for p in profiles if p["cpu_s"] > 0.5]  # drop helper interpreters that did nothing
+    total = sum(p["cpu_s"] for p in profiles)
+    print(f"text stage, {args.papers:,} papers: {total:.1f} s of CPU in {len(profiles)} processes")
+    for p in sorted(profiles, key=lambda p: (p["role"], -p["cpu_s"])):
+        print(f"\n{p['role']}: {p['cpu_s']:.2f} s of CPU (inclusive, per function)")
+        shown = [(k, v) for k, v in p["functions"] if "<frozen" not in k and "runpy" not in k]
+        for key, seconds in shown[:args.top]:
+            print(f"  {seconds:6.2f} s {100 * seconds / p['cpu_s']:5.1f}%  {key}")
+
+
+if __name__ == "__main__":
+    main()
