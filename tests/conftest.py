@@ -13,7 +13,10 @@ from hypothesis import settings
 # examples (and find the next hostile record), run with OPENMSD_HYPOTHESIS=explore.
 settings.register_profile("repeatable", derandomize=True, database=None)
 settings.register_profile("explore", derandomize=False)
-settings.load_profile(os.environ.get("OPENMSD_HYPOTHESIS", "repeatable"))
+_PROFILE = os.environ.get("OPENMSD_HYPOTHESIS", "repeatable")
+if _PROFILE not in ("repeatable", "explore"):
+    raise ValueError(f"OPENMSD_HYPOTHESIS={_PROFILE!r}: use 'repeatable' (the default) or 'explore'")
+settings.load_profile(_PROFILE)
 
 REPO = Path(__file__).resolve().parents[1]
 REAL_SAMPLES = Path(os.environ.get("OPENMSD_REAL_SAMPLES", REPO.parent / "shared" / "real-samples"))
