@@ -3,21 +3,37 @@
 Files are written through Beam's `FileSystems`, so the same code writes to a local folder,
 to Cloud Storage or to any filesystem Beam knows. Tables are zstd-compressed and carry the
 stage's explicit schema, with every column present in every file.
+
+Beam is imported when a file is first read or written, not with this module: the papers
+stage's parsing processes, which never import Beam, join paths and encode Parquet here too.
 """
 
 from __future__ import annotations
 
 import io
+import os
+import posixpath
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from apache_beam.io.filesystems import FileSystems
-
-from openmsd_build.core.paths import join_path  # re-exported: the stages call parquet_io.join_path
 
 COMPRESSION = "zstd"
 ROW_GROUP_SIZE = 64_000
+
+
+def _filesystems() -> Any:
+    from apache_beam.io.filesystems import FileSystems
+
+    return FileSystems
+
+
+def join_path(base: str, *parts: str) -> str:
+    """Join path parts for local paths and URLs (`gs://bucket/x`) alike."""
+    if "://" in base:
+        return posixpath.join(base, *parts)
+    return os.path.join(base, *parts)
 
 
 def table_from_rows(rows: Sequence[dict], schema: pa.Schema) -> pa.Table:
@@ -37,15 +53,22 @@ def write_table(table: pa.Table, path: str) -> int:
     """Write one Parquet file atomically enough for re-runs: the bytes go to a temporary
     name and are renamed into place, so a reader never sees a half-written part file.
     Returns the number of rows written."""
+    write_bytes(encode(table), path)
+    return table.num_rows
+
+
+def encode(table: pa.Table) -> bytes:
+    """A part file's bytes: zstd, `ROW_GROUP_SIZE` rows a group (the same bytes wherever a
+    table is encoded, in the worker or in a pool process)."""
     buf = io.BytesIO()
     pq.write_table(table, buf, compression=COMPRESSION, row_group_size=ROW_GROUP_SIZE)
-    write_bytes(buf.getvalue(), path)
-    return table.num_rows
+    return buf.getvalue()
 
 
 def write_bytes(data: bytes, path: str) -> None:
     """A finished file's bytes (e.g. Parquet encoded by a pool process) put in place as
     `write_table` does: to a temporary name, renamed over `path`."""
+    FileSystems = _filesystems()
     tmp = path + ".tmp"
     with FileSystems.create(tmp) as f:
         f.write(data)
@@ -62,7 +85,7 @@ def match_paths(pattern: str) -> list[str]:
     """Paths matching a glob (local or remote), sorted; [] when nothing matches (some Beam
     filesystems raise BeamIOError for "no match" instead of returning nothing)."""
     try:
-        return sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
+        return sorted(m.path for m in _filesystems().match([pattern])[0].metadata_list)
     except Exception:  # noqa: BLE001
         return []
 
@@ -77,7 +100,7 @@ def read_table(directory: str, columns: Sequence[str] | None = None, schema: pa.
     parts = list_parts(directory)
     tables = []
     for path in parts:
-        with FileSystems.open(path) as f:
+        with _filesystems().open(path) as f:
             tables.append(pq.read_table(io.BytesIO(f.read()), columns=list(columns) if columns else None))
     if not tables:
         if schema is None:
@@ -91,4 +114,4 @@ def clear_directory(directory: str) -> None:
     """Remove a stage folder's previous part files so a re-run never mixes old and new."""
     stale = list_parts(directory) + match_paths(join_path(directory, "*.tmp"))
     if stale:
-        FileSystems.delete(stale)
+        _filesystems().delete(stale)

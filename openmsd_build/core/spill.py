@@ -29,7 +29,7 @@ from collections.abc import Iterable, Iterator
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from openmsd_build.core.paths import join_path
+from openmsd_build.core.parquet_io import join_path
 
 SPILL_DIR = "_spill"
 _OPTIONS = ipc.IpcWriteOptions(compression="lz4")

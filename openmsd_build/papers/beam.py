@@ -118,7 +118,7 @@ class MergeAndWriteShard(beam.DoFn):
         if self.workers > 1:
             from openmsd_build.papers.parallel import PooledMerger
 
-            self.merger = PooledMerger(self.workers, parquet_io.COMPRESSION, parquet_io.ROW_GROUP_SIZE)
+            self.merger = PooledMerger(self.workers)
 
     def start_bundle(self):
         if self.merger is not None:

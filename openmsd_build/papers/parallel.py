@@ -29,11 +29,10 @@ on one core while the others wait; and the runner held every batch in memory at 
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from openmsd_build.core import spill
+from openmsd_build.core import parquet_io, spill
 from openmsd_build.core.ipc import to_ipc
 from openmsd_build.core.ordered_pool import OrderedPool
 from openmsd_build.core.rejects import MAX_REJECTS_PER_FILE, RejectBudget
@@ -101,21 +100,16 @@ def parse_chunk_task(source: str, path: str, packed: bytes, num_shards: int, bat
     return _as_ipc(join.parse_line_chunk(source, path, packed, num_shards, batch_size), spill_dir)
 
 
-def merge_shard_task(batches: list, write_empty: bool, compression: str,
-                     row_group_size: int) -> tuple[bytes | None, dict[str, int]]:
+def merge_shard_task(batches: list, write_empty: bool) -> tuple[bytes | None, dict[str, int]]:
     """One shard's batches (IPC bytes, or paths of spilled batches) -> (its Parquet file's
-    bytes, the merge counts), as `join.merge_shard` and `parquet_io.write_table`
-    (`compression`, `row_group_size`: its settings) make them; None instead of bytes for an
-    empty shard unless `write_empty` (shard 0 is always written). Encoded here, written by
-    the parent: a child never imports Beam (its filesystems)."""
-    import pyarrow.parquet as pq
-
+    bytes, the merge counts), as `join.merge_shard` and `parquet_io.write_table` make them;
+    None instead of bytes for an empty shard unless `write_empty` (shard 0 is always
+    written). Encoded here, written by the parent (`parquet_io.write_bytes`, where Beam's
+    filesystems are): a child never imports Beam."""
     table, counts = join.merge_shard([spill.read_piece(b) if isinstance(b, str) else b for b in batches])
     if not (table.num_rows or write_empty):
         return None, counts
-    buf = io.BytesIO()
-    pq.write_table(table, buf, compression=compression, row_group_size=row_group_size)
-    return buf.getvalue(), counts
+    return parquet_io.encode(table), counts
 
 
 # ----------------------------------------------------------------- the parent's side
@@ -261,10 +255,8 @@ class PooledMerger(_PoolUser):
     (a child that is done takes the next at once, whichever shard is first in line); each
     is a list of paths when the batches were spilled, else their bytes."""
 
-    def __init__(self, workers: int, compression: str, row_group_size: int) -> None:
+    def __init__(self, workers: int) -> None:
         super().__init__(workers)
-        self.compression = compression
-        self.row_group_size = row_group_size
         # taken now, not by the first shard (the stage always merges, shard 0 at least): the
         # parsing processes when they are idle, else new ones, whose start-up then overlaps
         # the runner handing over the grouped input
@@ -272,7 +264,7 @@ class PooledMerger(_PoolUser):
 
     def merge(self, shard: int, batches: Iterable[Any]) -> list[tuple[int, bytes | None, dict[str, int]]]:
         answers = self.pool.submit(shard, f"merging shard {shard} and encoding its Parquet file", merge_shard_task,
-                                   list(batches), shard == 0, self.compression, self.row_group_size)
+                                   list(batches), shard == 0)
         return list(self._emit(answers))
 
     def finish(self) -> Iterator[tuple[int, bytes | None, dict[str, int]]]:

@@ -70,7 +70,7 @@ def _in_worker(out: Path, elements) -> tuple[dict[str, bytes], list[dict]]:
 def test_pooled_merger_gives_the_same_parquet_bytes_and_counts(tmp_path):
     elements = _elements()
     files, counts = _in_worker(tmp_path / "ref", elements)
-    merger = PooledMerger(2, parquet_io.COMPRESSION, parquet_io.ROW_GROUP_SIZE)
+    merger = PooledMerger(2)
     try:
         answers = [a for shard, batches in elements for a in merger.merge(shard, batches)]
         answers += list(merger.finish())
@@ -93,7 +93,7 @@ def test_spilled_batches_merge_to_the_same_bytes_as_batches_sent_whole(tmp_path)
                for shard, batches in elements]
     assert all(Path(p).is_file() and p.endswith(".arrow") for _, paths in spilled for p in paths)
     assert spill.read_piece(spilled[1][1][0]).equals(from_ipc(elements[1][1][0]))
-    merger = PooledMerger(2, parquet_io.COMPRESSION, parquet_io.ROW_GROUP_SIZE)
+    merger = PooledMerger(2)
     try:
         answers = [a for shard, paths in spilled for a in merger.merge(shard, paths)] + list(merger.finish())
     finally:
@@ -140,7 +140,7 @@ def test_merge_dofn_in_the_pool_writes_the_same_parts_as_in_the_worker(tmp_path)
 
 
 def test_a_failing_merge_in_a_child_raises_its_cause_naming_the_shard():
-    merger = PooledMerger(2, parquet_io.COMPRESSION, parquet_io.ROW_GROUP_SIZE)
+    merger = PooledMerger(2)
     try:
         list(merger.merge(2, [b"not an Arrow IPC stream"]))
         with pytest.raises(pa.ArrowInvalid) as caught:
@@ -156,7 +156,7 @@ def test_a_failing_merge_in_a_child_raises_its_cause_naming_the_shard():
 
 
 def test_a_dead_merge_child_is_a_worker_crash_naming_the_shard():
-    merger = PooledMerger(1, parquet_io.COMPRESSION, parquet_io.ROW_GROUP_SIZE)
+    merger = PooledMerger(1)
     try:
         child = merger.pool._children[0].process  # started by the merger
         child.kill()
