@@ -117,6 +117,10 @@ MIN_WORDS_FOR_FRAGMENTS = 100
 # Cheap test before any work: a ligature before a space and a lower-case letter, or a word
 # starting with "ff" after a space (no word of the corpus's languages starts so).
 _SPLIT_HINT_RE = re.compile(r"(?:ff|fi|fl) [^\W\d_A-Z]| ff[^\W\d_]")
+SPLIT_HINT_PIECES = ("ff ", "fi ", "fl ", " ff")
+"""Every match of the split-ligature hint holds one of these: a text with none of them is
+left as it is by `repair_ligatures` when it is ASCII (the Crossref columnar reader keeps
+such titles without calling the cleaner)."""
 _INTERNAL_LIGATURE_RE = re.compile(r"(?:ff|fi|fl)(?=[^\W\d_])")
 _LEADING_LETTERS_RE = re.compile(r"[^\W\d_]+")
 _TRAILING_LETTERS_RE = re.compile(r"[^\W\d_]+$")
@@ -160,7 +164,7 @@ def repair_ligatures(text: str) -> str:
     # that holds no ligature glyph, or none of the hint's literal parts, skips the regexes.
     if not text.isascii() and _LIGATURE_CHAR_RE.search(text):
         text = text.translate(_LIGATURE_CHARS)
-    if not (("ff " in text or "fi " in text or "fl " in text or " ff" in text) and _SPLIT_HINT_RE.search(text)):
+    if not (any(piece in text for piece in SPLIT_HINT_PIECES) and _SPLIT_HINT_RE.search(text)):
         return text
     parts = text.split(" ")
     joins = _ligature_joins(parts, len(_INTERNAL_LIGATURE_RE.findall(text)))

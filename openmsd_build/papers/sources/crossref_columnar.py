@@ -17,12 +17,13 @@ whether a good record is kept.
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Iterator
 
 import polars as pl
 
 from openmsd_build.core.doi import MAX_DOI_LENGTH, InvalidDOI, normalize_doi
-from openmsd_build.core.textclean import clean_abstract, clean_title
+from openmsd_build.core.textclean import SPLIT_HINT_PIECES, clean_abstract, clean_title
 from openmsd_build.papers.sources.crossref import (
     _DATE_FIELDS,
     SAME_WORK_RELATIONS,
@@ -87,9 +88,9 @@ def _text_or_none(expr: pl.Expr) -> pl.Expr:
 def _plain(expr: pl.Expr) -> pl.Expr:
     """Text that this reader keeps as it is, without calling the cleaner (see `_PLAIN`): not
     when it may hold a ligature a PDF text layer split ("scientifi c"), which the cleaner
-    repairs (`repair_ligatures` looks no further unless one of these pieces is there)."""
+    repairs (`repair_ligatures` looks no further unless one of `SPLIT_HINT_PIECES` is there)."""
     return (expr.str.contains(_PLAIN) & ~expr.str.contains("  ", literal=True)
-            & ~expr.str.contains("ff |fi |fl | ff"))
+            & ~expr.str.contains("|".join(map(re.escape, SPLIT_HINT_PIECES))))
 
 
 class _TitleMemo(dict):
