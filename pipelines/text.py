@@ -15,8 +15,8 @@ FetchAndExtract (live, polite). With archives — `warc:GLOB`, `cc-index:GLOB`, 
 resuming from `OUT/warc/` — the archive is indexed in parallel (one element per WARC or
 index file -> `(canonical url, row)`), and each pass joins its tasks with the index:
 
-    tasks -> CoGroupByKey(url) with index rows [+ redirect targets, first pass only]
-          -> JoinArchiveIndex -> resolved units | pending units -> CoGroupByKey(url) with
+    tasks -> GroupByKey(url) with index rows [+ redirect targets, first pass only]
+          -> JoinArchiveIndex -> resolved units | pending units -> GroupByKey(url) with
              the hop index -> JoinArchiveIndex -> ... (max_redirects + 1 rounds in all)
           -> FetchAndExtract (replays each unit's chain by offset; no politeness needed)
 
@@ -42,6 +42,8 @@ from openmsd_build.text.beam import (
     META_TAG,
     PENDING_TAG,
     SHARED_TAG,
+    TARGET,
+    TASK,
     BuildDocuments,
     DropSharedAbstracts,
     FetchAndExtract,
@@ -72,8 +74,8 @@ def archive_sources(fetch: str, resume: list[str]) -> tuple[str, list[str]] | No
 
 
 def index_archives(p, kind: str, files: list[str], warc_prefix: str):
-    """`(canonical url, row)` for every archived response, one Beam element per file
-    (Reshuffle spreads the files over workers), plus the indexing counts."""
+    """`(canonical url, ("row", row))` for every archived response, one Beam element per
+    file (Reshuffle spreads the files over workers), plus the indexing counts."""
     indexed = (
         p | "ArchiveFiles" >> beam.Create(files)
         | "SpreadArchiveFiles" >> beam.Reshuffle()
@@ -84,13 +86,18 @@ def index_archives(p, kind: str, files: list[str], warc_prefix: str):
 
 def resolve_in_archive(tasks, index, hop_index, name: str, max_redirects: int = DEFAULT_MAX_REDIRECTS):
     """Tasks `(host key, task)` -> (resolved units, hop index). With `hop_index` None the
-    first round also builds it (from the redirect targets of the whole index)."""
-    by_url = tasks | f"{name}ByUrl" >> beam.Map(lambda kv: (_url_key(kv[1]["url"]), kv[1]))
-    inputs = {"row": index, "task": by_url}
+    first round also builds it (from the redirect targets of the whole index).
+
+    Every round is one Flatten and one GroupByKey of values their producers tagged
+    (`JoinArchiveIndex`): a CoGroupByKey would add a Map per input and one after the
+    grouping, and the graph's two passes have a dozen rounds, so those transforms were
+    most of the stage's graph (Beam's per-transform planning is start-up time of every run)."""
+    by_url = tasks | f"{name}ByUrl" >> beam.Map(_url_task)
+    inputs = [index, by_url]
     if hop_index is None:
-        inputs["target"] = index | f"{name}RedirectTargets" >> beam.FlatMap(_redirect_targets)
+        inputs.append(index | f"{name}RedirectTargets" >> beam.FlatMap(_redirect_targets))
     first = (
-        inputs | f"{name}JoinIndex" >> beam.CoGroupByKey()
+        _group_tagged(inputs, f"{name}JoinIndex")
         | f"{name}Hop1" >> beam.ParDo(JoinArchiveIndex(max_redirects, emit_hops=hop_index is None)).with_outputs(
             PENDING_TAG, HOP_TAG, main="resolved")
     )
@@ -99,7 +106,7 @@ def resolve_in_archive(tasks, index, hop_index, name: str, max_redirects: int = 
     resolved, pending = [first.resolved], first[PENDING_TAG]
     for n in range(2, rounds(max_redirects) + 1):
         step = (
-            {"row": hop_index, "unit": pending} | f"{name}JoinHops{n}" >> beam.CoGroupByKey()
+            _group_tagged([hop_index, pending], f"{name}JoinHops{n}")
             | f"{name}Hop{n}" >> beam.ParDo(JoinArchiveIndex(max_redirects)).with_outputs(PENDING_TAG, main="resolved")
         )
         resolved.append(step.resolved)
@@ -107,15 +114,21 @@ def resolve_in_archive(tasks, index, hop_index, name: str, max_redirects: int = 
     return tuple(resolved) | f"{name}Resolved" >> beam.Flatten(), hop_index
 
 
-def _url_key(url: str) -> str:
-    """The join key of a task: its canonical URL, as index rows are keyed."""
-    return canonical_url(url)
+def _group_tagged(inputs, name: str):
+    """`(url, (tag, value))` elements of several PCollections grouped by URL."""
+    return tuple(inputs) | f"{name}Inputs" >> beam.Flatten() | name >> beam.GroupByKey()
 
 
-def _redirect_targets(kv: tuple[str, dict]) -> list[tuple[str, int]]:
-    """An index row -> `(target url, 1)` when it is an archived redirect."""
-    target = redirect_target(kv[1])
-    return [(target, 1)] if target else []
+def _url_task(kv: tuple[str, dict]) -> tuple[str, tuple[str, dict]]:
+    """A task under its host key -> under its join key, the canonical URL (as index rows are
+    keyed), tagged as a task."""
+    return canonical_url(kv[1]["url"]), (TASK, kv[1])
+
+
+def _redirect_targets(kv: tuple[str, tuple[str, dict]]) -> list[tuple[str, tuple[str, int]]]:
+    """An index row -> `(target url, ("target", 1))` when it is an archived redirect."""
+    target = redirect_target(kv[1][1])
+    return [(target, (TARGET, 1))] if target else []
 
 
 def _live_tasks(unit: dict, shards_per_host: int):

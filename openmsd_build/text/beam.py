@@ -27,7 +27,7 @@ from collections import Counter
 import apache_beam as beam
 
 from openmsd_build.core import parquet_io
-from openmsd_build.core.beam_io import COUNTS_TAG, REJECTS_TAG, UntypedDoFn, bump, in_global_window
+from openmsd_build.core.beam_io import COUNTS_TAG, REJECTS_TAG, UntypedDoFn, bump, in_global_window, untag
 from openmsd_build.core.rejects import make_reject
 from openmsd_build.text.documents import SHARED_ABSTRACT, build_document, drop_shared_abstract, shared_abstract_key
 from openmsd_build.text.extract.isolate import EXTRACTORS
@@ -42,6 +42,11 @@ META_TAG = "meta"
 PENDING_TAG = "pending"
 HOP_TAG = "hop"
 SHARED_TAG = "shared"
+# What a value is in a redirect round's GroupByKey on canonical URL (`JoinArchiveIndex`): an
+# index row, a new fetch task, a unit of an earlier round, or a mark that an archived
+# redirect points to the URL. Producers tag their own outputs, so a round is one Flatten
+# and one GroupByKey (a CoGroupByKey adds a tagging Map per input and a regrouping Map).
+ROW, TASK, UNIT, TARGET = "row", "task", "unit", "target"
 META_FIELDS = (
     "doi", "title", "title_source", "abstract", "abstract_source", "publisher_language",
     "year", "venue", "type", "categories", "relations",
@@ -129,8 +134,8 @@ class WholeRecordFile(io.RawIOBase):
 
 
 class IndexArchive(UntypedDoFn):
-    """One archive file -> `(canonical url, index row)` for each archived response; a
-    count dict tagged COUNTS. `kind` is `warc` (scan a WARC) or `cc-index` (read one
+    """One archive file -> `(canonical url, ("row", index row))` for each archived response
+    (tagged for the redirect rounds' GroupByKey); a count dict tagged COUNTS. `kind` is `warc` (scan a WARC) or `cc-index` (read one
     Parquet file of a Common Crawl index extract, WARC names under `warc_prefix`).
     One element per file, so a crawl's files are indexed in parallel and no worker holds
     more than the rows of the file it reads."""
@@ -152,19 +157,20 @@ class IndexArchive(UntypedDoFn):
                 row = warc_index.fill_location(row)  # an extract without fetch_redirect
                 counts["archive.locations_read"] += 1
             counts["archive.records_indexed"] += 1
-            yield row["url"], row
+            yield row["url"], (ROW, row)
         bump(STAGE, counts)
         yield beam.pvalue.TaggedOutput(COUNTS_TAG, dict(counts))
 
 
 class JoinArchiveIndex(UntypedDoFn):
-    """One round of resolving fetch tasks against the archive index, after a CoGroupByKey
-    on canonical URL: `(url, {"row": [index row...], "task": [task...], "unit": [unit...],
-    "target": [...]})` -> resolved units (main), units moving on to a redirect target
-    tagged PENDING as `(target url, unit)`, and, when `emit_hops`, the URL's index row
-    tagged HOP as `(url, row)` if some archived redirect points to it (the hop index the
-    later, small rounds join with). Tasks enter as `task`, units of earlier rounds as
-    `unit`; the rules are `fetch.archive_join`."""
+    """One round of resolving fetch tasks against the archive index, after a GroupByKey on
+    canonical URL of tagged values: `(url, [("row", index row) | ("task", task) |
+    ("unit", unit) | ("target", 1), ...])` -> resolved units (main), units moving on to a
+    redirect target tagged PENDING as `(target url, ("unit", unit))`, and, when
+    `emit_hops`, the URL's index row tagged HOP as `(url, ("row", row))` if some archived
+    redirect points to it (the hop index the later, small rounds join with). Both leave
+    tagged for the next round. Tasks enter as `task`, units of earlier rounds as `unit`;
+    the rules are `fetch.archive_join`."""
 
     def __init__(self, max_redirects: int = DEFAULT_MAX_REDIRECTS, emit_hops: bool = False):
         self.max_redirects = max_redirects
@@ -173,17 +179,17 @@ class JoinArchiveIndex(UntypedDoFn):
     def process(self, element):
         from openmsd_build.text.fetch.warc_index import latest_row
 
-        _, grouped = element
-        row = latest_row(list(grouped.get("row", ())))
-        if self.emit_hops and row is not None and any(True for _ in grouped.get("target", ())):
-            yield beam.pvalue.TaggedOutput(HOP_TAG, (row["url"], row))
-        units = new_units(grouped.get("task", ())) + list(grouped.get("unit", ()))
-        for unit in units:
+        _, values = element
+        grouped = untag(values, ROW, TASK, UNIT, TARGET)
+        row = latest_row(grouped[ROW])
+        if self.emit_hops and row is not None and grouped[TARGET]:
+            yield beam.pvalue.TaggedOutput(HOP_TAG, (row["url"], (ROW, row)))
+        for unit in new_units(grouped[TASK]) + grouped[UNIT]:
             unit, resolved = advance(unit, row, self.max_redirects)
             if resolved:
                 yield unit
             else:
-                yield beam.pvalue.TaggedOutput(PENDING_TAG, (lookup_key(unit), unit))
+                yield beam.pvalue.TaggedOutput(PENDING_TAG, (lookup_key(unit), (UNIT, unit)))
 
 
 class FetchAndExtract(UntypedDoFn):

@@ -9,6 +9,7 @@ piece in every casing, including letters that case-insensitive matching treats s
 
 from __future__ import annotations
 
+import itertools
 import random
 from pathlib import Path
 
@@ -102,13 +103,32 @@ def test_title_line_ok_agrees_with_its_plain_definition(lines: list[str]) -> Non
 def test_spread_sample_picks_the_same_glyphs_as_a_flat_list() -> None:
     rng = random.Random(5)
     for _ in range(300):
-        words, pos = [], 0
+        words, pos = [], 0  # a page's words; the line is words[first:last]
         for _w in range(rng.randint(1, 30)):
             pos += rng.randint(0, 3)
             length = rng.randint(1, 12)
             words.append((pos, pos + length))
             pos += length
-        glyphs = [i for a, b in words for i in range(a, b)]
+        glyphs_before = [0, *itertools.accumulate(b - a for a, b in words)]
+        first = rng.randint(0, len(words) - 1)
+        last = rng.randint(first + 1, len(words))
+        glyphs = [i for a, b in words[first:last] for i in range(a, b)]
         count = rng.randint(1, 20)
         step = len(glyphs) / count
-        assert P._spread_sample(words, len(glyphs), count) == [glyphs[int(k * step)] for k in range(count)]
+        assert P._spread_sample(words, glyphs_before, first, last, count) == [
+            glyphs[int(k * step)] for k in range(count)]
+
+
+def test_a_text_layer_fix_is_skipped_only_where_it_changes_nothing() -> None:
+    """`_may_need_layer_fix` lets the first page skip `fix_text_layer` on every line; it may
+    say True for a text the fix leaves alone, never False for one the fix changes."""
+    rng = random.Random(11)
+    alphabet = "abcde ()\u0627\u0623\u0644\u0644\u0628\u062a´˜¨ˆˇ˘˚˙˝`¸ıeo\n"
+    changed = 0
+    for _ in range(20_000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
+        fixed = P.fix_text_layer(text)
+        changed += fixed != text
+        if not P._may_need_layer_fix(text):
+            assert fixed == text, text
+    assert changed > 1000  # the draw reaches every repair

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import itertools
 import re
 import statistics
 from collections import Counter
@@ -453,20 +454,24 @@ def _first_page_lines_with_size(textpage: Any) -> list[tuple[str, float, float]]
     # positions come from its words, so no Python step runs per character of a long line
     words = [m.span() for m in _WORD_RE.finditer(text_all)]
     word_starts = [a for a, _ in words]
+    glyphs_before = [0, *itertools.accumulate(b - a for a, b in words)]  # of word k, on the page
+    # the checks a line needs only when the page holds the characters they look for
+    page_accents = not _ACCENT_CHARS.isdisjoint(text_all)
+    page_fix = page_accents or _may_need_layer_fix(text_all)
     first_word, start = 0, 0
     for stop in [m.start() for m in _LINE_BREAK_RE.finditer(text_all)] + [n]:
         last_word = bisect.bisect_left(word_starts, stop, first_word)
-        line_words, first_word = words[first_word:last_word], last_word
-        if not line_words:  # a blank line: no text, no size
+        if last_word == first_word:  # a blank line: no text, no size
             start = stop + 1
             continue
         segment = text_all[start:stop]
-        accents = not _ACCENT_CHARS.isdisjoint(segment)
-        n_glyphs = sum(b - a for a, b in line_words)
+        accents = page_accents and not _ACCENT_CHARS.isdisjoint(segment)
+        n_glyphs = glyphs_before[last_word] - glyphs_before[first_word]
         if accents or n_glyphs <= _BOX_ALL:
-            sampled = [i for a, b in line_words for i in range(a, b)]
+            sampled = [i for a, b in words[first_word:last_word] for i in range(a, b)]
         else:
-            sampled = _spread_sample(line_words, n_glyphs, _BOX_SAMPLE)
+            sampled = _spread_sample(words, glyphs_before, first_word, last_word, _BOX_SAMPLE)
+        first_word = last_word
         heights: list[float] = []
         tops: list[float] = []
         boxes = {}
@@ -486,7 +491,7 @@ def _first_page_lines_with_size(textpage: Any) -> list[tuple[str, float, float]]
         if accents:
             spans = [boxes.get(start + k, (0.0, 0.0)) for k in range(len(segment))]
             segment = _compose_accents(list(segment), spans)
-        text = collapse_letter_spacing(fix_text_layer(segment).strip())
+        text = collapse_letter_spacing((fix_text_layer(segment) if page_fix else segment).strip())
         if text:
             height, top = _median_rounded(heights), max(tops)
             if lines and abs(lines[-1][1] - height) <= 0.6 and abs(lines[-1][2] - top) <= 0.3 * height:
@@ -500,20 +505,21 @@ def _first_page_lines_with_size(textpage: Any) -> list[tuple[str, float, float]]
 _WORD_RE = re.compile(r"\S+")  # \S: what str.isspace() is not
 
 
-def _spread_sample(words: list[tuple[int, int]], n_glyphs: int, count: int) -> list[int]:
-    """Positions of the glyphs number int(k * n_glyphs / count), k < count, of a line given as
-    word spans (glyph j is the j-th non-space character of the line)."""
-    step = n_glyphs / count
-    wanted = [int(k * step) for k in range(count)]
+def _spread_sample(words: list[tuple[int, int]], glyphs_before: list[int], first: int, last: int,
+                   count: int) -> list[int]:
+    """Positions of the glyphs number int(k * n_glyphs / count), k < count, of the line made
+    of words [first, last) (glyph j is the j-th non-space character of the line);
+    `glyphs_before[w]` counts the page's glyphs in the words before word w."""
+    base = glyphs_before[first]
+    step = (glyphs_before[last] - base) / count
     out: list[int] = []
-    seen = 0  # glyphs in the words before the current one
-    w = 0
-    for j in wanted:
-        while j >= seen + words[w][1] - words[w][0]:
-            seen += words[w][1] - words[w][0]
-            w += 1
-        out.append(words[w][0] + j - seen)
+    for k in range(count):
+        g = base + int(k * step)  # the glyph's number on the page
+        w = bisect.bisect_right(glyphs_before, g, first, last) - 1  # the word holding it
+        out.append(words[w][0] + g - glyphs_before[w])
     return out
+
+
 _LINE_BREAK_RE = re.compile(r"[\r\n]")
 
 
@@ -573,6 +579,18 @@ def _compose_before(match: re.Match[str]) -> str:
     return unicodedata.normalize("NFC", base + _SPACING_ACCENTS[match.group(1)])
 
 
+def _may_need_layer_fix(text: str) -> bool:
+    """False when `fix_text_layer` leaves `text` and every part of it unchanged: each repair
+    needs a character this looks for (an alef, a bracket with an Arabic letter, a spacing
+    accent)."""
+    return ("\u0627" in text or "\u0622" in text or "\u0623" in text or "\u0625" in text
+            or (("(" in text or ")" in text) and _ARABIC_LETTER_RE.search(text) is not None)
+            or not _FIX_ACCENTS.isdisjoint(text))
+
+
+_FIX_ACCENTS = frozenset("´˜¨ˆˇ˘˚˙˝")
+
+
 def fix_text_layer(text: str) -> str:
     """Repairs of broken text layers that are safe without context:
 
@@ -592,7 +610,7 @@ def fix_text_layer(text: str) -> str:
                 line = line.translate(_MIRROR)
                 lines[k] = _MIRRORED_LATIN_RE.sub(r"(\1)", line)
         text = "\n".join(lines)
-    if any(ch in text for ch in "´˜¨ˆˇ˘˚˙˝"):
+    if not _FIX_ACCENTS.isdisjoint(text):
         text = _ACCENT_BEFORE_RE.sub(_compose_before, text)
     return text
 
