@@ -69,7 +69,7 @@ class ParseFile(UntypedDoFn):
                     counts["no_doi"] = counts.get("no_doi", 0) + needs.num_rows
             keyed: list = []
             if ready.num_rows:
-                edges, dropped = cg.drop_self_citations(pl.from_arrow(ready.select(EDGE_SCHEMA.names)))
+                edges, dropped = cg.drop_self_citations(ready.select(EDGE_SCHEMA.names))
                 counts["self_citation"] = counts.get("self_citation", 0) + dropped["self_citation"]
                 keyed = cg.shard_pieces(edges, "citing_doi", self.shards)
             yield from tagged("edges", keyed)
