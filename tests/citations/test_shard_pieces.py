@@ -26,7 +26,7 @@ def test_rows_go_to_their_shard_in_input_order(shards: int) -> None:
     assert [s for s, _ in pieces] == sorted(set(of.tolist()))  # present shards, in order
     for shard, table in pieces:
         assert table.column("n").to_pylist() == [i for i in range(n) if of[i] == shard]
-        assert table.column("key").to_pylist() == [k for k, s in zip(frame["key"], of) if s == shard]
+        assert table.column("key").to_pylist() == [k for k, s in zip(frame["key"], of, strict=True) if s == shard]
     assert sum(t.num_rows for _, t in pieces) == n
 
 
