@@ -47,7 +47,8 @@ def build(pipeline, out: str, opencitations: list[str], meta: list[str] | None, 
     # Documents first: `ReadInputs` reads them in the background while it parses.
     parsed = (
         pipeline
-        | "Inputs" >> beam.Create([("documents", p) for p in documents] + [("citations", f) for f in files])
+        | "Inputs" >> beam.Create([("documents", p) for p in documents] + [("citations", f) for f in files],
+                                reshuffle=False)  # spread once, below
         | "ReshuffleInputs" >> beam.Reshuffle()
         | "Read" >> beam.ParDo(ReadInputs(bool(meta_files), shards)).with_outputs(
             NEEDS_META, REJECTS_TAG, COUNTS_TAG, main="keyed")
@@ -58,7 +59,7 @@ def build(pipeline, out: str, opencitations: list[str], meta: list[str] | None, 
     if meta_files:
         meta_parsed = (
             pipeline
-            | "MetaFiles" >> beam.Create(meta_files)
+            | "MetaFiles" >> beam.Create(meta_files, reshuffle=False)  # spread once, below
             | "ReshuffleMeta" >> beam.Reshuffle()
             | "ParseMeta" >> beam.ParDo(ParseMeta(shards)).with_outputs(REJECTS_TAG, COUNTS_TAG, main="mapping")
         )

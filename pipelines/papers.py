@@ -32,7 +32,7 @@ def build(p, out: str, num_shards: int, input_files: list[dict], split_over: int
     files = [(f["source"], f["path"], f["bytes"]) for f in input_files]
     read = (
         p
-        | "InputFiles" >> beam.Create(files)
+        | "InputFiles" >> beam.Create(files, reshuffle=False)  # spread once, below
         | "SpreadFiles" >> beam.Reshuffle()
         | "ReadSourceFiles"
         >> beam.ParDo(ReadSourceFile(num_shards, split_over=split_over, workers=parse_workers,

@@ -77,7 +77,7 @@ def index_archives(p, kind: str, files: list[str], warc_prefix: str):
     """`(canonical url, ("row", row))` for every archived response, one Beam element per
     file (Reshuffle spreads the files over workers), plus the indexing counts."""
     indexed = (
-        p | "ArchiveFiles" >> beam.Create(files)
+        p | "ArchiveFiles" >> beam.Create(files, reshuffle=False)  # spread once, below
         | "SpreadArchiveFiles" >> beam.Reshuffle()
         | "IndexArchives" >> beam.ParDo(IndexArchive(kind, warc_prefix)).with_outputs(COUNTS_TAG, main="rows")
     )

@@ -227,7 +227,7 @@ def read_parts(pipeline, directory: str, columns: Sequence[str], label: str):
         raise UserError(f"no Parquet files under {directory}; run the previous stage first")
     return (
         pipeline
-        | f"{label}Files" >> beam.Create(parts)
+        | f"{label}Files" >> beam.Create(parts, reshuffle=False)  # spread once, below
         | f"{label}Reshuffle" >> beam.Reshuffle()
         | f"{label}Read" >> beam.ParDo(ReadParquetFrames(columns))
     )

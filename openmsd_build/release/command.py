@@ -213,7 +213,7 @@ def _checksums(release: str, options) -> list[dict]:
     paths = [p for p in paths if p != tmp]
     with beam.Pipeline(options=options) as p:
         _ = (
-            p | "Files" >> beam.Create(paths) | "Spread" >> beam.Reshuffle()
+            p | "Files" >> beam.Create(paths, reshuffle=False) | "Spread" >> beam.Reshuffle()
             | "Checksum" >> beam.ParDo(FileChecksum(release))
             | "All" >> beam.combiners.ToList()
             | "Write" >> beam.Map(_write_list, tmp)
