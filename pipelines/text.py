@@ -13,7 +13,8 @@ abstract on two or more DOIs belongs to none of them for sure and is dropped fro
 A pass with `--fetch http` and nothing archived yet: GroupByKey(host key) ->
 FetchAndExtract (live, polite). With archives — `warc:GLOB`, `cc-index:GLOB`, or `http`
 resuming from `OUT/warc/` — the archive is indexed in parallel (one element per WARC or
-index file -> `(canonical url, row)`), and each pass joins its tasks with the index:
+index file -> `(canonical url, ("row", row))`, tagged for the joins), and each pass joins its
+tasks with the index:
 
     tasks -> GroupByKey(url) with index rows [+ redirect targets, first pass only]
           -> JoinArchiveIndex -> resolved units | pending units -> GroupByKey(url) with

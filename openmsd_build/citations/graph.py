@@ -203,8 +203,8 @@ def split_by_shard(df: pl.DataFrame | pa.Table, shards: np.ndarray) -> list[tupl
 
 
 def _narrow(shards: np.ndarray) -> np.ndarray:
-    """Shard numbers in the narrowest unsigned type that holds them (numpy's stable sort is
-    a radix sort for 8- and 16-bit integers)."""
+    """Shard numbers as 8- or 16-bit unsigned integers when they fit (numpy's stable sort is a
+    radix sort for those), else as int64."""
     top = int(shards.max()) if len(shards) else 0
     return shards.astype(np.uint8 if top < 1 << 8 else np.uint16 if top < 1 << 16 else np.int64)
 
@@ -217,12 +217,14 @@ def shard_pieces(df: pl.DataFrame | pa.Table, column: str, num_shards: int) -> l
     and the in-process runner decodes and re-encodes every grouped value, so a table
     crossing a shuffle was pickled twice and unpickled twice (a third of the stage's time
     at 2M edges). Strings go with 32-bit offsets (polars exports `large_string`): 4 bytes
-    less per string to copy; the narrowing is done once, before the cut."""
-    table = _compact_strings(df if isinstance(df, pa.Table) else df.to_arrow())
+    less per string to copy. Each piece is narrowed after the cut, not the batch before it: a
+    citing shard's edges at COCI scale can hold more than 2 GiB of strings in one column,
+    which 32-bit offsets cannot address (a piece is a sixteenth of that)."""
+    table = df if isinstance(df, pa.Table) else df.to_arrow()
     if table.num_rows == 0:
         return []
     pieces = split_by_shard(table, shard_strings(table.column(column), num_shards))
-    return [(shard, to_ipc(piece)) for shard, piece in pieces]
+    return [(shard, to_ipc(_compact_strings(piece))) for shard, piece in pieces]
 
 
 def _compact_strings(table: pa.Table) -> pa.Table:

@@ -27,7 +27,14 @@ from collections import Counter
 import apache_beam as beam
 
 from openmsd_build.core import parquet_io
-from openmsd_build.core.beam_io import COUNTS_TAG, REJECTS_TAG, UntypedDoFn, bump, in_global_window, untag
+from openmsd_build.core.beam_io import (
+    COUNTS_TAG,
+    REJECTS_TAG,
+    UntypedDoFn,
+    bump,
+    in_global_window,
+    untag,
+)
 from openmsd_build.core.rejects import make_reject
 from openmsd_build.text.documents import SHARED_ABSTRACT, build_document, drop_shared_abstract, shared_abstract_key
 from openmsd_build.text.extract.isolate import EXTRACTORS
@@ -135,8 +142,9 @@ class WholeRecordFile(io.RawIOBase):
 
 class IndexArchive(UntypedDoFn):
     """One archive file -> `(canonical url, ("row", index row))` for each archived response
-    (tagged for the redirect rounds' GroupByKey); a count dict tagged COUNTS. `kind` is `warc` (scan a WARC) or `cc-index` (read one
-    Parquet file of a Common Crawl index extract, WARC names under `warc_prefix`).
+    (tagged for the redirect rounds' GroupByKey); a count dict tagged COUNTS. `kind` is
+    `warc` (scan a WARC) or `cc-index` (read one Parquet file of a Common Crawl index
+    extract, WARC names under `warc_prefix`).
     One element per file, so a crawl's files are indexed in parallel and no worker holds
     more than the rows of the file it reads."""
 

@@ -48,3 +48,15 @@ def test_self_citations_are_dropped_alike_from_a_frame_and_a_table() -> None:
     assert counts_frame == counts_table == {"self_citation": 2}
     assert kept_table.to_pylist() == kept_frame.to_dicts() == [{"citing_doi": "10.1/b", "cited_doi": "10.1/c"}]
     assert np.array_equal(cg._narrow(np.array([0, 255])), np.array([0, 255], dtype=np.uint8))
+
+
+def test_pieces_are_narrowed_after_the_cut() -> None:
+    """A batch from polars arrives with 64-bit string offsets; the cut runs on it as it is and
+    each piece is narrowed to 32-bit offsets on its own (a whole citing shard's column can be
+    past what 32-bit offsets address, a sixteenth of it is not)."""
+    frame = pl.DataFrame({"cited_doi": [f"10.3000/c{i}" for i in range(1_000)], "n": list(range(1_000))})
+    table = frame.to_arrow()
+    assert table.schema.field("cited_doi").type == pa.large_string()
+    pieces = cg.shard_pieces(table, "cited_doi", 16)
+    assert {from_ipc(data).schema.field("cited_doi").type for _, data in pieces} == {pa.string()}
+    assert sorted(n for _, data in pieces for n in from_ipc(data).column("n").to_pylist()) == list(range(1_000))
