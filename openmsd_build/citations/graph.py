@@ -192,7 +192,7 @@ def split_by_shard(df: pl.DataFrame | pa.Table, shards: np.ndarray) -> list[tupl
     if table.num_rows == 0:
         return []
     order = np.argsort(_narrow(shards), kind="stable")
-    ends = np.cumsum(np.bincount(shards, minlength=int(shards.max()) + 1)).tolist()
+    ends = np.cumsum(np.bincount(shards)).tolist()  # a piece ends where the next shard's rows start
     table = table.take(order)
     pieces, start = [], 0
     for shard, end in enumerate(ends):

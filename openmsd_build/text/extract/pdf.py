@@ -569,7 +569,9 @@ _ALEF_PAIR_RE = re.compile("([\u0622\u0623\u0625\u0627])([\u0622\u0623\u0625\u06
 _ARABIC_LETTER_RE = re.compile("[\u0600-\u06ff]")
 _LATIN_LETTER_RE = re.compile("[A-Za-z]")
 _MIRRORED_LATIN_RE = re.compile(r"\(([A-Za-z0-9][^()\n]{0,80}?)\s?\(")
-_ACCENT_BEFORE_RE = re.compile("([´˜¨ˆˇ˘˚˙˝])([A-Za-zıȷ])")
+_FIX_ACCENT_CHARS = "´˜¨ˆˇ˘˚˙˝"  # the spacing accents `fix_text_layer` composes with the letter after
+_FIX_ACCENTS = frozenset(_FIX_ACCENT_CHARS)
+_ACCENT_BEFORE_RE = re.compile(f"([{_FIX_ACCENT_CHARS}])([A-Za-zıȷ])")
 
 
 def _compose_before(match: re.Match[str]) -> str:
@@ -579,16 +581,25 @@ def _compose_before(match: re.Match[str]) -> str:
     return unicodedata.normalize("NFC", base + _SPACING_ACCENTS[match.group(1)])
 
 
+# The three conditions under which `fix_text_layer` repairs anything; `_may_need_layer_fix`
+# asks them of a whole page once, so its lines can skip the repair.
+def _has_alef(text: str) -> bool:
+    return "\u0627" in text or "\u0622" in text or "\u0623" in text or "\u0625" in text
+
+
+def _may_be_mirrored(text: str) -> bool:
+    return ("(" in text or ")" in text) and _ARABIC_LETTER_RE.search(text) is not None
+
+
+def _has_fix_accent(text: str) -> bool:
+    return not _FIX_ACCENTS.isdisjoint(text)
+
+
 def _may_need_layer_fix(text: str) -> bool:
     """False when `fix_text_layer` leaves `text` and every part of it unchanged: each repair
     needs a character this looks for (an alef, a bracket with an Arabic letter, a spacing
     accent)."""
-    return ("\u0627" in text or "\u0622" in text or "\u0623" in text or "\u0625" in text
-            or (("(" in text or ")" in text) and _ARABIC_LETTER_RE.search(text) is not None)
-            or not _FIX_ACCENTS.isdisjoint(text))
-
-
-_FIX_ACCENTS = frozenset("´˜¨ˆˇ˘˚˙˝")
+    return _has_alef(text) or _may_be_mirrored(text) or _has_fix_accent(text)
 
 
 def fix_text_layer(text: str) -> str:
@@ -601,16 +612,16 @@ def fix_text_layer(text: str) -> str:
       ")گلیوما(" is "(گلیوما)", and a Latin run inside comes out as ")ATCS )";
     * a TeX spacing accent before its letter ("te´orica", "Econom´ıa") composed with it.
     """
-    if "\u0627" in text or "\u0622" in text or "\u0623" in text or "\u0625" in text:
+    if _has_alef(text):
         text = _ALEF_PAIR_RE.sub("\\1\u0644\\2", text)
-    if ("(" in text or ")" in text) and _ARABIC_LETTER_RE.search(text):
+    if _may_be_mirrored(text):
         lines = text.split("\n")
         for k, line in enumerate(lines):
             if ("(" in line or ")" in line) and len(_ARABIC_LETTER_RE.findall(line)) > len(_LATIN_LETTER_RE.findall(line)):
                 line = line.translate(_MIRROR)
                 lines[k] = _MIRRORED_LATIN_RE.sub(r"(\1)", line)
         text = "\n".join(lines)
-    if not _FIX_ACCENTS.isdisjoint(text):
+    if _has_fix_accent(text):
         text = _ACCENT_BEFORE_RE.sub(_compose_before, text)
     return text
 
