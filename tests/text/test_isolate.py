@@ -147,14 +147,15 @@ def test_pool_pickles_without_processes(pool) -> None:
 
 
 def test_default_extract_workers_follow_the_runner() -> None:
-    """One extractor per core in a local run (its one worker would use one core); one on a
-    distributed runner, which already runs a worker per core."""
+    """One extractor per core, plus one that works while the Beam worker hands an answered
+    child its next document, in a local run; one on a distributed runner, which already runs
+    a worker per core."""
     import os
 
     from openmsd_build.core.runner import pipeline_options
     from openmsd_build.text.command import default_extract_workers
 
-    assert default_extract_workers(pipeline_options([])) == len(os.sched_getaffinity(0))
+    assert default_extract_workers(pipeline_options([])) == len(os.sched_getaffinity(0)) + 1
     assert default_extract_workers(pipeline_options(["--runner=DataflowRunner"])) == 1
     assert default_extract_workers(pipeline_options(["--runner=FlinkRunner"])) == 1
 
@@ -207,7 +208,7 @@ def test_local_runner_with_several_workers_shares_the_cores() -> None:
 
     cores = len(os.sched_getaffinity(0))
     options = pipeline_options(["--runner=DirectRunner", "--direct_num_workers=2"])
-    assert default_extract_workers(options) == max(1, cores // 2)
+    assert default_extract_workers(options) == max(1, cores // 2) + 1
 
 
 def test_released_children_serve_the_next_pool_of_the_same_configuration() -> None:
