@@ -397,7 +397,7 @@ class FetchAndExtract(UntypedDoFn):
 # What the stage's child processes run: the extractors (`FetchAndExtract`) and document
 # building (`BuildDocuments`). One set of jobs, so that one set of warm children serves
 # both DoFns in a local run (`isolate.prewarm`, `ExtractorPool.release`).
-STAGE_JOBS = {**EXTRACTORS, "document": "openmsd_build.text.documents:build_document_job"}
+STAGE_JOBS = {**EXTRACTORS, "documents": "openmsd_build.text.documents:build_documents_job"}
 
 _SLIM_EXTRACTION = ("kind", "url", "title", "abstract", "abstracts", "content", "pdf_url", "language_hints")
 
@@ -436,11 +436,16 @@ class BuildDocuments(UntypedDoFn):
 
     With `workers` > 1 (a local run: the stage's one worker process would build every
     document on one core while the others idle) documents are built by that many child
-    processes (`ExtractorPool` running `documents.build_document_job`); answers go out as
-    they come, the rest at the end of the bundle. A job that fails there is built again
-    here, so a bug raises with its traceback as it would inline."""
+    processes (`ExtractorPool` running `documents.build_documents_job`), `BATCH_PAPERS`
+    papers (or `BATCH_CHARS` characters of extracted text) a job: sent one at a time, the
+    children waited on the worker's round trips for a third of the time. Answers go out as
+    they come, the rest at the end of the bundle. A paper that fails there (or a batch
+    whose child died) is built again here, so a bug raises with its traceback as it would
+    inline."""
 
     JOBS = STAGE_JOBS  # what its children run (a test swaps in a failing job)
+    BATCH_PAPERS = 16
+    BATCH_CHARS = 4_000_000
 
     def __init__(self, workers: int = 1):
         self.workers = workers
@@ -455,6 +460,8 @@ class BuildDocuments(UntypedDoFn):
             self.pool.start()
 
     def start_bundle(self):
+        self._batch: list[tuple[dict, list[dict]]] = []
+        self._batch_chars = 0
         if self.pool is not None:
             self.pool.abandon()
             self.pool.start()
@@ -478,10 +485,16 @@ class BuildDocuments(UntypedDoFn):
             row, outcome = build_document(metas[0], extractions, dropped)
             yield from self._outputs(row, outcome, dropped)
             return
+        self._batch.append((metas[0], extractions))
+        self._batch_chars += sum(len(e.get("content") or "") for e in extractions)
+        if len(self._batch) >= self.BATCH_PAPERS or self._batch_chars >= self.BATCH_CHARS:
+            yield from self._send_batch()
+
+    def _send_batch(self):
+        batch, self._batch, self._batch_chars = self._batch, [], 0
         try:
-            done = self.pool.submit((metas[0], extractions), "document", b"", paper=metas[0], extractions=extractions)
-            for tag, answer, error, detail in done:
-                yield from self._answered(tag, answer, error, detail)
+            for tag, answer, error, _detail in self.pool.submit(batch, "documents", b"", papers=batch):
+                yield from self._answered(tag, answer, error)
         except BaseException:
             self.pool.abandon()
             raise
@@ -489,17 +502,22 @@ class BuildDocuments(UntypedDoFn):
     def finish_bundle(self):
         if self.pool is None:
             return
-        outputs = [out for done in self.pool.drain() for out in self._answered(*done)]
+        outputs = list(self._send_batch()) if self._batch else []
+        outputs += [out for tag, answer, error, _detail in self.pool.drain() for out in self._answered(tag, answer, error)]
         self.pool.release()
         yield from in_global_window(outputs)
 
-    def _answered(self, tag, answer, error, detail):
-        if error:  # a failure in the child: build it here, where an exception shows its cause
-            dropped: list[tuple[str, str]] = []
-            row, outcome = build_document(tag[0], tag[1], dropped)
-            yield from self._outputs(row, outcome, dropped)
-        else:
-            yield from self._outputs(answer["row"], answer["outcome"], [tuple(d) for d in answer["dropped"]])
+    def _answered(self, batch, answer, error):
+        """The outputs of one batch's answer; a paper the child could not build (the whole
+        batch when the child died) is built here, where an exception shows its cause."""
+        answers = [{"error": error}] * len(batch) if error else answer["answers"]
+        for (paper, extractions), one in zip(batch, answers, strict=True):
+            if "error" in one:
+                dropped: list[tuple[str, str]] = []
+                row, outcome = build_document(paper, extractions, dropped)
+                yield from self._outputs(row, outcome, dropped)
+            else:
+                yield from self._outputs(one["row"], one["outcome"], [tuple(d) for d in one["dropped"]])
 
     def _outputs(self, row, outcome, dropped):
         counts = wrong_abstract_counts(dropped)

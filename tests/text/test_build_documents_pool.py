@@ -21,7 +21,8 @@ def _elements() -> list[tuple[str, dict]]:
                 "relations": []}
         ext = [] if k % 4 == 0 else [{"kind": "landing", "url": f"https://x.org/{k}", "title": None,
                                       "abstract": f"Résumé numéro {k}: " + "les roses sauvages " * 12,
-                                      "abstracts": None, "content": None, "pdf_url": None, "language_hints": ["fr"]}]
+                                      "abstracts": None, "content": "Le texte intégral de l'article. " * 40 if k % 4 == 1 else None,
+                                      "pdf_url": None, "language_hints": ["fr"]}]
         out.append((meta["doi"], {"meta": [meta], "ext": ext}))
     return out
 
@@ -54,9 +55,41 @@ def test_children_build_what_the_worker_builds() -> None:
     assert _run(BuildDocuments(workers=2)) == inline
 
 
+def test_batches_of_any_size_build_the_same_documents() -> None:
+    """Papers go to the children in batches (by count and by text size); a batch cut
+    anywhere -- one paper a job, 5 (a last batch left for the bundle's end), or by size --
+    gives the same rows and counts."""
+    inline = _run(BuildDocuments(workers=1))
+    for papers, chars in ((1, 4_000_000), (5, 4_000_000), (100, 1)):
+        batched = BuildDocuments(workers=2)
+        batched.BATCH_PAPERS, batched.BATCH_CHARS = papers, chars
+        assert _run(batched) == inline
+        if chars > 1:
+            expected = (len(_elements()) + papers - 1) // papers
+        else:  # a batch ends at each paper with content (k % 4 == 1), and at the bundle's end
+            expected = sum(1 for k in range(len(_elements())) if k % 4 == 1) + int((len(_elements()) - 1) % 4 != 1)
+        assert batched.pool.stats["documents"] == expected
+
+
 def test_a_dying_child_costs_nothing() -> None:
     inline = _run(BuildDocuments(workers=1))
     crashing = BuildDocuments(workers=2)
-    crashing.JOBS = {**STAGE_JOBS, "document": "openmsd_build.text.extract.isolate:_debug_exit"}  # os._exit
+    crashing.BATCH_PAPERS = 5
+    crashing.JOBS = {**STAGE_JOBS, "documents": "openmsd_build.text.extract.isolate:_debug_exit"}  # os._exit
     assert _run(crashing) == inline
-    assert crashing.pool.stats["crashed"] == len(_elements())
+    assert crashing.pool.stats["crashed"] == 3  # batches of 5, 5 and 2: every one built again inline
+
+
+def test_a_paper_that_fails_in_the_batch_job_is_reported_alone() -> None:
+    """`build_documents_job` answers each paper; one that raises gets an error naming the
+    exception, and the batch's other papers are built."""
+    from openmsd_build.text.documents import build_document, build_documents_job
+
+    papers = [(element[1]["meta"][0], element[1]["ext"]) for element in _elements()[:3]]
+    papers.insert(1, ({"doi": "10.1/broken", "title": 17}, [{"kind": "landing", "title": ["not", "text"]}]))
+    answers = build_documents_job(b"", papers=papers)["answers"]
+    assert len(answers) == 4
+    assert "error" in answers[1] and "Error" in answers[1]["error"]
+    for k in (0, 2, 3):
+        row, outcome = build_document(*papers[k], [])
+        assert (answers[k]["row"], answers[k]["outcome"]) == (row, outcome)
