@@ -53,3 +53,23 @@ def test_escaped_tags_and_leading_abstract_prefix():
 def test_count_tokens_counts_cjk_characters():
     assert count_tokens("deep learning 深度学习") == 2 + 4
     assert count_tokens("") == 0
+
+
+def test_ligature_sites_are_the_words_next_to_a_ligature() -> None:
+    """`_ligature_sites` (a regex over the text) names exactly the spaces the per-word test
+    `parts[k].endswith(ligature) or parts[k + 1].startswith("ff")` names, in order: random
+    texts of ligature pieces, letters, digits, punctuation and single or double spaces."""
+    import random
+
+    from openmsd_build.core import textclean as T
+
+    rng = random.Random(1)
+    pieces = ["fi", "ff", "fl", "ffi", "ffl", "f", "i", " ", " ", " ", "  ", "a", "e", "c", "x", "Th", "1", "(", "é"]
+    found = 0
+    for _ in range(20_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 25)))
+        parts = text.split(" ")
+        want = [k for k in range(len(parts) - 1) if parts[k].endswith(T._LIGATURES) or parts[k + 1].startswith("ff")]
+        assert T._ligature_sites(text, parts) == want, text
+        found += len(want)
+    assert found > 10_000

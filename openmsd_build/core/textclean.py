@@ -12,7 +12,9 @@ are matched one at a time (`<[^>]*>`), so only the tags go.
 
 from __future__ import annotations
 
+import bisect
 import html
+import itertools
 import re
 import unicodedata
 from collections import Counter
@@ -167,7 +169,7 @@ def repair_ligatures(text: str) -> str:
     if not (any(piece in text for piece in SPLIT_HINT_PIECES) and _SPLIT_HINT_RE.search(text)):
         return text
     parts = text.split(" ")
-    joins = _ligature_joins(parts, len(_INTERNAL_LIGATURE_RE.findall(text)))
+    joins = _ligature_joins(parts, len(_INTERNAL_LIGATURE_RE.findall(text)), _ligature_sites(text, parts))
     if not joins:
         return text
     out = [parts[0]]
@@ -176,10 +178,25 @@ def repair_ligatures(text: str) -> str:
     return "".join(out)
 
 
-def _ligature_joins(parts: list[str], n_internal: int) -> set[int]:
+# A space after "ff" / "fi" / "fl" (so also "ffi", "ffl") or before "ff": where a lost
+# ligature may have put it.
+_LIGATURE_SITE_RE = re.compile(r"(?<=f[fil]) | (?=ff)")
+
+
+def _ligature_sites(text: str, parts: list[str]) -> list[int]:
+    """The indexes k, in order, with `parts[k]` ending in a ligature or `parts[k + 1]`
+    starting with "ff", where `parts = text.split(" ")`: the spaces a regex finds, numbered
+    by a bisection of the parts' cumulative lengths (no Python step per word)."""
+    if len(parts) < 2:
+        return []
+    ends = list(itertools.accumulate(map((1).__add__, map(len, parts))))  # a part's end + 1
+    return [bisect.bisect_left(ends, m.start() + 1) for m in _LIGATURE_SITE_RE.finditer(text)]
+
+
+def _ligature_joins(parts: list[str], n_internal: int, sites: list[int]) -> set[int]:
     """Indexes k whose space (between parts[k] and parts[k+1]) a lost ligature put there
-    (rules: `repair_ligatures`). Only the parts next to a ligature are looked at, so a long
-    text costs one `str.endswith` per word."""
+    (rules: `repair_ligatures`). Only the parts next to a ligature (`sites`, from
+    `_ligature_sites`) are looked at."""
     n = len(parts)
 
     def tail(k: int) -> str:
@@ -201,9 +218,7 @@ def _ligature_joins(parts: list[str], n_internal: int) -> set[int]:
     joins: set[int] = set()
     glued_left: list[int] = []  # "scientifi c": a word ending in a ligature, then a lower-case word
     lone_left: list[int] = []   # "signi fi cant": the fragment before a lone ligature
-    for k in range(n - 1):
-        if not (parts[k].endswith(_LIGATURES) or parts[k + 1].startswith("ff")):
-            continue
+    for k in sites:
         nxt = head(k + 1)
         if not nxt or not nxt[0].islower():
             continue
@@ -349,6 +364,9 @@ _SPACED_TOKEN_RE = re.compile(r"[^\W\d_]{1,3}")
 _SPACED_CJK_RE = re.compile(r"(?<![^\s])([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff])(?: ([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff])(?![^\s：:])){2,}")
 _HANGUL_RE = re.compile(r"[\uac00-\ud7af]")
 MAX_SPACED_LINE_CHARS = 80
+# Four characters without a space: a token `_SPACED_TOKEN_RE` cannot match whole (tokens are
+# the line's runs of non-space characters), so most lines are decided by this one scan.
+_FOUR_NON_SPACES_RE = re.compile(r"[^ ]{4}")
 
 
 def has_letters(text: str, n: int) -> bool:
@@ -383,6 +401,8 @@ def collapse_letter_spacing(line: str) -> str:
             tokens = stripped.split()
             return "".join(tokens) if len(tokens) >= 3 and all(len(t) == 1 and _HANGUL_RE.match(t) for t in tokens) else line
         return _SPACED_CJK_RE.sub(lambda m: m.group().replace(" ", ""), stripped)
+    if _FOUR_NON_SPACES_RE.search(stripped):  # a token of four or more: not letter-spaced
+        return line
     words = re.split(r" {2,}", stripped)
     tokens = [t for w in words for t in w.split(" ")]
     if len(tokens) < 3 or not all(_SPACED_TOKEN_RE.fullmatch(t) for t in tokens):

@@ -134,16 +134,23 @@ class PdfParseError(ValueError):
     """PDFium could not open the bytes as a PDF (reported as `parse_error`)."""
 
 
+_LONE_CR_RE = re.compile(r"\r(?!\n)")
+# PDFium sometimes keeps the line break after the U+FFFE hyphen and sometimes drops it.
+_WORD_BREAK_RE = re.compile(r"(?<=[a-zà-ÿа-я])\ufffe\s*(?:\r?\n)?\s*(?=[a-zà-ÿа-я])")
+_BREAK_HYPHEN_RE = re.compile(r"\ufffe\s*(?:\r?\n)?\s*")
+_LINE_END_RE = re.compile(r"\r\n|\r|\n")
+
+
 def _page_lines(text: str) -> list[str]:
     """One page's text as stripped lines, U+FFFE word-break hyphens resolved. PDFium ends a
     line with CR LF; a lone CR is a word separator of some Word exports ("word\\t\\r\\xa0word"),
     not a line break."""
-    text = re.sub(r"\r(?!\n)", " ", text)
-    # PDFium sometimes keeps the line break after the U+FFFE hyphen and sometimes drops it.
-    text = re.sub(r"(?<=[a-zà-ÿа-я])\ufffe\s*(?:\r?\n)?\s*(?=[a-zà-ÿа-я])", "", text)
-    text = re.sub(r"\ufffe\s*(?:\r?\n)?\s*", "-", text)
+    text = _LONE_CR_RE.sub(" ", text)
+    if "\ufffe" in text:  # most pages have none: two scans saved
+        text = _WORD_BREAK_RE.sub("", text)
+        text = _BREAK_HYPHEN_RE.sub("-", text)
     text = fix_text_layer(text)
-    return [collapse_letter_spacing(line.strip()) for line in re.split(r"\r\n|\r|\n", text)]
+    return [collapse_letter_spacing(line.strip()) for line in _LINE_END_RE.split(text)]
 
 
 def _edge_key(line: str) -> str:
@@ -153,21 +160,21 @@ def _edge_key(line: str) -> str:
 def _remove_headers_footers(pages: list[list[str]]) -> list[list[str]]:
     """Drop running heads / feet (see module docstring) and bare page numbers."""
     counts: Counter[str] = Counter()
+    page_edges: list[dict[str, str]] = []  # per page: edge line -> its key
     for lines in pages:
         non_empty = [ln for ln in lines if ln]
-        edges = set(non_empty[:_EDGE_LINES] + non_empty[-_EDGE_LINES:])
-        counts.update({_edge_key(ln) for ln in edges})
+        edges = {ln: _edge_key(ln) for ln in non_empty[:_EDGE_LINES] + non_empty[-_EDGE_LINES:]}
+        page_edges.append(edges)
+        counts.update(set(edges.values()))
     threshold = max(REPEAT_MIN_PAGES, (len(pages) + 1) // 2)
     repeated = {k for k, c in counts.items() if c >= threshold and len(k) > 1} if len(pages) >= REPEAT_MIN_PAGES else set()
     cleaned = []
-    for lines in pages:
-        non_empty = [ln for ln in lines if ln]
-        edges = set(non_empty[:_EDGE_LINES] + non_empty[-_EDGE_LINES:])
+    for lines, edges in zip(pages, page_edges, strict=True):
         cleaned.append(
             [
                 ln
                 for ln in lines
-                if not _PAGE_NUMBER_RE.match(ln) and not (ln in edges and _edge_key(ln) in repeated)
+                if not _PAGE_NUMBER_RE.match(ln) and not (ln in edges and edges[ln] in repeated)
             ]
         )
     return cleaned
@@ -570,7 +577,7 @@ _ARABIC_LETTER_RE = re.compile("[\u0600-\u06ff]")
 _LATIN_LETTER_RE = re.compile("[A-Za-z]")
 _MIRRORED_LATIN_RE = re.compile(r"\(([A-Za-z0-9][^()\n]{0,80}?)\s?\(")
 _FIX_ACCENT_CHARS = "´˜¨ˆˇ˘˚˙˝"  # the spacing accents `fix_text_layer` composes with the letter after
-_FIX_ACCENTS = frozenset(_FIX_ACCENT_CHARS)
+_FIX_ACCENT_RE = re.compile(f"[{_FIX_ACCENT_CHARS}]")
 _ACCENT_BEFORE_RE = re.compile(f"([{_FIX_ACCENT_CHARS}])([A-Za-zıȷ])")
 
 
@@ -592,7 +599,8 @@ def _may_be_mirrored(text: str) -> bool:
 
 
 def _has_fix_accent(text: str) -> bool:
-    return not _FIX_ACCENTS.isdisjoint(text)
+    # a regex scan, not `isdisjoint`, which makes a string object of every character
+    return _FIX_ACCENT_RE.search(text) is not None
 
 
 def _may_need_layer_fix(text: str) -> bool:
