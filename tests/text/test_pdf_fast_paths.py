@@ -134,37 +134,14 @@ def test_a_text_layer_fix_is_skipped_only_where_it_changes_nothing() -> None:
     assert changed > 1000  # the draw reaches every repair
 
 
-def _reference_collapse_letter_spacing(line: str) -> str:
-    """`collapse_letter_spacing` without its four-character precheck (the rule as written)."""
-    import re
-
-    from openmsd_build.core import textclean as T
-
-    stripped = line.strip()
-    if not stripped or len(stripped) > T.MAX_SPACED_LINE_CHARS or " " not in stripped:
-        return line
-    if T._CJK_RE.search(stripped):
-        return T.collapse_letter_spacing(line)  # the CJK branch runs before the precheck
-    words = re.split(r" {2,}", stripped)
-    tokens = [t for w in words for t in w.split(" ")]
-    if len(tokens) < 3 or not all(T._SPACED_TOKEN_RE.fullmatch(t) for t in tokens):
-        return line
-    singles = sum(len(t) == 1 for t in tokens)
-    letters = "".join(tokens)
-    rest = letters[1:]
-    if not singles or not (rest.isupper() or rest.islower()):
-        return line
-    if not (letters.isupper() and 2 * len(letters) <= 5 * len(tokens)) and singles != len(tokens):
-        return line
-    return " ".join(w.replace(" ", "") for w in words)
-
-
-def test_letter_spacing_precheck_decides_as_the_rule(lines: list[str]) -> None:
+def test_letter_spacing_precheck_decides_as_the_rule(lines: list[str], monkeypatch) -> None:
     """A line with four characters in a row without a space is never letter-spaced
     (`collapse_letter_spacing` returns it at once); random short lines of letters in groups
     of one to five, spaces, tabs, digits and punctuation, and the real first-page lines, get
-    the rule's answer."""
-    from openmsd_build.core.textclean import collapse_letter_spacing
+    the answer of the rule with the precheck switched off."""
+    import re
+
+    from openmsd_build.core import textclean as T
 
     rng = random.Random(3)
     groups = ["a", "B", "ab", "CD", "EVI", "xyz", "abcd", "WORD", "é", "ΣΑ", "дж", "1", "a1", "-", "R.", "\t", "ſ"]
@@ -175,9 +152,10 @@ def test_letter_spacing_precheck_decides_as_the_rule(lines: list[str]) -> None:
     for _ in range(5_000):  # lines of the kind that is collapsed, and near misses
         pool = rng.choice([["A", "B", "EV", "IEW", "R", "ABCD"], ["a", "b", "c", "d", "ab"], ["Д", "Ж", "ЕВ", "σ"]])
         drawn.append(" ".join(rng.choice(pool) for _ in range(rng.randint(2, 9))))
-    collapsed = 0
-    for line in drawn + lines:
-        got = collapse_letter_spacing(line)
-        assert got == _reference_collapse_letter_spacing(line), line
-        collapsed += got != line
-    assert collapsed > 500  # the draw reaches the collapsing branch
+    drawn += lines
+    got = [T.collapse_letter_spacing(line) for line in drawn]
+    with monkeypatch.context() as patch:
+        patch.setattr(T, "_FOUR_NON_SPACES_RE", re.compile(r"(?!)"))  # never matches: the rule alone
+        want = [T.collapse_letter_spacing(line) for line in drawn]
+    assert [line for line, a, b in zip(drawn, got, want, strict=True) if a != b] == []
+    assert sum(a != line for line, a in zip(drawn, got, strict=True)) > 500  # the draw reaches the collapsing branch
