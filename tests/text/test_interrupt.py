@@ -16,6 +16,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from openmsd_build.core import layout, parquet_io, staging
 from openmsd_build.schemas import PAPERS
 from openmsd_build.text.fetch.testing import LocalServer, respond
@@ -69,7 +71,8 @@ def test_sigint_stops_text_promptly_keeps_outputs_and_rerun_resumes(tmp_path: Pa
             (out / rel).write_bytes(data)
         kept = {rel: data for rel, data in _snapshot(out).items() if not rel.startswith("warc/")}
 
-        process = subprocess.Popen(_text_command(out), start_new_session=True,
+        # faulthandler: a stage that does not stop can be made to print every thread's stack
+        process = subprocess.Popen(_text_command(out), start_new_session=True, env={**os.environ, "PYTHONFAULTHANDLER": "1"},
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
             deadline = time.monotonic() + 60  # Beam's start-up, then a few slow pages
@@ -79,7 +82,12 @@ def test_sigint_stops_text_promptly_keeps_outputs_and_rerun_resumes(tmp_path: Pa
             time.sleep(0.5)
             interrupted = time.monotonic()
             os.killpg(process.pid, signal.SIGINT)  # a terminal's Ctrl-C: the whole group
-            process.communicate(timeout=10)
+            try:
+                process.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.kill(process.pid, signal.SIGABRT)  # faulthandler prints where each thread waits
+                stderr = process.communicate(timeout=30)[1].decode(errors="replace")
+                pytest.fail(f"the stage did not stop within 10 s of SIGINT; its threads:\n{stderr[-8000:]}")
             stopped_after = time.monotonic() - interrupted
         finally:
             if process.poll() is None:
