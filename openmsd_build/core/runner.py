@@ -70,19 +70,30 @@ def cores_per_local_worker(options: PipelineOptions) -> int:
     0 meaning one per core); 1 on a distributed runner, whose workers already run one SDK
     process (or thread) per core. The text stage's extractors and the papers stage's
     parsing processes are both sized by this."""
-    import os
+    if not is_local_runner(options):
+        return 1
+    return max(1, _cores() // local_beam_workers(options))
 
+
+def local_beam_workers(options: PipelineOptions) -> int:
+    """Beam workers of a local run (`--direct_num_workers`, 0 meaning one per core; 1 when
+    unset); 1 on a distributed runner, where the count is the service's."""
     from apache_beam.options.pipeline_options import DirectOptions
 
     if not is_local_runner(options):
         return 1
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
     requested = options.view_as(DirectOptions).direct_num_workers
-    local_workers = cores if requested == 0 else max(1, requested or 1)
-    return max(1, cores // local_workers)
+    return _cores() if requested == 0 else max(1, requested or 1)
+
+
+def _cores() -> int:
+    """The CPUs this process may use (affinity: containers, taskset)."""
+    import os
+
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 def _runner_name(args: Sequence[str]) -> str:

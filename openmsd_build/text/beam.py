@@ -437,7 +437,7 @@ class BuildDocuments(UntypedDoFn):
     With `workers` > 1 (a local run: the stage's one worker process would build every
     document on one core while the others idle) documents are built by that many child
     processes (`ExtractorPool` running `documents.build_documents_job`), `BATCH_PAPERS`
-    papers (or `BATCH_CHARS` characters of extracted text) a job: sent one at a time, the
+    papers (or `BATCH_CHARS` characters of the extractions' `content`) a job: sent one at a time, the
     children waited on the worker's round trips for a third of the time. Answers go out as
     they come, the rest at the end of the bundle. A paper that fails there (or a batch
     whose child died) is built again here, so a bug raises with its traceback as it would

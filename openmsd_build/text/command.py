@@ -121,18 +121,20 @@ def run_text(
 
 def default_extract_workers(options) -> int:
     """Extractor processes per fetching DoFn when the user gives none: one per core plus one
-    on the local in-process runner, 1 on a distributed runner, whose workers already run one
-    SDK process per core (`core.runner.cores_per_local_worker`).
+    in a local run with one Beam worker (the default), one per core share with several, 1
+    on a distributed runner, whose workers already run one SDK process per core
+    (`core.runner.cores_per_local_worker`).
 
     Why one more than the cores: the local runner's one Beam worker needs CPU too (replaying
     or fetching the next response, passing answers on). With one child per core, a child
     that has answered waits idle until the worker gets round to handing it the next document
     (children were busy ~87% of the extraction phase); a spare child keeps every core
-    extracting meanwhile (the bench sample's text stage: 0.94x the wall time)."""
-    from openmsd_build.core.runner import cores_per_local_worker, is_local_runner
+    extracting meanwhile (the bench sample's text stage: 0.94x the wall time). With several
+    local Beam workers, each keeping its own children, a spare each would crowd the cores."""
+    from openmsd_build.core.runner import cores_per_local_worker, is_local_runner, local_beam_workers
 
     workers = cores_per_local_worker(options)
-    return workers + 1 if is_local_runner(options) else workers
+    return workers + 1 if is_local_runner(options) and local_beam_workers(options) == 1 else workers
 
 
 def check_cc_index(globs: str) -> None:

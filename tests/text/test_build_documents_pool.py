@@ -93,3 +93,23 @@ def test_a_paper_that_fails_in_the_batch_job_is_reported_alone() -> None:
     for k in (0, 2, 3):
         row, outcome = build_document(*papers[k], [])
         assert (answers[k]["row"], answers[k]["outcome"]) == (row, outcome)
+
+
+def test_a_paper_the_child_could_not_build_is_built_in_the_worker() -> None:
+    """An answer that reports an error for one paper of a batch: that paper is built in the
+    worker, the others are taken from the answer, and the outputs equal the inline ones."""
+    from openmsd_build.text.documents import build_documents_job
+
+    inline = BuildDocuments(workers=1)
+    inline.setup()
+    elements = _elements()[:4]
+    batch = [(element[1]["meta"][0], element[1]["ext"]) for element in elements]
+    answer = build_documents_job(b"", papers=batch)
+    answer["answers"][2] = {"error": "RuntimeError: the child could not"}
+    mixed = list(BuildDocuments(workers=2)._answered(batch, answer, None))
+    want = [out for element in elements for out in inline.process(element)]
+
+    def plain(outputs: list) -> list:
+        return [(o.tag, o.value) if isinstance(o, beam.pvalue.TaggedOutput) else (None, o) for o in outputs]
+
+    assert len(want) > len(elements) and plain(mixed) == plain(want)
