@@ -45,6 +45,10 @@ def _text_command(out: Path) -> list[str]:
             "--no-follow-pdf"]
 
 
+def _sigint_as_in_a_terminal() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _snapshot(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
@@ -71,9 +75,11 @@ def test_sigint_stops_text_promptly_keeps_outputs_and_rerun_resumes(tmp_path: Pa
             (out / rel).write_bytes(data)
         kept = {rel: data for rel, data in _snapshot(out).items() if not rel.startswith("warc/")}
 
-        # faulthandler: a stage that does not stop can be made to print every thread's stack
+        # faulthandler: a stage that does not stop can be made to print every thread's stack.
+        # SIGINT at its default, as under a terminal: a shell without job control starts
+        # background commands with SIGINT ignored, and Python then never raises KeyboardInterrupt.
         process = subprocess.Popen(_text_command(out), start_new_session=True, env={**os.environ, "PYTHONFAULTHANDLER": "1"},
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                   preexec_fn=_sigint_as_in_a_terminal, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
             deadline = time.monotonic() + 60  # Beam's start-up, then a few slow pages
             while len(server.hits) < 3 and time.monotonic() < deadline and process.poll() is None:
