@@ -463,7 +463,7 @@ def _first_page_lines_with_size(textpage: Any) -> list[tuple[str, float, float]]
     word_starts = [a for a, _ in words]
     glyphs_before = [0, *itertools.accumulate(b - a for a, b in words)]  # of word k, on the page
     # the checks a line needs only when the page holds the characters they look for
-    page_accents = not _ACCENT_CHARS.isdisjoint(text_all)
+    page_accents = _has_accent(text_all)
     page_fix = page_accents or _may_need_layer_fix(text_all)
     first_word, start = 0, 0
     for stop in [m.start() for m in _LINE_BREAK_RE.finditer(text_all)] + [n]:
@@ -472,7 +472,7 @@ def _first_page_lines_with_size(textpage: Any) -> list[tuple[str, float, float]]
             start = stop + 1
             continue
         segment = text_all[start:stop]
-        accents = page_accents and not _ACCENT_CHARS.isdisjoint(segment)
+        accents = page_accents and _has_accent(segment)
         n_glyphs = glyphs_before[last_word] - glyphs_before[first_word]
         if accents or n_glyphs <= _BOX_ALL:
             sampled = [i for a, b in words[first_word:last_word] for i in range(a, b)]
@@ -546,7 +546,13 @@ def _median_rounded(values: list[float]) -> float:
 # line), and the letter under the accent's box is the one it belongs to.
 _SPACING_ACCENTS = {"´": "\u0301", "`": "\u0300", "˜": "\u0303", "¨": "\u0308", "ˆ": "\u0302", "ˇ": "\u030c",
                     "¸": "\u0327", "˘": "\u0306", "˚": "\u030a", "˙": "\u0307", "˝": "\u030b"}
-_ACCENT_CHARS = frozenset(_SPACING_ACCENTS)
+_ACCENT_RE = re.compile("[" + re.escape("".join(_SPACING_ACCENTS)) + "]")
+
+
+def _has_accent(text: str) -> bool:
+    """`text` holds a spacing accent (a regex scan, as `_has_fix_accent`: `isdisjoint` would
+    make a string object of every character of a non-Latin page)."""
+    return _ACCENT_RE.search(text) is not None
 
 
 def _compose_accents(chars: list[str], spans: list[tuple[float, float]]) -> str:
