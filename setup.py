@@ -59,5 +59,5 @@ setup(
             "gcp-storage-emulator>=2024.8.3",
         ],
     },
-    entry_points={"console_scripts": ["openmsd-build=openmsd_build.cli:main"]},
+    entry_points={"console_scripts": ["openmsd-build=openmsd_build.cli:console_main"]},
 )

@@ -189,3 +189,44 @@ def test_local_worker_pool_without_beam_fails_fast(monkeypatch, tmp_path) -> Non
 
     monkeypatch.setenv("PATH", str(Path(sys.executable).parent))  # the venv's python: fine
     check_local_worker_pool(external)
+
+
+_CONSOLE = """
+import atexit, sys, tempfile, threading, time
+from pathlib import Path
+from openmsd_build import cli
+out = Path(sys.argv[1])
+scratch = tempfile.TemporaryDirectory()  # cleaned by weakref.finalize's atexit hook
+(out / "scratch").write_text(scratch.name)
+atexit.register(lambda: (out / "atexit").write_text("ran"))
+if sys.argv[2] == "thread":  # a non-daemon thread still working when main returns
+    threading.Thread(target=lambda: (time.sleep(0.5), (out / "thread").write_text("done"))).start()
+print("x" * 200_000)  # more than a pipe holds: must be flushed, not dropped
+sys.argv = ["openmsd-build", *sys.argv[3:]]
+cli.console_main()
+"""
+
+
+@pytest.mark.parametrize("thread", ["thread", "none"])
+@pytest.mark.parametrize(("argv", "code"), [(["--version"], 0), (["inspect", "/nonexistent.html"], 2)])
+def test_console_exit_keeps_what_the_interpreter_would_do(tmp_path, thread: str, argv: list[str], code: int) -> None:
+    """`console_main` skips the interpreter's teardown, but not its duties: the exit code,
+    stdout flushed into a pipe, atexit handlers (and a temporary directory's clean-up), and
+    waiting for a non-daemon thread."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # stdout buffered, as usual
+    proc = subprocess.run([sys.executable, "-c", _CONSOLE, str(tmp_path), thread, *argv], capture_output=True,
+                          text=True, timeout=120, env=env)
+    assert proc.returncode == code, proc.stderr
+    assert proc.stdout.startswith("x" * 200_000)
+    if code == 0:
+        assert "openmsd-build" in proc.stdout
+    else:
+        assert "error" in proc.stderr
+    assert (tmp_path / "atexit").read_text() == "ran"
+    assert not Path((tmp_path / "scratch").read_text()).exists()
+    assert (tmp_path / "thread").exists() == (thread == "thread")
