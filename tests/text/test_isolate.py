@@ -255,3 +255,50 @@ def test_released_children_serve_the_next_pool_of_the_same_configuration() -> No
     assert isolate._SPARES.held() == []
     time.sleep(0.2)
     assert not any(os.path.exists(f"/proc/{pid}") for pid in pids)
+
+
+_TAKE_TURN = """
+import sys, time
+from openmsd_build.text.extract.isolate import _import_turn
+with _import_turn(sys.argv[1]):
+    print("in", flush=True)
+    time.sleep(float(sys.argv[2]))
+"""
+
+
+def test_prewarmed_children_import_one_at_a_time_and_a_dead_holder_frees_the_turn(tmp_path) -> None:
+    """`prewarm`'s children take turns to import (`_import_turn`), so the parent, busy
+    planning the pipeline, keeps a core; a holder that dies releases its turn (a killed
+    child cannot stall its siblings), and a lock that cannot be made only means no turns."""
+    import subprocess
+    import sys
+
+    from openmsd_build.text.extract import isolate
+
+    lock = str(tmp_path / "turn")
+    holder = subprocess.Popen([sys.executable, "-c", _TAKE_TURN, lock, "60"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "in\n"
+        waiter = subprocess.Popen([sys.executable, "-c", _TAKE_TURN, lock, "0"], stdout=subprocess.PIPE, text=True)
+        time.sleep(1.0)
+        assert waiter.poll() is None  # still waiting for the turn
+        holder.kill()  # dies holding it
+        out, _ = waiter.communicate(timeout=30)
+        assert out == "in\n" and waiter.returncode == 0
+    finally:
+        holder.kill()
+        holder.wait()
+    with isolate._import_turn(str(tmp_path / "no-such-dir" / "turn")):
+        pass
+    # prewarm hands its children the process's lock; they all become ready
+    options = {"timeout": 10.0, "debug_kinds": True}
+    isolate.prewarm(3, **options)
+    pool = isolate.ExtractorPool(3, **options)
+    try:
+        pool.start()
+        answers = [pool.submit(k, "debug_echo", b"x") for k in range(3)] + [pool.drain()]
+        assert sorted(tag for batch in answers for tag, _r, reason, _d in batch if reason is None) == [0, 1, 2]
+        assert Path(isolate._import_lock_path()).exists()
+    finally:
+        pool.close()
+        isolate.close_spares()
