@@ -193,8 +193,9 @@ def console_main() -> None:
     closed before `main` returns (Beam's sinks, Parquet writers, the stats file), so only
     what the interpreter would still do for us is done here: the `atexit` handlers (logging's
     flush, `weakref.finalize` clean-ups such as temporary directories) and flushing stdout
-    and stderr. An exception leaves through the normal path (its traceback, exit code 1), and
-    a command that left a non-daemon thread running exits the normal way, which waits for it.
+    and stderr (output that cannot be written makes the exit code 120, as in CPython). An
+    exception leaves through the normal path (its traceback, exit code 1), and a command
+    that left a non-daemon thread running exits the normal way, which waits for it.
     """
     code = main()
     if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
@@ -206,8 +207,15 @@ def console_main() -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (OSError, ValueError):  # a closed pipe (`| head`) or stream
+        except (BrokenPipeError, ValueError):  # the reader left (`| head`), or a closed stream
             pass
+        except OSError as exc:  # a full disk under `> file`: output lost, as CPython says with 120
+            try:
+                sys.stderr.write(f"openmsd-build: could not write the output: {exc}\n")
+                sys.stderr.flush()
+            except (OSError, ValueError):
+                pass
+            code = code or 120
     os._exit(code)
 
 

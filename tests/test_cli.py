@@ -192,41 +192,77 @@ def test_local_worker_pool_without_beam_fails_fast(monkeypatch, tmp_path) -> Non
 
 
 _CONSOLE = """
-import atexit, sys, tempfile, threading, time
+import atexit, os, sys, tempfile, threading, time
 from pathlib import Path
 from openmsd_build import cli
 out = Path(sys.argv[1])
 scratch = tempfile.TemporaryDirectory()  # cleaned by weakref.finalize's atexit hook
 (out / "scratch").write_text(scratch.name)
 atexit.register(lambda: (out / "atexit").write_text("ran"))
+real_exit = os._exit
+def fast_exit(code):  # which way the process ended
+    (out / "fast").write_text(str(code))
+    real_exit(code)
+os._exit = fast_exit
+returned = threading.Event()
+real_main = cli.main
+def main(*args):
+    try:
+        return real_main(*args)
+    finally:
+        returned.set()
+cli.main = main
 if sys.argv[2] == "thread":  # a non-daemon thread still working when main returns
-    threading.Thread(target=lambda: (time.sleep(0.5), (out / "thread").write_text("done"))).start()
-print("x" * 200_000)  # more than a pipe holds: must be flushed, not dropped
+    threading.Thread(target=lambda: (returned.wait(), time.sleep(0.3), (out / "thread").write_text("done"))).start()
+sys.stdout.write("tail")  # no newline: still in stdout's buffer when main returns
 sys.argv = ["openmsd-build", *sys.argv[3:]]
 cli.console_main()
 """
 
 
-@pytest.mark.parametrize("thread", ["thread", "none"])
-@pytest.mark.parametrize(("argv", "code"), [(["--version"], 0), (["inspect", "/nonexistent.html"], 2)])
-def test_console_exit_keeps_what_the_interpreter_would_do(tmp_path, thread: str, argv: list[str], code: int) -> None:
-    """`console_main` skips the interpreter's teardown, but not its duties: the exit code,
-    stdout flushed into a pipe, atexit handlers (and a temporary directory's clean-up), and
-    waiting for a non-daemon thread."""
+def _console(tmp_path, thread: str, argv: list[str], **kwargs):
     import os
     import subprocess
     import sys
-    from pathlib import Path
 
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # stdout buffered, as usual
-    proc = subprocess.run([sys.executable, "-c", _CONSOLE, str(tmp_path), thread, *argv], capture_output=True,
-                          text=True, timeout=120, env=env)
+    return subprocess.run([sys.executable, "-c", _CONSOLE, str(tmp_path), thread, *argv], text=True, timeout=120,
+                          env=env, stderr=subprocess.PIPE, **kwargs)
+
+
+@pytest.mark.parametrize("thread", ["thread", "none"])
+@pytest.mark.parametrize(("argv", "code"), [(["--version"], 0), (["inspect", "/nonexistent.html"], 2)])
+def test_console_exit_keeps_what_the_interpreter_would_do(tmp_path, thread: str, argv: list[str], code: int) -> None:
+    """`console_main` skips the interpreter's teardown (`os._exit`) unless a non-daemon thread
+    still runs, but not its duties: the exit code, stdout's buffer flushed into the pipe,
+    atexit handlers (and a temporary directory's clean-up), waiting for the thread."""
+    import subprocess
+    from pathlib import Path
+
+    proc = _console(tmp_path, thread, argv, stdout=subprocess.PIPE)
     assert proc.returncode == code, proc.stderr
-    assert proc.stdout.startswith("x" * 200_000)
+    assert proc.stdout.startswith("tail")
     if code == 0:
-        assert "openmsd-build" in proc.stdout
+        assert proc.stdout == f"tailopenmsd-build {cli._version()}\n"
     else:
         assert "error" in proc.stderr
     assert (tmp_path / "atexit").read_text() == "ran"
     assert not Path((tmp_path / "scratch").read_text()).exists()
     assert (tmp_path / "thread").exists() == (thread == "thread")
+    if thread == "none":
+        assert (tmp_path / "fast").read_text() == str(code)
+    else:
+        assert not (tmp_path / "fast").exists()
+
+
+def test_console_exit_reports_output_it_could_not_write(tmp_path) -> None:
+    """Output that cannot be written (a full disk under `> file`) is an error, exit code
+    120 as CPython gives, not a silent success."""
+    from pathlib import Path
+
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full on this system")
+    with open("/dev/full", "w") as full:
+        proc = _console(tmp_path, "none", ["--version"], stdout=full)
+    assert proc.returncode == 120
+    assert "could not write the output" in proc.stderr

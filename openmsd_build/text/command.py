@@ -13,7 +13,7 @@ import apache_beam as beam
 
 from openmsd_build.core import layout, parquet_io
 from openmsd_build.core.errors import UserError
-from openmsd_build.core.runner import pipeline_options, runs_in_this_process
+from openmsd_build.core.runner import cores_per_local_worker, pipeline_options, runs_in_this_process
 from openmsd_build.core.staging import stage_outputs
 from openmsd_build.core.stats import read_stage_counts
 from openmsd_build.pipelines.text import build
@@ -103,8 +103,9 @@ def run_text(
 
     started = time.time()
     if fetch != "none" and runs_in_this_process(options):
-        # the DoFns will run here: their children import while Beam plans and reads papers
-        prewarm(extract_workers, extractors=STAGE_JOBS)
+        # the DoFns will run here: their children import while Beam plans and reads papers,
+        # taking turns on the cores the planning leaves them
+        prewarm(extract_workers, import_turns=cores_per_local_worker(options) - 1, extractors=STAGE_JOBS)
     # documents/, fetch/, rejects/text/ and _stats/text.json are written under a temporary
     # root and swapped in on success; warc/ stays in place (append-only resume store).
     try:
@@ -131,7 +132,7 @@ def default_extract_workers(options) -> int:
     (children were busy ~87% of the extraction phase); a spare child keeps every core
     extracting meanwhile (the bench sample's text stage: 0.94x the wall time). With several
     local Beam workers, each keeping its own children, a spare each would crowd the cores."""
-    from openmsd_build.core.runner import cores_per_local_worker, is_local_runner, local_beam_workers
+    from openmsd_build.core.runner import is_local_runner, local_beam_workers
 
     workers = cores_per_local_worker(options)
     return workers + 1 if is_local_runner(options) and local_beam_workers(options) == 1 else workers

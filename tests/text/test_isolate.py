@@ -260,13 +260,14 @@ def test_released_children_serve_the_next_pool_of_the_same_configuration() -> No
 _TAKE_TURN = """
 import sys, time
 from openmsd_build.text.extract.isolate import _import_turn
+print("waiting", flush=True)
 with _import_turn(sys.argv[1]):
     print("in", flush=True)
     time.sleep(float(sys.argv[2]))
 """
 
 
-def test_prewarmed_children_import_one_at_a_time_and_a_dead_holder_frees_the_turn(tmp_path) -> None:
+def test_prewarmed_children_take_turns_to_import_and_a_dead_holder_frees_the_turn(tmp_path) -> None:
     """`prewarm`'s children take turns to import (`_import_turn`), so the parent, busy
     planning the pipeline, keeps a core; a holder that dies releases its turn (a killed
     child cannot stall its siblings), and a lock that cannot be made only means no turns."""
@@ -278,10 +279,11 @@ def test_prewarmed_children_import_one_at_a_time_and_a_dead_holder_frees_the_tur
     lock = str(tmp_path / "turn")
     holder = subprocess.Popen([sys.executable, "-c", _TAKE_TURN, lock, "60"], stdout=subprocess.PIPE, text=True)
     try:
-        assert holder.stdout.readline() == "in\n"
+        assert holder.stdout.readline() == "waiting\n" and holder.stdout.readline() == "in\n"
         waiter = subprocess.Popen([sys.executable, "-c", _TAKE_TURN, lock, "0"], stdout=subprocess.PIPE, text=True)
-        time.sleep(1.0)
-        assert waiter.poll() is None  # still waiting for the turn
+        assert waiter.stdout.readline() == "waiting\n"
+        time.sleep(0.5)
+        assert waiter.poll() is None  # at the lock, not in
         holder.kill()  # dies holding it
         out, _ = waiter.communicate(timeout=30)
         assert out == "in\n" and waiter.returncode == 0
@@ -290,15 +292,25 @@ def test_prewarmed_children_import_one_at_a_time_and_a_dead_holder_frees_the_tur
         holder.wait()
     with isolate._import_turn(str(tmp_path / "no-such-dir" / "turn")):
         pass
-    # prewarm hands its children the process's lock; they all become ready
+
+
+@pytest.mark.parametrize(("count", "turns", "locks"), [(3, 1, {"turn-0"}), (3, 2, {"turn-0", "turn-1"}), (2, 2, set())])
+def test_prewarm_gives_its_children_as_many_turns_as_it_is_told(count: int, turns: int, locks: set[str]) -> None:
+    """The children share `import_turns` lock files (one per core the parent leaves them);
+    as many children as turns need none. They all become ready."""
+    from openmsd_build.text.extract import isolate
+
+    directory = Path(isolate._import_lock_path()).parent
+    for old in directory.glob("turn-*"):
+        old.unlink()
     options = {"timeout": 10.0, "debug_kinds": True}
-    isolate.prewarm(3, **options)
-    pool = isolate.ExtractorPool(3, **options)
+    isolate.prewarm(count, import_turns=turns, **options)
+    pool = isolate.ExtractorPool(count, **options)
     try:
         pool.start()
-        answers = [pool.submit(k, "debug_echo", b"x") for k in range(3)] + [pool.drain()]
-        assert sorted(tag for batch in answers for tag, _r, reason, _d in batch if reason is None) == [0, 1, 2]
-        assert Path(isolate._import_lock_path()).exists()
+        answers = [pool.submit(k, "debug_echo", b"x") for k in range(count)] + [pool.drain()]
+        assert sorted(tag for batch in answers for tag, _r, reason, _d in batch if reason is None) == list(range(count))
+        assert {p.name for p in directory.glob("turn-*")} == locks
     finally:
         pool.close()
         isolate.close_spares()

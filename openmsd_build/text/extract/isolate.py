@@ -39,7 +39,7 @@ answers `timeout`. What the pool adds is that reading the next record and extrac
 last one overlap, and that a local run's one worker uses every core (`bench/README.md`).
 
 Children are started once per local run, not once per pool: `prewarm` starts them before the
-pipeline (they import while Beam plans, one at a time: `_import_turn`), and a pool whose bundle is done hands its idle
+pipeline (they import while Beam plans, taking turns: `_import_turn`), and a pool whose bundle is done hands its idle
 children back (`ExtractorPool.release`) to the next pool of this process with the same jobs
 and memory limit (the follow-up pass, document building, the next bundle). The limits that
 live in the parent (time limit, size cap) are the adopting pool's. A child is only ever
@@ -144,14 +144,16 @@ def _load(spec: str) -> Any:
 @contextmanager
 def _import_turn(lock_path: str | None) -> Iterator[None]:
     """Hold the file lock at `lock_path` (if any) while the block runs: children that
-    `prewarm` starts together import one after another instead of all at once.
+    `prewarm` starts together take turns to import instead of all importing at once.
 
     Why: they start while the parent builds and plans the Beam pipeline, which is the run's
     critical path. Three children importing at once on a 2-core machine left the parent
     half a core for ~0.5 s (its graph build took 1.0-1.2 s instead of 0.6-0.8 s); one at a
-    time, the parent keeps a core and the children are still ready before the first
-    document. A `flock` is dropped by the kernel when its holder dies, so a child killed
-    while importing cannot stall the others; without `fcntl` (or the file) there is no turn."""
+    time, the parent keeps a core, and on that machine the children were still ready before
+    the first document. `prewarm` gives the children as many locks as there are cores
+    besides the parent's, so a large machine still imports them side by side. A `flock` is
+    dropped by the kernel when its holder dies, so a child killed while importing cannot
+    stall the others; without `fcntl` (or the file) there is no turn."""
     handle = None
     if lock_path:
         try:
@@ -173,12 +175,16 @@ def _import_turn(lock_path: str | None) -> Iterator[None]:
 _IMPORT_LOCK_DIR: tempfile.TemporaryDirectory | None = None
 
 
-def _import_lock_path() -> str:
-    """This process's lock file for `_import_turn` (in a temporary directory removed at exit)."""
+def _import_lock_path(turn: int = 0) -> str | None:
+    """This process's lock file number `turn` for `_import_turn` (in a temporary directory
+    removed at exit); None, so no turns, when no temporary directory can be made."""
     global _IMPORT_LOCK_DIR
     if _IMPORT_LOCK_DIR is None:
-        _IMPORT_LOCK_DIR = tempfile.TemporaryDirectory(prefix="openmsd-imports-")
-    return os.path.join(_IMPORT_LOCK_DIR.name, "turn")
+        try:
+            _IMPORT_LOCK_DIR = tempfile.TemporaryDirectory(prefix="openmsd-imports-")
+        except OSError:
+            return None
+    return os.path.join(_IMPORT_LOCK_DIR.name, f"turn-{turn}")
 
 
 def _worker_main(conn_in: Connection, conn_out: Connection, extractors: dict[str, str], max_memory_mb: int | None,
@@ -677,15 +683,16 @@ def _kill(process: subprocess.Popen | None, conns: tuple[Connection | None, ...]
             LOG.warning("extraction worker %s did not exit after kill", process.pid)
 
 
-def prewarm(count: int, **extractor_options: Any) -> None:
+def prewarm(count: int, import_turns: int = 1, **extractor_options: Any) -> None:
     """Start `count` children now, without waiting for their imports, for the pools this
     process will create with the same extractors and memory limit: a local run calls it
-    before the pipeline starts, so the children import while Beam plans and reads -- one at
-    a time (`_import_turn`), since the parent is busy meanwhile."""
-    lock = _import_lock_path() if count > 1 else None
-    for _ in range(count):
+    before the pipeline starts, so the children import while Beam plans and reads --
+    `import_turns` of them at a time (`_import_turn`; the caller passes the cores it leaves
+    them, since the parent is busy meanwhile)."""
+    turns = max(1, import_turns)
+    for k in range(count):
         worker = IsolatedExtractor(**extractor_options)
-        worker._spawn(import_lock=lock)
+        worker._spawn(import_lock=_import_lock_path(k % turns) if count > turns else None)
         worker._give_spare()
 
 
