@@ -133,6 +133,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    # a command may start slow work of its own before Beam is imported (the text stage's
+    # extractor children); it must not fail, and is never a substitute for the checks below.
+    # It returns what undoes it, for a command that stops before its `run` (a wrong flag).
+    prepare = getattr(_module(COMMANDS[args.command][0]), "prepare", None)
+    undo = prepare(args, extra) if prepare is not None else None
+    try:
+        return _run_command(parser, args, argv, extra)
+    finally:
+        if undo is not None:
+            undo()
+
+
+def _run_command(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str],
+                 extra: list[str]) -> int:
     try:
         beam_args = split_beam_args(extra, _subparser(parser, args.command))
         if hasattr(args, "out_positional"):

@@ -11,9 +11,10 @@ flag given on the command line passes through to Beam unchanged, so
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import PipelineOptions
+if TYPE_CHECKING:  # Beam is imported where it is used: `local_cores` is asked before Beam loads
+    from apache_beam.options.pipeline_options import PipelineOptions
 
 
 def _has_flag(args: Sequence[str], name: str) -> bool:
@@ -31,6 +32,9 @@ def pipeline_options(beam_args: Sequence[str] = ()) -> PipelineOptions:
     input globs, clearing old part files -- already uses them: e.g. `--no_auth` against a
     storage emulator, or `--project` and credentials for `gs://` paths.
     """
+    from apache_beam.io.filesystems import FileSystems
+    from apache_beam.options.pipeline_options import PipelineOptions
+
     args = list(beam_args)
     if not _has_flag(args, "--runner"):
         args.append("--runner=" + LOCAL_RUNNER)
@@ -72,7 +76,7 @@ def cores_per_local_worker(options: PipelineOptions) -> int:
     parsing processes are both sized by this."""
     if not is_local_runner(options):
         return 1
-    return max(1, _cores() // local_beam_workers(options))
+    return max(1, local_cores() // local_beam_workers(options))
 
 
 def local_beam_workers(options: PipelineOptions) -> int:
@@ -83,10 +87,10 @@ def local_beam_workers(options: PipelineOptions) -> int:
     if not is_local_runner(options):
         return 1
     requested = options.view_as(DirectOptions).direct_num_workers
-    return _cores() if requested == 0 else max(1, requested or 1)
+    return local_cores() if requested == 0 else max(1, requested or 1)
 
 
-def _cores() -> int:
+def local_cores() -> int:
     """The CPUs this process may use (affinity: containers, taskset)."""
     import os
 

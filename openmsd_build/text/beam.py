@@ -37,10 +37,11 @@ from openmsd_build.core.beam_io import (
 )
 from openmsd_build.core.rejects import make_reject
 from openmsd_build.text.documents import SHARED_ABSTRACT, build_document, drop_shared_abstract, shared_abstract_key
-from openmsd_build.text.extract.isolate import EXTRACTORS
+from openmsd_build.text.extract.ahead import ahead_key
 from openmsd_build.text.fetch.archive_join import DEFAULT_MAX_REDIRECTS, advance, chain_index, lookup_key, new_units
 from openmsd_build.text.fetch.plan import canonical_url, host_key, plan_urls, shard_host
 from openmsd_build.text.fetch.result import document_kind
+from openmsd_build.text.jobs import STAGE_JOBS
 
 STAGE = "text"
 FETCH_TAG = "fetch"
@@ -369,7 +370,9 @@ class FetchAndExtract(UntypedDoFn):
             yield from self._extracted((url, tasks, None), None, "unsupported_content", result.content_type, counts=counts)
             return
         kwargs = {"url": result.final_url} if kind == "html" else {}
-        for done in self.extractors.submit((url, tasks, kind), kind, result.body, **kwargs):
+        # answered already if a child extracted this record ahead (`extract/ahead.py`)
+        ahead = ahead_key(kind, warc_file, warc_offset, result.final_url) if warc_file is not None else None
+        for done in self.extractors.submit((url, tasks, kind), kind, result.body, ahead_key=ahead, **kwargs):
             yield from self._extracted(*done, counts=counts)
 
     def _extracted(self, tag, extraction, error, detail, *, counts: Counter):
@@ -394,10 +397,6 @@ class FetchAndExtract(UntypedDoFn):
                 ))
 
 
-# What the stage's child processes run: the extractors (`FetchAndExtract`) and document
-# building (`BuildDocuments`). One set of jobs, so that one set of warm children serves
-# both DoFns in a local run (`isolate.prewarm`, `ExtractorPool.release`).
-STAGE_JOBS = {**EXTRACTORS, "documents": "openmsd_build.text.documents:build_documents_job"}
 
 _SLIM_EXTRACTION = ("kind", "url", "title", "abstract", "abstracts", "content", "pdf_url", "language_hints")
 

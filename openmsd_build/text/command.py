@@ -7,19 +7,18 @@ Flags, input checks and the run; the Beam graph is `pipelines/text.py`.
 from __future__ import annotations
 
 import argparse
+import logging
 import time
+from collections.abc import Callable, Sequence
 
-import apache_beam as beam
-
-from openmsd_build.core import layout, parquet_io
+# Nothing here imports Beam at import time: `prepare` starts the extractor children while the
+# worker then imports Beam (~1.5 s), and the run's Beam pieces are imported by `run_text`.
 from openmsd_build.core.errors import UserError
-from openmsd_build.core.runner import cores_per_local_worker, pipeline_options, runs_in_this_process
-from openmsd_build.core.staging import stage_outputs
-from openmsd_build.core.stats import read_stage_counts
-from openmsd_build.pipelines.text import build
-from openmsd_build.text.beam import STAGE_JOBS
-from openmsd_build.text.extract.isolate import close_spares, prewarm
+from openmsd_build.text.extract.isolate import DEFAULT_MAX_BYTES, close_spares, prewarm
 from openmsd_build.text.fetch.config import FetchConfig
+from openmsd_build.text.jobs import AHEAD_JOB, STAGE_JOBS
+
+LOG = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -79,7 +78,26 @@ def run_text(
     extract_workers: int = 0,
 ) -> dict:
     """Build `fetch/` and `documents/` from `papers/`; returns the stage's counts.
-    `extract_workers` 0 means one per core plus one on the local runner, else 1 (`default_extract_workers`)."""
+    `extract_workers` 0 means one per core plus one on the local runner, else 1 (`default_extract_workers`).
+    The children started for it (here or by `prepare`) are stopped when it returns or fails."""
+    try:
+        return _run_text(out, fetch, beam_args, fetch_config, cap, host_shards, extract_timeout, follow, shards,
+                         warc_prefix, extract_workers)
+    finally:
+        release_children()
+
+
+def _run_text(out: str, fetch: str, beam_args: list[str], fetch_config: FetchConfig | None, cap: int,
+              host_shards: int, extract_timeout: float, follow: bool, shards: int, warc_prefix: str,
+              extract_workers: int) -> dict:
+    import apache_beam as beam
+
+    from openmsd_build.core import layout, parquet_io
+    from openmsd_build.core.runner import cores_per_local_worker, pipeline_options, runs_in_this_process
+    from openmsd_build.core.staging import stage_outputs
+    from openmsd_build.core.stats import read_stage_counts
+    from openmsd_build.pipelines.text import build
+
     options = pipeline_options(beam_args)  # first: OUT may be gs:// (FileSystems options)
     if extract_workers < 0:
         raise UserError(f"--extract-workers must be 0 (automatic) or more, not {extract_workers}")
@@ -102,22 +120,78 @@ def run_text(
     resume = parquet_io.match_paths(parquet_io.join_path(warc_dir, "*.warc.gz")) if fetch == "http" else []
 
     started = time.time()
-    if fetch != "none" and runs_in_this_process(options):
+    if fetch != "none" and runs_in_this_process(options) and _STARTED != (fetch, extract_workers, extract_timeout):
         # the DoFns will run here: their children import while Beam plans and reads papers,
-        # taking turns on the cores the planning leaves them
-        prewarm(extract_workers, import_turns=cores_per_local_worker(options) - 1, extractors=STAGE_JOBS)
+        # taking turns on the cores the planning leaves them (`prepare` did it already when
+        # the command line said enough)
+        close_spares()
+        start_children(fetch, extract_workers, cores_per_local_worker(options), extract_timeout)
     # documents/, fetch/, rejects/text/ and _stats/text.json are written under a temporary
     # root and swapped in on success; warc/ stays in place (append-only resume store).
-    try:
-        with stage_outputs(out, "text") as dest, beam.Pipeline(options=options) as p:
-            build(p, out, fetch, fetch_config or FetchConfig(), num_shards, resume=resume, cap=cap,
-                  host_shards=host_shards, extract_timeout=extract_timeout, follow=follow, dest=dest,
-                  warc_prefix=warc_prefix, extract_workers=extract_workers)
-    finally:
-        close_spares()
+    with stage_outputs(out, "text") as dest, beam.Pipeline(options=options) as p:
+        build(p, out, fetch, fetch_config or FetchConfig(), num_shards, resume=resume, cap=cap,
+              host_shards=host_shards, extract_timeout=extract_timeout, follow=follow, dest=dest,
+              warc_prefix=warc_prefix, extract_workers=extract_workers)
+    release_children()
     result = read_stage_counts(out, "text")
     result["seconds"] = round(time.time() - started, 2)
     return result
+
+
+# What `start_children` last started: (fetch, extract_workers, extract_timeout).
+_STARTED: tuple[str, int, float] | None = None
+# Extract local archives ahead of the pipeline (tests compare runs with and without it).
+HEAD_START = True
+
+
+def start_children(fetch: str, extract_workers: int, cores: int, extract_timeout: float) -> None:
+    """Start the stage's children for a run in this process (`isolate.prewarm`), taking turns
+    to import on the cores the worker leaves them; with local `warc:` archives, one child per
+    such core extracts the archives' documents ahead of the pipeline (`extract/ahead.py`)."""
+    from openmsd_build.text.extract.ahead import local_archives
+    from openmsd_build.text.fetch.result import DEFAULT_ACCEPTED_TYPES
+    from openmsd_build.text.fetch.warc_backend import DEFAULT_REPLAY_MAX_BYTES
+
+    global _STARTED
+    ahead = None
+    archives = local_archives(fetch)
+    if archives and cores > 1 and HEAD_START:
+        ahead = (AHEAD_JOB, {"paths": archives, "timeout": extract_timeout,
+                             "max_bytes": min(DEFAULT_REPLAY_MAX_BYTES, DEFAULT_MAX_BYTES),
+                             "accepted_types": list(DEFAULT_ACCEPTED_TYPES)})
+    prewarm(extract_workers, import_turns=cores - 1, ahead=ahead, extractors=STAGE_JOBS, timeout=extract_timeout)
+    _STARTED = (fetch, extract_workers, extract_timeout)
+
+
+def release_children() -> None:
+    """Stop the children `start_children` started (and drop what they extracted ahead)."""
+    global _STARTED
+    close_spares()
+    _STARTED = None
+
+
+def prepare(args: argparse.Namespace, extra: Sequence[str]) -> Callable[[], None] | None:
+    """Called by the CLI before Beam is imported: when the command line asks for the default
+    local run (no runner or local-worker flags among the arguments left for Beam), start the
+    children now, so they import -- and extract ahead -- while this process imports Beam.
+    Anything unusual is left to `run_text`, which checks the options and starts them itself.
+    Returns what stops them if the command fails before `run_text` does (`release_children`)."""
+    flags = [arg.partition("=")[0] for arg in extra]
+    if (args.fetch == "none" or args.extract_workers < 0
+            or any(flag.startswith(("--runner", "--direct_")) for flag in flags)):
+        return None
+    if not args.fetch.startswith(("warc:", "cc-index:", "http")):
+        return None
+    from openmsd_build.core.runner import local_cores
+
+    cores = local_cores()
+    try:
+        start_children(args.fetch, args.extract_workers or cores + 1, cores, args.extract_timeout)
+    except Exception as exc:  # noqa: BLE001 - a head start only; `run_text` reports real problems
+        LOG.info("children not started early: %s", exc)
+        release_children()
+        return None
+    return release_children
 
 
 def default_extract_workers(options) -> int:
@@ -132,7 +206,7 @@ def default_extract_workers(options) -> int:
     (children were busy ~87% of the extraction phase); a spare child keeps every core
     extracting meanwhile (the bench sample's text stage: 0.94x the wall time). With several
     local Beam workers, each keeping its own children, a spare each would crowd the cores."""
-    from openmsd_build.core.runner import is_local_runner, local_beam_workers
+    from openmsd_build.core.runner import cores_per_local_worker, is_local_runner, local_beam_workers
 
     workers = cores_per_local_worker(options)
     return workers + 1 if is_local_runner(options) and local_beam_workers(options) == 1 else workers

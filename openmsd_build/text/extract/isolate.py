@@ -43,7 +43,11 @@ pipeline (they import while Beam plans, taking turns: `_import_turn`), and a poo
 children back (`ExtractorPool.release`) to the next pool of this process with the same jobs
 and memory limit (the follow-up pass, document building, the next bundle). The limits that
 live in the parent (time limit, size cap) are the adopting pool's. A child is only ever
-handed over idle, never with a document or an unread answer in it.
+handed over idle, never with a document or an unread answer in it -- with one exception:
+a child `prewarm` set working ahead (`ahead=`, the text stage's archives extracted while the
+worker starts: `text/extract/ahead.py`) is handed over on that job. The adopter asks it to
+stop, gives it its own time limit to finish the document it is in, and files its answers
+(`take_ahead`) when they come, as it would take a document's.
 
 `IsolatedExtractor` holds only its configuration until first use, so it can be constructed in
 a DoFn's `__init__` and pickled; create the process in `setup()` (or let the first `extract`
@@ -87,6 +91,10 @@ CRASHED = "crashed"
 PARSE_ERROR = "parse_error"
 OUT_OF_MEMORY = "out_of_memory"
 UNKNOWN_KIND = "unknown_kind"
+
+# Sent to a child working ahead (`prewarm(ahead=...)`): finish the document you are in and
+# answer. A child whose job had already ended reads it later and ignores it.
+AHEAD_STOP = ("stop ahead",)
 
 # kind -> "module:function"; functions take the document bytes and return a dict.
 EXTRACTORS: dict[str, str] = {
@@ -221,9 +229,15 @@ def _worker_main(conn_in: Connection, conn_out: Connection, extractors: dict[str
             return
         if request is None:
             return
+        if request == AHEAD_STOP:
+            continue
         kind, data, kwargs = request
         try:
-            result = functions[kind](data, **kwargs)
+            function = functions[kind]
+            if getattr(function, "runs_ahead", False):  # works until the parent asks for the answer
+                result = function(data, stop=conn_in.poll, jobs=functions, **kwargs)
+            else:
+                result = function(data, **kwargs)
             conn.send(("ok", result))
         except MemoryError:
             conn.send(("error", OUT_OF_MEMORY, "MemoryError"))
@@ -265,13 +279,14 @@ class IsolatedExtractor:
         self._lock = threading.Lock()
         self._deadline: float | None = None  # monotonic deadline of the pending document
         self._starting = False  # spawned, "ready" not yet read
+        self._ahead = False  # the pending job is a head start (`prewarm(ahead=...)`), not a document
         self._send_error: str | None = None
 
     # pickling (a DoFn attribute): configuration only, never the process or the pipe
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state.update(_process=None, _conn=None, _answers=None, _lock=None, _deadline=None, _send_error=None,
-                     _starting=False)
+                     _starting=False, _ahead=False)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -315,22 +330,43 @@ class IsolatedExtractor:
         if spare is None:
             return False
         self._discard()
-        self._process, self._conn, self._answers, self._starting = spare
+        self._process, self._conn, self._answers, self._starting, ahead = spare
         self.stats["started"] += 1
+        if ahead:
+            # a child working ahead: ask for its answer now and give it this extractor's time
+            # limit (and its start-up's, if it has not said "ready" yet) to finish the
+            # document it is in; it is busy until `_settle_ahead` takes the answer
+            self._ahead = True
+            self._deadline = time.monotonic() + self.timeout + (STARTUP_TIMEOUT_S if self._starting else 0.0)
+            try:
+                self._conn.send(AHEAD_STOP)
+            except (BrokenPipeError, EOFError, OSError) as exc:
+                self._send_error = f"{type(exc).__name__} while stopping the head start"
         return True
 
     def _give_spare(self) -> bool:
         """Hand an idle, live child to the spares of this process (see `ExtractorPool.release`)."""
         if self.busy or not self._alive():
             return False
-        _put_spare(self.extractors, self.max_memory_mb, (self._process, self._conn, self._answers, self._starting))
+        _put_spare(self.extractors, self.max_memory_mb,
+                   (self._process, self._conn, self._answers, self._starting, False))
         self._process = self._conn = self._answers = None
         self._starting = False
         return True
 
+    def _settle_ahead(self) -> None:
+        """Take the answer of the head start this child was on (waiting at most until its
+        deadline) and file its extractions for `take_ahead`; the child is then idle (or,
+        past its deadline, killed like any child that overran)."""
+        self._ahead = False
+        result, reason, detail = self.finish()
+        _file_ahead(result, reason, detail)
+
     def spawn(self) -> None:
         """Start the child without waiting for its imports (a pool starts all its children
         at once); the first `begin` / `extract` waits for it to be ready."""
+        if self._ahead:  # adopted on its head start: alive, and busy until its answer
+            return
         if self.busy:
             raise RuntimeError("spawn() while a document is pending: call finish() or abandon() first")
         if not self._alive() and not self._adopt_spare():
@@ -392,12 +428,14 @@ class IsolatedExtractor:
         if message[0] != "ready":
             self._discard()
             raise RuntimeError(f"extraction worker sent {message!r} instead of ready")
+        if self._ahead:  # its head start's time limit runs from now, as a document's would
+            self._deadline = time.monotonic() + self.timeout
 
     def _discard(self) -> None:
         """Kill and forget the child (after a timeout or crash, or on close)."""
         process, conns = self._process, (self._conn, self._answers)
         self._process = self._conn = self._answers = None
-        self._starting = False
+        self._starting = self._ahead = False
         _kill(process, conns)
 
     def _refuse(self, kind: str, data: bytes) -> tuple[None, str, str] | None:
@@ -417,12 +455,17 @@ class IsolatedExtractor:
         """Send one document and return at once, so the caller can read or fetch the next one
         while this child works; `finish()` takes the answer. Returns `(None, reason, detail)`
         when the document is refused without being sent (then nothing is pending)."""
+        if self._ahead:  # an adopted child still on its head start: its answer first
+            self._settle_ahead()
         if self.busy:
             raise RuntimeError("begin() while a document is pending: call finish() first")
         refused = self._refuse(kind, data)
         if refused is not None:
             return refused
         self._ensure_started()
+        if self._ahead:  # `_ensure_started` adopted a child on its head start
+            self._settle_ahead()
+            self._ensure_started()
         assert self._conn is not None
         self.stats["documents"] += 1
         self._deadline = time.monotonic() + self.timeout
@@ -470,8 +513,9 @@ class IsolatedExtractor:
         return None, message[1], message[2]
 
     def abandon(self) -> None:
-        """Forget a pending document (the caller is stopping): the child is killed."""
-        if self.busy:
+        """Forget a pending document (the caller is stopping): the child is killed. A head
+        start is not a document: it goes on, and its answer is still taken."""
+        if self.busy and not self._ahead:
             self._deadline = self._send_error = None
             self._discard()
 
@@ -545,14 +589,20 @@ class ExtractorPool:
         """Documents submitted whose answer has not been returned yet."""
         return sum(worker.busy for worker in self.workers)
 
-    def submit(self, tag: Any, kind: str, data: bytes, **kwargs: Any) -> list[tuple[Any, dict[str, Any] | None, str | None, str | None]]:
+    def submit(self, tag: Any, kind: str, data: bytes, ahead_key: Any = None,
+               **kwargs: Any) -> list[tuple[Any, dict[str, Any] | None, str | None, str | None]]:
         """Queue one document under `tag`; returns every answer ready by now (possibly this
-        document's own, when it is refused without being sent). If sending fails (a child
-        that cannot start, an interrupt), the answers already taken are kept for the next
-        `submit` / `drain` / `collect_ready` and the error is raised."""
+        document's own, when it is refused without being sent, or was extracted ahead under
+        `ahead_key`: `take_ahead`). If sending fails (a child that cannot start, an
+        interrupt), the answers already taken are kept for the next `submit` / `drain` /
+        `collect_ready` and the error is raised."""
         refused = self.workers[0]._refuse(kind, data)  # every child has the same limits
         if refused is not None:
             return [(tag, *refused)] + self.collect_ready()
+        if ahead_key is not None:
+            extraction = take_ahead(ahead_key)
+            if extraction is not None:
+                return [(tag, extraction, None, None)] + self.collect_ready()
         done, self._carried = self._carried, []
         try:
             idle = [k for k, worker in enumerate(self.workers) if not worker.busy]
@@ -607,7 +657,10 @@ class ExtractorPool:
         for k in busy:
             worker = self.workers[k]
             if worker._answers is None or id(worker._answers) in ready or worker._deadline <= now or worker._send_error:  # type: ignore[operator]
-                done.append((self._tags.pop(k), *worker.finish()))
+                if worker._ahead:
+                    worker._settle_ahead()
+                else:
+                    done.append((self._tags.pop(k), *worker.finish()))
         return done
 
     def abandon(self) -> None:
@@ -646,7 +699,8 @@ class ExtractorPool:
 # Idle children by configuration (extractors, memory limit): started ahead of the first pool
 # (`prewarm`) or handed back by a pool between bundles (`ExtractorPool.release`). A child's
 # limits that live in the parent (time limit, size cap) belong to whichever pool adopts it.
-_Spare = tuple[subprocess.Popen, Connection, Connection, bool]
+# The last flag: the child is working ahead (`prewarm(ahead=...)`); whoever adopts it stops it.
+_Spare = tuple[subprocess.Popen, Connection, Connection, bool, bool]
 
 
 def _spare_key(extractors: dict[str, str], max_memory_mb: int | None) -> tuple[tuple[tuple[str, str], ...], int | None]:
@@ -662,7 +716,7 @@ def _put_spare(extractors: dict[str, str], max_memory_mb: int | None, spare: _Sp
 
 
 def _close_spare(spare: _Spare) -> None:
-    process, conn, answers, _starting = spare
+    process, conn, answers, _starting, _ahead = spare
     _kill(process, (conn, answers))
 
 
@@ -683,16 +737,35 @@ def _kill(process: subprocess.Popen | None, conns: tuple[Connection | None, ...]
             LOG.warning("extraction worker %s did not exit after kill", process.pid)
 
 
-def prewarm(count: int, import_turns: int = 1, **extractor_options: Any) -> None:
+def prewarm(count: int, import_turns: int = 1, ahead: tuple[str, dict[str, Any]] | None = None,
+            **extractor_options: Any) -> None:
     """Start `count` children now, without waiting for their imports, for the pools this
     process will create with the same extractors and memory limit: a local run calls it
     before the pipeline starts, so the children import while Beam plans and reads --
     `import_turns` of them at a time (`_import_turn`; the caller passes the cores it leaves
-    them, since the parent is busy meanwhile)."""
+    them, since the parent is busy meanwhile).
+
+    `ahead` (a job of the extractors marked `runs_ahead`, and its keyword arguments): the
+    last child of each turn -- one per spare core, importing after its siblings -- runs it
+    as soon as it is ready, as lane `lane` of `lanes`, until a pool adopts it and asks for
+    its answer (`text/extract/ahead.py`: the archives' documents extracted while the
+    worker starts)."""
     turns = max(1, import_turns)
+    lanes = min(turns, count) if ahead is not None else 0
     for k in range(count):
         worker = IsolatedExtractor(**extractor_options)
         worker._spawn(import_lock=_import_lock_path(k % turns) if count > turns else None)
+        lane = k - (count - lanes)
+        if ahead is not None and lane >= 0 and worker._conn is not None:
+            kind, kwargs = ahead
+            try:
+                worker._conn.send((kind, b"", {**kwargs, "lane": lane, "lanes": lanes}))
+            except OSError:  # a child that died at once: the pool's adoption finds it dead
+                pass
+            else:
+                _put_spare(worker.extractors, worker.max_memory_mb,
+                           (worker._process, worker._conn, worker._answers, worker._starting, True))
+                continue
         worker._give_spare()
 
 
@@ -700,8 +773,40 @@ _SPARES: Shelf[_Spare] = Shelf(close=_close_spare, alive=lambda spare: spare[0].
 
 
 def close_spares() -> None:
-    """Stop every spare child of this process (the end of a run, a DoFn's teardown)."""
+    """Stop every spare child of this process (the end of a run, a DoFn's teardown), and
+    drop the extractions worked out ahead that no one took."""
     _SPARES.close_all()
+    if _AHEAD["filed"]:
+        LOG.info("head start: %d documents extracted ahead, %d of them used", _AHEAD["filed"], _AHEAD["used"])
+    _AHEAD_RESULTS.clear()
+    _AHEAD.update(filed=0, used=0)
+
+
+# Extractions a child worked out ahead (`prewarm(ahead=...)`), by the key its job filed them
+# under; a pool's `submit` takes one instead of sending the document (`take_ahead`).
+_AHEAD_RESULTS: dict[Any, dict[str, Any]] = {}
+_AHEAD = {"filed": 0, "used": 0}
+
+
+def _file_ahead(answer: dict[str, Any] | None, reason: str | None, detail: str | None) -> None:
+    """File a head start's answer (`{"results": {key: extraction}, ...}`); a head start
+    that failed (killed past its deadline, crashed) only costs what it had done."""
+    if answer is None:
+        LOG.info("head start lost (%s: %s); its documents are extracted as they come", reason, detail)
+        return
+    results = answer.get("results") or {}
+    _AHEAD_RESULTS.update(results)
+    _AHEAD["filed"] += len(results)
+    LOG.info("head start: %d documents extracted ahead from %d records in %.2f s",
+             len(results), answer.get("records", 0), answer.get("seconds", 0.0))
+
+
+def take_ahead(key: Any) -> dict[str, Any] | None:
+    """The extraction worked out ahead under `key`, once (None if there is none)."""
+    extraction = _AHEAD_RESULTS.pop(key, None)
+    if extraction is not None:
+        _AHEAD["used"] += 1
+    return extraction
 
 
 def _exit_with_parent(parent: int) -> None:

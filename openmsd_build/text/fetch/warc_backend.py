@@ -36,6 +36,9 @@ from openmsd_build.text.fetch.result import (
 )
 from openmsd_build.text.fetch.warc_store import _is_remote, read_record
 
+DEFAULT_REPLAY_MAX_BYTES = 32 * 1024 * 1024
+"""Replay's cap on one archived payload (a larger one answers `too_large`)."""
+
 
 def expand_paths(paths: str | Sequence[str]) -> list[str]:
     """Expand comma-separated paths and globs (local via `glob`, remote via Beam's
@@ -69,7 +72,7 @@ class WarcBackend:
         paths: str | Sequence[str],
         *,
         max_redirects: int = 5,
-        max_bytes: int | None = 32 * 1024 * 1024,
+        max_bytes: int | None = DEFAULT_REPLAY_MAX_BYTES,
         accepted_content_types: Sequence[str] = DEFAULT_ACCEPTED_TYPES,
         index: Mapping[str, tuple] | None = None,
     ) -> None:

@@ -42,10 +42,12 @@ CC_REDIRECT = "fetch_redirect"
 _BATCH_ROWS = 65_536
 
 
-def index_warc_file(path: str) -> Iterator[dict]:
+def index_warc_file(path: str, target_uri: bool = False) -> Iterator[dict]:
     """Rows of every response record of one WARC, in file order (so the later of two
     records of one URL comes last, as `WarcBackend` resolves it). Records without a
     target URI are skipped; request, metadata and revisit records are not responses.
+    `target_uri`: each row also carries the record's URI as written (`target_uri`), for a
+    reader that needs the page's own address rather than the join key.
 
     Members of the common shape are read by `warc_fast` (a tidy member is exactly one
     record, so its offset and length are the member's); a member whose record it is not
@@ -55,24 +57,25 @@ def index_warc_file(path: str) -> Iterator[dict]:
         for offset, length, data in iter_members(fh, 0):
             record = parse_member(data) if data is not None else None
             if record is None or not record.tidy_end:
-                yield from _warcio_rows(path, fh, offset)
+                yield from _warcio_rows(path, fh, offset, target_uri)
                 return
             if record.rec_type != "response" and record.plain:
                 continue
             if not record.plain:
-                yield from _warcio_member_rows(path, fh, offset, length)
+                yield from _warcio_member_rows(path, fh, offset, length, target_uri)
                 continue
             uri = record.warc_fields.get("warc-target-uri")
             if uri:
                 payload_type = record.warc_fields.get(_PAYLOAD_TYPE.lower())
-                yield _row(path, offset, length, uri, record.status, headers_dict(record.http_headers), payload_type)
+                yield _row(path, offset, length, uri, record.status, headers_dict(record.http_headers), payload_type,
+                           target_uri)
 
 
 def _row(path: str, offset: int, length: int, uri: str, status: int | None, headers: dict[str, str],
-         payload_type: str | None) -> dict:
+         payload_type: str | None, target_uri: bool = False) -> dict:
     """One index row, however the record was parsed."""
     content_type = payload_type or media_type(headers.get("content-type"))
-    return {
+    row = {
         "url": canonical_url(uri),
         "warc_file": path,
         "offset": offset,
@@ -81,16 +84,19 @@ def _row(path: str, offset: int, length: int, uri: str, status: int | None, head
         "content_type": content_type or None,
         "location": headers.get("location") if status in REDIRECT_STATUSES else None,
     }
+    if target_uri:
+        row["target_uri"] = uri
+    return row
 
 
-def _warcio_member_rows(path: str, fh: IO[bytes], offset: int, length: int) -> Iterator[dict]:
+def _warcio_member_rows(path: str, fh: IO[bytes], offset: int, length: int, target_uri: bool = False) -> Iterator[dict]:
     """The row (if any) of the one-record gzip member at `offset`, read by warcio; the
     file position is kept for `iter_members`."""
     resume = fh.tell()
     fh.seek(offset)
     member = fh.read(length)
     fh.seek(resume)
-    for row in _warcio_rows(path, io.BytesIO(member), 0):
+    for row in _warcio_rows(path, io.BytesIO(member), 0, target_uri):
         yield {**row, "offset": offset, "length": length}
 
 
@@ -115,7 +121,7 @@ class _Aligned:
         return self._fh.read(size)
 
 
-def _warcio_rows(path: str, fh: IO[bytes], offset: int) -> Iterator[dict]:
+def _warcio_rows(path: str, fh: IO[bytes], offset: int, target_uri: bool = False) -> Iterator[dict]:
     """Rows of the records from `offset` (a member boundary) on, read by warcio. Past the
     start it continues as the iterator over the whole file would: WARC only, same blocks."""
     if offset:
@@ -133,7 +139,7 @@ def _warcio_rows(path: str, fh: IO[bytes], offset: int) -> Iterator[dict]:
         payload_type = record.rec_headers.get_header(_PAYLOAD_TYPE)
         # reads the record to its end: the length is only known then
         yield _row(path, iterator.get_record_offset(), iterator.get_record_length(), uri, status, headers,
-                   payload_type)
+                   payload_type, target_uri)
 
 
 def warc_path(prefix: str, warc_filename: str) -> str:
