@@ -244,7 +244,7 @@ class FetchAndExtract(UntypedDoFn):
 
     def start_bundle(self):
         self._close_warc()  # a failed bundle may have left its file open
-        self.extractors.abandon()  # ... and documents in its extractors
+        self.extractors.abandon(keep_ahead=True)  # ... and documents in its extractors
         self.extractors.start()  # the children the last bundle handed back (`release`), or new ones
         self.bundle_counts = Counter()
 
@@ -462,7 +462,7 @@ class BuildDocuments(UntypedDoFn):
         self._batch: list[tuple[dict, list[dict]]] = []
         self._batch_chars = 0
         if self.pool is not None:
-            self.pool.abandon()
+            self.pool.abandon(keep_ahead=True)
             self.pool.start()
 
     def teardown(self):

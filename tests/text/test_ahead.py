@@ -4,12 +4,14 @@ under the key the DoFn asks with, and a head start that hangs must cost nothing 
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from pathlib import Path
 
 import pytest
 from archive_samples import REDIRECT_URLS, _ok, write_redirect_warcs
+from conftest import REAL_SAMPLES
 
 from openmsd_build.text.extract import isolate
 from openmsd_build.text.extract.ahead import ahead_key, extract_ahead, local_archives
@@ -24,25 +26,46 @@ from openmsd_build.text.jobs import AHEAD_JOB, STAGE_JOBS
 JOBS = {"html": extract_landing, "pdf": extract_pdf}
 
 
-def _archives(tmp_path: Path, real_samples: Path) -> tuple[list[str], list[str]]:
-    """The redirect cases' WARCs plus one of real pages and PDFs (URL = file name); the URLs
-    a stage would plan."""
+# A landing page whose PDF link is relative: its extraction depends on the page's URL.
+LINKED = (b'<html><head><meta name="citation_title" content="A page that links its PDF">'
+          b'<meta name="citation_pdf_url" content="/files/paper.pdf"></head><body><article><p>'
+          + b"Words of a page that links its paper by a relative address. " * 8 + b"</p></article></body></html>")
+
+
+def _archives(tmp_path: Path) -> tuple[list[str], list[str]]:
+    """The redirect cases' WARCs plus one of a page with a relative PDF link and, when the
+    real samples are there, real pages and PDFs (URL = file name); the URLs a stage would
+    plan, among them the linking page spelled otherwise than its record says."""
     paths = write_redirect_warcs(tmp_path / "warc")
-    urls = list(REDIRECT_URLS)
-    real = str(tmp_path / "warc" / "real-3.warc.gz")
-    with WarcWriter(real) as writer:
+    urls = [*REDIRECT_URLS, "http://k.example/landing", "HTTP://K.EXAMPLE/landing"]
+    more = str(tmp_path / "warc" / "more-3.warc.gz")
+    with WarcWriter(more) as writer:
+        writer.write(_ok("http://k.example/landing", LINKED))
         for folder, ctype in (("html", "text/html"), ("pdf", "application/pdf")):
-            for path in sorted((real_samples / folder).iterdir())[:3]:
+            for path in sorted((REAL_SAMPLES / folder).iterdir())[:3] if REAL_SAMPLES.is_dir() else []:
                 url = f"https://real.example/{folder}/{path.name}"
                 writer.write(_ok(url, path.read_bytes(), ctype))
                 urls.append(url)
-    return [*paths, real], urls
+    return [*paths, more], urls
 
 
 def _ahead(paths: list[str], **options) -> dict:
     kwargs = {"paths": paths, "timeout": 60.0, "max_bytes": DEFAULT_REPLAY_MAX_BYTES,
               "accepted_types": DEFAULT_ACCEPTED_TYPES, **options}
     return extract_ahead(b"", stop=lambda: False, jobs=JOBS, **kwargs)
+
+
+def _replay_index(paths: list[str]) -> dict[str, tuple]:
+    """The index the DoFn's replay reads by: the stage's index rows (the later record of a
+    URL), entries with their record's length (range reads), as `archive_join.chain_index`."""
+    from openmsd_build.text.fetch.warc_index import index_warc_file, latest_row
+
+    by_url: dict[str, list[dict]] = {}
+    for path in paths:
+        for row in index_warc_file(path):
+            by_url.setdefault(row["url"], []).append(row)
+    return {url: (r["warc_file"], r["offset"], r["length"]) for url, r in
+            ((url, latest_row(rows)) for url, rows in by_url.items())}
 
 
 def _asked(backend: WarcBackend, url: str) -> tuple[tuple, bytes, str] | None:
@@ -58,41 +81,27 @@ def _asked(backend: WarcBackend, url: str) -> tuple[tuple, bytes, str] | None:
     return ahead_key(kind, where[0], where[1], result.final_url), result.body, kind
 
 
-def _cpu_ticks(pid: int) -> int:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])  # utime + stime
-
-
-def _wait_until_idle(spares: list, timeout: float = 60.0) -> None:
-    """Wait until every child has stopped using CPU (imported, and its head start done)."""
-    if not Path("/proc/self/stat").exists():
-        pytest.skip("needs /proc to see when the children are idle")
-    pids = [spare[0].pid for spare in spares]
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        now = [_cpu_ticks(pid) for pid in pids]
-        if now == last:
-            return
-        last = now
-        time.sleep(0.5)
-    raise AssertionError("the children did not become idle")
-
-
-def test_every_answer_ahead_is_the_one_the_dofn_would_get_under_its_key(tmp_path, real_samples) -> None:
-    paths, urls = _archives(tmp_path, real_samples)
+def test_every_answer_ahead_is_the_one_the_dofn_would_get_under_its_key(tmp_path) -> None:
+    paths, urls = _archives(tmp_path)
     answer = _ahead(paths)
     results = answer["results"]
-    backend = WarcBackend(paths)
+    backend = WarcBackend([], index=_replay_index(paths))
     asked = {url: _asked(backend, url) for url in urls}
     sent = {url: a for url, a in asked.items() if a is not None}
+    n_real = len(urls) - len(REDIRECT_URLS) - 2
     # the redirect cases send five documents (a.example/y three times: by its redirect in two
-    # spellings and directly; e.example/7 by e.example/3; the newer f.example copy); every
-    # real page and PDF
-    assert len(sent) == 5 + 6 and len({a[0] for a in sent.values()}) == 3 + 6
+    # spellings and directly; e.example/7 by e.example/3; the newer f.example copy); the
+    # linking page twice (two spellings), every real page and PDF
+    assert len(sent) == 5 + 2 + n_real and len({a[0] for a in sent.values()}) == 3 + 2 + n_real
     for url, (key, body, kind) in sent.items():
-        assert key in results, url  # found under the DoFn's key
         expected = JOBS[kind](body, **({"url": backend.fetch(url).final_url} if kind == "html" else {}))
+        if url == "HTTP://K.EXAMPLE/landing":
+            # replay reads the record under another spelling than it was archived with, and
+            # the page's PDF link resolves against it: a different answer, which must not be
+            # found (an answer keyed without the URL would be)
+            assert key not in results and expected["pdf_url"] != results[key[:3] + ("http://k.example/landing",)]["pdf_url"]
+            continue
+        assert key in results, url  # found under the DoFn's key
         assert results[key] == expected, url
     # nothing else: the older copy of f.example (a record replay never reads) and no error,
     # redirect, image or 404 record
@@ -108,12 +117,13 @@ def _index_rows(paths: list[str]):
         yield from index_warc_file(path)
 
 
-def test_lanes_share_the_records_and_bounds_stop_early(tmp_path, real_samples) -> None:
-    paths, _urls = _archives(tmp_path, real_samples)
+def test_lanes_share_the_records_and_bounds_stop_early(tmp_path) -> None:
+    paths, _urls = _archives(tmp_path)
     whole = _ahead(paths)["results"]
     lanes = [_ahead(paths, lane=k, lanes=2)["results"] for k in range(2)]
     assert not set(lanes[0]) & set(lanes[1]) and {**lanes[0], **lanes[1]} == whole and all(lanes)
     assert len(_ahead(paths, max_documents=2)["results"]) == 2
+    assert len(_ahead(paths, max_answer_chars=1)["results"]) == 1
     calls = iter(range(100))
     stopped = extract_ahead(b"", stop=lambda: next(calls) >= 3, jobs=JOBS, paths=paths, timeout=60.0,
                             max_bytes=DEFAULT_REPLAY_MAX_BYTES, accepted_types=DEFAULT_ACCEPTED_TYPES)
@@ -134,7 +144,7 @@ def test_errors_and_slow_answers_are_not_filed(tmp_path) -> None:
     import openmsd_build.text.extract.ahead as ahead_module
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(ahead_module.time, "monotonic", lambda: float(next(clock)))
+        patch.setattr(ahead_module, "_clock", lambda: float(next(clock)))
         filed = extract_ahead(b"", stop=lambda: False, jobs=slow, paths=paths, timeout=4.0,
                               max_bytes=DEFAULT_REPLAY_MAX_BYTES, accepted_types=DEFAULT_ACCEPTED_TYPES)
     assert filed["results"] == {} and filed["records"] > 4
@@ -148,20 +158,43 @@ def test_only_local_warc_archives_are_read_ahead(tmp_path) -> None:
     assert local_archives("http") == local_archives("none") == local_archives(f"cc-index:{tmp_path}/x.parquet") == []
 
 
-def test_a_pool_takes_the_answers_of_a_prewarmed_child_working_ahead(tmp_path, real_samples) -> None:
+def _marked_ahead(tmp_path: Path, monkeypatch) -> tuple[dict[str, str], Path]:
+    """The stage's jobs with a head start that leaves a file when it is done (so a test
+    adopts the child once its answers are all in, not at a moment of the machine's load)."""
+    (tmp_path / "aheadmark.py").write_text(
+        "from pathlib import Path\n"
+        "from openmsd_build.text.extract.ahead import extract_ahead\n\n"
+        "def run(data, *, marker, **kwargs):\n"
+        "    answer = extract_ahead(data, **kwargs)\n"
+        "    Path(marker).write_text('done')\n"
+        "    return answer\n\n"
+        "run.runs_ahead = True\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return {**STAGE_JOBS, AHEAD_JOB: "aheadmark:run"}, tmp_path / "ahead-done"
+
+
+def _wait_for(marker: Path, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not marker.exists():
+        assert time.monotonic() < deadline, f"{marker} never appeared"
+        time.sleep(0.05)
+
+
+def test_a_pool_takes_the_answers_of_a_prewarmed_child_working_ahead(tmp_path, monkeypatch) -> None:
     """The real children: `prewarm(ahead=...)` starts the head start, a pool adopting the
     child stops it and files its answers; documents submitted under their keys are then
     answered without a child, identical to a fresh extraction."""
-    paths, urls = _archives(tmp_path, real_samples)
-    backend = WarcBackend(paths)
+    paths, urls = _archives(tmp_path)
+    backend = WarcBackend([], index=_replay_index(paths))
     by_key = {a[0]: a for a in (_asked(backend, url) for url in urls) if a is not None}
-    sent = list(by_key.values())  # each record once (three URLs replay a.example/y)
+    sent = [a for key, a in by_key.items() if key[3] != "HTTP://K.EXAMPLE/landing"]  # each record once
+    jobs, marker = _marked_ahead(tmp_path, monkeypatch)
     kwargs = {"paths": paths, "timeout": 60.0, "max_bytes": DEFAULT_REPLAY_MAX_BYTES,
-              "accepted_types": list(DEFAULT_ACCEPTED_TYPES)}
-    isolate.prewarm(2, import_turns=1, ahead=(AHEAD_JOB, kwargs), extractors=STAGE_JOBS, timeout=60.0)
-    pool = isolate.ExtractorPool(2, extractors=STAGE_JOBS, timeout=60.0)
+              "accepted_types": list(DEFAULT_ACCEPTED_TYPES), "marker": str(marker)}
+    isolate.prewarm(2, import_turns=1, ahead=(AHEAD_JOB, kwargs), extractors=jobs, timeout=60.0)
+    pool = isolate.ExtractorPool(2, extractors=jobs, timeout=60.0)
     try:
-        _wait_until_idle(isolate._SPARES.held())  # the head start has reached the end of the archives
+        _wait_for(marker)  # the head start has reached the end of the archives
         pool.start()
         assert pool.pending == 1  # the child on its head start, asked to stop
         answers = pool.drain()
@@ -173,9 +206,10 @@ def test_a_pool_takes_the_answers_of_a_prewarmed_child_working_ahead(tmp_path, r
         assert pool.pending == 0 and isolate._AHEAD["used"] == len(sent) and pool.stats["documents"] == 0
         # a key asked again (another URL whose chain ends at the same record) is extracted
         key, body, kind = sent[-1]
-        assert pool.submit("again", kind, body, ahead_key=key) == [] and pool.pending == 1
+        url_kw = {"url": key[3]} if kind == "html" else {}
+        assert pool.submit("again", kind, body, ahead_key=key, **url_kw) == [] and pool.pending == 1
         [(tag, result, reason, _detail)] = pool.drain()
-        assert (tag, reason) == ("again", None) and result == JOBS[kind](body)
+        assert (tag, reason) == ("again", None) and result == JOBS[kind](body, **url_kw)
     finally:
         pool.close()
         isolate.close_spares()
@@ -185,8 +219,10 @@ def test_a_pool_takes_the_answers_of_a_prewarmed_child_working_ahead(tmp_path, r
 def test_a_head_start_that_hangs_is_killed_at_the_adopting_pools_deadline(tmp_path, monkeypatch) -> None:
     """A hostile document that hangs the child working ahead: the pool that adopts it gives
     it its own time limit, then kills it; the head start is lost, nothing else is."""
+    marker = tmp_path / "hanging"
     (tmp_path / "hangjobs.py").write_text(
-        "import time\n\ndef hang(data, **_kw):\n    time.sleep(3600)\n")
+        "import time\nfrom pathlib import Path\n\n"
+        f"def hang(data, **_kw):\n    Path({str(marker)!r}).write_text('in')\n    time.sleep(3600)\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     paths = write_redirect_warcs(tmp_path / "warc")
     jobs = {"html": "hangjobs:hang", "debug_echo": "openmsd_build.text.extract.isolate:_debug_echo",
@@ -194,9 +230,9 @@ def test_a_head_start_that_hangs_is_killed_at_the_adopting_pools_deadline(tmp_pa
     kwargs = {"paths": paths, "timeout": 60.0, "max_bytes": DEFAULT_REPLAY_MAX_BYTES,
               "accepted_types": list(DEFAULT_ACCEPTED_TYPES)}
     isolate.prewarm(1, import_turns=1, ahead=(AHEAD_JOB, kwargs), extractors=jobs, timeout=1.0)
-    time.sleep(1.0)  # the child is ready and hanging in its first page
     pool = isolate.ExtractorPool(1, extractors=jobs, timeout=1.0)
     try:
+        _wait_for(marker)  # the child is hanging in its first page
         started = time.monotonic()
         pool.start()
         assert pool.pending == 1
@@ -209,29 +245,88 @@ def test_a_head_start_that_hangs_is_killed_at_the_adopting_pools_deadline(tmp_pa
         isolate.close_spares()
 
 
-def test_a_single_extractor_that_adopts_a_child_working_ahead_waits_for_its_answer(tmp_path) -> None:
+def test_a_head_start_that_crashed_is_settled_when_its_pool_starts_again(tmp_path, monkeypatch) -> None:
+    """The child dies on its head start after a pool adopted it (a PDF that crashes PDFium):
+    the next `start` (a new bundle) settles it as crashed and starts a child in its place."""
+    marker = tmp_path / "crashing"
+    (tmp_path / "crashjobs.py").write_text(
+        "import os, time\nfrom pathlib import Path\n\n"
+        f"def crash(data, **_kw):\n    Path({str(marker)!r}).write_text('in')\n    time.sleep(0.5)\n"
+        "    os._exit(9)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
     paths = write_redirect_warcs(tmp_path / "warc")
+    jobs = {"html": "crashjobs:crash", "debug_echo": "openmsd_build.text.extract.isolate:_debug_echo",
+            AHEAD_JOB: STAGE_JOBS[AHEAD_JOB]}
     kwargs = {"paths": paths, "timeout": 60.0, "max_bytes": DEFAULT_REPLAY_MAX_BYTES,
               "accepted_types": list(DEFAULT_ACCEPTED_TYPES)}
-    isolate.prewarm(1, ahead=(AHEAD_JOB, kwargs), extractors=STAGE_JOBS, timeout=60.0)
-    extractor = isolate.IsolatedExtractor(extractors=STAGE_JOBS, timeout=60.0)
+    isolate.prewarm(1, import_turns=1, ahead=(AHEAD_JOB, kwargs), extractors=jobs, timeout=30.0)
+    pool = isolate.ExtractorPool(1, extractors=jobs, timeout=30.0)
     try:
-        _wait_until_idle(isolate._SPARES.held())
+        _wait_for(marker)
+        pool.start()  # adopts the child on its head start, which then dies
+        pid = pool.workers[0]._process.pid
+        pool.workers[0]._process.wait(timeout=30)
+        pool.abandon(keep_ahead=True)  # a new bundle
+        pool.start()
+        assert pool.pending == 0 and pool.workers[0].pid not in (None, pid)
+        [(tag, result, reason, _detail)] = pool.submit("x", "debug_echo", b"abcd") + pool.drain()
+        assert (tag, reason) == ("x", None) and result["n_bytes"] == 4 and isolate._AHEAD["filed"] == 0
+    finally:
+        pool.close()
+        isolate.close_spares()
+
+
+def test_a_single_extractor_that_adopts_a_child_working_ahead_waits_for_its_answer(tmp_path, monkeypatch) -> None:
+    paths = write_redirect_warcs(tmp_path / "warc")
+    jobs, marker = _marked_ahead(tmp_path, monkeypatch)
+    kwargs = {"paths": paths, "timeout": 60.0, "max_bytes": DEFAULT_REPLAY_MAX_BYTES,
+              "accepted_types": list(DEFAULT_ACCEPTED_TYPES), "marker": str(marker)}
+    isolate.prewarm(1, ahead=(AHEAD_JOB, kwargs), extractors=jobs, timeout=60.0)
+    extractor = isolate.IsolatedExtractor(extractors=jobs, timeout=60.0)
+    try:
+        _wait_for(marker)
         result, reason = extractor.extract("html", b"<html><body><p>Hello there.</p></body></html>", url="http://x/")
-        assert reason is None and isinstance(result, dict)
+        assert reason is None and isinstance(result, dict) and "results" not in result
         assert isolate._AHEAD["filed"] == 4 and not extractor._ahead
     finally:
         extractor.close()
         isolate.close_spares()
 
 
-def test_the_text_command_starts_its_children_before_beam_is_imported() -> None:
+def test_the_text_command_starts_its_children_before_beam_is_imported(tmp_path) -> None:
+    """Through the CLI in a fresh interpreter: `prepare` starts the children (with a head
+    start) before Beam is imported; the run then fails (no papers), and nothing is left."""
     import subprocess
 
-    code = ("import sys; import openmsd_build.cli, openmsd_build.text.command; "
-            "print('apache_beam' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+    from openmsd_build.core.runner import local_cores
+
+    paths = write_redirect_warcs(tmp_path / "warc")
+    code = (
+        "import sys\n"
+        "import openmsd_build.text.command as command\n"
+        "from openmsd_build.text.extract import isolate\n"
+        "started = command.prewarm\n"
+        "def prewarm(*args, **kwargs):\n"
+        "    print('beam loaded:', 'apache_beam' in sys.modules, 'ahead:', kwargs.get('ahead') is not None)\n"
+        "    return started(*args, **kwargs)\n"
+        "command.prewarm = prewarm\n"
+        "from openmsd_build.cli import main\n"
+        f"code = main(['text', '--out', {str(tmp_path / 'out')!r}, '--fetch', 'warc:{paths[0]}'])\n"
+        "print('exit', code, 'spares', len(isolate._SPARES.held()), 'started', command._STARTED)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    lines = out.stdout.strip().splitlines()
+    assert lines[0] == f"beam loaded: False ahead: {local_cores() > 1}", out
+    assert lines[-1] == "exit 2 spares 0 started None" and "no papers" in out.stderr, out
+
+
+def test_a_wrong_flag_after_prepare_leaves_no_children(tmp_path) -> None:
+    from openmsd_build.cli import main
+    from openmsd_build.text import command
+
+    paths = write_redirect_warcs(tmp_path / "warc")
+    assert main(["text", "--out", str(tmp_path / "out"), "--fetch", f"warc:{paths[0]}", "--extract-wrokers", "2"]) == 2
+    assert isolate._SPARES.held() == [] and command._STARTED is None
 
 
 @pytest.mark.parametrize(("extra", "started"), [([], True), (["--runner=DirectRunner"], False),
@@ -288,13 +383,12 @@ def _stage_outputs(out: Path) -> dict[str, list]:
     return tables
 
 
-def test_the_stage_gives_the_same_outputs_with_and_without_its_head_start(small_build, tmp_path, monkeypatch,
-                                                                          caplog) -> None:
+def test_the_stage_gives_the_same_outputs_with_and_without_its_head_start(small_build, tmp_path, monkeypatch) -> None:
     """The text stage on the sample's archives: its documents, fetch rows, rejects and counts
     are the same whether a child extracted the archives ahead or not, and the DoFn did use
-    answers worked out ahead (through the CLI, whose `prepare` starts the children)."""
-    import logging
-    import re
+    answers worked out ahead. With: the `openmsd-build` program in a fresh interpreter, as a
+    user runs it (the children start while Beam imports); without: in this process."""
+    import subprocess
 
     from openmsd_build.cli import main
     from openmsd_build.core.runner import local_cores
@@ -303,23 +397,20 @@ def test_the_stage_gives_the_same_outputs_with_and_without_its_head_start(small_
     if local_cores() < 2:
         pytest.skip("a head start needs a core besides the worker's")
     fetch = f"warc:{small_build}/inputs/warc/*.warc.gz"
-    outputs = {}
+    outs = {}
     for head_start in (False, True):
-        out = tmp_path / f"head-start-{head_start}"
+        out = outs[head_start] = tmp_path / f"head-start-{head_start}"
         (out / "papers").mkdir(parents=True)
         for part in (small_build / "build" / "papers").glob("*.parquet"):
             (out / "papers" / part.name).write_bytes(part.read_bytes())
-        monkeypatch.setattr(command, "HEAD_START", head_start)
-        caplog.clear()
-        with caplog.at_level(logging.INFO, logger="openmsd_build.text.extract.isolate"):
-            assert main(["text", "--out", str(out), "--fetch", fetch]) == 0
-        used = re.findall(r"head start: (\d+) documents extracted ahead, (\d+) of them used", caplog.text)
-        if head_start:
-            assert used and int(used[0][1]) > 0, caplog.text
-        else:
-            assert not used
-        outputs[head_start] = _stage_outputs(out)
-    assert outputs[True] == outputs[False]
-    assert len(outputs[True]["documents"]) > 50
-    assert {row["error"] for row in outputs[True]["fetch"]} >= {None, "too_many_redirects", "http_404"}
-    assert isolate._SPARES.held() == [] and isolate._AHEAD_RESULTS == {}
+    monkeypatch.setattr(command, "HEAD_START", False)
+    assert main(["text", "--out", str(outs[False]), "--fetch", fetch]) == 0
+    run = subprocess.run([sys.executable, "-m", "openmsd_build.cli", "-v", "text", "--out", str(outs[True]),
+                          "--fetch", fetch], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    used = re.findall(r"head start: (\d+) documents extracted ahead, (\d+) of them used", run.stderr)
+    assert used and int(used[0][1]) > 0, run.stderr[-3000:]
+    with_ahead, without = _stage_outputs(outs[True]), _stage_outputs(outs[False])
+    assert with_ahead == without
+    assert len(with_ahead["documents"]) > 50
+    assert {row["error"] for row in with_ahead["fetch"]} >= {None, "too_many_redirects", "http_404"}

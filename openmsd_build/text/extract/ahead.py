@@ -18,7 +18,10 @@ without this. Errors are never filed: the DoFn meets them again itself. An answe
 longer than the stage's time limit is dropped, since the DoFn would have answered
 `timeout`. The child works under its usual memory limit; a document that hangs it is
 bounded by the adopting pool's deadline (`IsolatedExtractor._adopt_spare`), which kills
-the child and loses only this head start.
+the child. The answers come back in one message when the pool asks (until then nobody reads
+the child's pipe: the worker is busy starting), so a child that crashes or is killed loses
+the whole head start, and a hanging document costs its time limit twice (here, then in the
+DoFn) -- the price of a head start that costs the worker nothing while it starts.
 
 Runs in the extractor child: nothing here imports Beam.
 """
@@ -29,9 +32,15 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-# Bounds of one head start: it stops at the first one reached, or when the worker asks.
+# Bounds of one head start: it stops at the first one reached, or when the worker asks. The
+# answers wait in the worker until the run ends (a crawl's unplanned records too), so their
+# text is capped; the child gets only the first archives (a pipe message sent before it reads).
 MAX_DOCUMENTS = 4096
 MAX_READ_BYTES = 512 * 1024 * 1024
+MAX_ANSWER_CHARS = 64 * 1024 * 1024
+MAX_ARCHIVES = 64
+
+_clock = time.monotonic  # tests give it a clock of their own
 
 
 def ahead_key(kind: str, warc_file: str, offset: int, url: str) -> tuple[str, str, int, str | None]:
@@ -41,8 +50,9 @@ def ahead_key(kind: str, warc_file: str, offset: int, url: str) -> tuple[str, st
 
 
 def local_archives(fetch: str) -> list[str]:
-    """The WARC files of `--fetch warc:GLOB` as the stage's index names them, when all are
-    local files; [] otherwise (another fetch mode, remote files, nothing matched)."""
+    """The WARC files of `--fetch warc:GLOB` as the stage's index names them (the first
+    `MAX_ARCHIVES`), when all are local files; [] otherwise (another fetch mode, remote
+    files, nothing matched)."""
     if not fetch.startswith("warc:"):
         return []
     from openmsd_build.text.fetch.warc_backend import expand_paths
@@ -51,7 +61,11 @@ def local_archives(fetch: str) -> list[str]:
     spec = fetch[len("warc:"):]
     if any(_is_remote(item.strip()) for item in spec.split(",")):
         return []
-    return expand_paths(spec)
+    return expand_paths(spec)[:MAX_ARCHIVES]
+
+
+def _answer_chars(extraction: dict[str, Any]) -> int:
+    return sum(len(extraction.get(field) or "") for field in ("content", "abstract", "title"))
 
 
 def extract_ahead(
@@ -67,50 +81,78 @@ def extract_ahead(
     lanes: int = 1,
     max_documents: int = MAX_DOCUMENTS,
     max_read_bytes: int = MAX_READ_BYTES,
+    max_answer_chars: int = MAX_ANSWER_CHARS,
 ) -> dict[str, Any]:
     """The documents of every `lanes`-th response record of `paths` (from number `lane`),
     extracted in file order until `stop()` is true or a bound is reached:
     `{"results": {ahead_key: extraction}, "records": n, "seconds": s}`. `data` is unused (a
     job's signature). `max_bytes` and `accepted_types` are replay's caps (the smaller size
-    cap of replay and the extractors)."""
+    cap of replay and the extractors). A record or file that cannot be read is skipped
+    (replay meets it again); running out of memory ends the head start with what it has."""
+    started = _clock()
+    state = {"records": 0, "read": 0, "chars": 0}
+    results: dict[tuple, dict[str, Any]] = {}
+
+    def full() -> bool:
+        return (len(results) >= max_documents or state["read"] >= max_read_bytes
+                or state["chars"] >= max_answer_chars)
+
+    try:
+        for path in paths:
+            if _extract_file(path, results, state, stop, full, jobs, timeout, max_bytes, accepted_types,
+                             lane, lanes):
+                break
+    except MemoryError:  # the child is near its limit: the DoFn extracts the rest
+        pass
+    return {"results": results, "records": state["records"], "seconds": _clock() - started}
+
+
+def _extract_file(path: str, results: dict, state: dict, stop: Callable[[], bool], full: Callable[[], bool],
+                  jobs: dict[str, Callable[..., dict[str, Any]]], timeout: float, max_bytes: int,
+                  accepted_types: Sequence[str], lane: int, lanes: int) -> bool:
+    """One archive's records into `results`; True when the head start is to end here."""
     from openmsd_build.text.fetch.result import document_kind, final_error
     from openmsd_build.text.fetch.warc_index import index_warc_file
     from openmsd_build.text.fetch.warc_store import read_record
 
-    started = time.monotonic()
-    results: dict[tuple, dict[str, Any]] = {}
-    records = read = 0
-    for path in paths:
+    try:
         for row in index_warc_file(path, target_uri=True):
-            if stop() or len(results) >= max_documents or read >= max_read_bytes:
-                return {"results": results, "records": records, "seconds": time.monotonic() - started}
-            records += 1
+            if stop() or full():
+                return True
+            state["records"] += 1
             status = row["status"]
-            if (records - 1) % lanes != lane or status is None or not 200 <= status < 300:
+            if (state["records"] - 1) % lanes != lane or status is None or not 200 <= status < 300:
                 continue
-            archived = read_record(path, row["offset"], max_bytes, row["length"])
-            body = archived.body
-            if (final_error(archived.status, archived.error) is not None or body is None or len(body) > max_bytes
-                    or archived.content_type not in accepted_types):
+            try:
+                archived = read_record(path, row["offset"], max_bytes, row["length"])
+                body = archived.body
+                if (final_error(archived.status, archived.error) is not None or body is None
+                        or len(body) > max_bytes or archived.content_type not in accepted_types):
+                    continue
+                state["read"] += len(body)
+                kind = document_kind(body, archived.content_type)
+            except MemoryError:
+                raise
+            except Exception:  # noqa: BLE001 - a damaged record: replay meets it again
                 continue
-            read += len(body)
-            kind = document_kind(body, archived.content_type)
             if kind not in ("html", "pdf"):
                 continue
             url = row["target_uri"]
-            begun = time.monotonic()
+            begun = _clock()
             try:
                 extraction = jobs[kind](body, **({"url": url} if kind == "html" else {}))
             except MemoryError:
-                break  # the child is near its limit: stop here, the DoFn extracts the rest
+                raise
             except Exception:  # noqa: BLE001 - an error is the DoFn's to meet and report
                 continue
-            if time.monotonic() - begun <= timeout:
+            if _clock() - begun <= timeout:
                 results[ahead_key(kind, path, row["offset"], url)] = extraction
-        else:
-            continue
-        break
-    return {"results": results, "records": records, "seconds": time.monotonic() - started}
+                state["chars"] += _answer_chars(extraction)
+    except MemoryError:
+        raise
+    except Exception:  # noqa: BLE001 - a damaged archive: the index stage reports it
+        return False
+    return False
 
 
 extract_ahead.runs_ahead = True  # type: ignore[attr-defined]

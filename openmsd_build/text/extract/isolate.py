@@ -314,6 +314,8 @@ class IsolatedExtractor:
             self._ensure_started()
 
     def _ensure_started(self) -> None:
+        if self._ahead and not self._alive():  # its head start crashed: settle it (nothing filed)
+            self._settle_ahead()
         if self._alive():
             if self._starting:
                 self._await_ready()
@@ -366,7 +368,9 @@ class IsolatedExtractor:
         """Start the child without waiting for its imports (a pool starts all its children
         at once); the first `begin` / `extract` waits for it to be ready."""
         if self._ahead:  # adopted on its head start: alive, and busy until its answer
-            return
+            if self._alive():
+                return
+            self._settle_ahead()
         if self.busy:
             raise RuntimeError("spawn() while a document is pending: call finish() or abandon() first")
         if not self._alive() and not self._adopt_spare():
@@ -463,7 +467,7 @@ class IsolatedExtractor:
         if refused is not None:
             return refused
         self._ensure_started()
-        if self._ahead:  # `_ensure_started` adopted a child on its head start
+        while self._ahead:  # `_ensure_started` adopted a child on its head start
             self._settle_ahead()
             self._ensure_started()
         assert self._conn is not None
@@ -512,10 +516,11 @@ class IsolatedExtractor:
             return message[1], None, None
         return None, message[1], message[2]
 
-    def abandon(self) -> None:
-        """Forget a pending document (the caller is stopping): the child is killed. A head
-        start is not a document: it goes on, and its answer is still taken."""
-        if self.busy and not self._ahead:
+    def abandon(self, keep_ahead: bool = False) -> None:
+        """Forget a pending document (the caller is stopping): the child is killed. With
+        `keep_ahead`, a head start is kept (a new bundle clearing what a failed one left: the
+        head start is no bundle's document, and its answer is still to be taken)."""
+        if self.busy and not (keep_ahead and self._ahead):
             self._deadline = self._send_error = None
             self._discard()
 
@@ -663,10 +668,11 @@ class ExtractorPool:
                     done.append((self._tags.pop(k), *worker.finish()))
         return done
 
-    def abandon(self) -> None:
-        """Drop every pending document (the caller is stopping): their children are killed."""
+    def abandon(self, keep_ahead: bool = False) -> None:
+        """Drop every pending document (the caller is stopping): their children are killed;
+        a child on its head start too, unless `keep_ahead` (`IsolatedExtractor.abandon`)."""
         for k, worker in enumerate(self.workers):
-            worker.abandon()
+            worker.abandon(keep_ahead)
             self._tags.pop(k, None)
         self._carried = []
 
@@ -757,7 +763,7 @@ def prewarm(count: int, import_turns: int = 1, ahead: tuple[str, dict[str, Any]]
         worker._spawn(import_lock=_import_lock_path(k % turns) if count > turns else None)
         lane = k - (count - lanes)
         if ahead is not None and lane >= 0 and worker._conn is not None:
-            kind, kwargs = ahead
+            kind, kwargs = ahead  # small: sent before the child reads its pipe
             try:
                 worker._conn.send((kind, b"", {**kwargs, "lane": lane, "lanes": lanes}))
             except OSError:  # a child that died at once: the pool's adoption finds it dead
