@@ -216,21 +216,27 @@ def test_a_pool_takes_the_answers_of_a_prewarmed_child_working_ahead(tmp_path, m
     assert isolate._AHEAD_RESULTS == {} and isolate._AHEAD == {"filed": 0, "used": 0}
 
 
-def test_a_head_start_that_hangs_is_killed_at_the_adopting_pools_deadline(tmp_path, monkeypatch) -> None:
-    """A hostile document that hangs the child working ahead: the pool that adopts it gives
-    it its own time limit, then kills it; the head start is lost, nothing else is."""
-    marker = tmp_path / "hanging"
-    (tmp_path / "hangjobs.py").write_text(
-        "import time\nfrom pathlib import Path\n\n"
-        f"def hang(data, **_kw):\n    Path({str(marker)!r}).write_text('in')\n    time.sleep(3600)\n")
+def _hostile_head_start(tmp_path: Path, monkeypatch, then: str, timeout: float) -> tuple[isolate.ExtractorPool, Path]:
+    """A child working ahead whose page extractor marks that it has begun and then runs
+    `then` (hangs, dies), and the pool (one child, time limit `timeout`) that will adopt it."""
+    marker = tmp_path / "began"
+    (tmp_path / "hostilejobs.py").write_text(
+        "import os, time\nfrom pathlib import Path\n\n"
+        f"def page(data, **_kw):\n    Path({str(marker)!r}).write_text('in')\n    {then}\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     paths = write_redirect_warcs(tmp_path / "warc")
-    jobs = {"html": "hangjobs:hang", "debug_echo": "openmsd_build.text.extract.isolate:_debug_echo",
+    jobs = {"html": "hostilejobs:page", "debug_echo": "openmsd_build.text.extract.isolate:_debug_echo",
             AHEAD_JOB: STAGE_JOBS[AHEAD_JOB]}
     kwargs = {"paths": paths, "timeout": 60.0, "max_bytes": DEFAULT_REPLAY_MAX_BYTES,
               "accepted_types": list(DEFAULT_ACCEPTED_TYPES)}
-    isolate.prewarm(1, import_turns=1, ahead=(AHEAD_JOB, kwargs), extractors=jobs, timeout=1.0)
-    pool = isolate.ExtractorPool(1, extractors=jobs, timeout=1.0)
+    isolate.prewarm(1, import_turns=1, ahead=(AHEAD_JOB, kwargs), extractors=jobs, timeout=timeout)
+    return isolate.ExtractorPool(1, extractors=jobs, timeout=timeout), marker
+
+
+def test_a_head_start_that_hangs_is_killed_at_the_adopting_pools_deadline(tmp_path, monkeypatch) -> None:
+    """A hostile document that hangs the child working ahead: the pool that adopts it gives
+    it its own time limit, then kills it; the head start is lost, nothing else is."""
+    pool, marker = _hostile_head_start(tmp_path, monkeypatch, "time.sleep(3600)", timeout=1.0)
     try:
         _wait_for(marker)  # the child is hanging in its first page
         started = time.monotonic()
@@ -248,19 +254,7 @@ def test_a_head_start_that_hangs_is_killed_at_the_adopting_pools_deadline(tmp_pa
 def test_a_head_start_that_crashed_is_settled_when_its_pool_starts_again(tmp_path, monkeypatch) -> None:
     """The child dies on its head start after a pool adopted it (a PDF that crashes PDFium):
     the next `start` (a new bundle) settles it as crashed and starts a child in its place."""
-    marker = tmp_path / "crashing"
-    (tmp_path / "crashjobs.py").write_text(
-        "import os, time\nfrom pathlib import Path\n\n"
-        f"def crash(data, **_kw):\n    Path({str(marker)!r}).write_text('in')\n    time.sleep(0.5)\n"
-        "    os._exit(9)\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    paths = write_redirect_warcs(tmp_path / "warc")
-    jobs = {"html": "crashjobs:crash", "debug_echo": "openmsd_build.text.extract.isolate:_debug_echo",
-            AHEAD_JOB: STAGE_JOBS[AHEAD_JOB]}
-    kwargs = {"paths": paths, "timeout": 60.0, "max_bytes": DEFAULT_REPLAY_MAX_BYTES,
-              "accepted_types": list(DEFAULT_ACCEPTED_TYPES)}
-    isolate.prewarm(1, import_turns=1, ahead=(AHEAD_JOB, kwargs), extractors=jobs, timeout=30.0)
-    pool = isolate.ExtractorPool(1, extractors=jobs, timeout=30.0)
+    pool, marker = _hostile_head_start(tmp_path, monkeypatch, "time.sleep(0.5); os._exit(9)", timeout=30.0)
     try:
         _wait_for(marker)
         pool.start()  # adopts the child on its head start, which then dies
