@@ -31,6 +31,13 @@ def real_samples() -> Path:
 
 
 @pytest.fixture(scope="session")
+def real_samples_if_any() -> Path | None:
+    """`../shared/real-samples` when present, else None: for tests that add the real samples
+    to cases of their own and still run without them."""
+    return REAL_SAMPLES if REAL_SAMPLES.is_dir() else None
+
+
+@pytest.fixture(scope="session")
 def beam_args() -> list[str]:
     """Pass-through Beam arguments for pipeline tests: the in-process FnApiRunner."""
     return ["--runner=apache_beam.runners.portability.fn_api_runner.FnApiRunner"]

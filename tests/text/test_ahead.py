@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 from archive_samples import REDIRECT_URLS, _ok, write_redirect_warcs
-from conftest import REAL_SAMPLES
 
 from openmsd_build.text.extract import isolate
 from openmsd_build.text.extract.ahead import ahead_key, extract_ahead, local_archives
@@ -32,7 +31,7 @@ LINKED = (b'<html><head><meta name="citation_title" content="A page that links i
           + b"Words of a page that links its paper by a relative address. " * 8 + b"</p></article></body></html>")
 
 
-def _archives(tmp_path: Path) -> tuple[list[str], list[str]]:
+def _archives(tmp_path: Path, real_samples: Path | None) -> tuple[list[str], list[str]]:
     """The redirect cases' WARCs plus one of a page with a relative PDF link and, when the
     real samples are there, real pages and PDFs (URL = file name); the URLs a stage would
     plan, among them the linking page spelled otherwise than its record says."""
@@ -42,7 +41,7 @@ def _archives(tmp_path: Path) -> tuple[list[str], list[str]]:
     with WarcWriter(more) as writer:
         writer.write(_ok("http://k.example/landing", LINKED))
         for folder, ctype in (("html", "text/html"), ("pdf", "application/pdf")):
-            for path in sorted((REAL_SAMPLES / folder).iterdir())[:3] if REAL_SAMPLES.is_dir() else []:
+            for path in sorted((real_samples / folder).iterdir())[:3] if real_samples else []:
                 url = f"https://real.example/{folder}/{path.name}"
                 writer.write(_ok(url, path.read_bytes(), ctype))
                 urls.append(url)
@@ -81,8 +80,8 @@ def _asked(backend: WarcBackend, url: str) -> tuple[tuple, bytes, str] | None:
     return ahead_key(kind, where[0], where[1], result.final_url), result.body, kind
 
 
-def test_every_answer_ahead_is_the_one_the_dofn_would_get_under_its_key(tmp_path) -> None:
-    paths, urls = _archives(tmp_path)
+def test_every_answer_ahead_is_the_one_the_dofn_would_get_under_its_key(tmp_path, real_samples_if_any) -> None:
+    paths, urls = _archives(tmp_path, real_samples_if_any)
     answer = _ahead(paths)
     results = answer["results"]
     backend = WarcBackend([], index=_replay_index(paths))
@@ -117,8 +116,8 @@ def _index_rows(paths: list[str]):
         yield from index_warc_file(path)
 
 
-def test_lanes_share_the_records_and_bounds_stop_early(tmp_path) -> None:
-    paths, _urls = _archives(tmp_path)
+def test_lanes_share_the_records_and_bounds_stop_early(tmp_path, real_samples_if_any) -> None:
+    paths, _urls = _archives(tmp_path, real_samples_if_any)
     whole = _ahead(paths)["results"]
     lanes = [_ahead(paths, lane=k, lanes=2)["results"] for k in range(2)]
     assert not set(lanes[0]) & set(lanes[1]) and {**lanes[0], **lanes[1]} == whole and all(lanes)
@@ -180,11 +179,12 @@ def _wait_for(marker: Path, timeout: float = 120.0) -> None:
         time.sleep(0.05)
 
 
-def test_a_pool_takes_the_answers_of_a_prewarmed_child_working_ahead(tmp_path, monkeypatch) -> None:
+def test_a_pool_takes_the_answers_of_a_prewarmed_child_working_ahead(tmp_path, monkeypatch,
+                                                                     real_samples_if_any) -> None:
     """The real children: `prewarm(ahead=...)` starts the head start, a pool adopting the
     child stops it and files its answers; documents submitted under their keys are then
     answered without a child, identical to a fresh extraction."""
-    paths, urls = _archives(tmp_path)
+    paths, urls = _archives(tmp_path, real_samples_if_any)
     backend = WarcBackend([], index=_replay_index(paths))
     by_key = {a[0]: a for a in (_asked(backend, url) for url in urls) if a is not None}
     sent = [a for key, a in by_key.items() if key[3] != "HTTP://K.EXAMPLE/landing"]  # each record once
