@@ -397,7 +397,6 @@ class FetchAndExtract(UntypedDoFn):
                 ))
 
 
-
 _SLIM_EXTRACTION = ("kind", "url", "title", "abstract", "abstracts", "content", "pdf_url", "language_hints")
 
 

@@ -132,7 +132,6 @@ def _run_text(out: str, fetch: str, beam_args: list[str], fetch_config: FetchCon
         build(p, out, fetch, fetch_config or FetchConfig(), num_shards, resume=resume, cap=cap,
               host_shards=host_shards, extract_timeout=extract_timeout, follow=follow, dest=dest,
               warc_prefix=warc_prefix, extract_workers=extract_workers)
-    release_children()
     result = read_stage_counts(out, "text")
     result["seconds"] = round(time.time() - started, 2)
     return result
@@ -180,8 +179,8 @@ def prepare(args: argparse.Namespace, extra: Sequence[str]) -> Callable[[], None
     if (args.fetch == "none" or args.extract_workers < 0
             or any(flag.startswith(("--runner", "--direct_")) for flag in flags)):
         return None
-    if not args.fetch.startswith(("warc:", "cc-index:", "http")):
-        return None
+    if args.fetch != "http" and not args.fetch.startswith(("warc:", "cc-index:")):
+        return None  # `run_text` rejects it
     from openmsd_build.core.runner import local_cores
 
     cores = local_cores()

@@ -29,7 +29,7 @@ Runs in the extractor child: nothing here imports Beam.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 # Bounds of one head start: it stops at the first one reached, or when the worker asks. The
@@ -64,10 +64,6 @@ def local_archives(fetch: str) -> list[str]:
     return expand_paths(spec)[:MAX_ARCHIVES]
 
 
-def _answer_chars(extraction: dict[str, Any]) -> int:
-    return sum(len(extraction.get(field) or "") for field in ("content", "abstract", "title"))
-
-
 def extract_ahead(
     data: bytes,
     *,
@@ -86,73 +82,65 @@ def extract_ahead(
     """The documents of every `lanes`-th response record of `paths` (from number `lane`),
     extracted in file order until `stop()` is true or a bound is reached:
     `{"results": {ahead_key: extraction}, "records": n, "seconds": s}`. `data` is unused (a
-    job's signature). `max_bytes` and `accepted_types` are replay's caps (the smaller size
-    cap of replay and the extractors). A record or file that cannot be read is skipped
-    (replay meets it again); running out of memory ends the head start with what it has."""
+    job's signature). Each record is replayed by replay itself (`WarcBackend` holding only
+    that record, with `max_bytes` and `accepted_types`: the smaller size cap of replay and
+    the extractors), so a document is sent exactly when the DoFn would send it. A record or
+    file that cannot be read is skipped (replay meets it again); running out of memory ends
+    the head start with what it has."""
+    from openmsd_build.text.fetch.result import document_kind
+    from openmsd_build.text.fetch.warc_backend import WarcBackend
+
     started = _clock()
-    state = {"records": 0, "read": 0, "chars": 0}
     results: dict[tuple, dict[str, Any]] = {}
-
-    def full() -> bool:
-        return (len(results) >= max_documents or state["read"] >= max_read_bytes
-                or state["chars"] >= max_answer_chars)
-
+    records = read = chars = 0
     try:
-        for path in paths:
-            if _extract_file(path, results, state, stop, full, jobs, timeout, max_bytes, accepted_types,
-                             lane, lanes):
+        for row in _response_rows(paths):
+            if (stop() or len(results) >= max_documents or read >= max_read_bytes
+                    or chars >= max_answer_chars):
                 break
-    except MemoryError:  # the child is near its limit: the DoFn extracts the rest
-        pass
-    return {"results": results, "records": state["records"], "seconds": _clock() - started}
-
-
-def _extract_file(path: str, results: dict, state: dict, stop: Callable[[], bool], full: Callable[[], bool],
-                  jobs: dict[str, Callable[..., dict[str, Any]]], timeout: float, max_bytes: int,
-                  accepted_types: Sequence[str], lane: int, lanes: int) -> bool:
-    """One archive's records into `results`; True when the head start is to end here."""
-    from openmsd_build.text.fetch.result import document_kind, final_error
-    from openmsd_build.text.fetch.warc_index import index_warc_file
-    from openmsd_build.text.fetch.warc_store import read_record
-
-    try:
-        for row in index_warc_file(path, target_uri=True):
-            if stop() or full():
-                return True
-            state["records"] += 1
+            records += 1
             status = row["status"]
-            if (state["records"] - 1) % lanes != lane or status is None or not 200 <= status < 300:
+            if (records - 1) % lanes != lane or status is None or not 200 <= status < 300:
                 continue
             try:
-                archived = read_record(path, row["offset"], max_bytes, row["length"])
-                body = archived.body
-                if (final_error(archived.status, archived.error) is not None or body is None
-                        or len(body) > max_bytes or archived.content_type not in accepted_types):
-                    continue
-                state["read"] += len(body)
-                kind = document_kind(body, archived.content_type)
+                replay = WarcBackend([], index={row["url"]: (row["warc_file"], row["offset"], row["length"])},
+                                     max_bytes=max_bytes, accepted_content_types=accepted_types)
+                result = replay.fetch(row["target_uri"])
+                kind = document_kind(result.body, result.content_type) if result.ok else None
             except MemoryError:
                 raise
             except Exception:  # noqa: BLE001 - a damaged record: replay meets it again
                 continue
-            if kind not in ("html", "pdf"):
+            if kind is None:
                 continue
-            url = row["target_uri"]
+            read += len(result.body)
             begun = _clock()
             try:
-                extraction = jobs[kind](body, **({"url": url} if kind == "html" else {}))
+                extraction = jobs[kind](result.body, **({"url": result.final_url} if kind == "html" else {}))
             except MemoryError:
                 raise
             except Exception:  # noqa: BLE001 - an error is the DoFn's to meet and report
                 continue
             if _clock() - begun <= timeout:
-                results[ahead_key(kind, path, row["offset"], url)] = extraction
-                state["chars"] += _answer_chars(extraction)
-    except MemoryError:
-        raise
-    except Exception:  # noqa: BLE001 - a damaged archive: the index stage reports it
-        return False
-    return False
+                results[ahead_key(kind, row["warc_file"], row["offset"], result.final_url)] = extraction
+                chars += sum(len(extraction.get(field) or "") for field in ("content", "abstract", "title"))
+    except MemoryError:  # the child is near its limit: the DoFn extracts the rest
+        pass
+    return {"results": results, "records": records, "seconds": _clock() - started}
+
+
+def _response_rows(paths: Sequence[str]) -> Iterator[dict]:
+    """Index rows (with the URI as written) of the archives' response records, in file
+    order; an archive that cannot be read further ends there (its index stage reports it)."""
+    from openmsd_build.text.fetch.warc_index import index_warc_file
+
+    for path in paths:
+        try:
+            yield from index_warc_file(path, target_uri=True)
+        except MemoryError:
+            raise
+        except Exception:  # noqa: BLE001 - a damaged archive: the next one
+            continue
 
 
 extract_ahead.runs_ahead = True  # type: ignore[attr-defined]

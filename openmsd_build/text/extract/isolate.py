@@ -346,12 +346,13 @@ class IsolatedExtractor:
                 self._send_error = f"{type(exc).__name__} while stopping the head start"
         return True
 
-    def _give_spare(self) -> bool:
-        """Hand an idle, live child to the spares of this process (see `ExtractorPool.release`)."""
+    def _give_spare(self, ahead: bool = False) -> bool:
+        """Hand an idle, live child to the spares of this process (see `ExtractorPool.release`);
+        `ahead`: it was just given a head start (`prewarm`)."""
         if self.busy or not self._alive():
             return False
         _put_spare(self.extractors, self.max_memory_mb,
-                   (self._process, self._conn, self._answers, self._starting, False))
+                   (self._process, self._conn, self._answers, self._starting, ahead))
         self._process = self._conn = self._answers = None
         self._starting = False
         return True
@@ -762,17 +763,15 @@ def prewarm(count: int, import_turns: int = 1, ahead: tuple[str, dict[str, Any]]
         worker = IsolatedExtractor(**extractor_options)
         worker._spawn(import_lock=_import_lock_path(k % turns) if count > turns else None)
         lane = k - (count - lanes)
+        sent = False
         if ahead is not None and lane >= 0 and worker._conn is not None:
             kind, kwargs = ahead  # small: sent before the child reads its pipe
             try:
                 worker._conn.send((kind, b"", {**kwargs, "lane": lane, "lanes": lanes}))
+                sent = True
             except OSError:  # a child that died at once: the pool's adoption finds it dead
                 pass
-            else:
-                _put_spare(worker.extractors, worker.max_memory_mb,
-                           (worker._process, worker._conn, worker._answers, worker._starting, True))
-                continue
-        worker._give_spare()
+        worker._give_spare(ahead=sent)
 
 
 _SPARES: Shelf[_Spare] = Shelf(close=_close_spare, alive=lambda spare: spare[0].poll() is None)
