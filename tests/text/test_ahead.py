@@ -408,3 +408,18 @@ def test_the_stage_gives_the_same_outputs_with_and_without_its_head_start(small_
     assert with_ahead == without
     assert len(with_ahead["documents"]) > 50
     assert {row["error"] for row in with_ahead["fetch"]} >= {None, "too_many_redirects", "http_404"}
+
+
+def test_a_damaged_archive_costs_only_its_own_records(tmp_path) -> None:
+    """A WARC cut short in the middle of a record, and garbage that is no WARC at all: the
+    head start reads what it can and goes on with the next archive."""
+    paths = write_redirect_warcs(tmp_path / "warc")
+    whole = _ahead(paths)["results"]
+    cut = tmp_path / "warc" / "cut.warc.gz"
+    data = Path(paths[0]).read_bytes()
+    cut.write_bytes(data[: len(data) * 2 // 3])
+    garbage = tmp_path / "warc" / "garbage.warc.gz"
+    garbage.write_bytes(b"\x1f\x8b\x08\x00 not a gzip member at all" * 50)
+    answer = _ahead([str(garbage), str(cut), paths[1]])
+    assert {key for key in answer["results"] if key[1] == paths[1]} == {key for key in whole if key[1] == paths[1]}
+    assert all(key[1] in (str(cut), paths[1]) for key in answer["results"])
