@@ -54,7 +54,7 @@ import sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 from text_bench import direct
-direct(sorted(Path(sys.argv[2]).glob("*.warc.gz")))
+direct(sorted(Path(sys.argv[2]).glob("*.warc.gz")), stage_options=sys.argv[3:] != ["defaults"])
 """
 
 
@@ -83,12 +83,31 @@ def bench_text(papers: int) -> dict:
     sample, build = prepare_text_sample(papers)
     # the shortest comparison and the noisiest (a dozen processes): the two sides take turns
     # TURNS times and each side's median run is reported
-    ours_runs, anchor_runs = [], []
+    # the anchor calls trafilatura with the stage's options (the same extraction); the same
+    # loop with trafilatura's defaults, the anchor of the earlier rounds, is timed beside it
+    ours_runs, anchor_runs, default_runs = [], [], []
+    anchor = [PYTHON, "-c", _MEASURE, PYTHON, "-c", _DIRECT, str(HERE), str(sample / "warc")]
     for _ in range(TURNS):
         ours_runs.append(_json_line([PYTHON, "-c", _MEASURE, *CLI, "text", "--out", str(build), "--fetch",
                                      f"warc:{sample}/warc/*.warc.gz"]))
-        anchor_runs.append(_json_line([PYTHON, "-c", _MEASURE, PYTHON, "-c", _DIRECT, str(HERE), str(sample / "warc")]))
-    return _row("text", papers, _median_run(ours_runs), "trafilatura + pypdfium2 direct", _median_run(anchor_runs))
+        anchor_runs.append(_json_line(anchor))
+        default_runs.append(_json_line([*anchor, "defaults"]))
+    row = _row("text", papers, _median_run(ours_runs), "trafilatura (stage options) + pypdfium2",
+               _median_run(anchor_runs))
+    defaults_s = _median_run(default_runs)["seconds"]
+    row.update(anchor_defaults_s=round(defaults_s, 2), ratio_vs_defaults=round(row["ours_s"] / defaults_s, 2))
+    return row
+
+
+def bench_text_real() -> dict | None:
+    """The text row's comparison on the real pages and PDFs of ../shared/real-samples
+    (`text_real_bench.py`); None, with a note, when that folder is absent."""
+    from text_real_bench import SAMPLES, measure
+
+    if not (SAMPLES / "pdf").is_dir():
+        print(f"  text-real skipped: no real samples at {SAMPLES}", flush=True)
+        return None
+    return measure(SAMPLES, TURNS)
 
 
 def _median_run(runs: list[dict]) -> dict:
@@ -150,28 +169,38 @@ def machine() -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--stages", default="text,papers,citations,pairs")
+    parser.add_argument("--stages", default="text,text-real,papers,citations,pairs")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every size (quick checks)")
     parser.add_argument("--out", default=str(HERE / "results.json"))
     args = parser.parse_args()
-    runners = {"text": bench_text, "papers": bench_papers, "citations": bench_citations, "pairs": bench_pairs}
+    runners = {"text": bench_text, "papers": bench_papers, "citations": bench_citations, "pairs": bench_pairs,
+               "text-real": bench_text_real}
     about = machine()
     print(f"machine: {about}", flush=True)
     rows = []
     started = time.perf_counter()
+    extra = {}
     for stage in args.stages.split(","):
-        size = max(100, int(SIZES[stage] * args.scale))
         t0 = time.perf_counter()
-        rows.append(runners[stage](size))
-        print(f"  {stage} done in {time.perf_counter() - t0:.0f}s: {json.dumps(rows[-1])}", flush=True)
-    header = f"{'stage':10} {'size':>10} {'ours s':>8}  {'anchor':32} {'anchor s':>8} {'ratio':>6} " \
+        if stage == "text-real":  # a fixed set of documents: no size to scale
+            row = extra["text_real_samples"] = bench_text_real()
+            if row is None:
+                continue
+        else:
+            row = runners[stage](max(100, int(SIZES[stage] * args.scale)))
+            rows.append(row)
+        print(f"  {stage} done in {time.perf_counter() - t0:.0f}s: {json.dumps(row)}", flush=True)
+    header = f"{'stage':10} {'size':>10} {'ours s':>8}  {'anchor':40} {'anchor s':>8} {'ratio':>6} " \
              f"{'ours MB':>8} {'anchor MB':>9}"
     print("\n" + header)
-    for r in rows:
-        print(f"{r['stage']:10} {r['size']:>10,} {r['ours_s']:8.1f}  {r['anchor']:32} {r['anchor_s']:8.1f} "
+    for r in rows + [r for r in extra.values() if r]:
+        print(f"{r['stage']:10} {r['size']:>10,} {r['ours_s']:8.1f}  {r['anchor']:40} {r['anchor_s']:8.1f} "
               f"{r['ratio']:5.2f}x {r['ours_rss_mb']:8,} {r['anchor_rss_mb']:9,}")
+        if "ratio_vs_defaults" in r:
+            print(f"{'':10} {'':>10} {'':>8}  {'  the same with trafilatura defaults':40} {r['anchor_defaults_s']:8.1f} "
+                  f"{r['ratio_vs_defaults']:5.2f}x")
     print(f"total {time.perf_counter() - started:.0f}s")
-    Path(args.out).write_text(json.dumps({"machine": about, "rows": rows}, indent=1) + "\n")
+    Path(args.out).write_text(json.dumps({"machine": about, "rows": rows, **extra}, indent=1) + "\n")
     print(f"wrote {args.out}")
 
 

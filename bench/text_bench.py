@@ -4,8 +4,8 @@
 
 Builds a sample (`openmsd-build sample`, with its WARC of landing pages and PDFs), runs the
 papers stage, then times (1) the text stage with `--fetch warc:` on the in-process runner
-and (2) a plain loop over the same WARC calling `trafilatura.extract` on every HTML page
-and pypdfium2's text extraction on every PDF. The difference is the stage's overhead:
+and (2) a plain loop over the same WARC calling `trafilatura.extract` (with the stage's
+options) on every HTML page and pypdfium2's text extraction on every PDF. The difference is the stage's overhead:
 planning, WARC lookups, the isolated extractor process, metadata rules, cleaning, language
 identification and the Beam shuffles. One process each; 2-core machine figures in README.
 """
@@ -25,9 +25,17 @@ from warcio.archiveiterator import ArchiveIterator
 PYTHON = sys.executable
 
 
-def direct(warc_glob: list[Path]) -> dict:
+def direct(warc_glob: list[Path], stage_options: bool = True) -> dict:
+    """trafilatura on every 200 HTML page and pypdfium2's text of every page of every 200
+    PDF in the archives, one loop. `stage_options`: trafilatura called as the stage calls it
+    (`landing.TRAFILATURA_OPTIONS`: precision first, no comments or tables), so both sides
+    extract the same text; False: trafilatura's defaults (the anchor before round nine)."""
     import pypdfium2 as pdfium
     import trafilatura
+
+    from openmsd_build.text.extract.landing import TRAFILATURA_OPTIONS
+
+    options = TRAFILATURA_OPTIONS if stage_options else {}
 
     html = pdf = 0
     started = time.perf_counter()
@@ -43,7 +51,7 @@ def direct(warc_glob: list[Path]) -> dict:
                         page.get_textpage().get_text_range()
                     pdf += 1
                 else:
-                    trafilatura.extract(body.decode("utf-8", "replace"))
+                    trafilatura.extract(body.decode("utf-8", "replace"), **options)
                     html += 1
     return {"seconds": time.perf_counter() - started, "html": html, "pdf": pdf}
 

@@ -159,3 +159,34 @@ def test_letter_spacing_precheck_decides_as_the_rule(lines: list[str], monkeypat
         want = [T.collapse_letter_spacing(line) for line in drawn]
     assert [line for line, a, b in zip(drawn, got, want, strict=True) if a != b] == []
     assert sum(a != line for line, a in zip(drawn, got, strict=True)) > 500  # the draw reaches the collapsing branch
+
+
+def test_any_piece_re_finds_exactly_the_lines_holding_a_piece() -> None:
+    pieces = ("vol.", "volume", "doi", "do", "universi", "university", "@", "p.", "ü", "毕业论文", "a|b", "x*")
+    found = P._any_piece_re(pieces)
+    rng = random.Random(3)
+    alphabet = list("volume.dinrstyp@ü毕业论文 |*abx")
+    texts = ["", "volum", "vol", "vo.l", "d o", "univers", "a|b", "x*", "x", "a b"]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14))) for _ in range(20_000)]
+    assert [found.search(t) is not None for t in texts] == [any(p in t for p in pieces) for t in texts]
+    assert any(found.search(t) for t in texts) and not all(found.search(t) for t in texts)
+
+
+def test_loose_char_box_without_argtypes_gives_pdfiums_boxes() -> None:
+    """The bare function pointer reads the same boxes as pypdfium2's declared binding."""
+    import ctypes
+
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as pdfium_c
+
+    from openmsd_build.sample.pdf import make_pdf
+
+    doc = pdfium.PdfDocument(make_pdf([("title", "A Title Set Large"), ("meta", "Ana Lima, 2024"),
+                                       ("para", "Some body text of a paper, long enough to wrap. " * 8)]))
+    textpage = doc[0].get_textpage()
+    assert textpage.count_chars() > 20
+    bare, mine, theirs = P._loose_char_box(), pdfium_c.FS_RECTF(), pdfium_c.FS_RECTF()
+    for i in range(textpage.count_chars()):
+        assert bare(textpage.raw, i, ctypes.byref(mine)) == pdfium_c.FPDFText_GetLooseCharBox(textpage.raw, i, theirs)
+        assert (mine.left, mine.top, mine.right, mine.bottom) == (theirs.left, theirs.top, theirs.right, theirs.bottom)
+    doc.close()

@@ -388,25 +388,27 @@ def clean_content(text: str | None) -> str:
     return normalize_text("\n\n".join(kept))
 
 
+# How the stage calls trafilatura (also the benchmarks' direct call, so that they time the
+# same extraction): no comments, no tables (their cells read as word salad), no images, no
+# dedup cache (it makes the result depend on what the worker saw before), precision first.
+TRAFILATURA_OPTIONS: dict[str, Any] = {
+    "output_format": "txt",
+    "include_comments": False,
+    "include_tables": False,
+    "include_images": False,
+    "include_links": False,
+    "include_formatting": False,
+    "deduplicate": False,
+    "favor_precision": True,
+    "with_metadata": False,
+}
+
+
 def extract_main_text(tree: lxml.html.HtmlElement | bytes | str, url: str | None = None) -> str:
-    """Main text with trafilatura: no comments, no tables (their cells read as word salad), no
-    images, no dedup cache (it makes the result depend on what the worker saw before)."""
+    """Main text with trafilatura, called with `TRAFILATURA_OPTIONS`."""
     import trafilatura
 
-    text = trafilatura.extract(
-        tree,
-        url=url,
-        output_format="txt",
-        include_comments=False,
-        include_tables=False,
-        include_images=False,
-        include_links=False,
-        include_formatting=False,
-        deduplicate=False,
-        favor_precision=True,
-        with_metadata=False,
-    )
-    return text or ""
+    return trafilatura.extract(tree, url=url, **TRAFILATURA_OPTIONS) or ""
 
 
 def _absolute_http_url(href: str, base: str | None) -> str | None:

@@ -444,6 +444,8 @@ def _first_page_lines_with_size(textpage: Any) -> list[tuple[str, float, float]]
     a title. Loose char boxes give the font's height, independent of the glyph's shape.
     Fragments that PDFium reports as separate lines but that sit on one baseline in one size
     (a word processor that places every word, or tab-separated words) are one visual line."""
+    import ctypes
+
     import pypdfium2.raw as pdfium_c
 
     lines: list[tuple[str, float, float]] = []
@@ -453,7 +455,7 @@ def _first_page_lines_with_size(textpage: Any) -> list[tuple[str, float, float]]
     # `_BOX_SAMPLE` glyphs spread over a line -- a line's median height and top do not need
     # every glyph -- and of every glyph only on short lines and lines with an accent to place.
     raw, rect = textpage.raw, pdfium_c.FS_RECTF()
-    get_unicode, get_box = pdfium_c.FPDFText_GetUnicode, pdfium_c.FPDFText_GetLooseCharBox
+    get_unicode, get_box, rect_ref = pdfium_c.FPDFText_GetUnicode, _loose_char_box(), ctypes.byref(rect)
     text_all = textpage.get_text_range(0, n) if n else ""
     if len(text_all) != n:  # surrogate pairs or generated characters: read them one by one
         text_all = "".join(chr(get_unicode(raw, i)) for i in range(n))
@@ -484,14 +486,14 @@ def _first_page_lines_with_size(textpage: Any) -> list[tuple[str, float, float]]
         boxes = {}
         if accents:
             for i in sampled:
-                get_box(raw, i, rect)
+                get_box(raw, i, rect_ref)
                 heights.append(rect.top - rect.bottom)
                 tops.append(rect.top)
                 boxes[i] = (rect.left, rect.right)
         else:
             add_height, add_top = heights.append, tops.append
             for i in sampled:
-                get_box(raw, i, rect)
+                get_box(raw, i, rect_ref)
                 top = rect.top
                 add_height(top - rect.bottom)
                 add_top(top)
@@ -507,6 +509,21 @@ def _first_page_lines_with_size(textpage: Any) -> list[tuple[str, float, float]]
                 lines.append((text, height, top))
         start = stop + 1
     return lines
+
+
+@functools.cache
+def _loose_char_box() -> Callable[..., int]:
+    """PDFium's `FPDFText_GetLooseCharBox(textpage, index, rect*)` without ctypes' argument
+    conversion: pypdfium2's binding declares `argtypes`, so every call converts its three
+    arguments through their types' `from_param` (~0.5 µs a call against ~0.26 µs without,
+    at ~800 calls a first page). The caller passes exactly the C types the function takes:
+    the text page's own pointer, an int, and a `byref` to an `FS_RECTF`."""
+    import ctypes
+
+    import pypdfium2.raw as pdfium_c
+
+    address = ctypes.cast(pdfium_c.FPDFText_GetLooseCharBox, ctypes.c_void_p).value
+    return ctypes.CFUNCTYPE(ctypes.c_int)(address)
 
 
 _WORD_RE = re.compile(r"\S+")  # \S: what str.isspace() is not
@@ -692,6 +709,33 @@ def _case_variants(pattern: str) -> frozenset[str]:
 _NOT_TITLE_VARIANTS = _case_variants(_NOT_TITLE_LINE_RE.pattern)
 
 
+def _any_piece_re(pieces: tuple[str, ...]) -> re.Pattern[str]:
+    """A regex that finds any of `pieces` in a string (case-sensitive): the pieces as a trie
+    ("vol." and "volume" share "vol"), so each position of the line costs a few one-letter
+    tests instead of a test per piece. A piece that another one starts with ends its branch:
+    where the longer one occurs, the shorter does too."""
+
+    def trie(words: list[str]) -> str:
+        by_first: dict[str, list[str]] = {}
+        for word in words:
+            by_first.setdefault(word[0], []).append(word[1:])
+        branches = []
+        for first, rests in sorted(by_first.items()):
+            if "" in rests:
+                branches.append(re.escape(first))
+            elif len(rests) == 1:
+                branches.append(re.escape(first + rests[0]))
+            else:
+                branches.append(f"{re.escape(first)}(?:{trie(rests)})")
+        return "|".join(branches)
+
+    return re.compile(trie(sorted(set(pieces))))
+
+
+_NOT_TITLE_SURE_RE = _any_piece_re(_NOT_TITLE_SURE)
+_NOT_TITLE_MAYBE_RE = _any_piece_re(_NOT_TITLE_MAYBE)
+
+
 def _not_title_line(text: str) -> bool:
     """`_NOT_TITLE_LINE_RE.search(text) is not None`, mostly without running the regex. The
     pieces are looked up in `text.lower()`, which matches the regex's case-insensitive
@@ -699,9 +743,9 @@ def _not_title_line(text: str) -> bool:
     letter the regex equates with another ("ı" with "i"): then the regex decides."""
     low = text.lower()
     if len(low) == len(text) and _NOT_TITLE_VARIANTS.isdisjoint(low):
-        if any(key in low for key in _NOT_TITLE_SURE):
+        if _NOT_TITLE_SURE_RE.search(low):
             return True
-        if not any(key in low for key in _NOT_TITLE_MAYBE):
+        if not _NOT_TITLE_MAYBE_RE.search(low):
             return False
     return _NOT_TITLE_LINE_RE.search(text) is not None
 
@@ -740,7 +784,8 @@ def _title_blocks(lines: list[tuple[str, float, float]]) -> list[tuple[list[str]
                 break
             if first_gap is not None and gap > 1.35 * first_gap + 1:
                 break
-            if not _title_line_ok(t) and not (t[:1].islower() or not has_letters(t, 4)):
+            # a lower-case or letterless line continues; any other must itself read as a title line
+            if not (t[:1].islower() or not has_letters(t, 4)) and not _title_line_ok(t):
                 break
             first_gap = gap if first_gap is None else first_gap
             block.append(t)

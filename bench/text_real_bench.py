@@ -1,0 +1,123 @@
+"""The text stage on the real pages and PDFs of ../shared/real-samples, next to its extractors.
+
+    .venv/bin/python bench/text_real_bench.py [--samples ../shared/real-samples] [--turns 3] [--json]
+
+The generated bench sample (`text_bench.py`, `make bench`) is thousands of small documents;
+the real samples are the other end: 30 landing pages (a few of them 400 KB of markup) and
+43 PDFs of 1-180 pages in a dozen languages and scripts, where the extractors' own work
+dominates and the stage's fixed costs (Beam, planning, the isolated children) weigh least.
+
+Every page and PDF is written once into a WARC (a 200 response under a made-up
+`https://real-samples.invalid/` URL, the file's folder and name as its path) and given one
+paper whose only URL is that document, so the stage extracts each exactly once (a landing
+page's `citation_pdf_url` then points outside the archive: one miss each, counted). The two
+sides are timed as whole processes, in turns, as `make bench` times the text row:
+
+* ours — `openmsd-build text --fetch warc:` (FnApiRunner, isolated extractor children with
+  their deadlines and memory limits, document building, CLD3, Parquet);
+* anchor — `text_bench.direct`: trafilatura (called with the stage's options) and
+  pypdfium2's text of every page, one loop.
+
+Inputs are made under bench/data/real-text/ (nothing is copied into the repository).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from run_all import _DIRECT, _MEASURE, CLI, PYTHON, _json_line  # noqa: E402
+
+SAMPLES = HERE.parent.parent / "shared" / "real-samples"
+FOLDERS = {"html": "landing", "html-multilingual": "landing", "pdf": "pdf", "pdf-multilingual": "pdf"}
+HOST = "https://real-samples.invalid"
+
+
+def sample_files(samples: Path) -> list[tuple[Path, str]]:
+    """(file, url kind) for every real page and PDF, in a fixed order."""
+    files = []
+    for folder, kind in FOLDERS.items():
+        suffix = ".pdf" if kind == "pdf" else ".html"
+        files += [(path, kind) for path in sorted((samples / folder).glob(f"*{suffix}"))]
+    return files
+
+
+def prepare(samples: Path, data: Path) -> tuple[Path, int]:
+    """Write the WARC and the papers table under `data` (again each time: it takes a second);
+    return (the papers folder, how many documents)."""
+    from openmsd_build.core import parquet_io
+    from openmsd_build.sample.generator import WarcSink
+    from openmsd_build.schemas import PAPERS
+
+    shutil.rmtree(data, ignore_errors=True)
+    (data / "warc").mkdir(parents=True)
+    files = sample_files(samples)
+    rows = []
+    with open(data / "warc" / "real.warc.gz", "wb") as f:
+        sink = WarcSink(f, seed=0)
+        for i, (path, kind) in enumerate(files):
+            url = f"{HOST}/{path.parent.name}/{path.name}"
+            content_type = "application/pdf" if kind == "pdf" else "text/html; charset=utf-8"
+            sink.add(url, 200, content_type, path.read_bytes(), when=i)
+            rows.append({
+                "doi": f"10.0/real.{i}", "title": None, "abstract": None, "abstract_source": None,
+                "categories": ["Science"], "sources": ["unpaywall"], "n_records": 1, "relations": [],
+                "urls": [{"url": url, "kind": kind, "host_type": "repository", "license": None, "version": None,
+                          "source": "unpaywall", "rank": 0}],
+            })
+    parquet_io.write_table(parquet_io.table_from_rows(rows, PAPERS), parquet_io.part_path(str(data / "papers"), 0, 1))
+    return data / "papers", len(files)
+
+
+def measure(samples: Path, turns: int) -> dict:
+    """Both sides, in turns, `turns` times; a row as `make bench` writes them (medians), with
+    the per-turn ratios and the documents extracted."""
+    data = HERE / "data" / "real-text"
+    papers, n_docs = prepare(samples, data)
+    build = data / "build"
+    ours, anchor = [], []
+    for _ in range(turns):
+        shutil.rmtree(build, ignore_errors=True)  # a fresh build each turn: nothing resumed
+        shutil.copytree(papers, build / "papers")
+        ours.append(_json_line([PYTHON, "-c", _MEASURE, *CLI, "text", "--out", str(build), "--fetch",
+                                f"warc:{data}/warc/*.warc.gz"]))
+        anchor.append(_json_line([PYTHON, "-c", _MEASURE, PYTHON, "-c", _DIRECT, str(HERE), str(data / "warc")]))
+    counts = json.loads((build / "_stats" / "text.json").read_text())["counts"]
+    ours_s = statistics.median(r["seconds"] for r in ours)
+    anchor_s = statistics.median(r["seconds"] for r in anchor)
+    return {"stage": "text-real", "size": n_docs, "ours_s": round(ours_s, 2),
+            "anchor": "trafilatura (stage options) + pypdfium2", "anchor_s": round(anchor_s, 2),
+            "ratio": round(ours_s / anchor_s, 2),
+            "ours_rss_mb": int(statistics.median(r["peak_rss_mb"] for r in ours)),
+            "anchor_rss_mb": int(statistics.median(r["peak_rss_mb"] for r in anchor)),
+            "turn_ratios": [round(o["seconds"] / a["seconds"], 2) for o, a in zip(ours, anchor, strict=True)],
+            "extracted_landing": counts.get("extracted.landing", 0), "extracted_pdf": counts.get("extracted.pdf", 0)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--samples", type=Path, default=SAMPLES)
+    parser.add_argument("--turns", type=int, default=3)
+    parser.add_argument("--json", action="store_true", help="print the row as one JSON object last")
+    args = parser.parse_args()
+    if not (args.samples / "pdf").is_dir():
+        sys.exit(f"no real samples at {args.samples} (the folder ../shared/real-samples beside the repository)")
+    row = measure(args.samples, args.turns)
+    print(f"text stage on the real samples: {row['size']} documents ({row['extracted_landing']} landing pages, "
+          f"{row['extracted_pdf']} PDFs extracted), {args.turns} turns, medians")
+    print(f"  openmsd-build text --fetch warc:   {row['ours_s']:6.2f} s   peak RSS {row['ours_rss_mb']} MB")
+    print(f"  trafilatura + pypdfium2 directly   {row['anchor_s']:6.2f} s   peak RSS {row['anchor_rss_mb']} MB")
+    print(f"  ratio {row['ratio']:.2f}x (per turn: {', '.join(f'{r:.2f}' for r in row['turn_ratios'])})")
+    if args.json:
+        print(json.dumps(row))
+
+
+if __name__ == "__main__":
+    main()
