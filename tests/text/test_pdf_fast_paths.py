@@ -9,7 +9,6 @@ piece in every casing, including letters that case-insensitive matching treats s
 
 from __future__ import annotations
 
-import itertools
 import random
 from pathlib import Path
 
@@ -98,67 +97,6 @@ def test_title_line_ok_agrees_with_its_plain_definition(lines: list[str]) -> Non
     disagree = [t for t in lines if P._title_line_ok(t) != _reference_title_line_ok(t)]
     assert disagree == []
     assert any(P._title_line_ok(t) for t in lines) and not all(P._title_line_ok(t) for t in lines)
-
-
-def test_spread_sample_picks_the_same_glyphs_as_a_flat_list() -> None:
-    rng = random.Random(5)
-    for _ in range(300):
-        words, pos = [], 0  # a page's words; the line is words[first:last]
-        for _w in range(rng.randint(1, 30)):
-            pos += rng.randint(0, 3)
-            length = rng.randint(1, 12)
-            words.append((pos, pos + length))
-            pos += length
-        glyphs_before = [0, *itertools.accumulate(b - a for a, b in words)]
-        first = rng.randint(0, len(words) - 1)
-        last = rng.randint(first + 1, len(words))
-        glyphs = [i for a, b in words[first:last] for i in range(a, b)]
-        count = rng.randint(1, 20)
-        step = len(glyphs) / count
-        assert P._spread_sample(words, glyphs_before, first, last, count) == [
-            glyphs[int(k * step)] for k in range(count)]
-
-
-def test_a_text_layer_fix_is_skipped_only_where_it_changes_nothing() -> None:
-    """`_may_need_layer_fix` lets the first page skip `fix_text_layer` on every line; it may
-    say True for a text the fix leaves alone, never False for one the fix changes."""
-    rng = random.Random(11)
-    alphabet = "abcde ()\u0627\u0623\u0644\u0644\u0628\u062a´˜¨ˆˇ˘˚˙˝`¸ıeo\n"
-    changed = 0
-    for _ in range(20_000):
-        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
-        fixed = P.fix_text_layer(text)
-        changed += fixed != text
-        if not P._may_need_layer_fix(text):
-            assert fixed == text, text
-    assert changed > 1000  # the draw reaches every repair
-
-
-def test_letter_spacing_precheck_decides_as_the_rule(lines: list[str], monkeypatch) -> None:
-    """A line with four characters in a row without a space is never letter-spaced
-    (`collapse_letter_spacing` returns it at once); random short lines of letters in groups
-    of one to five, spaces, tabs, digits and punctuation, and the real first-page lines, get
-    the answer of the rule with the precheck switched off."""
-    import re
-
-    from openmsd_build.core import textclean as T
-
-    rng = random.Random(3)
-    groups = ["a", "B", "ab", "CD", "EVI", "xyz", "abcd", "WORD", "é", "ΣΑ", "дж", "1", "a1", "-", "R.", "\t", "ſ"]
-    drawn = []
-    for _ in range(20_000):
-        parts = [rng.choice(groups) for _ in range(rng.randint(1, 9))]
-        drawn.append("".join(p + rng.choice([" ", " ", " ", "  ", ""]) for p in parts))
-    for _ in range(5_000):  # lines of the kind that is collapsed, and near misses
-        pool = rng.choice([["A", "B", "EV", "IEW", "R", "ABCD"], ["a", "b", "c", "d", "ab"], ["Д", "Ж", "ЕВ", "σ"]])
-        drawn.append(" ".join(rng.choice(pool) for _ in range(rng.randint(2, 9))))
-    drawn += lines
-    got = [T.collapse_letter_spacing(line) for line in drawn]
-    with monkeypatch.context() as patch:
-        patch.setattr(T, "_FOUR_NON_SPACES_RE", re.compile(r"(?!)"))  # never matches: the rule alone
-        want = [T.collapse_letter_spacing(line) for line in drawn]
-    assert [line for line, a, b in zip(drawn, got, want, strict=True) if a != b] == []
-    assert sum(a != line for line, a in zip(drawn, got, strict=True)) > 500  # the draw reaches the collapsing branch
 
 
 def test_any_piece_re_finds_exactly_the_lines_holding_a_piece() -> None:

@@ -40,6 +40,7 @@ from __future__ import annotations
 import bisect
 import functools
 import itertools
+import operator
 import re
 import statistics
 from collections import Counter
@@ -459,11 +460,13 @@ def _first_page_lines_with_size(textpage: Any) -> list[tuple[str, float, float]]
     text_all = textpage.get_text_range(0, n) if n else ""
     if len(text_all) != n:  # surrogate pairs or generated characters: read them one by one
         text_all = "".join(chr(get_unicode(raw, i)) for i in range(n))
-    # the page's words (runs of glyphs, i.e. non-space characters) in one pass; a line's glyph
-    # positions come from its words, so no Python step runs per character of a long line
-    words = [m.span() for m in _WORD_RE.finditer(text_all)]
-    word_starts = [a for a, _ in words]
-    glyphs_before = [0, *itertools.accumulate(b - a for a, b in words)]  # of word k, on the page
+    # the page's words (runs of glyphs, i.e. non-space characters) in one pass, and where its
+    # glyphs are: glyph j of the page (its j-th non-space character) is at `glyph_at[j]`, so a
+    # line's glyphs are a slice and a spread sample a few lookups (the list is built in C)
+    spans = [m.span() for m in _WORD_RE.finditer(text_all)]
+    word_starts, word_ends = [a for a, _ in spans], [b for _, b in spans]
+    glyphs_before = [0, *itertools.accumulate(map(operator.sub, word_ends, word_starts))]  # of word k, on the page
+    glyph_at = list(itertools.chain.from_iterable(map(range, word_starts, word_ends)))
     # the checks a line needs only when the page holds the characters they look for
     page_accents = _has_accent(text_all)
     page_fix = page_accents or _may_need_layer_fix(text_all)
@@ -475,11 +478,13 @@ def _first_page_lines_with_size(textpage: Any) -> list[tuple[str, float, float]]
             continue
         segment = text_all[start:stop]
         accents = page_accents and _has_accent(segment)
-        n_glyphs = glyphs_before[last_word] - glyphs_before[first_word]
+        first_glyph, end_glyph = glyphs_before[first_word], glyphs_before[last_word]
+        n_glyphs = end_glyph - first_glyph
         if accents or n_glyphs <= _BOX_ALL:
-            sampled = [i for a, b in words[first_word:last_word] for i in range(a, b)]
-        else:
-            sampled = _spread_sample(words, glyphs_before, first_word, last_word, _BOX_SAMPLE)
+            sampled = glyph_at[first_glyph:end_glyph]
+        else:  # the line's glyphs number int(k * n_glyphs / _BOX_SAMPLE), k < _BOX_SAMPLE
+            step = n_glyphs / _BOX_SAMPLE
+            sampled = [glyph_at[first_glyph + int(k * step)] for k in range(_BOX_SAMPLE)]
         first_word = last_word
         heights: list[float] = []
         tops: list[float] = []
@@ -527,21 +532,6 @@ def _loose_char_box() -> Callable[..., int]:
 
 
 _WORD_RE = re.compile(r"\S+")  # \S: what str.isspace() is not
-
-
-def _spread_sample(words: list[tuple[int, int]], glyphs_before: list[int], first: int, last: int,
-                   count: int) -> list[int]:
-    """Positions of the glyphs number int(k * n_glyphs / count), k < count, of the line made
-    of words [first, last) (glyph j is the j-th non-space character of the line);
-    `glyphs_before[w]` counts the page's glyphs in the words before word w."""
-    base = glyphs_before[first]
-    step = (glyphs_before[last] - base) / count
-    out: list[int] = []
-    for k in range(count):
-        g = base + int(k * step)  # the glyph's number on the page
-        w = bisect.bisect_right(glyphs_before, g, first, last) - 1  # the word holding it
-        out.append(words[w][0] + g - glyphs_before[w])
-    return out
 
 
 _LINE_BREAK_RE = re.compile(r"[\r\n]")
