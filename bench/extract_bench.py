@@ -28,9 +28,12 @@ def timed(fn: Callable[[bytes], object], docs: list[bytes], rounds: int) -> floa
 
 
 def trafilatura_direct(doc: bytes) -> object:
+    """trafilatura alone, called with the stage's options (the same extraction)."""
     import trafilatura
 
-    return trafilatura.extract(doc, include_comments=False, include_tables=False, deduplicate=False, favor_precision=True)
+    from openmsd_build.text.extract.landing import TRAFILATURA_OPTIONS
+
+    return trafilatura.extract(doc, **TRAFILATURA_OPTIONS)
 
 
 def pdfium_direct(doc: bytes) -> int:

@@ -9,9 +9,14 @@ sides measured in the same run on the same (possibly shared) machine. Each side 
 own process, so its peak RSS is its own; inputs are generated once under bench/data/ and
 reused (generation time is not in any figure). The per-stage scripts hold the two sides:
 
-* text — `openmsd-build text --fetch warc:` (FnApiRunner) vs trafilatura + pypdfium2 called
-  directly on the same WARC (`text_bench.direct`), each timed as a whole process from outside
-  (start-up and imports included on both sides), the two in turn three times, medians;
+* text — `openmsd-build text --fetch warc:` (FnApiRunner) vs trafilatura (called with the
+  stage's options, `landing.TRAFILATURA_OPTIONS`) + pypdfium2 directly on the same WARC
+  (`text_bench.direct`), each timed as a whole process from outside (start-up and imports
+  included on both sides), in turn five times, medians; the same loop with trafilatura's
+  defaults (the anchor of rounds one to eight) is timed beside them and reported too;
+* text-real — the same two sides on the 73 real pages and PDFs of ../shared/real-samples
+  (`text_real_bench.py`), five turns; kept beside the rows in `results.json`
+  (`text_real_samples`), skipped when the folder is absent;
 * papers — `papers_bench.py --only beam|polars`, the two in turn three times, medians (polars swings by a third between runs here);
 * citations — `citations_bench.py --only ours|polars`, the two in turn five times (a ~5 s run), medians;
 * pairs — `pairs_bench.py --phases full,beam` (polars doing the stage's whole job).
@@ -33,6 +38,9 @@ PYTHON = sys.executable
 CLI = [PYTHON, "-m", "openmsd_build.cli"]
 ENV = {**os.environ, "PYTHONWARNINGS": "ignore"}
 TURNS = 3
+# The text row is the closest to its goal and swings most with the VM's phase (a dozen
+# processes on two cores): five turns for its median.
+TEXT_TURNS = 5
 # The citations stage runs ~5 s a side: a pause of the VM of a second is a fifth of a run,
 # so it takes more turns (it is also the cheapest stage to repeat).
 SHORT_TURNS = 5
@@ -81,13 +89,13 @@ def prepare_text_sample(papers: int) -> tuple[Path, Path]:
 
 def bench_text(papers: int) -> dict:
     sample, build = prepare_text_sample(papers)
-    # the shortest comparison and the noisiest (a dozen processes): the two sides take turns
-    # TURNS times and each side's median run is reported
+    # the shortest comparison and the noisiest (a dozen processes): the sides take turns
+    # TEXT_TURNS times and each side's median run is reported
     # the anchor calls trafilatura with the stage's options (the same extraction); the same
     # loop with trafilatura's defaults, the anchor of the earlier rounds, is timed beside it
     ours_runs, anchor_runs, default_runs = [], [], []
     anchor = [PYTHON, "-c", _MEASURE, PYTHON, "-c", _DIRECT, str(HERE), str(sample / "warc")]
-    for _ in range(TURNS):
+    for _ in range(TEXT_TURNS):
         ours_runs.append(_json_line([PYTHON, "-c", _MEASURE, *CLI, "text", "--out", str(build), "--fetch",
                                      f"warc:{sample}/warc/*.warc.gz"]))
         anchor_runs.append(_json_line(anchor))
@@ -107,7 +115,7 @@ def bench_text_real() -> dict | None:
     if not (SAMPLES / "pdf").is_dir():
         print(f"  text-real skipped: no real samples at {SAMPLES}", flush=True)
         return None
-    return measure(SAMPLES, TURNS)
+    return measure(SAMPLES, TEXT_TURNS)  # a ~5 s run: one slow second moves a turn by a fifth
 
 
 def _median_run(runs: list[dict]) -> dict:
