@@ -208,6 +208,7 @@ def main() -> None:
             print(f"{'':10} {'':>10} {'':>8}  {'  the same with trafilatura defaults':40} {r['anchor_defaults_s']:8.1f} "
                   f"{r['ratio_vs_defaults']:5.2f}x")
     print(f"total {time.perf_counter() - started:.0f}s")
+    extra = {key: row for key, row in extra.items() if row}  # no key for a row that was skipped
     Path(args.out).write_text(json.dumps({"machine": about, "rows": rows, **extra}, indent=1) + "\n")
     print(f"wrote {args.out}")
 

@@ -28,8 +28,8 @@ PYTHON = sys.executable
 def direct(warc_glob: list[Path], stage_options: bool = True) -> dict:
     """trafilatura on every 200 HTML page and pypdfium2's text of every page of every 200
     PDF in the archives, one loop. `stage_options`: trafilatura called as the stage calls it
-    (`landing.TRAFILATURA_OPTIONS`: precision first, no comments or tables), so both sides
-    extract the same text; False: trafilatura's defaults (the anchor before round nine)."""
+    (`landing.TRAFILATURA_OPTIONS`: precision first, no comments or tables), the same settings
+    on both sides; False: trafilatura's defaults (the anchor before round nine)."""
     import pypdfium2 as pdfium
     import trafilatura
 

@@ -9,6 +9,7 @@ piece in every casing, including letters that case-insensitive matching treats s
 
 from __future__ import annotations
 
+import itertools
 import random
 from pathlib import Path
 
@@ -99,6 +100,72 @@ def test_title_line_ok_agrees_with_its_plain_definition(lines: list[str]) -> Non
     assert any(P._title_line_ok(t) for t in lines) and not all(P._title_line_ok(t) for t in lines)
 
 
+def test_a_text_layer_fix_is_skipped_only_where_it_changes_nothing() -> None:
+    """`_may_need_layer_fix` lets the first page skip `fix_text_layer` on every line; it may
+    say True for a text the fix leaves alone, never False for one the fix changes."""
+    rng = random.Random(11)
+    alphabet = "abcde ()\u0627\u0623\u0644\u0644\u0628\u062a´˜¨ˆˇ˘˚˙˝`¸ıeo\n"
+    changed = 0
+    for _ in range(20_000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
+        fixed = P.fix_text_layer(text)
+        changed += fixed != text
+        if not P._may_need_layer_fix(text):
+            assert fixed == text, text
+    assert changed > 1000  # the draw reaches every repair
+
+
+def test_letter_spacing_precheck_decides_as_the_rule(lines: list[str], monkeypatch) -> None:
+    """A line with four characters in a row without a space is never letter-spaced
+    (`collapse_letter_spacing` returns it at once); random short lines of letters in groups
+    of one to five, spaces, tabs, digits and punctuation, and the real first-page lines, get
+    the answer of the rule with the precheck switched off."""
+    import re
+
+    from openmsd_build.core import textclean as T
+
+    rng = random.Random(3)
+    groups = ["a", "B", "ab", "CD", "EVI", "xyz", "abcd", "WORD", "é", "ΣΑ", "дж", "1", "a1", "-", "R.", "\t", "ſ"]
+    drawn = []
+    for _ in range(20_000):
+        parts = [rng.choice(groups) for _ in range(rng.randint(1, 9))]
+        drawn.append("".join(p + rng.choice([" ", " ", " ", "  ", ""]) for p in parts))
+    for _ in range(5_000):  # lines of the kind that is collapsed, and near misses
+        pool = rng.choice([["A", "B", "EV", "IEW", "R", "ABCD"], ["a", "b", "c", "d", "ab"], ["Д", "Ж", "ЕВ", "σ"]])
+        drawn.append(" ".join(rng.choice(pool) for _ in range(rng.randint(2, 9))))
+    drawn += lines
+    got = [T.collapse_letter_spacing(line) for line in drawn]
+    with monkeypatch.context() as patch:
+        patch.setattr(T, "_FOUR_NON_SPACES_RE", re.compile(r"(?!)"))  # never matches: the rule alone
+        want = [T.collapse_letter_spacing(line) for line in drawn]
+    assert [line for line, a, b in zip(drawn, got, want, strict=True) if a != b] == []
+    assert sum(a != line for line, a in zip(drawn, got, strict=True)) > 500  # the draw reaches the collapsing branch
+
+
+def test_sampled_glyphs_are_the_glyphs_of_the_flat_definition() -> None:
+    """A line's glyphs as a slice of the page's glyph positions, and the spread sample as
+    lookups, pick the glyphs the definition names: all of a short line (or of one with an
+    accent), else glyph number int(k * n / count) of the line's n."""
+    rng = random.Random(5)
+    for _ in range(3_000):
+        words, pos = [], 0  # a page's words: (start, end) positions of non-space runs
+        for _w in range(rng.randint(1, 40)):
+            pos += rng.randint(1, 3)
+            length = rng.randint(1, 12)
+            words.append((pos, pos + length))
+            pos += length
+        glyph_at = list(itertools.chain.from_iterable(range(a, b) for a, b in words))
+        first, last = sorted(rng.sample(range(len(words) + 1), 2))
+        line = [i for a, b in words[first:last] for i in range(a, b)]  # the line's glyph positions
+        g0 = sum(b - a for a, b in words[:first])
+        every = rng.random() < 0.2
+        got = P._sampled_glyphs(glyph_at, g0, g0 + len(line), every)
+        if every or len(line) <= P._BOX_ALL:
+            assert got == line
+        else:
+            assert got == [line[k * len(line) // P._BOX_SAMPLE] for k in range(P._BOX_SAMPLE)]
+
+
 def test_any_piece_re_finds_exactly_the_lines_holding_a_piece() -> None:
     pieces = ("vol.", "volume", "doi", "do", "universi", "university", "@", "p.", "ü", "毕业论文", "a|b", "x*")
     found = P._any_piece_re(pieces)
@@ -108,6 +175,8 @@ def test_any_piece_re_finds_exactly_the_lines_holding_a_piece() -> None:
     texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14))) for _ in range(20_000)]
     assert [found.search(t) is not None for t in texts] == [any(p in t for p in pieces) for t in texts]
     assert any(found.search(t) for t in texts) and not all(found.search(t) for t in texts)
+    assert P._any_piece_re(()).search("anything") is None  # as any() of nothing
+    assert P._any_piece_re(("", "x")).search("") is not None  # "" is in every string
 
 
 def test_loose_char_box_without_argtypes_gives_pdfiums_boxes() -> None:

@@ -463,8 +463,8 @@ def _first_page_lines_with_size(textpage: Any) -> list[tuple[str, float, float]]
     # the page's words (runs of glyphs, i.e. non-space characters) in one pass, and where its
     # glyphs are: glyph j of the page (its j-th non-space character) is at `glyph_at[j]`, so a
     # line's glyphs are a slice and a spread sample a few lookups (the list is built in C)
-    spans = [m.span() for m in _WORD_RE.finditer(text_all)]
-    word_starts, word_ends = [a for a, _ in spans], [b for _, b in spans]
+    word_spans = [m.span() for m in _WORD_RE.finditer(text_all)]
+    word_starts, word_ends = [a for a, _ in word_spans], [b for _, b in word_spans]
     glyphs_before = [0, *itertools.accumulate(map(operator.sub, word_ends, word_starts))]  # of word k, on the page
     glyph_at = list(itertools.chain.from_iterable(map(range, word_starts, word_ends)))
     # the checks a line needs only when the page holds the characters they look for
@@ -478,13 +478,7 @@ def _first_page_lines_with_size(textpage: Any) -> list[tuple[str, float, float]]
             continue
         segment = text_all[start:stop]
         accents = page_accents and _has_accent(segment)
-        first_glyph, end_glyph = glyphs_before[first_word], glyphs_before[last_word]
-        n_glyphs = end_glyph - first_glyph
-        if accents or n_glyphs <= _BOX_ALL:
-            sampled = glyph_at[first_glyph:end_glyph]
-        else:  # the line's glyphs number int(k * n_glyphs / _BOX_SAMPLE), k < _BOX_SAMPLE
-            step = n_glyphs / _BOX_SAMPLE
-            sampled = [glyph_at[first_glyph + int(k * step)] for k in range(_BOX_SAMPLE)]
+        sampled = _sampled_glyphs(glyph_at, glyphs_before[first_word], glyphs_before[last_word], accents)
         first_word = last_word
         heights: list[float] = []
         tops: list[float] = []
@@ -514,6 +508,18 @@ def _first_page_lines_with_size(textpage: Any) -> list[tuple[str, float, float]]
                 lines.append((text, height, top))
         start = stop + 1
     return lines
+
+
+def _sampled_glyphs(glyph_at: list[int], first: int, end: int, every: bool) -> list[int]:
+    """Positions of the glyphs a line's size is read from, the line being the page's glyphs
+    [first, end) (`glyph_at[j]`: where glyph j is): all of them when `every` or the line is
+    short (`_BOX_ALL`), else `_BOX_SAMPLE` spread over it, glyphs number
+    int(k * n / _BOX_SAMPLE) of the line."""
+    n = end - first
+    if every or n <= _BOX_ALL:
+        return glyph_at[first:end]
+    step = n / _BOX_SAMPLE
+    return [glyph_at[first + int(k * step)] for k in range(_BOX_SAMPLE)]
 
 
 @functools.cache
@@ -719,7 +725,9 @@ def _any_piece_re(pieces: tuple[str, ...]) -> re.Pattern[str]:
                 branches.append(f"{re.escape(first)}(?:{trie(rests)})")
         return "|".join(branches)
 
-    return re.compile(trie(sorted(set(pieces))))
+    if "" in pieces:  # the empty piece is in every line
+        return re.compile("")
+    return re.compile(trie(sorted(set(pieces))) if pieces else "(?!)")
 
 
 _NOT_TITLE_SURE_RE = _any_piece_re(_NOT_TITLE_SURE)
