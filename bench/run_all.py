@@ -87,6 +87,18 @@ def prepare_text_sample(papers: int) -> tuple[Path, Path]:
     return sample, build
 
 
+TEXT_ANCHOR = "trafilatura (stage options) + pypdfium2"
+
+
+def text_commands(build: Path, warc_dir: Path) -> tuple[list[str], list[str]]:
+    """The two sides of a text row, each measured as a whole process (`_MEASURE`): the
+    stage on `build` replaying the WARCs of `warc_dir`, and the direct loop over them
+    (trafilatura with the stage's options; append "defaults" for trafilatura's defaults)."""
+    ours = [PYTHON, "-c", _MEASURE, *CLI, "text", "--out", str(build), "--fetch", f"warc:{warc_dir}/*.warc.gz"]
+    anchor = [PYTHON, "-c", _MEASURE, PYTHON, "-c", _DIRECT, str(HERE), str(warc_dir)]
+    return ours, anchor
+
+
 def bench_text(papers: int) -> dict:
     sample, build = prepare_text_sample(papers)
     # the shortest comparison and the noisiest (a dozen processes): the sides take turns
@@ -94,14 +106,12 @@ def bench_text(papers: int) -> dict:
     # the anchor calls trafilatura with the stage's options (the same extraction); the same
     # loop with trafilatura's defaults, the anchor of the earlier rounds, is timed beside it
     ours_runs, anchor_runs, default_runs = [], [], []
-    anchor = [PYTHON, "-c", _MEASURE, PYTHON, "-c", _DIRECT, str(HERE), str(sample / "warc")]
+    ours, anchor = text_commands(build, sample / "warc")
     for _ in range(TEXT_TURNS):
-        ours_runs.append(_json_line([PYTHON, "-c", _MEASURE, *CLI, "text", "--out", str(build), "--fetch",
-                                     f"warc:{sample}/warc/*.warc.gz"]))
+        ours_runs.append(_json_line(ours))
         anchor_runs.append(_json_line(anchor))
         default_runs.append(_json_line([*anchor, "defaults"]))
-    row = _row("text", papers, _median_run(ours_runs), "trafilatura (stage options) + pypdfium2",
-               _median_run(anchor_runs))
+    row = _row("text", papers, _median_run(ours_runs), TEXT_ANCHOR, _median_run(anchor_runs))
     defaults_s = _median_run(default_runs)["seconds"]
     row.update(anchor_defaults_s=round(defaults_s, 2), ratio_vs_defaults=round(row["ours_s"] / defaults_s, 2))
     return row
@@ -110,9 +120,9 @@ def bench_text(papers: int) -> dict:
 def bench_text_real() -> dict | None:
     """The text row's comparison on the real pages and PDFs of ../shared/real-samples
     (`text_real_bench.py`); None, with a note, when that folder is absent."""
-    from text_real_bench import SAMPLES, measure
+    from text_real_bench import SAMPLES, measure, samples_present
 
-    if not (SAMPLES / "pdf").is_dir():
+    if not samples_present(SAMPLES):
         print(f"  text-real skipped: no real samples at {SAMPLES}", flush=True)
         return None
     return measure(SAMPLES, TEXT_TURNS)  # a ~5 s run: one slow second moves a turn by a fifth
@@ -191,9 +201,10 @@ def main() -> None:
     for stage in args.stages.split(","):
         t0 = time.perf_counter()
         if stage == "text-real":  # a fixed set of documents: no size to scale
-            row = extra["text_real_samples"] = bench_text_real()
+            row = bench_text_real()
             if row is None:
                 continue
+            extra["text_real_samples"] = row
         else:
             row = runners[stage](max(100, int(SIZES[stage] * args.scale)))
             rows.append(row)
@@ -201,14 +212,13 @@ def main() -> None:
     header = f"{'stage':10} {'size':>10} {'ours s':>8}  {'anchor':40} {'anchor s':>8} {'ratio':>6} " \
              f"{'ours MB':>8} {'anchor MB':>9}"
     print("\n" + header)
-    for r in rows + [r for r in extra.values() if r]:
+    for r in [*rows, *extra.values()]:
         print(f"{r['stage']:10} {r['size']:>10,} {r['ours_s']:8.1f}  {r['anchor']:40} {r['anchor_s']:8.1f} "
               f"{r['ratio']:5.2f}x {r['ours_rss_mb']:8,} {r['anchor_rss_mb']:9,}")
         if "ratio_vs_defaults" in r:
             print(f"{'':10} {'':>10} {'':>8}  {'  the same with trafilatura defaults':40} {r['anchor_defaults_s']:8.1f} "
                   f"{r['ratio_vs_defaults']:5.2f}x")
     print(f"total {time.perf_counter() - started:.0f}s")
-    extra = {key: row for key, row in extra.items() if row}  # no key for a row that was skipped
     Path(args.out).write_text(json.dumps({"machine": about, "rows": rows, **extra}, indent=1) + "\n")
     print(f"wrote {args.out}")
 

@@ -26,14 +26,13 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import statistics
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from run_all import _DIRECT, _MEASURE, CLI, PYTHON, _json_line  # noqa: E402
+from run_all import TEXT_ANCHOR, _json_line, _median_run, _row, text_commands  # noqa: E402
 
 SAMPLES = HERE.parent.parent / "shared" / "real-samples"
 FOLDERS = {"html": "landing", "html-multilingual": "landing", "pdf": "pdf", "pdf-multilingual": "pdf"}
@@ -77,28 +76,27 @@ def prepare(samples: Path, data: Path) -> tuple[Path, int]:
 
 
 def measure(samples: Path, turns: int) -> dict:
-    """Both sides, in turns, `turns` times; a row as `make bench` writes them (medians), with
-    the per-turn ratios and the documents extracted."""
+    """Both sides, in turns, `turns` times; a row as `make bench` writes them (each side's
+    median run), with the per-turn ratios and the documents extracted."""
     data = HERE / "data" / "real-text"
     papers, n_docs = prepare(samples, data)
     build = data / "build"
+    ours_cmd, anchor_cmd = text_commands(build, data / "warc")
     ours, anchor = [], []
     for _ in range(turns):
         shutil.rmtree(build, ignore_errors=True)  # a fresh build each turn: nothing resumed
         shutil.copytree(papers, build / "papers")
-        ours.append(_json_line([PYTHON, "-c", _MEASURE, *CLI, "text", "--out", str(build), "--fetch",
-                                f"warc:{data}/warc/*.warc.gz"]))
-        anchor.append(_json_line([PYTHON, "-c", _MEASURE, PYTHON, "-c", _DIRECT, str(HERE), str(data / "warc")]))
+        ours.append(_json_line(ours_cmd))
+        anchor.append(_json_line(anchor_cmd))
     counts = json.loads((build / "_stats" / "text.json").read_text())["counts"]
-    ours_s = statistics.median(r["seconds"] for r in ours)
-    anchor_s = statistics.median(r["seconds"] for r in anchor)
-    return {"stage": "text-real", "size": n_docs, "ours_s": round(ours_s, 2),
-            "anchor": "trafilatura (stage options) + pypdfium2", "anchor_s": round(anchor_s, 2),
-            "ratio": round(ours_s / anchor_s, 2),
-            "ours_rss_mb": int(statistics.median(r["peak_rss_mb"] for r in ours)),
-            "anchor_rss_mb": int(statistics.median(r["peak_rss_mb"] for r in anchor)),
-            "turn_ratios": [round(o["seconds"] / a["seconds"], 2) for o, a in zip(ours, anchor, strict=True)],
-            "extracted_landing": counts.get("extracted.landing", 0), "extracted_pdf": counts.get("extracted.pdf", 0)}
+    row = _row("text-real", n_docs, _median_run(ours), TEXT_ANCHOR, _median_run(anchor))
+    row.update(turn_ratios=[round(o["seconds"] / a["seconds"], 2) for o, a in zip(ours, anchor, strict=True)],
+               extracted_landing=counts.get("extracted.landing", 0), extracted_pdf=counts.get("extracted.pdf", 0))
+    return row
+
+
+def samples_present(samples: Path) -> bool:
+    return (samples / "pdf").is_dir()
 
 
 def main() -> None:
@@ -107,7 +105,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=3)
     parser.add_argument("--json", action="store_true", help="print the row as one JSON object last")
     args = parser.parse_args()
-    if not (args.samples / "pdf").is_dir():
+    if not samples_present(args.samples):
         sys.exit(f"no real samples at {args.samples} (the folder ../shared/real-samples beside the repository)")
     row = measure(args.samples, args.turns)
     print(f"text stage on the real samples: {row['size']} documents ({row['extracted_landing']} landing pages, "
