@@ -13,7 +13,12 @@ look about ten times costlier than it is, and it cannot see into the children. H
 sample is weighted by the CPU used since the previous one, so a long call into C (PDFium,
 lxml, CLD3) is charged to the Python function that made it. The profiler is installed by a
 `sitecustomize` module on `PYTHONPATH` (the children are started by the stage itself) and
-writes its table every ~0.5 s of CPU, since idle children are killed at the end of a run.
+writes its table every ~0.5 s of CPU, since idle children are killed at the end of a run
+(and the children, forks of the fork server, end with `os._exit`); a fork starts a profile of
+its own.
+
+`--real` profiles the run on the real pages and PDFs of ../shared/real-samples instead
+(`text_real_bench.py` writes their WARC).
 """
 
 from __future__ import annotations
@@ -33,13 +38,23 @@ PYTHON = sys.executable
 _SITECUSTOMIZE = r'''
 import os, sys
 _out = os.environ.get("OPENMSD_PROFILE_DIR")
-# the worker (`-m openmsd_build.cli`) and the extractor children (fd, fd, config)
-_child = len(sys.argv) == 4 and sys.argv[1].isdigit()
+# the worker (`-m openmsd_build.cli`) and the extractor children's fork server (fd, config);
+# each child forked from the server starts its own profile (`_forked`)
+_server = len(sys.argv) == 3 and sys.argv[1].isdigit()
 if _out:
     import collections, json, signal, time
     _cost = collections.Counter()
     _last = [time.process_time(), 0.0]
-    _role = "extractor child" if _child else "worker"
+    _role = "fork server" if _server else "worker"
+
+    def _forked():
+        global _role
+        _role = "extractor child"
+        _cost.clear()
+        _last[:] = [time.process_time(), 0.0]
+        signal.setitimer(signal.ITIMER_PROF, 0.002, 0.002)  # timers are not inherited
+
+    os.register_at_fork(after_in_child=_forked)
 
     def _dump():
         path = os.path.join(_out, f"{os.getpid()}.json")
@@ -90,11 +105,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--papers", type=int, default=2_000)
     parser.add_argument("--top", type=int, default=15, help="functions shown per process")
+    parser.add_argument("--real", action="store_true", help="the real samples instead of the bench sample")
     args = parser.parse_args()
     sys.path.insert(0, str(HERE))
     from run_all import prepare_text_sample
 
-    sample, build = prepare_text_sample(args.papers)
+    if args.real:
+        from text_real_bench import SAMPLES, prepare
+
+        data = HERE / "data" / "real-text"
+        papers, args.papers = prepare(SAMPLES, data)
+        sample, build = data, papers.parent
+    else:
+        sample, build = prepare_text_sample(args.papers)
     with tempfile.TemporaryDirectory() as tmp:
         site, out, copy = Path(tmp) / "site", Path(tmp) / "profiles", Path(tmp) / "build"
         site.mkdir()

@@ -121,9 +121,8 @@ def _run_text(out: str, fetch: str, beam_args: list[str], fetch_config: FetchCon
 
     started = time.time()
     if fetch != "none" and runs_in_this_process(options) and _STARTED != (fetch, extract_workers, extract_timeout):
-        # the DoFns will run here: their children import while Beam plans and reads papers,
-        # taking turns on the cores the planning leaves them (`prepare` did it already when
-        # the command line said enough)
+        # the DoFns will run here: their fork server imports while Beam plans and reads
+        # papers (`prepare` did it already when the command line said enough)
         close_spares()
         start_children(fetch, extract_workers, cores_per_local_worker(options), extract_timeout)
     # documents/, fetch/, rejects/text/ and _stats/text.json are written under a temporary
@@ -144,9 +143,10 @@ HEAD_START = True
 
 
 def start_children(fetch: str, extract_workers: int, cores: int, extract_timeout: float) -> None:
-    """Start the stage's children for a run in this process (`isolate.prewarm`), taking turns
-    to import on the cores the worker leaves them; with local `warc:` archives, one child per
-    such core extracts the archives' documents ahead of the pipeline (`extract/ahead.py`)."""
+    """Start the stage's children for a run in this process (`isolate.prewarm`: forks of one
+    warm server, which imports on a core the worker leaves it); with local `warc:` archives,
+    one child per such core extracts the archives' documents ahead of the pipeline
+    (`extract/ahead.py`)."""
     from openmsd_build.text.extract.ahead import local_archives
     from openmsd_build.text.fetch.result import DEFAULT_ACCEPTED_TYPES
     from openmsd_build.text.fetch.warc_backend import DEFAULT_REPLAY_MAX_BYTES
@@ -158,7 +158,7 @@ def start_children(fetch: str, extract_workers: int, cores: int, extract_timeout
         ahead = (AHEAD_JOB, {"paths": archives, "timeout": extract_timeout,
                              "max_bytes": min(DEFAULT_REPLAY_MAX_BYTES, DEFAULT_MAX_BYTES),
                              "accepted_types": list(DEFAULT_ACCEPTED_TYPES)})
-    prewarm(extract_workers, import_turns=cores - 1, ahead=ahead, extractors=STAGE_JOBS, timeout=extract_timeout)
+    prewarm(extract_workers, spare_cores=cores - 1, ahead=ahead, extractors=STAGE_JOBS, timeout=extract_timeout)
     _STARTED = (fetch, extract_workers, extract_timeout)
 
 

@@ -191,7 +191,7 @@ def test_a_pool_takes_the_answers_of_a_prewarmed_child_working_ahead(tmp_path, m
     jobs, marker = _marked_ahead(tmp_path, monkeypatch)
     kwargs = {"paths": paths, "timeout": 60.0, "max_bytes": DEFAULT_REPLAY_MAX_BYTES,
               "accepted_types": list(DEFAULT_ACCEPTED_TYPES), "marker": str(marker)}
-    isolate.prewarm(2, import_turns=1, ahead=(AHEAD_JOB, kwargs), extractors=jobs, timeout=60.0)
+    isolate.prewarm(2, spare_cores=1, ahead=(AHEAD_JOB, kwargs), extractors=jobs, timeout=60.0)
     pool = isolate.ExtractorPool(2, extractors=jobs, timeout=60.0)
     try:
         _wait_for(marker)  # the head start has reached the end of the archives
@@ -229,7 +229,7 @@ def _hostile_head_start(tmp_path: Path, monkeypatch, then: str, timeout: float) 
             AHEAD_JOB: STAGE_JOBS[AHEAD_JOB]}
     kwargs = {"paths": paths, "timeout": 60.0, "max_bytes": DEFAULT_REPLAY_MAX_BYTES,
               "accepted_types": list(DEFAULT_ACCEPTED_TYPES)}
-    isolate.prewarm(1, import_turns=1, ahead=(AHEAD_JOB, kwargs), extractors=jobs, timeout=timeout)
+    isolate.prewarm(1, spare_cores=1, ahead=(AHEAD_JOB, kwargs), extractors=jobs, timeout=timeout)
     return isolate.ExtractorPool(1, extractors=jobs, timeout=timeout), marker
 
 
@@ -423,3 +423,63 @@ def test_a_damaged_archive_costs_only_its_own_records(tmp_path) -> None:
     answer = _ahead([str(garbage), str(cut), paths[1]])
     assert {key for key in answer["results"] if key[1] == paths[1]} == {key for key in whole if key[1] == paths[1]}
     assert all(key[1] in (str(cut), paths[1]) for key in answer["results"])
+
+
+def _slow_head_start(tmp_path: Path, monkeypatch, page_s: float) -> tuple[isolate.ExtractorPool, Path]:
+    """A child working ahead whose page extractor takes `page_s` seconds a page (marking that
+    it has begun), and a pool of two children that will adopt it."""
+    marker = tmp_path / "began"
+    (tmp_path / "slowjobs.py").write_text(
+        "import time\nfrom pathlib import Path\n\n"
+        f"def page(data, **_kw):\n    Path({str(marker)!r}).write_text('in')\n    time.sleep({page_s})\n"
+        "    return {'title': 'slow'}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    paths = write_redirect_warcs(tmp_path / "warc")
+    jobs = {"html": "slowjobs:page", "debug_echo": "openmsd_build.text.extract.isolate:_debug_echo",
+            AHEAD_JOB: STAGE_JOBS[AHEAD_JOB]}
+    kwargs = {"paths": paths, "timeout": 60.0, "max_bytes": DEFAULT_REPLAY_MAX_BYTES,
+              "accepted_types": list(DEFAULT_ACCEPTED_TYPES)}
+    isolate.prewarm(2, spare_cores=1, ahead=(AHEAD_JOB, kwargs), extractors=jobs, timeout=60.0)
+    return isolate.ExtractorPool(2, extractors=jobs, timeout=60.0), marker
+
+
+def test_a_document_not_yet_filed_waits_for_the_adopted_head_start_instead_of_extracting_it_twice(
+        tmp_path, monkeypatch) -> None:
+    """The head start answers only after the document it is in; a document submitted before
+    that may be one it has done, so the pool first waits for the answer (and files it):
+    here the head start's first page is filed before the submitted document is sent."""
+    pool, marker = _slow_head_start(tmp_path, monkeypatch, page_s=0.5)
+    try:
+        _wait_for(marker)
+        pool.start()
+        assert pool.pending == 1 and isolate._AHEAD["filed"] == 0
+        assert pool.submit("x", "debug_echo", b"abc", ahead_key=("html", "elsewhere", 0, "x")) == []
+        assert isolate._AHEAD["filed"] >= 1 and pool.pending == 1 and not any(w._ahead for w in pool.workers)
+        [(tag, result, reason, _detail)] = pool.drain()
+        assert (tag, reason) == ("x", None) and result["n_bytes"] == 3
+        # once per pool: the next miss does not wait (there is nothing left to wait for)
+        assert pool._ahead_wait_left > 0
+    finally:
+        pool.close()
+        isolate.close_spares()
+
+
+def test_a_head_start_stuck_in_a_document_delays_the_next_only_by_the_short_wait(tmp_path, monkeypatch) -> None:
+    """A head start hanging in a hostile page: the first document waits `AHEAD_WAIT_S` at
+    most, then goes to the free child; the stuck one is killed at its own deadline."""
+    monkeypatch.setattr(isolate, "AHEAD_WAIT_S", 0.3)
+    pool, marker = _slow_head_start(tmp_path, monkeypatch, page_s=3600)
+    for worker in pool.workers:
+        worker.timeout = 2.0
+    try:
+        _wait_for(marker)
+        pool.start()
+        started = time.monotonic()
+        answers = pool.submit("x", "debug_echo", b"abcd", ahead_key=("html", "elsewhere", 0, "x"))
+        assert time.monotonic() - started < 5 and isolate._AHEAD["filed"] == 0 and pool._ahead_wait_left <= 0
+        answers += pool.drain()
+        [(tag, result, reason, _detail)] = answers
+        assert (tag, reason) == ("x", None) and result["n_bytes"] == 4 and pool.stats["killed"] == 1
+    finally:
+        pool.close()
+        isolate.close_spares()

@@ -4,6 +4,7 @@ document still extracts."""
 from __future__ import annotations
 
 import pickle
+import signal
 import time
 from pathlib import Path
 
@@ -257,60 +258,118 @@ def test_released_children_serve_the_next_pool_of_the_same_configuration() -> No
     assert not any(os.path.exists(f"/proc/{pid}") for pid in pids)
 
 
-_TAKE_TURN = """
+def _parent_of(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as stat:
+        return int(stat.read().rsplit(")", 1)[1].split()[1])
+
+
+def _gone(pid: int, within: float = 10.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                if stat.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_children_are_forked_from_one_warm_server_which_replaces_the_killed_and_reports_exit_codes() -> None:
+    """Every child of a configuration is a fork of one server (`forkserver.py`): a child killed
+    after a timeout, or one that died, is replaced by another fork of the same server, and a
+    crash is reported with the exit code the server reaped."""
+    from openmsd_build.text.extract import isolate
+
+    isolate.close_fork_servers()
+    pool = isolate.ExtractorPool(2, timeout=2.0, debug_kinds=True)
+    try:
+        pool.start()
+        server = isolate._fork_server(pool.workers[0].extractors)
+        assert {_parent_of(w.pid) for w in pool.workers} == {server.process.pid}
+        assert pool.submit("slow", "debug_sleep", b"30") == []
+        answers = pool.drain()
+        assert answers[0][:3] == ("slow", None, "timeout")
+        one = pool.workers[0]
+        assert one.extract("debug_exit", b"3") == (None, "crashed") and "exit code 3" in one.last_error
+        assert one.extract("debug_abort", b"") == (None, "crashed") and f"exit code -{signal.SIGABRT}" in one.last_error
+        assert one.extract("debug_echo", b"xy")[0]["n_bytes"] == 2
+        assert _parent_of(one.pid) == server.process.pid and server.accepting
+        assert one.stats["started"] == 4
+    finally:
+        pool.close()
+        isolate.close_fork_servers()
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_a_closed_server_lets_its_children_finish_and_exits_after_them() -> None:
+    """`close_fork_servers` (a run's end, a DoFn's teardown) stops the server making children,
+    not the children in use: they answer until their pool closes them, and the server exits
+    after the last. The next child starts a new server."""
+    from openmsd_build.text.extract import isolate
+
+    isolate.close_fork_servers()
+    extractor = isolate.IsolatedExtractor(timeout=10.0, debug_kinds=True)
+    try:
+        pid = extractor.extract("debug_echo", b"")[0]["pid"]
+        server = isolate._fork_server(extractor.extractors)
+        isolate.close_fork_servers()
+        assert extractor.begin("debug_sleep", b"0.3") is None
+        assert extractor.finish()[0] == {"slept": 0.3} and extractor.pid == pid
+        assert server.process.poll() is None  # still waiting for its child
+        extractor.close()
+        assert server.process.wait(timeout=10) == 0
+        assert extractor.extract("debug_echo", b"")[0]["pid"] != pid
+        assert isolate._fork_server(extractor.extractors) is not server
+    finally:
+        extractor.close()
+        isolate.close_fork_servers()
+
+
+_DIES_WITH_A_CHILD_BUSY = """
 import sys, time
-from openmsd_build.text.extract.isolate import _import_turn
-print("waiting", flush=True)
-with _import_turn(sys.argv[1]):
-    print("in", flush=True)
-    time.sleep(float(sys.argv[2]))
+from openmsd_build.text.extract.isolate import IsolatedExtractor, _fork_server
+extractor = IsolatedExtractor(timeout=600.0, debug_kinds=True)
+extractor.start()
+extractor.begin("debug_sleep", b"600")
+print(extractor.pid, _fork_server(extractor.extractors).process.pid, flush=True)
+time.sleep(600)
 """
 
 
-def test_prewarmed_children_take_turns_to_import_and_a_dead_holder_frees_the_turn(tmp_path) -> None:
-    """`prewarm`'s children take turns to import (`_import_turn`), so the parent, busy
-    planning the pipeline, keeps a core; a holder that dies releases its turn (a killed
-    child cannot stall its siblings), and a lock that cannot be made only means no turns."""
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_a_caller_killed_mid_document_takes_the_server_and_the_busy_child_with_it() -> None:
+    """Only the caller enforces a document's time limit, so when it dies (SIGKILL: no
+    teardown runs) the server kills its children and exits: nothing is left running."""
     import subprocess
     import sys
 
-    from openmsd_build.text.extract import isolate
-
-    lock = str(tmp_path / "turn")
-    holder = subprocess.Popen([sys.executable, "-c", _TAKE_TURN, lock, "60"], stdout=subprocess.PIPE, text=True)
+    caller = subprocess.Popen([sys.executable, "-c", _DIES_WITH_A_CHILD_BUSY], stdout=subprocess.PIPE, text=True)
     try:
-        assert holder.stdout.readline() == "waiting\n" and holder.stdout.readline() == "in\n"
-        waiter = subprocess.Popen([sys.executable, "-c", _TAKE_TURN, lock, "0"], stdout=subprocess.PIPE, text=True)
-        assert waiter.stdout.readline() == "waiting\n"
-        time.sleep(0.5)
-        assert waiter.poll() is None  # at the lock, not in
-        holder.kill()  # dies holding it
-        out, _ = waiter.communicate(timeout=30)
-        assert out == "in\n" and waiter.returncode == 0
+        child, server = map(int, caller.stdout.readline().split())
+        assert not _gone(child, within=0.5) and _parent_of(child) == server
     finally:
-        holder.kill()
-        holder.wait()
-    with isolate._import_turn(str(tmp_path / "no-such-dir" / "turn")):
-        pass
+        caller.kill()
+        caller.wait()
+    assert _gone(child) and _gone(server)
 
 
-@pytest.mark.parametrize(("count", "turns", "locks"), [(3, 1, {"turn-0"}), (3, 2, {"turn-0", "turn-1"}), (2, 2, set())])
-def test_prewarm_gives_its_children_as_many_turns_as_it_is_told(count: int, turns: int, locks: set[str]) -> None:
-    """The children share `import_turns` lock files (one per core the parent leaves them);
-    as many children as turns need none. They all become ready."""
+def test_prewarm_starts_every_child_from_one_server_and_they_all_answer() -> None:
+    """`prewarm` asks one server for all its children at once (the server is still importing:
+    the requests wait in its socket), and each becomes ready."""
     from openmsd_build.text.extract import isolate
 
-    directory = Path(isolate._import_lock_path()).parent
-    for old in directory.glob("turn-*"):
-        old.unlink()
+    isolate.close_spares()
     options = {"timeout": 10.0, "debug_kinds": True}
-    isolate.prewarm(count, import_turns=turns, **options)
-    pool = isolate.ExtractorPool(count, **options)
+    isolate.prewarm(3, spare_cores=1, **options)
+    pool = isolate.ExtractorPool(3, **options)
     try:
         pool.start()
-        answers = [pool.submit(k, "debug_echo", b"x") for k in range(count)] + [pool.drain()]
-        assert sorted(tag for batch in answers for tag, _r, reason, _d in batch if reason is None) == list(range(count))
-        assert {p.name for p in directory.glob("turn-*")} == locks
+        answers = [pool.submit(k, "debug_sleep", b"0.5") for k in range(3)] + [pool.drain()]
+        assert sorted(tag for batch in answers for tag, _r, reason, _d in batch if reason is None) == [0, 1, 2]
+        assert len({w.pid for w in pool.workers}) == 3 and len(isolate._SERVERS) == 1
     finally:
         pool.close()
         isolate.close_spares()

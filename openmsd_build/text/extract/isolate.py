@@ -14,20 +14,23 @@ document is extracted in a small reusable child process:
 * an address-space limit (`max_memory_mb`, RLIMIT_AS) in the child turns a memory bomb into a
   `MemoryError` (`out_of_memory`) instead of the machine's OOM killer taking the Beam worker.
 
-The child is a fresh interpreter (`python -m openmsd_build.text.extract.isolate`, talking over two
-pipes with multiprocessing's `Connection` framing), not a fork: forking a Beam worker that
-runs threads (gRPC) can deadlock the child, and multiprocessing's own "spawn" re-imports the
-parent's `__main__`, which breaks any caller script without an `if __name__ == "__main__"`
-guard. Start-up (imports) is done before the first document and is not counted against a
-document's time limit.
+The child is a fork of a warm fork server (`forkserver.py`: a fresh interpreter that imports
+the extractors and does their first-use work once, then forks a child per request, talking to
+it over two pipes with multiprocessing's `Connection` framing), not a fork of the caller:
+forking a Beam worker that runs threads (gRPC) can deadlock the child, and multiprocessing's
+own "spawn" re-imports the parent's `__main__`, which breaks any caller script without an
+`if __name__ == "__main__"` guard. Start-up (the server's imports) is done before the first
+document and is not counted against a document's time limit; a child killed after a timeout
+or a crash is replaced by a new fork in milliseconds, not a new interpreter.
 
-Stopping (Ctrl-C): the child runs in its own process group (`process_group=0`) and ignores
-SIGINT, so a terminal's Ctrl-C, which goes to the whole foreground group, reaches only the
-parent. The parent then stops at once: an interrupt (or any error) while it waits for an
+Stopping (Ctrl-C): the server and its children run in their own process group
+(`process_group=0`) and ignore SIGINT, so a terminal's Ctrl-C, which goes to the whole
+foreground group, reaches only the parent. The parent then stops at once: an interrupt (or any error) while it waits for an
 answer kills the child, so the next request never reads a stale answer and the shutdown
 does not wait for the document to finish. The child exits by itself when the parent is
-gone: at once on the closed pipe when idle, and within a second through a watchdog thread
-that notices the parent changed (re-parenting) when busy in a long document.
+gone: at once on the closed pipe when idle; when busy in a long document, the server,
+noticing it was re-parented, kills its children within a tick (and a child whose server is
+gone exits within a second through a watchdog thread that notices the same).
 
 `ExtractorPool` runs several such children at once for a caller that hands over work one
 piece at a time (the text stage's fetching DoFn; `BuildDocuments` uses it for its own job):
@@ -39,8 +42,8 @@ answers `timeout`. What the pool adds is that reading the next record and extrac
 last one overlap, and that a local run's one worker uses every core (`bench/README.md`).
 
 Children are started once per local run, not once per pool: `prewarm` starts them before the
-pipeline (they import while Beam plans, taking turns: `_import_turn`), and a pool whose bundle is done hands its idle
-children back (`ExtractorPool.release`) to the next pool of this process with the same jobs
+pipeline (the server imports on one core while Beam plans), and a pool whose bundle is done
+hands its idle children back (`ExtractorPool.release`) to the next pool of this process with the same jobs
 and memory limit (the follow-up pass, document building, the next bundle). The limits that
 live in the parent (time limit, size cap) are the adopting pool's. A child is only ever
 handed over idle, never with a document or an unread answer in it -- with one exception:
@@ -56,24 +59,20 @@ do it) and call `close()` in `teardown()`.
 
 from __future__ import annotations
 
+import atexit
 import importlib
-import json
 import logging
 import os
-import signal
 import subprocess
-import sys
-import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Iterator
-from contextlib import contextmanager
 from multiprocessing.connection import Connection
 from typing import Any
 
 from openmsd_build.core.ordered_pool import quiet_collector
 from openmsd_build.core.spares import Shelf
+from openmsd_build.text.extract.forkserver import ForkedChild, ForkServer
 
 LOG = logging.getLogger(__name__)
 
@@ -82,6 +81,9 @@ DEFAULT_MAX_BYTES = 50 * 1024 * 1024
 """50 MB: beyond the largest ordinary paper PDF; bigger files are scans or datasets."""
 DEFAULT_MAX_MEMORY_MB = 3072
 STARTUP_TIMEOUT_S = 120.0
+AHEAD_WAIT_S = 1.0
+"""At most this long, once per pool, a document waits for an adopted head start's answer
+(`ExtractorPool._await_head_starts`)."""
 PARENT_CHECK_S = 0.5
 
 # Reasons reported next to a None result.
@@ -105,6 +107,10 @@ EXTRACTORS: dict[str, str] = {
 WARM_IMPORTS: dict[str, tuple[str, ...]] = {
     "html": ("lxml.html", "trafilatura", "openmsd_build.text.language"),
     "pdf": ("pypdfium2",),
+}
+# First-use work of an extractor, done before "ready" too: kind -> "module:function" (no arguments).
+WARM_UPS: dict[str, str] = {
+    "html": "openmsd_build.text.extract.landing:warm_up",
 }
 # Misbehaving extractors for tests and for checking a deployment's limits; enabled only with
 # `debug_kinds=True`. Their input bytes are an ASCII number (seconds to sleep, MB to allocate).
@@ -149,57 +155,34 @@ def _load(spec: str) -> Any:
     return getattr(importlib.import_module(module_name), function_name)
 
 
-@contextmanager
-def _import_turn(lock_path: str | None) -> Iterator[None]:
-    """Hold the file lock at `lock_path` (if any) while the block runs: children that
-    `prewarm` starts together take turns to import instead of all importing at once.
-
-    Why: they start while the parent builds and plans the Beam pipeline, which is the run's
-    critical path. Three children importing at once on a 2-core machine left the parent
-    half a core for ~0.5 s (its graph build took 1.0-1.2 s instead of 0.6-0.8 s); one at a
-    time, the parent keeps a core, and on that machine the children were still ready before
-    the first document. `prewarm` gives the children as many locks as there are cores
-    besides the parent's, so a large machine still imports them side by side. A `flock` is
-    dropped by the kernel when its holder dies, so a child killed while importing cannot
-    stall the others; without `fcntl` (or the file) there is no turn."""
-    handle = None
-    if lock_path:
-        try:
-            import fcntl
-
-            handle = open(lock_path, "a")  # noqa: SIM115 - closed below, which releases the lock
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        except (ImportError, OSError):
-            if handle is not None:
-                handle.close()
-            handle = None
-    try:
-        yield
-    finally:
-        if handle is not None:
-            handle.close()
+def load_extractors(extractors: dict[str, str]) -> dict[str, Any]:
+    """The extractor functions of `extractors` (kind -> "module:function"), with the heavy
+    modules they import lazily imported now and their first-use work done (`WARM_UPS`), so
+    a document's time limit pays for neither. Raises ImportError for a missing module. The
+    fork server (`forkserver.py`) calls it once; every child it forks shares the result."""
+    functions = {kind: _load(spec) for kind, spec in extractors.items()}
+    for kind, modules in WARM_IMPORTS.items():
+        if kind in functions:
+            for module in modules:
+                importlib.import_module(module)
+    for kind, spec in WARM_UPS.items():
+        if kind in functions:
+            _load(spec)()
+    return functions
 
 
-_IMPORT_LOCK_DIR: tempfile.TemporaryDirectory | None = None
+def _child_serves(request_fd: int, answer_fd: int, functions: dict[str, Any], max_memory_mb: int | None) -> int:
+    """A forked child's life (`forkserver._fork_child`): watch its parent, serve its pipes
+    until the caller is done; the exit code."""
+    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True, name="parent-watchdog").start()
+    _serve_requests(Connection(request_fd, writable=False), Connection(answer_fd, readable=False), functions,
+                    max_memory_mb)
+    return 0
 
 
-def _import_lock_path(turn: int = 0) -> str | None:
-    """This process's lock file number `turn` for `_import_turn` (in a temporary directory
-    removed at exit); None, so no turns, when no temporary directory can be made."""
-    global _IMPORT_LOCK_DIR
-    if _IMPORT_LOCK_DIR is None:
-        try:
-            _IMPORT_LOCK_DIR = tempfile.TemporaryDirectory(prefix="openmsd-imports-")
-        except OSError:
-            return None
-    return os.path.join(_IMPORT_LOCK_DIR.name, f"turn-{turn}")
-
-
-def _worker_main(conn_in: Connection, conn_out: Connection, extractors: dict[str, str], max_memory_mb: int | None,
-                 import_lock: str | None = None) -> None:
-    """Child loop: import the extractors (in turn with its siblings when `import_lock` is
-    given), say "ready", then answer one request at a time. Runs until the parent sends None
-    or closes the pipe."""
+def _serve_requests(conn_in: Connection, conn: Connection, functions: dict[str, Any], max_memory_mb: int | None) -> None:
+    """Child loop: set the memory limit, say "ready", then answer one request at a time.
+    Runs until the parent sends None or closes the pipe."""
     if max_memory_mb:
         try:
             import resource
@@ -208,19 +191,7 @@ def _worker_main(conn_in: Connection, conn_out: Connection, extractors: dict[str
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         except (ImportError, ValueError, OSError):  # not on this platform / not allowed
             pass
-    try:
-        with _import_turn(import_lock):
-            functions = {kind: _load(spec) for kind, spec in extractors.items()}
-            for kind, modules in WARM_IMPORTS.items():  # so a document's time limit excludes imports
-                if kind in functions:
-                    for module in modules:
-                        importlib.import_module(module)
-    except ImportError as exc:
-        # say what is missing instead of dying: the parent turns it into a clear error
-        conn_out.send(("fatal", f"cannot import {exc.name or exc}: {exc}"))
-        return
     quiet_collector()
-    conn = conn_out
     conn.send(("ready", os.getpid()))
     while True:
         try:
@@ -273,7 +244,7 @@ class IsolatedExtractor:
             self.extractors.update(DEBUG_EXTRACTORS)
         self.last_error: str | None = None
         self.stats: dict[str, int] = {"started": 0, "killed": 0, "crashed": 0, "documents": 0}
-        self._process: subprocess.Popen[bytes] | None = None
+        self._process: ForkedChild | None = None
         self._conn: Connection | None = None  # parent -> child
         self._answers: Connection | None = None  # child -> parent
         self._lock = threading.Lock()
@@ -377,24 +348,18 @@ class IsolatedExtractor:
         if not self._alive() and not self._adopt_spare():
             self._spawn()
 
-    def _spawn(self, import_lock: str | None = None) -> None:
+    def _spawn(self) -> None:
+        """Ask this configuration's fork server for a child (`forkserver.py`): the child's
+        pipes are made here, so the first request can be written at once."""
         self._discard()
         request_r, request_w = os.pipe()
         answer_r, answer_w = os.pipe()
-        config = json.dumps({"extractors": self.extractors, "max_memory_mb": self.max_memory_mb,
-                             "import_lock": import_lock})
-        env = dict(os.environ)
-        # whatever the parent can import (tests, a Beam staging dir), the child can import
-        env["PYTHONPATH"] = os.pathsep.join([p for p in sys.path if p] + [env.get("PYTHONPATH", "")]).strip(os.pathsep)
         try:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "openmsd_build.text.extract.isolate", str(request_r), str(answer_w), config],
-                pass_fds=(request_r, answer_w),
-                stdin=subprocess.DEVNULL,
-                env=env,
-                close_fds=True,
-                process_group=0,  # out of the terminal's group: Ctrl-C is the parent's to handle
-            )
+            process = _fork_server(self.extractors).fork(request_r, answer_w, self.max_memory_mb)
+        except BaseException:
+            os.close(request_w)
+            os.close(answer_r)
+            raise
         finally:
             os.close(request_r)
             os.close(answer_w)
@@ -579,6 +544,7 @@ class ExtractorPool:
         self.workers = [IsolatedExtractor(**extractor_options) for _ in range(self.size)]
         self._tags: dict[int, Any] = {}
         self._carried: list[tuple[Any, dict[str, Any] | None, str | None, str | None]] = []
+        self._ahead_wait_left = AHEAD_WAIT_S  # `_await_head_starts`
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_tags": {}, "_carried": []}
@@ -607,6 +573,8 @@ class ExtractorPool:
             return [(tag, *refused)] + self.collect_ready()
         if ahead_key is not None:
             extraction = take_ahead(ahead_key)
+            if extraction is None and self._await_head_starts():
+                extraction = take_ahead(ahead_key)
             if extraction is not None:
                 return [(tag, extraction, None, None)] + self.collect_ready()
         done, self._carried = self._carried, []
@@ -623,6 +591,34 @@ class ExtractorPool:
             self._carried = done
             raise
         return done
+
+    def _await_head_starts(self) -> bool:
+        """Wait for the answers of the head starts this pool adopted (children it asked to
+        stop working ahead, `IsolatedExtractor._adopt_spare`) and file them; True if any came.
+
+        Why: a child working ahead answers only when it has finished the document it is in,
+        and until then every document it has already extracted looks missing. The text
+        stage's first documents are mostly among those (on the real samples, 5-8 of ~50 were
+        extracted twice), so a document that is not filed waits for them -- once per pool,
+        at most `AHEAD_WAIT_S` in all, so a head start stuck in a hanging document costs
+        that wait, not its time limit."""
+        from multiprocessing.connection import wait
+
+        settled = False
+        while self._ahead_wait_left > 0:
+            ahead = [w for w in self.workers if w._ahead and not w._starting and w._answers is not None]
+            if not ahead:
+                break
+            began = time.monotonic()
+            try:
+                ready = set(map(id, wait([w._answers for w in ahead], self._ahead_wait_left)))
+            finally:
+                self._ahead_wait_left -= time.monotonic() - began
+            for worker in ahead:
+                if id(worker._answers) in ready:
+                    worker._settle_ahead()
+                    settled = True
+        return settled
 
     def collect_ready(self) -> list[tuple[Any, dict[str, Any] | None, str | None, str | None]]:
         """The answers that are in now, without waiting (and children past their deadline
@@ -707,7 +703,7 @@ class ExtractorPool:
 # (`prewarm`) or handed back by a pool between bundles (`ExtractorPool.release`). A child's
 # limits that live in the parent (time limit, size cap) belong to whichever pool adopts it.
 # The last flag: the child is working ahead (`prewarm(ahead=...)`); whoever adopts it stops it.
-_Spare = tuple[subprocess.Popen, Connection, Connection, bool, bool]
+_Spare = tuple[ForkedChild, Connection, Connection, bool, bool]
 
 
 def _spare_key(extractors: dict[str, str], max_memory_mb: int | None) -> tuple[tuple[tuple[str, str], ...], int | None]:
@@ -727,7 +723,7 @@ def _close_spare(spare: _Spare) -> None:
     _kill(process, (conn, answers))
 
 
-def _kill(process: subprocess.Popen | None, conns: tuple[Connection | None, ...]) -> None:
+def _kill(process: ForkedChild | None, conns: tuple[Connection | None, ...]) -> None:
     """Close a child's pipes, kill it and reap it (a discarded child, a spare no one took)."""
     for conn in conns:
         if conn is not None:
@@ -744,24 +740,22 @@ def _kill(process: subprocess.Popen | None, conns: tuple[Connection | None, ...]
             LOG.warning("extraction worker %s did not exit after kill", process.pid)
 
 
-def prewarm(count: int, import_turns: int = 1, ahead: tuple[str, dict[str, Any]] | None = None,
+def prewarm(count: int, spare_cores: int = 1, ahead: tuple[str, dict[str, Any]] | None = None,
             **extractor_options: Any) -> None:
-    """Start `count` children now, without waiting for their imports, for the pools this
-    process will create with the same extractors and memory limit: a local run calls it
-    before the pipeline starts, so the children import while Beam plans and reads --
-    `import_turns` of them at a time (`_import_turn`; the caller passes the cores it leaves
-    them, since the parent is busy meanwhile).
+    """Start `count` children now, without waiting, for the pools this process will create
+    with the same extractors and memory limit: a local run calls it before the pipeline
+    starts, so the fork server imports (on one core) while Beam plans and reads, and the
+    children are forked as soon as it is warm.
 
     `ahead` (a job of the extractors marked `runs_ahead`, and its keyword arguments): the
-    last child of each turn -- one per spare core, importing after its siblings -- runs it
-    as soon as it is ready, as lane `lane` of `lanes`, until a pool adopts it and asks for
-    its answer (`text/extract/ahead.py`: the archives' documents extracted while the
-    worker starts)."""
-    turns = max(1, import_turns)
-    lanes = min(turns, count) if ahead is not None else 0
+    last `spare_cores` children -- one per core the caller leaves them while it starts --
+    run it as soon as they are ready, as lane `lane` of `lanes`, until a pool adopts them and
+    asks for their answer (`text/extract/ahead.py`: the archives' documents extracted while
+    the worker starts)."""
+    lanes = min(max(1, spare_cores), count) if ahead is not None else 0
     for k in range(count):
         worker = IsolatedExtractor(**extractor_options)
-        worker._spawn(import_lock=_import_lock_path(k % turns) if count > turns else None)
+        worker._spawn()
         lane = k - (count - lanes)
         sent = False
         if ahead is not None and lane >= 0 and worker._conn is not None:
@@ -778,14 +772,45 @@ _SPARES: Shelf[_Spare] = Shelf(close=_close_spare, alive=lambda spare: spare[0].
 
 
 def close_spares() -> None:
-    """Stop every spare child of this process (the end of a run, a DoFn's teardown), and
-    drop the extractions worked out ahead that no one took."""
+    """Stop every spare child of this process (the end of a run, a DoFn's teardown), close
+    the fork servers (they exit once the children in use are gone) and drop the
+    extractions worked out ahead that no one took."""
     _SPARES.close_all()
+    close_fork_servers()
     if _AHEAD["filed"]:
         LOG.info("head start: %d documents extracted ahead, %d of them used", _AHEAD["filed"], _AHEAD["used"])
     _AHEAD_RESULTS.clear()
     _AHEAD.update(filed=0, used=0)
 
+
+# The fork server of each set of extractors (`forkserver.py`), started at the first child.
+_SERVERS: dict[tuple[tuple[str, str], ...], ForkServer] = {}
+_SERVERS_LOCK = threading.Lock()
+
+
+def _fork_server(extractors: dict[str, str]) -> ForkServer:
+    """This process's fork server for `extractors`, started now if there is none running."""
+    key = tuple(sorted(extractors.items()))
+    with _SERVERS_LOCK:
+        server = _SERVERS.get(key)
+        if server is None or not server.accepting:
+            if server is not None:
+                server.close()
+            server = _SERVERS[key] = ForkServer(extractors)
+        return server
+
+
+def close_fork_servers() -> None:
+    """Close this process's fork servers: no new children from them (the next child starts
+    a new server); each exits once the children it made are gone."""
+    with _SERVERS_LOCK:
+        servers = list(_SERVERS.values())
+        _SERVERS.clear()
+    for server in servers:
+        server.close()
+
+
+atexit.register(close_fork_servers)
 
 # Extractions a child worked out ahead (`prewarm(ahead=...)`), by the key its job filed them
 # under; a pool's `submit` takes one instead of sending the document (`take_ahead`).
@@ -821,24 +846,3 @@ def _exit_with_parent(parent: int) -> None:
     while os.getppid() == parent:
         time.sleep(PARENT_CHECK_S)
     os._exit(0)
-
-
-def _child_entry(argv: list[str]) -> None:
-    """`python -m openmsd_build.text.extract.isolate REQUEST_FD ANSWER_FD CONFIG_JSON` (started by
-    `IsolatedExtractor`, not by hand)."""
-    # Ctrl-C is the parent's: it stops the build and kills this process. A SIGINT here would
-    # only turn the current document into a bogus `crashed` and print a traceback.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True, name="parent-watchdog").start()
-    request_fd, answer_fd, config = int(argv[0]), int(argv[1]), json.loads(argv[2])
-    _worker_main(
-        Connection(request_fd, writable=False),
-        Connection(answer_fd, readable=False),
-        config["extractors"],
-        config.get("max_memory_mb"),
-        config.get("import_lock"),
-    )
-
-
-if __name__ == "__main__":
-    _child_entry(sys.argv[1:])

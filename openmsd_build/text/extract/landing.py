@@ -411,6 +411,17 @@ def extract_main_text(tree: lxml.html.HtmlElement | bytes | str, url: str | None
     return trafilatura.extract(tree, url=url, **TRAFILATURA_OPTIONS) or ""
 
 
+def warm_up() -> None:
+    """Do trafilatura's first-use work now: at its first jusText fallback it builds the union
+    of jusText's 100 stoplists (~0.2 s). The fork server calls this before forking, so no
+    child pays it inside a document's time limit, and each pays it never rather than once.
+    (The union is a set: its order does not change what jusText classifies.)"""
+    from trafilatura import external
+
+    if getattr(external, "JT_STOPLIST", True) is None and hasattr(external, "jt_stoplist_init"):
+        external.jt_stoplist_init()
+
+
 def _absolute_http_url(href: str, base: str | None) -> str | None:
     href = href.strip()
     if base:
