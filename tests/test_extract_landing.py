@@ -214,3 +214,30 @@ def test_real_pages_get_lxml_html_element_classes(real_samples: Path) -> None:
     pages = html_pages(real_samples)
     for page in pages:
         _classes_match_lxml_html(page.read_bytes())
+
+
+_WARM_OR_NOT = """
+import json, sys
+from pathlib import Path
+from trafilatura import external
+from openmsd_build.text.extract.landing import extract_landing, warm_up
+assert external.JT_STOPLIST is None
+if sys.argv[1] == "warm":
+    warm_up()
+    assert len(external.JT_STOPLIST) > 10_000
+out = [extract_landing(Path(p).read_bytes(), url="https://example.org/" + Path(p).name) for p in sys.argv[2:]]
+print(json.dumps(out, sort_keys=True))
+"""
+
+
+def test_warm_up_builds_the_jusText_stoplists_and_changes_no_extraction(real_samples: Path) -> None:
+    """`landing.warm_up` (run by the fork server before it forks the children) does
+    trafilatura's first-use work -- the union of jusText's stoplists -- and every real page
+    extracts the same with it as without it (each side in a fresh interpreter)."""
+    import subprocess
+    import sys
+
+    pages = [str(p) for p in html_pages(real_samples)]
+    runs = [subprocess.run([sys.executable, "-c", _WARM_OR_NOT, mode, *pages], capture_output=True, text=True,
+                           check=True).stdout for mode in ("warm", "cold")]
+    assert runs[0] == runs[1] and len(runs[0]) > 1000

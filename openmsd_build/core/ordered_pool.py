@@ -25,15 +25,13 @@ import pickle
 import signal
 import subprocess
 import sys
-import threading
-import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from multiprocessing.connection import Connection, wait
 from typing import Any, NoReturn
 
-PARENT_CHECK_S = 1.0
+from openmsd_build.core.children import child_env, exit_with_parent
 
 
 class WorkerCrashed(RuntimeError):
@@ -46,9 +44,7 @@ class _Child:
     def __init__(self, preload: Sequence[str], env_defaults: Mapping[str, str]) -> None:
         request_r, request_w = os.pipe()
         answer_r, answer_w = os.pipe()
-        env = {**env_defaults, **os.environ}
-        # the child resolves imports as this process does (a checkout on PYTHONPATH, pytest's rootdir)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        env = child_env(env_defaults)
         try:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "openmsd_build.core.ordered_pool", str(request_r), str(answer_w),
@@ -220,14 +216,6 @@ class OrderedPool:
 # ---------------------------------------------------------------- the child
 
 
-def _exit_with_parent(parent: int) -> None:
-    """Watchdog thread of a child: exit once the parent is gone (the child was re-parented),
-    even while the main thread is busy with a long piece of work."""
-    while os.getppid() == parent:
-        time.sleep(PARENT_CHECK_S)
-    os._exit(0)
-
-
 def _answer(answers: Connection, work: tuple[Callable[..., Any], tuple]) -> None:
     fn, args = work
     try:
@@ -265,7 +253,7 @@ def _child_main(argv: list[str]) -> None:
     # Ctrl-C is the parent's to handle: it stops the run and closes the pool.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     request_fd, answer_fd, parent = int(argv[0]), int(argv[1]), int(argv[2])
-    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True, name="parent-watchdog").start()
+    exit_with_parent(parent)
     for module in filter(None, argv[3].split(",")):
         __import__(module)
     quiet_collector()

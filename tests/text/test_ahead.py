@@ -457,8 +457,11 @@ def test_a_document_not_yet_filed_waits_for_the_adopted_head_start_instead_of_ex
         assert isolate._AHEAD["filed"] >= 1 and pool.pending == 1 and not any(w._ahead for w in pool.workers)
         [(tag, result, reason, _detail)] = pool.drain()
         assert (tag, reason) == ("x", None) and result["n_bytes"] == 3
-        # once per pool: the next miss does not wait (there is nothing left to wait for)
-        assert pool._ahead_wait_left > 0
+        # the next miss does not wait: no head start is left to wait for
+        started = time.monotonic()
+        assert pool.submit("y", "debug_echo", b"a", ahead_key=("html", "elsewhere", 1, "y")) == []
+        assert time.monotonic() - started < 0.3 and pool._ahead_wait_left > 0
+        assert [tag for tag, _r, reason, _d in pool.drain() if reason is None] == ["y"]
     finally:
         pool.close()
         isolate.close_spares()
@@ -476,7 +479,7 @@ def test_a_head_start_stuck_in_a_document_delays_the_next_only_by_the_short_wait
         pool.start()
         started = time.monotonic()
         answers = pool.submit("x", "debug_echo", b"abcd", ahead_key=("html", "elsewhere", 0, "x"))
-        assert time.monotonic() - started < 5 and isolate._AHEAD["filed"] == 0 and pool._ahead_wait_left <= 0
+        assert time.monotonic() - started < 1.5 and isolate._AHEAD["filed"] == 0 and pool._ahead_wait_left <= 0
         answers += pool.drain()
         [(tag, result, reason, _detail)] = answers
         assert (tag, reason) == ("x", None) and result["n_bytes"] == 4 and pool.stats["killed"] == 1

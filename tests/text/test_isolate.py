@@ -287,7 +287,7 @@ def test_children_are_forked_from_one_warm_server_which_replaces_the_killed_and_
     pool = isolate.ExtractorPool(2, timeout=2.0, debug_kinds=True)
     try:
         pool.start()
-        server = isolate._fork_server(pool.workers[0].extractors)
+        server = isolate.running_fork_server(pool.workers[0].extractors)
         assert {_parent_of(w.pid) for w in pool.workers} == {server.process.pid}
         assert pool.submit("slow", "debug_sleep", b"30") == []
         answers = pool.drain()
@@ -310,11 +310,12 @@ def test_a_closed_server_lets_its_children_finish_and_exits_after_them() -> None
     after the last. The next child starts a new server."""
     from openmsd_build.text.extract import isolate
 
-    isolate.close_fork_servers()
+    isolate.close_spares()
     extractor = isolate.IsolatedExtractor(timeout=10.0, debug_kinds=True)
     try:
         pid = extractor.extract("debug_echo", b"")[0]["pid"]
-        server = isolate._fork_server(extractor.extractors)
+        server = isolate.running_fork_server(extractor.extractors)
+        assert _parent_of(pid) == server.process.pid
         isolate.close_fork_servers()
         assert extractor.begin("debug_sleep", b"0.3") is None
         assert extractor.finish()[0] == {"slept": 0.3} and extractor.pid == pid
@@ -322,7 +323,7 @@ def test_a_closed_server_lets_its_children_finish_and_exits_after_them() -> None
         extractor.close()
         assert server.process.wait(timeout=10) == 0
         assert extractor.extract("debug_echo", b"")[0]["pid"] != pid
-        assert isolate._fork_server(extractor.extractors) is not server
+        assert isolate.running_fork_server(extractor.extractors) is not server
     finally:
         extractor.close()
         isolate.close_fork_servers()
@@ -330,11 +331,11 @@ def test_a_closed_server_lets_its_children_finish_and_exits_after_them() -> None
 
 _DIES_WITH_A_CHILD_BUSY = """
 import sys, time
-from openmsd_build.text.extract.isolate import IsolatedExtractor, _fork_server
+from openmsd_build.text.extract.isolate import IsolatedExtractor, running_fork_server
 extractor = IsolatedExtractor(timeout=600.0, debug_kinds=True)
 extractor.start()
 extractor.begin("debug_sleep", b"600")
-print(extractor.pid, _fork_server(extractor.extractors).process.pid, flush=True)
+print(extractor.pid, running_fork_server(extractor.extractors).process.pid, flush=True)
 time.sleep(600)
 """
 
@@ -372,4 +373,104 @@ def test_prewarm_starts_every_child_from_one_server_and_they_all_answer() -> Non
         assert len({w.pid for w in pool.workers}) == 3 and len(isolate._SERVERS) == 1
     finally:
         pool.close()
+        isolate.close_spares()
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_without_a_pidfd_the_server_kills_and_reports_the_exit() -> None:
+    """Where there are no pidfds (macOS, old kernels) a child is killed through its server,
+    which knows whether it has reaped it (so a reused pid is never hit), and its end is
+    known from the server's exit report: forced here by dropping a child's pidfd."""
+    from openmsd_build.text.extract import isolate
+
+    isolate.close_spares()
+    extractor = isolate.IsolatedExtractor(timeout=1.0, debug_kinds=True)
+    try:
+        extractor.start()
+        child = extractor._process
+        child._close_pidfd()
+        pid = child.pid
+        assert extractor.extract("debug_sleep", b"30") == (None, "timeout")
+        assert child.returncode == -signal.SIGKILL and _gone(pid)
+        assert extractor.extract("debug_echo", b"ab")[0]["n_bytes"] == 2
+    finally:
+        extractor.close()
+        isolate.close_spares()
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_a_server_that_dies_takes_its_children_and_the_next_document_gets_a_new_one() -> None:
+    """The server killed under a busy child: the child ends with it (its watchdog), the
+    document in it is `crashed`, and the next document is served by a new server."""
+    import os
+
+    from openmsd_build.text.extract import isolate
+
+    isolate.close_spares()
+    extractor = isolate.IsolatedExtractor(timeout=30.0, debug_kinds=True)
+    try:
+        extractor.start()
+        server = isolate.running_fork_server(extractor.extractors)
+        assert extractor.begin("debug_sleep", b"30") is None
+        os.kill(server.process.pid, signal.SIGKILL)
+        started = time.monotonic()
+        assert extractor.finish()[1] == "crashed" and time.monotonic() - started < 10
+        result, reason = extractor.extract("debug_echo", b"abc")
+        assert reason is None and result["n_bytes"] == 3
+        assert isolate.running_fork_server(extractor.extractors) is not server
+    finally:
+        extractor.close()
+        isolate.close_spares()
+
+
+def test_a_fork_that_fails_costs_that_child_only(monkeypatch) -> None:
+    """The server's handling of a fork request when `fork` fails (no memory, a process
+    limit): the child's caller reads why on its answer pipe, the server reports no pid and
+    keeps serving."""
+    import os
+    import socket
+    from multiprocessing.connection import Connection
+
+    from openmsd_build.text.extract import forkserver
+
+    ours, theirs = socket.socketpair()
+    server = forkserver._Server(theirs, {})
+    request_r, request_w = os.pipe()
+    answer_r, answer_w = os.pipe()
+
+    def no_fork() -> int:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    try:
+        server.handle(["fork", 7, None], [request_r, answer_w])
+        answers = Connection(answer_r, writable=False)
+        assert answers.poll(5)
+        kind, why = answers.recv()
+        assert kind == "fatal" and "cannot fork an extractor child" in why
+        server.channel.flush()
+        assert forkserver._Channel(ours).receive() == [(["forked", 7, None], [])]
+        assert server.children == {} and server.forking
+    finally:
+        os.close(request_w)
+        ours.close()
+        theirs.close()
+
+
+def test_killing_a_child_its_server_has_not_forked_yet_does_not_wait_for_the_server(tmp_path, monkeypatch) -> None:
+    """A server still importing (a slow extractor module here): discarding the child it has
+    not forked yet (an interrupt, a start-up timeout) returns at once; the child is killed
+    when reported, or ends on its closed pipes."""
+    from openmsd_build.text.extract import isolate
+
+    (tmp_path / "slowimport.py").write_text("import time\ntime.sleep(3)\n\ndef job(data):\n    return {}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    extractor = isolate.IsolatedExtractor(extractors={"slow": "slowimport:job"})
+    try:
+        extractor.spawn()
+        started = time.monotonic()
+        extractor._discard()
+        assert time.monotonic() - started < 1.0
+    finally:
+        extractor.close()
         isolate.close_spares()

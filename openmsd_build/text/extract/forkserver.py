@@ -14,51 +14,147 @@ fresh interpreter started with `subprocess` (`python -m openmsd_build.text.extra
 that never starts a thread, so forking it is safe. It runs in its own process group and
 ignores SIGINT, like the children it makes (a terminal's Ctrl-C is the caller's to handle).
 
-The protocol is a Unix `SOCK_SEQPACKET` socket pair, one message per request or report:
+The protocol is a Unix stream socket pair carrying length-prefixed JSON messages (`_Channel`;
+file descriptors ride along with SCM_RIGHTS, each message saying how many it carries):
 
 * the caller makes the child's two pipes itself and sends ``["fork", seq, max_memory_mb]``
-  with the child's ends attached (`SCM_RIGHTS`), so it can write the first request at once,
-  before the server has even finished importing;
-* the server forks; the child serves its pipes (`isolate._serve_requests`, the same loop a
-  spawned child ran); the server answers ``["forked", seq, pid]`` with a pidfd of the child
-  attached where the platform has them (Linux), so the caller can signal exactly that
-  process and never a later one that reused its pid;
-* the server reaps its children and reports ``["exit", pid, code]`` (`Popen.returncode`'s
-  convention: minus the signal for a killed child), so a crash is reported with its code.
+  with the child's ends attached, so it can write the first request at once, before the
+  server has even finished importing;
+* the server forks; the child serves its pipes (`isolate._serve_requests`); the server
+  answers ``["forked", seq, pid]`` with a pidfd of the child attached where the platform has
+  them (Linux 5.3+), so the caller signals exactly that process, never a later one that
+  reused its pid; without pidfds the caller asks the server (``["kill", seq]``), which
+  knows whether it has reaped the child yet;
+* the server reaps its children and reports ``["exit", seq, code]`` (`Popen.returncode`'s
+  convention: minus the signal for a killed child). Reports wait in the server's outbox
+  until the socket takes them; neither side ever blocks on the other.
 
 Lifetime: when the caller closes its end (`close`: the end of a run, a DoFn's teardown), the
 server makes no more children and exits once the last one has gone; the children it made
 keep serving the pools that hold them. When the caller dies, the server notices that it was
 re-parented, kills its children and exits; a server that dies takes its children with it
-(their watchdog sees the same re-parenting).
+(their watchdog sees the same re-parenting). A fork that fails (no memory, a process limit)
+costs that child only: its caller hears why on its answer pipe.
 """
 
 from __future__ import annotations
 
+import array
 import json
 import os
-import select
+import selectors
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
 import time
 import weakref
+from multiprocessing.connection import wait
 from typing import Any
 
+from openmsd_build.core.children import child_env
+
 SERVER_TICK_S = 0.1
-"""How often an idle server reaps children and checks its parent."""
-KILL_RESOLVE_S = 5.0
-_MESSAGE_BYTES = 4096
+"""How often an idle server checks its parent."""
+RESOLVE_S = 5.0
+"""How long the caller waits for the server's report of a child it needs the pid of."""
+_HEADER = struct.Struct("!I")
+_FD_SIZE = array.array("i").itemsize
+_MAX_FDS = 4
 
 
-def _config_env() -> dict[str, str]:
-    """The server's environment: whatever the caller can import (tests, a Beam staging
-    directory), the server and its children can import."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([p for p in sys.path if p] + [env.get("PYTHONPATH", "")]).strip(os.pathsep)
-    return env
+class _Channel:
+    """Length-prefixed JSON messages with file descriptors over a stream socket. `send`
+    writes whole messages (blocking, or into an outbox when `queue`), `receive` returns the
+    complete messages that have arrived, each with the descriptors it carried."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self._buffer = b""
+        self._fds: list[int] = []  # received, not yet handed out (in order)
+        self._outbox: list[tuple[bytes, list[int]]] = []  # (bytes left, descriptors still to attach)
+        self.closed = False  # the other end is gone (end of file)
+
+    @staticmethod
+    def _frame(message: list[Any], fds: list[int]) -> bytes:
+        body = json.dumps([message, len(fds)]).encode()
+        return _HEADER.pack(len(body)) + body
+
+    def send(self, message: list[Any], fds: list[int] | None = None) -> None:
+        """One message, whole, now (the server reads its socket all the time)."""
+        fds = fds or []
+        data = self._frame(message, fds)
+        sent = self.sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else [])
+        if sent < len(data):
+            self.sock.sendall(data[sent:])
+
+    def queue(self, message: list[Any], fds: list[int] | None = None) -> None:
+        """One message into the outbox (sent by `flush` as the socket takes it); the
+        descriptors are closed here once sent."""
+        self._outbox.append((self._frame(message, fds or []), list(fds or [])))
+
+    @property
+    def pending(self) -> bool:
+        return bool(self._outbox)
+
+    def queued_fds(self) -> list[int]:
+        """Descriptors waiting in the outbox (a forked child closes its copies)."""
+        return [fd for _data, fds in self._outbox for fd in fds]
+
+    def flush(self) -> None:
+        """Send what the socket takes now without blocking; the rest stays queued."""
+        while self._outbox:
+            data, fds = self._outbox[0]
+            ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
+            try:
+                sent = self.sock.sendmsg([data], ancillary, socket.MSG_DONTWAIT)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:  # the caller is gone: nobody reads reports any more
+                for _data, queued in self._outbox:
+                    for fd in queued:
+                        os.close(fd)
+                self._outbox.clear()
+                return
+            for fd in fds:  # attached to the first byte sent
+                os.close(fd)
+            if sent < len(data):
+                self._outbox[0] = (data[sent:], [])
+                return
+            self._outbox.pop(0)
+
+    def receive(self) -> list[tuple[list[Any], list[int]]]:
+        """The complete messages readable now (call when the socket is readable; reads once)."""
+        flags = getattr(socket, "MSG_CMSG_CLOEXEC", 0)
+        try:
+            data, ancillary, _flags, _addr = self.sock.recvmsg(65536, socket.CMSG_SPACE(_MAX_FDS * _FD_SIZE), flags)
+        except (BlockingIOError, InterruptedError):
+            return []
+        except OSError:
+            data, ancillary = b"", []
+        for level, kind, payload in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds = array.array("i")
+                fds.frombytes(payload[: len(payload) - len(payload) % _FD_SIZE])
+                for fd in fds:
+                    os.set_inheritable(fd, False)
+                self._fds.extend(fds)
+        if not data:
+            self.closed = True
+            return []
+        self._buffer += data
+        messages = []
+        while len(self._buffer) >= _HEADER.size:
+            (size,) = _HEADER.unpack_from(self._buffer)
+            if len(self._buffer) < _HEADER.size + size:
+                break
+            message, n_fds = json.loads(self._buffer[_HEADER.size : _HEADER.size + size])
+            self._buffer = self._buffer[_HEADER.size + size :]
+            fds, self._fds = self._fds[:n_fds], self._fds[n_fds:]
+            messages.append((message, fds))
+        return messages
 
 
 class ForkServer:
@@ -67,14 +163,14 @@ class ForkServer:
     Thread-safe: the DoFns of one process share the server of their configuration."""
 
     def __init__(self, extractors: dict[str, str]) -> None:
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        config = json.dumps({"extractors": extractors})
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        config = json.dumps({"extractors": extractors, "parent": os.getpid()})
         try:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "openmsd_build.text.extract.forkserver", str(theirs.fileno()), config],
                 pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL,
-                env=_config_env(),
+                env=child_env(),
                 close_fds=True,
                 process_group=0,  # out of the terminal's group: Ctrl-C is the caller's to handle
             )
@@ -83,18 +179,18 @@ class ForkServer:
             raise
         finally:
             theirs.close()
-        self._sock: socket.socket | None = ours
+        self._channel: _Channel | None = _Channel(ours)
         self._lock = threading.RLock()
         self._seq = 0
-        self._waiting: dict[int, ForkedChild] = {}  # asked for, pid not reported yet
-        self._exits: dict[int, int] = {}  # pid -> exit code, as reported
+        self._waiting: dict[int, ForkedChild] = {}  # asked for, not reported yet
+        self._exits: dict[int, int] = {}  # seq -> exit code, reported and not yet taken
         self._closing = False
         self._children: weakref.WeakSet[ForkedChild] = weakref.WeakSet()  # every handle made
 
     @property
     def accepting(self) -> bool:
         """The server runs and takes requests (not closed by the caller, not dead)."""
-        return self._sock is not None and not self._closing and self.process.poll() is None
+        return self._channel is not None and not self._closing and self.process.poll() is None
 
     def fork(self, request_fd: int, answer_fd: int, max_memory_mb: int | None) -> ForkedChild:
         """Ask for a child reading requests from `request_fd` and writing answers to
@@ -103,38 +199,41 @@ class ForkServer:
             self._seq += 1
             child = ForkedChild(self, self._seq)
             self._children.add(child)
-            message = json.dumps(["fork", self._seq, max_memory_mb]).encode()
             try:
-                if self._sock is None or self._closing:
+                if self._channel is None or self._closing:
                     raise BrokenPipeError("the fork server is closed")
-                socket.send_fds(self._sock, [message], [request_fd, answer_fd])
+                self._channel.send(["fork", self._seq, max_memory_mb], [request_fd, answer_fd])
                 self._waiting[self._seq] = child
             except OSError:  # a dead server: the child never exists (its pipes say so)
                 child._set(None, None)
             return child
 
-    def pump(self, timeout: float) -> None:
-        """Read the server's reports, waiting at most `timeout` seconds for the first one."""
+    def kill(self, seq: int) -> None:
+        """Ask the server to SIGKILL child `seq` if it has not reaped it (where there are no
+        pidfds: only the server knows whether the pid is still its child's)."""
         with self._lock:
-            sock = self._sock
-            if sock is None:
-                return
-            try:
-                ready, _, _ = select.select([sock], [], [], max(0.0, timeout))
-            except (OSError, ValueError):
-                ready = []
-            while ready:
+            if self._channel is not None and not self._channel.closed:
                 try:
-                    message, fds, _flags, _addr = socket.recv_fds(sock, _MESSAGE_BYTES, 1)
-                except (BlockingIOError, InterruptedError):
-                    break
+                    self._channel.send(["kill", seq])
                 except OSError:
-                    message, fds = b"", []
-                if not message:  # the server is gone: what it never forked never will be
+                    pass
+
+    def pump(self, timeout: float) -> None:
+        """Read the server's reports, waiting at most `timeout` seconds for the first."""
+        with self._lock:
+            channel = self._channel
+            if channel is None:
+                return
+            if not wait([channel.sock], max(0.0, timeout)):
+                return
+            while True:
+                for message, fds in channel.receive():
+                    self._report(message, fds)
+                if channel.closed:  # the server is gone: what it never forked never will be
                     self._lost()
-                    break
-                self._report(json.loads(message), fds)
-                ready, _, _ = select.select([sock], [], [], 0)
+                    return
+                if not wait([channel.sock], 0):
+                    return
 
     def _report(self, report: list[Any], fds: list[int]) -> None:
         if report[0] == "forked":
@@ -149,44 +248,55 @@ class ForkServer:
             self._exits[report[1]] = report[2]
 
     def _lost(self) -> None:
-        if self._sock is not None:
-            self._sock.close()
-            self._sock = None
+        """The server has exited: children not reported never existed, and those without a
+        pidfd are taken as ended (their watchdog ends them with their server)."""
+        if self._channel is not None:
+            self._channel.sock.close()
+            self._channel = None
         waiting, self._waiting = self._waiting, {}
         for child in waiting.values():
             child._set(None, None)
+        for child in list(self._children):
+            if child._pidfd is None and child.returncode is None and child._known:
+                self._exits.setdefault(child._seq, -1)
 
-    def exit_code(self, pid: int) -> int | None:
-        """`pid`'s exit code if the server reported it."""
+    def exit_code(self, seq: int) -> int | None:
+        """Child `seq`'s exit code if the server reported it (taken once)."""
         with self._lock:
-            return self._exits.get(pid)
+            return self._exits.pop(seq, None)
 
-    def close(self, wait: float = 2.0) -> None:
+    def close(self) -> None:
         """No more children from this server; it exits when the ones it made are gone. The
-        requests it has already been sent are still answered (their children's reports and
-        exit codes are read as before, until the server exits). When every child this
-        process had from it has ended (the end of a run), wait up to `wait` seconds for the
-        server to exit, so it is reaped here and its CPU and memory are counted with the
-        run's (`time`, `getrusage`)."""
+        requests it has already been sent are still answered, and it still kills on
+        request (`kill`) and reports exits until then."""
         with self._lock:
-            if self._sock is not None and not self._closing:
+            if self._channel is not None and not self._closing:
                 self._closing = True
                 try:
-                    self._sock.shutdown(socket.SHUT_WR)  # the server reads the end of its requests
+                    self._channel.send(["close"])
                 except OSError:
                     pass
-            children = list(self._children)
-        if all(child.poll() is not None for child in children):
-            try:
-                self.process.wait(timeout=wait)
-            except subprocess.TimeoutExpired:
-                pass
+
+    def reap(self, timeout: float) -> bool:
+        """If every child this process had from the server has ended, wait up to `timeout`
+        seconds for the (closed) server to exit, so it is reaped here and its CPU and
+        memory, and its children's, are counted with the run's (`time`, `getrusage`).
+        True when it has exited."""
+        if self.process.poll() is not None:
+            return True
+        if not self._closing or any(child.poll() is None for child in list(self._children)):
+            return False
+        try:
+            self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
 
 
 class ForkedChild:
     """A child of a `ForkServer`, with the part of `subprocess.Popen` that `isolate` uses:
     `pid`, `poll`, `wait`, `kill`, `returncode`. A child that was never forked (its server
-    died first) has no pid and counts as exited."""
+    died first, or the fork failed) has no pid and counts as exited."""
 
     def __init__(self, server: ForkServer, seq: int) -> None:
         self._server = server
@@ -194,12 +304,15 @@ class ForkedChild:
         self._known = False  # the server said what became of the request
         self._pid: int | None = None
         self._pidfd: int | None = None
+        self._kill_when_known = False
         self.returncode: int | None = None
 
     def _set(self, pid: int | None, pidfd: int | None) -> None:
         self._known, self._pid, self._pidfd = True, pid, pidfd
         if pid is None:
             self.returncode = 1  # never ran
+        elif self._kill_when_known:
+            self.kill()
 
     def _resolve(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
@@ -212,40 +325,36 @@ class ForkedChild:
 
     @property
     def pid(self) -> int | None:
-        """The child's pid, waiting for the server's report if it has not come yet."""
-        from openmsd_build.text.extract.isolate import STARTUP_TIMEOUT_S
-
-        self._resolve(STARTUP_TIMEOUT_S)
+        """The child's pid, waiting a few seconds at most for the server's report; None if
+        it has not come (a server still importing) or the child never ran."""
+        self._resolve(RESOLVE_S)
         return self._pid
 
     def _gone(self) -> bool:
-        """The process has ended (checked through its pidfd, or the server's report)."""
+        """The process has ended (its pidfd is readable, or the server reported its exit)."""
         if self._pidfd is not None:
-            try:
-                ready, _, _ = select.select([self._pidfd], [], [], 0)
-            except (OSError, ValueError):
-                return True
-            return bool(ready)
-        self._server.pump(0)
-        return self._server.exit_code(self._pid) is not None  # type: ignore[arg-type]
+            return bool(wait([self._pidfd], 0))
+        code = self._server.exit_code(self._seq)
+        if code is not None:
+            self.returncode = code
+            return True
+        return False
 
     def poll(self) -> int | None:
         """None while the child runs (or is still being forked); its exit code once it has
-        ended (as the server reports it; -1 if no report comes within a few ticks)."""
+        ended (as the server reports it; -1 if the report does not come within ~0.2 s)."""
         if self.returncode is None:
             self._server.pump(0)
-        if self.returncode is not None:  # ended, or never forked (its server died first)
+        if self.returncode is not None:  # ended, or never forked
             return self.returncode
-        if not self._known:
-            return None
-        if not self._gone():
-            return None
-        code = None
-        for _ in range(5):  # the server reaps within a tick
-            code = self._server.exit_code(self._pid)  # type: ignore[arg-type]
+        if not self._known or not self._gone() or self.returncode is not None:
+            return self.returncode
+        code = self._server.exit_code(self._seq)
+        for _ in range(10):  # the server reaps it at once (its pidfd wakes it)
             if code is not None:
                 break
-            self._server.pump(SERVER_TICK_S)
+            self._server.pump(0.02)
+            code = self._server.exit_code(self._seq)
         self.returncode = -1 if code is None else code
         self._close_pidfd()
         return self.returncode
@@ -261,22 +370,33 @@ class ForkedChild:
             if remaining <= 0:
                 raise subprocess.TimeoutExpired(f"extractor child {self._pid}", timeout or 0.0)
             if self._pidfd is not None:
-                select.select([self._pidfd], [], [], min(remaining, SERVER_TICK_S))
+                wait([self._pidfd], min(remaining, SERVER_TICK_S))
             else:
                 self._server.pump(min(remaining, SERVER_TICK_S))
 
+    @property
+    def started(self) -> bool:
+        """The server has reported this child forked (so it can be signalled and waited for)."""
+        self._server.pump(0)
+        return self._known and self._pid is not None
+
     def kill(self) -> None:
-        """SIGKILL the child. One not forked yet is waited for a few seconds (a server still
-        importing); past that it is left to exit by itself on its closed pipes once forked."""
-        if self.returncode is not None or not self._resolve(KILL_RESOLVE_S) or self._pid is None:
+        """SIGKILL the child; never blocks. One not forked yet is killed when the server
+        reports it (and, with its caller's pipes closed, it would exit by itself anyway)."""
+        if self.returncode is not None:
             return
-        try:
-            if self._pidfd is not None:
+        if not self._known:
+            self._kill_when_known = True
+            return
+        if self._pid is None:
+            return
+        if self._pidfd is not None:
+            try:
                 signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
-            elif self._server.exit_code(self._pid) is None:
-                os.kill(self._pid, signal.SIGKILL)
-        except (ProcessLookupError, OSError):
-            pass
+            except OSError:  # ended already
+                pass
+        else:
+            self._server.kill(self._seq)
 
     def _close_pidfd(self) -> None:
         if self._pidfd is not None:
@@ -293,27 +413,16 @@ class ForkedChild:
 # --- the server process -------------------------------------------------------------------
 
 
-def _send(sock: socket.socket, report: list[Any], fds: list[int] | None = None, wait: bool = True) -> None:
-    """One report to the caller; `wait=False` drops it rather than block when the caller
-    has stopped reading (an exit code nobody asks for)."""
-    try:
-        socket.send_fds(sock, [json.dumps(report).encode()], fds or [], 0 if wait else socket.MSG_DONTWAIT)
-    except OSError:  # the caller closed its end, or does not read: it no longer listens
-        pass
-
-
-def _fork_child(sock: socket.socket, fds: list[int], max_memory_mb: int | None, functions: dict[str, Any],
-                siblings: list[int]) -> int:
+def _fork_child(fds: list[int], max_memory_mb: int | None, functions: dict[str, Any], inherited: list[int]) -> int:
     """Fork one child serving the pipes `fds` (request, answer); its pid, in the server.
-    The child closes the server's socket and its pidfds of the `siblings`."""
+    The child first closes the server's descriptors it inherited (`inherited`)."""
     from openmsd_build.text.extract.isolate import _child_serves
 
     pid = os.fork()
     if pid == 0:  # the child: never returns into the server's loop
         code = 0
         try:
-            sock.close()
-            for fd in siblings:
+            for fd in inherited:
                 os.close(fd)
             code = _child_serves(fds[0], fds[1], functions, max_memory_mb)
         except BaseException:  # noqa: BLE001 - a child must not fall back into the server's loop
@@ -323,92 +432,154 @@ def _fork_child(sock: socket.socket, fds: list[int], max_memory_mb: int | None, 
     return pid
 
 
-def _serve(sock: socket.socket, extractors: dict[str, str]) -> None:
-    """The server's loop: load and warm the extractors, then fork a child per request, reap
-    them, and watch the caller (module docstring)."""
+def _refuse_child(fds: list[int], why: str) -> None:
+    """Tell a child's caller, on the child's answer pipe, why there is no child; close its pipes."""
     from multiprocessing.connection import Connection
 
-    from openmsd_build.core.ordered_pool import quiet_collector
-    from openmsd_build.text.extract.isolate import load_extractors
+    if len(fds) == 2:
+        answers = Connection(fds.pop(), readable=False)
+        try:
+            answers.send(("fatal", why))
+        except OSError:
+            pass
+        answers.close()
+    for fd in fds:
+        os.close(fd)
 
-    parent = os.getppid()
-    functions: dict[str, Any] = {}
-    fatal = None
-    try:
-        functions = load_extractors(extractors)
-    except ImportError as exc:  # say what is missing instead of dying: each child's caller hears it
-        fatal = f"cannot import {exc.name or exc}: {exc}"
-    quiet_collector()  # what is loaded now is shared by every child: keep the collector off it
-    children: dict[int, int | None] = {}  # pid -> pidfd (wakes the loop when it exits), if any
-    accepting = True
-    while accepting or children:
-        if os.getppid() != parent:  # the caller died: its children's documents have no reader
-            for pid in children:  # not reaped yet (this loop reaps): each pid is still this child
+
+class _Server:
+    """The server's state: its channel, the extractors (or why they cannot load), its
+    children by request number (pid, pidfd or None)."""
+
+    def __init__(self, sock: socket.socket, extractors: dict[str, str]) -> None:
+        self.channel = _Channel(sock)
+        self.forking = True  # until the caller says "close" or closes its end
+        self.children: dict[int, tuple[int, int | None]] = {}
+        self.functions: dict[str, Any] = {}
+        self.fatal: str | None = None
+        from openmsd_build.text.extract.isolate import load_extractors
+
+        try:
+            self.functions = load_extractors(extractors)
+        except ImportError as exc:  # say what is missing instead of dying: each child's caller hears it
+            self.fatal = f"cannot import {exc.name or exc}: {exc}"
+        except Exception as exc:  # noqa: BLE001 - the same for any failure while loading
+            self.fatal = f"cannot load the extractors: {type(exc).__name__}: {exc}"[:500]
+
+    def handle(self, message: list[Any], fds: list[int]) -> None:
+        """One request: ``["fork", seq, max_memory_mb]``, ``["kill", seq]`` or ``["close"]``."""
+        if message[0] == "close":
+            self.forking = False
+            return
+        if message[0] == "kill":
+            pid = self.children.get(message[1], (None, None))[0]
+            if pid is not None:  # not reaped yet: still this child
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
+            for fd in fds:
+                os.close(fd)
             return
-        waitable = [fd for fd in children.values() if fd is not None] + ([sock] if accepting else [])
-        ready, _, _ = select.select(waitable, [], [], SERVER_TICK_S)
-        if sock in ready:
+        _op, seq, max_memory_mb = message
+        if self.fatal is not None or len(fds) != 2 or not self.forking:
+            _refuse_child(fds, self.fatal or ("the fork server is closed" if not self.forking
+                                              else "the fork request came without its pipes"))
+            self.channel.queue(["forked", seq, None])
+            return
+        inherited = [self.channel.sock.fileno(), *(fd for _pid, fd in self.children.values() if fd is not None),
+                     *self.channel.queued_fds()]
+        try:
+            pid = _fork_child(fds, max_memory_mb, self.functions, inherited)
+        except OSError as exc:  # no memory, a process limit: this child only
+            _refuse_child(fds, f"cannot fork an extractor child: {exc}")
+            self.channel.queue(["forked", seq, None])
+            return
+        for fd in fds:
+            os.close(fd)
+        pidfd = None
+        if hasattr(os, "pidfd_open"):
             try:
-                message, fds, _flags, _addr = socket.recv_fds(sock, _MESSAGE_BYTES, 2)
+                pidfd = os.pidfd_open(pid)  # not reaped yet: it is this child, dead or alive
             except OSError:
-                message, fds = b"", []
-            if not message:  # the caller closed: no more requests (it may still read reports)
-                accepting = False
-                for fd in fds:
-                    os.close(fd)
-            else:
-                _op, seq, max_memory_mb = json.loads(message)
-                if fatal is not None or len(fds) != 2:
-                    if len(fds) == 2:  # the caller's `_await_ready` reads why there is no child
-                        answers = Connection(fds.pop(), readable=False)
-                        try:
-                            answers.send(("fatal", fatal))
-                        except OSError:
-                            pass
-                        answers.close()
-                    for fd in fds:
-                        os.close(fd)
-                    _send(sock, ["forked", seq, None])
-                else:
-                    siblings = [fd for fd in children.values() if fd is not None]
-                    pid = _fork_child(sock, fds, max_memory_mb, functions, siblings)
-                    for fd in fds:
-                        os.close(fd)
-                    pidfd = None
-                    if hasattr(os, "pidfd_open"):
-                        try:
-                            pidfd = os.pidfd_open(pid)  # not reaped yet: it is this child, dead or alive
-                        except OSError:
-                            pidfd = None
-                    children[pid] = pidfd
-                    _send(sock, ["forked", seq, pid], [pidfd] if pidfd is not None else None)
-        while children:
+                pidfd = None
+        self.children[seq] = (pid, pidfd)
+        self.channel.queue(["forked", seq, pid], [os.dup(pidfd)] if pidfd is not None else None)
+
+    def reap(self) -> None:
+        """Reap the children that have ended and report their exit codes."""
+        by_pid = {pid: seq for seq, (pid, _fd) in self.children.items()}
+        while by_pid:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
-                for pidfd in children.values():
-                    if pidfd is not None:
-                        os.close(pidfd)
-                children.clear()
                 break
             if pid == 0:
                 break
-            pidfd = children.pop(pid, None)
+            seq = by_pid.pop(pid, None)
+            if seq is None:
+                continue
+            _pid, pidfd = self.children.pop(seq)
             if pidfd is not None:
                 os.close(pidfd)
-            _send(sock, ["exit", pid, os.waitstatus_to_exitcode(status)], wait=False)
+            self.channel.queue(["exit", seq, os.waitstatus_to_exitcode(status)])
+
+    def kill_all(self) -> None:
+        """SIGKILL and reap every child (the caller has died)."""
+        for pid, _fd in self.children.values():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for pid, _fd in self.children.values():
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+
+
+def _serve(sock: socket.socket, extractors: dict[str, str], parent: int) -> None:
+    """The server's loop: load and warm the extractors, then fork a child per request, reap
+    them, and watch the caller (module docstring). Ends when it may fork no more (the
+    caller said "close" or closed its end) and its children are gone."""
+    from openmsd_build.core.ordered_pool import quiet_collector
+
+    server = _Server(sock, extractors)
+    quiet_collector()  # what is loaded now is shared by every child: keep the collector off it
+    selector = selectors.DefaultSelector()
+    while server.forking or server.children:
+        if os.getppid() != parent:  # the caller died: its children's documents have no reader
+            server.kill_all()
+            return
+        for key in list(selector.get_map().values()):
+            selector.unregister(key.fileobj)
+        events = (0 if server.channel.closed else selectors.EVENT_READ) | (
+            selectors.EVENT_WRITE if server.channel.pending else 0)
+        if events:
+            selector.register(sock, events)
+        for _pid, pidfd in server.children.values():
+            if pidfd is not None:
+                selector.register(pidfd, selectors.EVENT_READ)
+        for key, mask in selector.select(SERVER_TICK_S):
+            if key.fileobj is sock and mask & selectors.EVENT_READ:
+                for message, fds in server.channel.receive():
+                    server.handle(message, fds)
+                if server.channel.closed:  # the caller closed its end: no more requests
+                    server.forking = False
+        server.reap()
+        server.channel.flush()
+    server.channel.flush()  # the last exit codes (what the socket does not take now is dropped)
 
 
 def _server_entry(argv: list[str]) -> None:
     """`python -m openmsd_build.text.extract.forkserver SOCKET_FD CONFIG_JSON` (started by
     `ForkServer`, not by hand)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's; children inherit this
+    config = json.loads(argv[1])
+    if os.getppid() != config["parent"]:  # the caller died while this interpreter started
+        return
     sock = socket.socket(fileno=int(argv[0]))
-    _serve(sock, json.loads(argv[1])["extractors"])
+    _serve(sock, config["extractors"], config["parent"])
 
 
 if __name__ == "__main__":

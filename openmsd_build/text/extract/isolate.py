@@ -70,6 +70,7 @@ import traceback
 from multiprocessing.connection import Connection
 from typing import Any
 
+from openmsd_build.core.children import exit_with_parent
 from openmsd_build.core.ordered_pool import quiet_collector
 from openmsd_build.core.spares import Shelf
 from openmsd_build.text.extract.forkserver import ForkedChild, ForkServer
@@ -103,14 +104,11 @@ EXTRACTORS: dict[str, str] = {
     "html": "openmsd_build.text.extract.landing:extract_landing",
     "pdf": "openmsd_build.text.extract.pdf:extract_pdf",
 }
-# Heavy modules the extractors import lazily, imported by the child before it says "ready".
-WARM_IMPORTS: dict[str, tuple[str, ...]] = {
-    "html": ("lxml.html", "trafilatura", "openmsd_build.text.language"),
+# What the fork server does for each kind before it forks any child: the heavy modules its
+# extractor imports lazily ("module"), and first-use work ("module:function", no arguments).
+WARM: dict[str, tuple[str, ...]] = {
+    "html": ("lxml.html", "trafilatura", "openmsd_build.text.language", "openmsd_build.text.extract.landing:warm_up"),
     "pdf": ("pypdfium2",),
-}
-# First-use work of an extractor, done before "ready" too: kind -> "module:function" (no arguments).
-WARM_UPS: dict[str, str] = {
-    "html": "openmsd_build.text.extract.landing:warm_up",
 }
 # Misbehaving extractors for tests and for checking a deployment's limits; enabled only with
 # `debug_kinds=True`. Their input bytes are an ASCII number (seconds to sleep, MB to allocate).
@@ -156,25 +154,31 @@ def _load(spec: str) -> Any:
 
 
 def load_extractors(extractors: dict[str, str]) -> dict[str, Any]:
-    """The extractor functions of `extractors` (kind -> "module:function"), with the heavy
-    modules they import lazily imported now and their first-use work done (`WARM_UPS`), so
-    a document's time limit pays for neither. Raises ImportError for a missing module. The
-    fork server (`forkserver.py`) calls it once; every child it forks shares the result."""
+    """The extractor functions of `extractors` (kind -> "module:function"), with `WARM` done
+    for their kinds, so a document's time limit pays for neither imports nor first-use work.
+    Raises ImportError for a missing module; a warm-up that fails is only logged (it is an
+    optimisation). The fork server (`forkserver.py`) calls it once; every child it forks
+    shares the result."""
     functions = {kind: _load(spec) for kind, spec in extractors.items()}
-    for kind, modules in WARM_IMPORTS.items():
-        if kind in functions:
-            for module in modules:
-                importlib.import_module(module)
-    for kind, spec in WARM_UPS.items():
-        if kind in functions:
-            _load(spec)()
+    for kind, steps in WARM.items():
+        if kind not in functions:
+            continue
+        for step in steps:
+            if ":" not in step:
+                importlib.import_module(step)
+                continue
+            try:
+                _load(step)()
+            except Exception as exc:  # noqa: BLE001 - the extractor does this work itself at first use
+                LOG.warning("warm-up %s failed (%s: %s); the first document does it instead", step,
+                            type(exc).__name__, exc)
     return functions
 
 
 def _child_serves(request_fd: int, answer_fd: int, functions: dict[str, Any], max_memory_mb: int | None) -> int:
     """A forked child's life (`forkserver._fork_child`): watch its parent, serve its pipes
     until the caller is done; the exit code."""
-    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True, name="parent-watchdog").start()
+    exit_with_parent()  # its server: a server that dies (with its caller) takes its children along
     _serve_requests(Connection(request_fd, writable=False), Connection(answer_fd, readable=False), functions,
                     max_memory_mb)
     return 0
@@ -249,7 +253,7 @@ class IsolatedExtractor:
         self._answers: Connection | None = None  # child -> parent
         self._lock = threading.Lock()
         self._deadline: float | None = None  # monotonic deadline of the pending document
-        self._starting = False  # spawned, "ready" not yet read
+        self._starting = False  # asked for, "ready" not yet read
         self._ahead = False  # the pending job is a head start (`prewarm(ahead=...)`), not a document
         self._send_error: str | None = None
 
@@ -279,8 +283,9 @@ class IsolatedExtractor:
         return self._process is not None and self._process.poll() is None
 
     def start(self) -> None:
-        """Start the child now (e.g. in `DoFn.setup()`), so the first document does not pay for
-        the imports; `extract` also starts it when needed."""
+        """Start the child now and wait until it is ready (e.g. in `DoFn.setup()`; the first
+        child of a configuration waits for its fork server's imports), so the first document
+        does not; `extract` also starts it when needed."""
         with self._lock:
             self._ensure_started()
 
@@ -337,8 +342,8 @@ class IsolatedExtractor:
         _file_ahead(result, reason, detail)
 
     def spawn(self) -> None:
-        """Start the child without waiting for its imports (a pool starts all its children
-        at once); the first `begin` / `extract` waits for it to be ready."""
+        """Ask for the child without waiting for it to be ready (a pool asks for all its
+        children at once); the first `begin` / `extract` waits for it."""
         if self._ahead:  # adopted on its head start: alive, and busy until its answer
             if self._alive():
                 return
@@ -355,7 +360,7 @@ class IsolatedExtractor:
         request_r, request_w = os.pipe()
         answer_r, answer_w = os.pipe()
         try:
-            process = _fork_server(self.extractors).fork(request_r, answer_w, self.max_memory_mb)
+            process = _fork(self.extractors, request_r, answer_w, self.max_memory_mb)
         except BaseException:
             os.close(request_w)
             os.close(answer_r)
@@ -525,6 +530,17 @@ class IsolatedExtractor:
             self._discard()
 
 
+def _answered(workers: list[IsolatedExtractor], timeout: float) -> list[IsolatedExtractor]:
+    """The `workers` with an answer (or end of file) waiting on their pipe, waiting up to
+    `timeout` seconds for the first."""
+    from multiprocessing.connection import wait
+
+    by_pipe = {id(w._answers): w for w in workers if w._answers is not None}
+    if not by_pipe:
+        return []
+    return [by_pipe[id(pipe)] for pipe in wait([w._answers for w in workers if w._answers is not None], timeout)]
+
+
 class ExtractorPool:
     """`size` isolated extractors working at once, for a caller that reads or fetches
     documents one at a time: `submit()` hands a document to an idle child and returns the
@@ -550,7 +566,7 @@ class ExtractorPool:
         return {**self.__dict__, "_tags": {}, "_carried": []}
 
     def start(self) -> None:
-        """Start every child now, their imports in parallel (e.g. in `DoFn.setup()`)."""
+        """Start every child now and wait until all are ready (e.g. in `DoFn.setup()`)."""
         for worker in self.workers:
             worker.spawn()
         for worker in self.workers:
@@ -573,7 +589,7 @@ class ExtractorPool:
             return [(tag, *refused)] + self.collect_ready()
         if ahead_key is not None:
             extraction = take_ahead(ahead_key)
-            if extraction is None and self._await_head_starts():
+            if extraction is None and self._await_head_starts(ahead_key):
                 extraction = take_ahead(ahead_key)
             if extraction is not None:
                 return [(tag, extraction, None, None)] + self.collect_ready()
@@ -592,9 +608,10 @@ class ExtractorPool:
             raise
         return done
 
-    def _await_head_starts(self) -> bool:
+    def _await_head_starts(self, key: Any) -> bool:
         """Wait for the answers of the head starts this pool adopted (children it asked to
-        stop working ahead, `IsolatedExtractor._adopt_spare`) and file them; True if any came.
+        stop working ahead, `IsolatedExtractor._adopt_spare`), filing each, until one files
+        `key`; True if it did.
 
         Why: a child working ahead answers only when it has finished the document it is in,
         and until then every document it has already extracted looks missing. The text
@@ -602,23 +619,20 @@ class ExtractorPool:
         extracted twice), so a document that is not filed waits for them -- once per pool,
         at most `AHEAD_WAIT_S` in all, so a head start stuck in a hanging document costs
         that wait, not its time limit."""
-        from multiprocessing.connection import wait
-
-        settled = False
         while self._ahead_wait_left > 0:
             ahead = [w for w in self.workers if w._ahead and not w._starting and w._answers is not None]
             if not ahead:
-                break
+                return False
             began = time.monotonic()
             try:
-                ready = set(map(id, wait([w._answers for w in ahead], self._ahead_wait_left)))
+                answered = _answered(ahead, self._ahead_wait_left)
             finally:
                 self._ahead_wait_left -= time.monotonic() - began
-            for worker in ahead:
-                if id(worker._answers) in ready:
-                    worker._settle_ahead()
-                    settled = True
-        return settled
+            for worker in answered:
+                worker._settle_ahead()
+            if answered and key in _AHEAD_RESULTS:
+                return True
+        return False
 
     def collect_ready(self) -> list[tuple[Any, dict[str, Any] | None, str | None, str | None]]:
         """The answers that are in now, without waiting (and children past their deadline
@@ -641,16 +655,13 @@ class ExtractorPool:
     def _collect(self, block: bool) -> list[tuple[Any, dict[str, Any] | None, str | None, str | None]]:
         """Answers of the children that have one (or whose deadline passed), waiting, when
         `block`, until the first answer or the earliest deadline."""
-        from multiprocessing.connection import wait
-
         busy = [k for k, worker in enumerate(self.workers) if worker.busy]
         if not busy:
             return []
         now = time.monotonic()
         timeout = max(0.0, min(self.workers[k]._deadline for k in busy) - now) if block else 0.0  # type: ignore[type-var]
-        waitable = [self.workers[k]._answers for k in busy if self.workers[k]._answers is not None]
         try:
-            ready = set(map(id, wait(waitable, timeout))) if waitable else set()
+            ready = set(map(id, _answered([self.workers[k] for k in busy], timeout)))
         except BaseException:
             self.abandon()
             raise
@@ -658,7 +669,7 @@ class ExtractorPool:
         done = []
         for k in busy:
             worker = self.workers[k]
-            if worker._answers is None or id(worker._answers) in ready or worker._deadline <= now or worker._send_error:  # type: ignore[operator]
+            if worker._answers is None or id(worker) in ready or worker._deadline <= now or worker._send_error:  # type: ignore[operator]
                 if worker._ahead:
                     worker._settle_ahead()
                 else:
@@ -676,8 +687,8 @@ class ExtractorPool:
     def release(self) -> None:
         """Hand the idle children to this process's spares (nothing may be pending: `drain`
         first), so the next pool with the same configuration here -- the next bundle, the
-        follow-up pass, document building -- starts at once instead of spawning and
-        importing anew. `start` takes them back (or spawns)."""
+        follow-up pass, document building -- starts at once instead of asking the fork
+        server again. `start` takes them back (or asks for new ones)."""
         if self.pending:
             raise RuntimeError("release() with documents pending: drain() first")
         for worker in self.workers:
@@ -706,8 +717,12 @@ class ExtractorPool:
 _Spare = tuple[ForkedChild, Connection, Connection, bool, bool]
 
 
+def _extractors_key(extractors: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(extractors.items()))
+
+
 def _spare_key(extractors: dict[str, str], max_memory_mb: int | None) -> tuple[tuple[tuple[str, str], ...], int | None]:
-    return tuple(sorted(extractors.items())), max_memory_mb
+    return _extractors_key(extractors), max_memory_mb
 
 
 def _take_spare(extractors: dict[str, str], max_memory_mb: int | None) -> _Spare | None:
@@ -724,7 +739,9 @@ def _close_spare(spare: _Spare) -> None:
 
 
 def _kill(process: ForkedChild | None, conns: tuple[Connection | None, ...]) -> None:
-    """Close a child's pipes, kill it and reap it (a discarded child, a spare no one took)."""
+    """Close a child's pipes and kill it, waiting for it to end (a discarded child, a spare
+    no one took); its server reaps it. A child the server has not forked yet is not waited
+    for: it is killed when reported, and with its pipes closed it would end anyway."""
     for conn in conns:
         if conn is not None:
             try:
@@ -734,6 +751,8 @@ def _kill(process: ForkedChild | None, conns: tuple[Connection | None, ...]) -> 
     if process is not None:
         if process.poll() is None:
             process.kill()
+        if not process.started:
+            return
         try:
             process.wait(timeout=5)
         except subprocess.TimeoutExpired:  # unkillable (D state): leave it to the OS
@@ -783,34 +802,54 @@ def close_spares() -> None:
     _AHEAD.update(filed=0, used=0)
 
 
-# The fork server of each set of extractors (`forkserver.py`), started at the first child.
+atexit.register(close_spares)  # after the shelf's own handler, so it runs first: spares, then servers
+
+
+# The fork server of each set of extractors (`forkserver.py`), started at the first child;
+# closed servers wait in `_CLOSED` until they can be reaped (`close_spares`).
 _SERVERS: dict[tuple[tuple[str, str], ...], ForkServer] = {}
+_CLOSED: list[ForkServer] = []
 _SERVERS_LOCK = threading.Lock()
 
 
-def _fork_server(extractors: dict[str, str]) -> ForkServer:
-    """This process's fork server for `extractors`, started now if there is none running."""
-    key = tuple(sorted(extractors.items()))
+def _fork(extractors: dict[str, str], request_fd: int, answer_fd: int, max_memory_mb: int | None) -> ForkedChild:
+    """A child for `extractors` from this process's fork server (started now if there is
+    none running), under the lock that `close_fork_servers` takes, so a server is never
+    closed between being chosen and being asked."""
+    key = _extractors_key(extractors)
     with _SERVERS_LOCK:
         server = _SERVERS.get(key)
         if server is None or not server.accepting:
             if server is not None:
                 server.close()
+                _CLOSED.append(server)
             server = _SERVERS[key] = ForkServer(extractors)
-        return server
+        return server.fork(request_fd, answer_fd, max_memory_mb)
 
 
-def close_fork_servers() -> None:
-    """Close this process's fork servers: no new children from them (the next child starts
-    a new server); each exits once the children it made are gone."""
+def running_fork_server(extractors: dict[str, str]) -> ForkServer | None:
+    """The fork server this process would ask for a child of `extractors` now (tests, diagnostics)."""
     with _SERVERS_LOCK:
-        servers = list(_SERVERS.values())
+        return _SERVERS.get(_extractors_key(extractors))
+
+
+def close_fork_servers(reap_s: float = 2.0) -> None:
+    """Close this process's fork servers: no new children from them (the next child starts
+    a new server); each exits once the children it made are gone. Closed servers whose
+    children have all ended are reaped (waiting up to `reap_s` each), so their CPU is
+    counted with this process's children."""
+    with _SERVERS_LOCK:
+        for server in _SERVERS.values():
+            server.close()
+            _CLOSED.append(server)
         _SERVERS.clear()
-    for server in servers:
-        server.close()
+        closed = list(_CLOSED)
+    for server in closed:
+        if server.reap(reap_s):
+            with _SERVERS_LOCK:
+                if server in _CLOSED:
+                    _CLOSED.remove(server)
 
-
-atexit.register(close_fork_servers)
 
 # Extractions a child worked out ahead (`prewarm(ahead=...)`), by the key its job filed them
 # under; a pool's `submit` takes one instead of sending the document (`take_ahead`).
@@ -837,12 +876,3 @@ def take_ahead(key: Any) -> dict[str, Any] | None:
     if extraction is not None:
         _AHEAD["used"] += 1
     return extraction
-
-
-def _exit_with_parent(parent: int) -> None:
-    """Watchdog thread of the child: exit as soon as the parent is gone (the child was
-    re-parented), even while the main thread is busy in a long document. Only the parent
-    enforces the time limit, so without this a killed parent could leave the child running."""
-    while os.getppid() == parent:
-        time.sleep(PARENT_CHECK_S)
-    os._exit(0)
