@@ -216,9 +216,11 @@ def test_a_pool_takes_the_answers_of_a_prewarmed_child_working_ahead(tmp_path, m
     assert isolate._AHEAD_RESULTS == {} and isolate._AHEAD == {"filed": 0, "used": 0}
 
 
-def _hostile_head_start(tmp_path: Path, monkeypatch, then: str, timeout: float) -> tuple[isolate.ExtractorPool, Path]:
+def _hostile_head_start(tmp_path: Path, monkeypatch, then: str, timeout: float,
+                        children: int = 1) -> tuple[isolate.ExtractorPool, Path]:
     """A child working ahead whose page extractor marks that it has begun and then runs
-    `then` (hangs, dies), and the pool (one child, time limit `timeout`) that will adopt it."""
+    `then` (hangs, dies, takes its time), and the pool (`children` children, time limit
+    `timeout`) that will adopt it."""
     marker = tmp_path / "began"
     (tmp_path / "hostilejobs.py").write_text(
         "import os, time\nfrom pathlib import Path\n\n"
@@ -226,11 +228,11 @@ def _hostile_head_start(tmp_path: Path, monkeypatch, then: str, timeout: float) 
     monkeypatch.syspath_prepend(str(tmp_path))
     paths = write_redirect_warcs(tmp_path / "warc")
     jobs = {"html": "hostilejobs:page", "debug_echo": "openmsd_build.text.extract.isolate:_debug_echo",
-            AHEAD_JOB: STAGE_JOBS[AHEAD_JOB]}
+            "debug_sleep": "openmsd_build.text.extract.isolate:_debug_sleep", AHEAD_JOB: STAGE_JOBS[AHEAD_JOB]}
     kwargs = {"paths": paths, "timeout": 60.0, "max_bytes": DEFAULT_REPLAY_MAX_BYTES,
               "accepted_types": list(DEFAULT_ACCEPTED_TYPES)}
-    isolate.prewarm(1, spare_cores=1, ahead=(AHEAD_JOB, kwargs), extractors=jobs, timeout=timeout)
-    return isolate.ExtractorPool(1, extractors=jobs, timeout=timeout), marker
+    isolate.prewarm(children, spare_cores=1, ahead=(AHEAD_JOB, kwargs), extractors=jobs, timeout=timeout)
+    return isolate.ExtractorPool(children, extractors=jobs, timeout=timeout), marker
 
 
 def test_a_head_start_that_hangs_is_killed_at_the_adopting_pools_deadline(tmp_path, monkeypatch) -> None:
@@ -425,42 +427,25 @@ def test_a_damaged_archive_costs_only_its_own_records(tmp_path) -> None:
     assert all(key[1] in (str(cut), paths[1]) for key in answer["results"])
 
 
-def _slow_head_start(tmp_path: Path, monkeypatch, page_s: float) -> tuple[isolate.ExtractorPool, Path]:
-    """A child working ahead whose page extractor takes `page_s` seconds a page (marking that
-    it has begun), and a pool of two children that will adopt it."""
-    marker = tmp_path / "began"
-    (tmp_path / "slowjobs.py").write_text(
-        "import time\nfrom pathlib import Path\n\n"
-        f"def page(data, **_kw):\n    Path({str(marker)!r}).write_text('in')\n    time.sleep({page_s})\n"
-        "    return {'title': 'slow'}\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    paths = write_redirect_warcs(tmp_path / "warc")
-    jobs = {"html": "slowjobs:page", "debug_echo": "openmsd_build.text.extract.isolate:_debug_echo",
-            AHEAD_JOB: STAGE_JOBS[AHEAD_JOB]}
-    kwargs = {"paths": paths, "timeout": 60.0, "max_bytes": DEFAULT_REPLAY_MAX_BYTES,
-              "accepted_types": list(DEFAULT_ACCEPTED_TYPES)}
-    isolate.prewarm(2, spare_cores=1, ahead=(AHEAD_JOB, kwargs), extractors=jobs, timeout=60.0)
-    return isolate.ExtractorPool(2, extractors=jobs, timeout=60.0), marker
-
-
 def test_a_document_not_yet_filed_waits_for_the_adopted_head_start_instead_of_extracting_it_twice(
         tmp_path, monkeypatch) -> None:
     """The head start answers only after the document it is in; a document submitted before
     that may be one it has done, so the pool first waits for the answer (and files it):
     here the head start's first page is filed before the submitted document is sent."""
-    pool, marker = _slow_head_start(tmp_path, monkeypatch, page_s=0.5)
+    pool, marker = _hostile_head_start(tmp_path, monkeypatch, "time.sleep(0.5); return {'title': 'slow'}",
+                                       timeout=60.0, children=2)
     try:
         _wait_for(marker)
         pool.start()
         assert pool.pending == 1 and isolate._AHEAD["filed"] == 0
-        assert pool.submit("x", "debug_echo", b"abc", ahead_key=("html", "elsewhere", 0, "x")) == []
+        assert pool.submit("x", "debug_sleep", b"0.2", ahead_key=("html", "elsewhere", 0, "x")) == []
         assert isolate._AHEAD["filed"] >= 1 and pool.pending == 1 and not any(w._ahead for w in pool.workers)
         [(tag, result, reason, _detail)] = pool.drain()
-        assert (tag, reason) == ("x", None) and result["n_bytes"] == 3
+        assert (tag, reason) == ("x", None) and result == {"slept": 0.2}
         # the next miss does not wait: no head start is left to wait for
-        started = time.monotonic()
-        assert pool.submit("y", "debug_echo", b"a", ahead_key=("html", "elsewhere", 1, "y")) == []
-        assert time.monotonic() - started < 0.3 and pool._ahead_wait_left > 0
+        left = pool._ahead_wait_left
+        assert pool.submit("y", "debug_sleep", b"0.2", ahead_key=("html", "elsewhere", 1, "y")) == []
+        assert pool._ahead_wait_left == left > 0
         assert [tag for tag, _r, reason, _d in pool.drain() if reason is None] == ["y"]
     finally:
         pool.close()
@@ -471,9 +456,7 @@ def test_a_head_start_stuck_in_a_document_delays_the_next_only_by_the_short_wait
     """A head start hanging in a hostile page: the first document waits `AHEAD_WAIT_S` at
     most, then goes to the free child; the stuck one is killed at its own deadline."""
     monkeypatch.setattr(isolate, "AHEAD_WAIT_S", 0.3)
-    pool, marker = _slow_head_start(tmp_path, monkeypatch, page_s=3600)
-    for worker in pool.workers:
-        worker.timeout = 2.0
+    pool, marker = _hostile_head_start(tmp_path, monkeypatch, "time.sleep(3600)", timeout=2.0, children=2)
     try:
         _wait_for(marker)
         pool.start()
