@@ -27,10 +27,12 @@ file descriptors ride along with SCM_RIGHTS, each message saying how many it car
   knows whether it has reaped the child yet;
 * the server reaps its children and reports ``["exit", seq, code]`` (`Popen.returncode`'s
   convention: minus the signal for a killed child). Reports wait in the server's outbox
-  until the socket takes them; neither side ever blocks on the other.
+  until the socket takes them, so the server never blocks on a caller that is not reading;
+  the caller's requests are small and the server reads them between any two steps.
 
-Lifetime: when the caller closes its end (`close`: the end of a run, a DoFn's teardown), the
-server makes no more children and exits once the last one has gone; the children it made
+Lifetime: when the caller closes the server (`close`, which sends ``["close"]``: the end of a
+run, a DoFn's teardown) or its end of the socket, the server makes no more children and
+exits once the last one has gone; the children it made
 keep serving the pools that hold them. When the caller dies, the server notices that it was
 re-parented, kills its children and exits; a server that dies takes its children with it
 (their watchdog sees the same re-parenting). A fork that fails (no memory, a process limit)
@@ -51,6 +53,7 @@ import sys
 import threading
 import time
 import weakref
+from collections.abc import Sequence
 from multiprocessing.connection import wait
 from typing import Any
 
@@ -86,9 +89,21 @@ class _Channel:
         """One message, whole, now (the server reads its socket all the time)."""
         fds = fds or []
         data = self._frame(message, fds)
-        sent = self.sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else [])
-        if sent < len(data):
-            self.sock.sendall(data[sent:])
+        if self.closed:
+            raise BrokenPipeError("the channel is closed")
+        try:
+            sent = self.sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else [])
+            if sent < len(data):
+                self.sock.sendall(data[sent:])
+        except BaseException:
+            # part of a message may be out (an interrupt, an error mid-way): every later one
+            # would be misread, so the channel ends here, as if the other side had closed it
+            self.closed = True
+            try:
+                self.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            raise
 
     def queue(self, message: list[Any], fds: list[int] | None = None) -> None:
         """One message into the outbox (sent by `flush` as the socket takes it); the
@@ -99,9 +114,11 @@ class _Channel:
     def pending(self) -> bool:
         return bool(self._outbox)
 
-    def queued_fds(self) -> list[int]:
-        """Descriptors waiting in the outbox (a forked child closes its copies)."""
-        return [fd for _data, fds in self._outbox for fd in fds]
+    def held_fds(self) -> list[int]:
+        """Descriptors this side holds for the channel: the socket, those waiting in the
+        outbox and those received for messages not yet complete (a forked child closes its
+        copies)."""
+        return [self.sock.fileno(), *(fd for _data, fds in self._outbox for fd in fds), *self._fds]
 
     def flush(self) -> None:
         """Send what the socket takes now without blocking; the rest stays queued."""
@@ -112,7 +129,10 @@ class _Channel:
                 sent = self.sock.sendmsg([data], ancillary, socket.MSG_DONTWAIT)
             except (BlockingIOError, InterruptedError):
                 return
-            except OSError:  # the caller is gone: nobody reads reports any more
+            except OSError as exc:
+                if not isinstance(exc, (BrokenPipeError, ConnectionResetError)):
+                    return  # a passing shortage (no buffers): the outbox waits for the next try
+                # the caller is gone: nobody reads reports any more
                 for _data, queued in self._outbox:
                     for fd in queued:
                         os.close(fd)
@@ -129,11 +149,11 @@ class _Channel:
         """The complete messages readable now (call when the socket is readable; reads once)."""
         flags = getattr(socket, "MSG_CMSG_CLOEXEC", 0)
         try:
-            data, ancillary, _flags, _addr = self.sock.recvmsg(65536, socket.CMSG_SPACE(_MAX_FDS * _FD_SIZE), flags)
+            data, ancillary, msg_flags, _addr = self.sock.recvmsg(65536, socket.CMSG_SPACE(_MAX_FDS * _FD_SIZE), flags)
         except (BlockingIOError, InterruptedError):
             return []
         except OSError:
-            data, ancillary = b"", []
+            data, ancillary, msg_flags = b"", [], 0
         for level, kind, payload in ancillary:
             if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
                 fds = array.array("i")
@@ -141,7 +161,8 @@ class _Channel:
                 for fd in fds:
                     os.set_inheritable(fd, False)
                 self._fds.extend(fds)
-        if not data:
+        if not data or msg_flags & getattr(socket, "MSG_CTRUNC", 0):
+            # the end, or descriptors lost on the way (fds and messages would no longer match)
             self.closed = True
             return []
         self._buffer += data
@@ -150,7 +171,11 @@ class _Channel:
             (size,) = _HEADER.unpack_from(self._buffer)
             if len(self._buffer) < _HEADER.size + size:
                 break
-            message, n_fds = json.loads(self._buffer[_HEADER.size : _HEADER.size + size])
+            try:
+                message, n_fds = json.loads(self._buffer[_HEADER.size : _HEADER.size + size])
+            except ValueError:  # not our framing: the channel cannot be trusted further
+                self.closed = True
+                break
             self._buffer = self._buffer[_HEADER.size + size :]
             fds, self._fds = self._fds[:n_fds], self._fds[n_fds:]
             messages.append((message, fds))
@@ -185,12 +210,13 @@ class ForkServer:
         self._waiting: dict[int, ForkedChild] = {}  # asked for, not reported yet
         self._exits: dict[int, int] = {}  # seq -> exit code, reported and not yet taken
         self._closing = False
-        self._children: weakref.WeakSet[ForkedChild] = weakref.WeakSet()  # every handle made
+        self._children: weakref.WeakValueDictionary[int, ForkedChild] = weakref.WeakValueDictionary()  # by seq
 
     @property
     def accepting(self) -> bool:
         """The server runs and takes requests (not closed by the caller, not dead)."""
-        return self._channel is not None and not self._closing and self.process.poll() is None
+        return (self._channel is not None and not self._channel.closed and not self._closing
+                and self.process.poll() is None)
 
     def fork(self, request_fd: int, answer_fd: int, max_memory_mb: int | None) -> ForkedChild:
         """Ask for a child reading requests from `request_fd` and writing answers to
@@ -198,7 +224,7 @@ class ForkServer:
         with self._lock:
             self._seq += 1
             child = ForkedChild(self, self._seq)
-            self._children.add(child)
+            self._children[self._seq] = child
             try:
                 if self._channel is None or self._closing:
                     raise BrokenPipeError("the fork server is closed")
@@ -244,19 +270,20 @@ class ForkServer:
                     os.close(pidfd)
                 return
             child._set(report[2], pidfd)
-        elif report[0] == "exit":
+        elif report[0] == "exit" and report[1] in self._children:  # nobody asks for a dropped handle's
             self._exits[report[1]] = report[2]
 
     def _lost(self) -> None:
-        """The server has exited: children not reported never existed, and those without a
-        pidfd are taken as ended (their watchdog ends them with their server)."""
+        """The server has exited (or the channel broke): children not reported are taken as
+        never started (one forked just before the server died ends with it: its watchdog),
+        and those without a pidfd as ended."""
         if self._channel is not None:
             self._channel.sock.close()
             self._channel = None
         waiting, self._waiting = self._waiting, {}
         for child in waiting.values():
             child._set(None, None)
-        for child in list(self._children):
+        for child in list(self._children.values()):
             if child._pidfd is None and child.returncode is None and child._known:
                 self._exits.setdefault(child._seq, -1)
 
@@ -284,7 +311,7 @@ class ForkServer:
         True when it has exited."""
         if self.process.poll() is not None:
             return True
-        if not self._closing or any(child.poll() is None for child in list(self._children)):
+        if not self._closing or any(child.poll() is None for child in list(self._children.values())):
             return False
         try:
             self.process.wait(timeout=timeout)
@@ -312,7 +339,7 @@ class ForkedChild:
         if pid is None:
             self.returncode = 1  # never ran
         elif self._kill_when_known:
-            self.kill()
+            self._kill()
 
     def _resolve(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
@@ -342,7 +369,12 @@ class ForkedChild:
 
     def poll(self) -> int | None:
         """None while the child runs (or is still being forked); its exit code once it has
-        ended (as the server reports it; -1 if the report does not come within ~0.2 s)."""
+        ended (as the server reports it; -1 if the report does not come within ~0.2 s).
+        Under the server's lock: the DoFns of a process share it, and a pidfd is closed once."""
+        with self._server._lock:
+            return self._poll()
+
+    def _poll(self) -> int | None:
         if self.returncode is None:
             self._server.pump(0)
         if self.returncode is not None:  # ended, or never forked
@@ -369,10 +401,15 @@ class ForkedChild:
             remaining = SERVER_TICK_S if deadline is None else deadline - time.monotonic()
             if remaining <= 0:
                 raise subprocess.TimeoutExpired(f"extractor child {self._pid}", timeout or 0.0)
-            if self._pidfd is not None:
-                wait([self._pidfd], min(remaining, SERVER_TICK_S))
-            else:
+            with self._server._lock:
+                pidfd = self._pidfd
+            if pidfd is None:
                 self._server.pump(min(remaining, SERVER_TICK_S))
+                continue
+            try:
+                wait([pidfd], min(remaining, SERVER_TICK_S))
+            except (OSError, ValueError):  # closed meanwhile by `poll` in another thread
+                pass
 
     @property
     def started(self) -> bool:
@@ -381,8 +418,12 @@ class ForkedChild:
         return self._known and self._pid is not None
 
     def kill(self) -> None:
-        """SIGKILL the child; never blocks. One not forked yet is killed when the server
-        reports it (and, with its caller's pipes closed, it would exit by itself anyway)."""
+        """SIGKILL the child without waiting for it. One not forked yet is killed when the
+        server reports it (and, with its caller's pipes closed, it would exit by itself)."""
+        with self._server._lock:
+            self._kill()
+
+    def _kill(self) -> None:
         if self.returncode is not None:
             return
         if not self._known:
@@ -418,13 +459,14 @@ def _fork_child(fds: list[int], max_memory_mb: int | None, functions: dict[str, 
     The child first closes the server's descriptors it inherited (`inherited`)."""
     from openmsd_build.text.extract.isolate import _child_serves
 
+    server = os.getpid()
     pid = os.fork()
     if pid == 0:  # the child: never returns into the server's loop
         code = 0
         try:
             for fd in inherited:
                 os.close(fd)
-            code = _child_serves(fds[0], fds[1], functions, max_memory_mb)
+            code = _child_serves(fds[0], fds[1], functions, max_memory_mb, server)
         except BaseException:  # noqa: BLE001 - a child must not fall back into the server's loop
             code = 70
         finally:
@@ -454,6 +496,8 @@ class _Server:
     def __init__(self, sock: socket.socket, extractors: dict[str, str]) -> None:
         self.channel = _Channel(sock)
         self.forking = True  # until the caller says "close" or closes its end
+        self.other_fds: list[int] = []  # more descriptors a child must not keep (the selector's)
+        self.killed = False  # a child was just killed on request: reap it soon
         self.children: dict[int, tuple[int, int | None]] = {}
         self.functions: dict[str, Any] = {}
         self.fatal: str | None = None
@@ -466,8 +510,9 @@ class _Server:
         except Exception as exc:  # noqa: BLE001 - the same for any failure while loading
             self.fatal = f"cannot load the extractors: {type(exc).__name__}: {exc}"[:500]
 
-    def handle(self, message: list[Any], fds: list[int]) -> None:
-        """One request: ``["fork", seq, max_memory_mb]``, ``["kill", seq]`` or ``["close"]``."""
+    def handle(self, message: list[Any], fds: list[int], later_fds: Sequence[int] = ()) -> None:
+        """One request: ``["fork", seq, max_memory_mb]``, ``["kill", seq]`` or ``["close"]``;
+        `later_fds`: descriptors of the requests received after it (not for this child)."""
         if message[0] == "close":
             self.forking = False
             return
@@ -476,6 +521,7 @@ class _Server:
             if pid is not None:  # not reaped yet: still this child
                 try:
                     os.kill(pid, signal.SIGKILL)
+                    self.killed = True
                 except ProcessLookupError:
                     pass
             for fd in fds:
@@ -487,8 +533,8 @@ class _Server:
                                               else "the fork request came without its pipes"))
             self.channel.queue(["forked", seq, None])
             return
-        inherited = [self.channel.sock.fileno(), *(fd for _pid, fd in self.children.values() if fd is not None),
-                     *self.channel.queued_fds()]
+        inherited = [*self.channel.held_fds(), *(fd for _pid, fd in self.children.values() if fd is not None),
+                     *later_fds, *self.other_fds]
         try:
             pid = _fork_child(fds, max_memory_mb, self.functions, inherited)
         except OSError as exc:  # no memory, a process limit: this child only
@@ -504,7 +550,13 @@ class _Server:
             except OSError:
                 pidfd = None
         self.children[seq] = (pid, pidfd)
-        self.channel.queue(["forked", seq, pid], [os.dup(pidfd)] if pidfd is not None else None)
+        sent = None
+        if pidfd is not None:
+            try:
+                sent = [os.dup(pidfd)]
+            except OSError:  # out of descriptors: the caller kills through the server instead
+                sent = None
+        self.channel.queue(["forked", seq, pid], sent)
 
     def reap(self) -> None:
         """Reap the children that have ended and report their exit codes."""
@@ -541,14 +593,17 @@ class _Server:
 def _serve(sock: socket.socket, extractors: dict[str, str], parent: int) -> None:
     """The server's loop: load and warm the extractors, then fork a child per request, reap
     them, and watch the caller (module docstring). Ends when it may fork no more (the
-    caller said "close" or closed its end) and its children are gone."""
+    caller said "close" or closed its end) and its children are gone -- or at once, killing
+    its children, when the caller has died (the server was re-parented)."""
     from openmsd_build.core.ordered_pool import quiet_collector
 
     server = _Server(sock, extractors)
     quiet_collector()  # what is loaded now is shared by every child: keep the collector off it
     selector = selectors.DefaultSelector()
+    if hasattr(selector, "fileno"):
+        server.other_fds.append(selector.fileno())
     while server.forking or server.children:
-        if os.getppid() != parent:  # the caller died: its children's documents have no reader
+        if os.getppid() != parent:
             server.kill_all()
             return
         for key in list(selector.get_map().values()):
@@ -560,15 +615,25 @@ def _serve(sock: socket.socket, extractors: dict[str, str], parent: int) -> None
         for _pid, pidfd in server.children.values():
             if pidfd is not None:
                 selector.register(pidfd, selectors.EVENT_READ)
-        for key, mask in selector.select(SERVER_TICK_S):
+        tick = SERVER_TICK_S / 20 if server.killed else SERVER_TICK_S  # no pidfd: the killed child soon
+        server.killed = False
+        for key, mask in selector.select(tick):
             if key.fileobj is sock and mask & selectors.EVENT_READ:
-                for message, fds in server.channel.receive():
-                    server.handle(message, fds)
+                batch = server.channel.receive()
+                for k, (message, fds) in enumerate(batch):
+                    later = [fd for _m, more in batch[k + 1 :] for fd in more]
+                    try:
+                        server.handle(message, fds, later)
+                    except Exception:  # noqa: BLE001 - a malformed request: no more requests
+                        server.channel.closed = True
                 if server.channel.closed:  # the caller closed its end: no more requests
                     server.forking = False
         server.reap()
         server.channel.flush()
-    server.channel.flush()  # the last exit codes (what the socket does not take now is dropped)
+    deadline = time.monotonic() + 1.0  # the last exit codes, while the caller may still read them
+    while server.channel.pending and time.monotonic() < deadline and os.getppid() == parent:
+        time.sleep(SERVER_TICK_S / 10)
+        server.channel.flush()
 
 
 def _server_entry(argv: list[str]) -> None:

@@ -85,7 +85,6 @@ STARTUP_TIMEOUT_S = 120.0
 AHEAD_WAIT_S = 1.0
 """At most this long, once per pool, a document waits for an adopted head start's answer
 (`ExtractorPool._await_head_starts`)."""
-PARENT_CHECK_S = 0.5
 
 # Reasons reported next to a None result.
 TOO_LARGE = "too_large"
@@ -175,10 +174,12 @@ def load_extractors(extractors: dict[str, str]) -> dict[str, Any]:
     return functions
 
 
-def _child_serves(request_fd: int, answer_fd: int, functions: dict[str, Any], max_memory_mb: int | None) -> int:
-    """A forked child's life (`forkserver._fork_child`): watch its parent, serve its pipes
-    until the caller is done; the exit code."""
-    exit_with_parent()  # its server: a server that dies (with its caller) takes its children along
+def _child_serves(request_fd: int, answer_fd: int, functions: dict[str, Any], max_memory_mb: int | None,
+                  server: int) -> int:
+    """A forked child's life (`forkserver._fork_child`): watch its parent, the fork server
+    (pid `server`, read before the fork), and serve its pipes until the caller is done; the
+    exit code."""
+    exit_with_parent(server)  # a server that dies (with its caller) takes its children along
     _serve_requests(Connection(request_fd, writable=False), Connection(answer_fd, readable=False), functions,
                     max_memory_mb)
     return 0
@@ -276,7 +277,8 @@ class IsolatedExtractor:
 
     @property
     def pid(self) -> int | None:
-        """The current child's pid (None before the first document or after a kill)."""
+        """The current child's pid (None before the first document or after a kill); waits
+        a few seconds at most for its server's report (`forkserver.RESOLVE_S`)."""
         return self._process.pid if self._alive() else None
 
     def _alive(self) -> bool:
@@ -521,7 +523,7 @@ class IsolatedExtractor:
         document is dropped."""
         with self._lock:
             self._deadline = self._send_error = None
-            if self._conn is not None and self._process is not None and self._alive():
+            if self._conn is not None and self._process is not None and self._alive() and self._process.started:
                 try:
                     self._conn.send(None)
                     self._process.wait(timeout=2)
@@ -823,6 +825,7 @@ def _fork(extractors: dict[str, str], request_fd: int, answer_fd: int, max_memor
             if server is not None:
                 server.close()
                 _CLOSED.append(server)
+                del _SERVERS[key]
             server = _SERVERS[key] = ForkServer(extractors)
         return server.fork(request_fd, answer_fd, max_memory_mb)
 
