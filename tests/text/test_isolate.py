@@ -474,3 +474,66 @@ def test_killing_a_child_its_server_has_not_forked_yet_does_not_wait_for_the_ser
     finally:
         extractor.close()
         isolate.close_spares()
+
+
+def test_the_fork_servers_channel_reassembles_messages_and_hands_each_its_descriptors() -> None:
+    """`forkserver._Channel` on a stream socket: messages sent back to back, a message that
+    arrives in pieces, descriptors carried by some of them -- each message comes out whole,
+    once, in order, with exactly the descriptors it was sent with; the end of the stream is
+    seen; a send cut short leaves the channel closed rather than half a frame on the wire."""
+    import os
+    import socket
+
+    from openmsd_build.text.extract import forkserver
+
+    left, right = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    sender, receiver = forkserver._Channel(left), forkserver._Channel(right)
+    pipes = [os.pipe() for _ in range(2)]
+    try:
+        sender.send(["fork", 1, None], [pipes[0][0], pipes[0][1]])
+        sender.send(["kill", 1])
+        sender.send(["fork", 2, 512], [pipes[1][1]])
+        frame = forkserver._Channel._frame(["close"], [])
+        left.sendall(frame[:3])  # a message in two pieces
+        got = []
+        while len(got) < 3:
+            got += receiver.receive()
+        left.sendall(frame[3:])
+        got += receiver.receive()
+        assert [message for message, _fds in got] == [["fork", 1, None], ["kill", 1], ["fork", 2, 512], ["close"]]
+        assert [len(fds) for _message, fds in got] == [2, 0, 1, 0]
+        # the descriptors received are the pipes sent: write through one, read through the other
+        os.write(got[0][1][1], b"x")
+        assert os.read(pipes[0][0], 1) == b"x"
+        os.write(got[2][1][0], b"y")
+        assert os.read(pipes[1][0], 1) == b"y"
+        for _message, fds in got:
+            for fd in fds:
+                assert not os.get_inheritable(fd)
+                os.close(fd)
+        left.close()
+        assert receiver.receive() == [] and receiver.closed
+    finally:
+        for r, w in pipes:
+            os.close(r)
+            os.close(w)
+        right.close()
+
+    class Cut:
+        """A socket whose send stops half-way through a message."""
+
+        def sendmsg(self, buffers, ancillary=()):
+            return 3
+
+        def sendall(self, data):
+            raise KeyboardInterrupt
+
+        def shutdown(self, how):
+            pass
+
+    cut = forkserver._Channel(Cut())  # type: ignore[arg-type]
+    with pytest.raises(KeyboardInterrupt):
+        cut.send(["fork", 3, None])
+    assert cut.closed
+    with pytest.raises(BrokenPipeError):
+        cut.send(["kill", 3])
