@@ -537,3 +537,35 @@ def test_the_fork_servers_channel_reassembles_messages_and_hands_each_its_descri
     assert cut.closed
     with pytest.raises(BrokenPipeError):
         cut.send(["kill", 3])
+
+
+def test_a_dead_childs_pidfd_held_elsewhere_does_not_blind_the_server(monkeypatch) -> None:
+    """The server's loop waits on its socket and its children's pidfds. A reaped child's
+    pidfd that another process still holds (the caller's copy, not yet closed) once stayed
+    registered in the server's epoll set after the server closed its own: always readable,
+    it took epoll's one event and hid the socket, so the next child was never forked (a
+    start-up timeout in about one run in four of the dying-child test). The loop uses
+    poll(2) now; here the caller keeps a dead child's pidfd open on purpose."""
+    import os
+
+    from openmsd_build.text.extract import isolate
+
+    monkeypatch.setattr(isolate, "STARTUP_TIMEOUT_S", 10.0)
+    isolate.close_spares()
+    extractor = isolate.IsolatedExtractor(timeout=10.0, debug_kinds=True)
+    held: list[int] = []
+    try:
+        for _ in range(3):
+            extractor.start()
+            assert extractor.pid is not None  # the server's report read: the handle has its pidfd
+            if extractor._process._pidfd is None:
+                pytest.skip("no pidfds on this platform")
+            held.append(os.dup(extractor._process._pidfd))
+            assert extractor.extract("debug_exit", b"3") == (None, "crashed")
+            time.sleep(0.3)  # the server reaps the child and closes its pidfd; ours stays open
+            assert extractor.extract("debug_echo", b"ok")[0]["n_bytes"] == 2
+    finally:
+        for fd in held:
+            os.close(fd)
+        extractor.close()
+        isolate.close_spares()

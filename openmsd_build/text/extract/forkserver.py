@@ -496,7 +496,6 @@ class _Server:
     def __init__(self, sock: socket.socket, extractors: dict[str, str]) -> None:
         self.channel = _Channel(sock)
         self.forking = True  # until the caller says "close" or closes its end
-        self.other_fds: list[int] = []  # more descriptors a child must not keep (the selector's)
         self.killed = False  # a child was just killed on request: reap it soon
         self.children: dict[int, tuple[int, int | None]] = {}
         self.functions: dict[str, Any] = {}
@@ -534,7 +533,7 @@ class _Server:
             self.channel.queue(["forked", seq, None])
             return
         inherited = [*self.channel.held_fds(), *(fd for _pid, fd in self.children.values() if fd is not None),
-                     *later_fds, *self.other_fds]
+                     *later_fds]
         try:
             pid = _fork_child(fds, max_memory_mb, self.functions, inherited)
         except OSError as exc:  # no memory, a process limit: this child only
@@ -599,9 +598,11 @@ def _serve(sock: socket.socket, extractors: dict[str, str], parent: int) -> None
 
     server = _Server(sock, extractors)
     quiet_collector()  # what is loaded now is shared by every child: keep the collector off it
-    selector = selectors.DefaultSelector()
-    if hasattr(selector, "fileno"):
-        server.other_fds.append(selector.fileno())
+    # poll(2), not epoll: the loop registers its descriptors afresh each turn, and an epoll
+    # registration outlives the closing of a descriptor whose file another process still
+    # holds (a reaped child's pidfd, whose copy went to the caller): the stale entry, always
+    # readable, then filled epoll's one-event answer and hid the socket
+    selector = selectors.PollSelector() if hasattr(selectors, "PollSelector") else selectors.SelectSelector()
     while server.forking or server.children:
         if os.getppid() != parent:
             server.kill_all()
