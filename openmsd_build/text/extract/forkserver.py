@@ -68,6 +68,11 @@ _FD_SIZE = array.array("i").itemsize
 _MAX_FDS = 4
 
 
+def _rights(fds: list[int]) -> list[tuple[int, int, array.array]]:
+    """The ancillary data that passes `fds` (SCM_RIGHTS), or none."""
+    return [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
+
+
 class _Channel:
     """Length-prefixed JSON messages with file descriptors over a stream socket. `send`
     writes whole messages (blocking, or into an outbox when `queue`), `receive` returns the
@@ -92,7 +97,7 @@ class _Channel:
         if self.closed:
             raise BrokenPipeError("the channel is closed")
         try:
-            sent = self.sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else [])
+            sent = self.sock.sendmsg([data], _rights(fds))
             if sent < len(data):
                 self.sock.sendall(data[sent:])
         except BaseException:
@@ -124,9 +129,8 @@ class _Channel:
         """Send what the socket takes now without blocking; the rest stays queued."""
         while self._outbox:
             data, fds = self._outbox[0]
-            ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
             try:
-                sent = self.sock.sendmsg([data], ancillary, socket.MSG_DONTWAIT)
+                sent = self.sock.sendmsg([data], _rights(fds), socket.MSG_DONTWAIT)
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as exc:

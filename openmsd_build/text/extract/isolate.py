@@ -540,7 +540,7 @@ def _answered(workers: list[IsolatedExtractor], timeout: float) -> list[Isolated
     by_pipe = {id(w._answers): w for w in workers if w._answers is not None}
     if not by_pipe:
         return []
-    return [by_pipe[id(pipe)] for pipe in wait([w._answers for w in workers if w._answers is not None], timeout)]
+    return [by_pipe[id(pipe)] for pipe in wait([by_pipe[key]._answers for key in by_pipe], timeout)]
 
 
 class ExtractorPool:
@@ -814,6 +814,12 @@ _CLOSED: list[ForkServer] = []
 _SERVERS_LOCK = threading.Lock()
 
 
+def _retire(server: ForkServer) -> None:
+    """Close `server` and keep it for reaping (`close_fork_servers`); under `_SERVERS_LOCK`."""
+    server.close()
+    _CLOSED.append(server)
+
+
 def _fork(extractors: dict[str, str], request_fd: int, answer_fd: int, max_memory_mb: int | None) -> ForkedChild:
     """A child for `extractors` from this process's fork server (started now if there is
     none running), under the lock that `close_fork_servers` takes, so a server is never
@@ -823,8 +829,7 @@ def _fork(extractors: dict[str, str], request_fd: int, answer_fd: int, max_memor
         server = _SERVERS.get(key)
         if server is None or not server.accepting:
             if server is not None:
-                server.close()
-                _CLOSED.append(server)
+                _retire(server)
                 del _SERVERS[key]
             server = _SERVERS[key] = ForkServer(extractors)
         return server.fork(request_fd, answer_fd, max_memory_mb)
@@ -843,8 +848,7 @@ def close_fork_servers(reap_s: float = 2.0) -> None:
     counted with this process's children."""
     with _SERVERS_LOCK:
         for server in _SERVERS.values():
-            server.close()
-            _CLOSED.append(server)
+            _retire(server)
         _SERVERS.clear()
         closed = list(_CLOSED)
     for server in closed:
