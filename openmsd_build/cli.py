@@ -147,13 +147,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run_command(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str],
                  extra: list[str]) -> int:
+    from openmsd_build.core.beam_import import import_beam
+    from openmsd_build.core.collector import paused_collector
+
+    with paused_collector():  # Beam first, without the integrations no command uses
+        import_beam()
+        module = _module(COMMANDS[args.command][0])
     try:
         beam_args = split_beam_args(extra, _subparser(parser, args.command))
         if hasattr(args, "out_positional"):
             from openmsd_build.core.inputs import resolve_out
 
             resolve_out(args)
-        module = _module(COMMANDS[args.command][0])
         # Hand the Beam flags to Beam's FileSystems before any command touches a path, so
         # `gs://` inputs and outputs work for every command, pipelines or not.
         from openmsd_build.core.runner import check_cloud_credentials, check_local_worker_pool, pipeline_options

@@ -19,7 +19,6 @@ of a wait forever. A child exits by itself when its parent is gone.
 
 from __future__ import annotations
 
-import gc
 import os
 import pickle
 import signal
@@ -32,6 +31,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any, NoReturn
 
 from openmsd_build.core.children import child_env, exit_with_parent
+from openmsd_build.core.collector import paused_collector
 
 
 class WorkerCrashed(RuntimeError):
@@ -230,23 +230,6 @@ def _answer(answers: Connection, work: tuple[Callable[..., Any], tuple]) -> None
         answers.send((False, RuntimeError(f"pool worker: cannot send the answer back: {exc!r}")))
 
 
-# Young-generation collections: every this many new container objects (Python's default: 700).
-CHILD_GC_THRESHOLD = (10_000, 10, 10)
-
-
-def quiet_collector() -> None:
-    """Less of a worker child's CPU in the cyclic garbage collector, which the work barely
-    needs (its objects are freed by reference counting); called once its imports are done.
-    The modules imported so far (polars, pyarrow, trafilatura, ...) live as long as the
-    process, so `gc.freeze` takes them out of every later collection; and a piece of work
-    keeps thousands of records alive until their batches are built, which a collection every
-    700 new containers walked again and again. In the papers stage's parsing children the
-    collector took ~9% of the CPU, ~2% after this; the text stage's extractor children
-    (`text.extract.isolate`) call it too."""
-    gc.freeze()
-    gc.set_threshold(*CHILD_GC_THRESHOLD)
-
-
 def _child_main(argv: list[str]) -> None:
     """`python -m openmsd_build.core.ordered_pool REQUEST_FD ANSWER_FD PARENT_PID PRELOAD`
     (started by `OrderedPool`, not by hand)."""
@@ -254,9 +237,9 @@ def _child_main(argv: list[str]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     request_fd, answer_fd, parent = int(argv[0]), int(argv[1]), int(argv[2])
     exit_with_parent(parent)
-    for module in filter(None, argv[3].split(",")):
-        __import__(module)
-    quiet_collector()
+    with paused_collector():
+        for module in filter(None, argv[3].split(",")):
+            __import__(module)
     requests = Connection(request_fd, writable=False)
     answers = Connection(answer_fd, readable=False)
     while True:

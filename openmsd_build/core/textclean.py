@@ -12,9 +12,7 @@ are matched one at a time (`<[^>]*>`), so only the tags go.
 
 from __future__ import annotations
 
-import bisect
 import html
-import itertools
 import re
 import unicodedata
 from collections import Counter
@@ -179,18 +177,27 @@ def repair_ligatures(text: str) -> str:
 
 
 # A space after "ff" / "fi" / "fl" (so also "ffi", "ffl") or before "ff": where a lost
-# ligature may have put it.
-_LIGATURE_SITE_RE = re.compile(r"(?<=f[fil]) | (?=ff)")
+# ligature may have put it. Each match ends with that space. Written to start with a
+# character ("f" or the space) rather than a lookbehind, which the regex engine tried at
+# every position of the text: half the time of `(?<=f[fil]) | (?=ff)`, the same spaces.
+_LIGATURE_SITE_RE = re.compile(r"f[fil] | (?=ff)")
 
 
 def _ligature_sites(text: str, parts: list[str]) -> list[int]:
     """The indexes k, in order, with `parts[k]` ending in a ligature or `parts[k + 1]`
-    starting with "ff", where `parts = text.split(" ")`: the spaces a regex finds, numbered
-    by a bisection of the parts' cumulative lengths (no Python step per word)."""
+    starting with "ff", where `parts = text.split(" ")`: the spaces a regex finds, each
+    numbered by the spaces before it (counted between one site and the next, in C: no
+    Python step per word)."""
     if len(parts) < 2:
         return []
-    ends = list(itertools.accumulate(map((1).__add__, map(len, parts))))  # a part's end + 1
-    return [bisect.bisect_left(ends, m.start() + 1) for m in _LIGATURE_SITE_RE.finditer(text)]
+    sites = []
+    k = last = 0
+    for match in _LIGATURE_SITE_RE.finditer(text):
+        space = match.end() - 1
+        k += text.count(" ", last, space)
+        last = space
+        sites.append(k)
+    return sites
 
 
 def _ligature_joins(parts: list[str], n_internal: int, sites: list[int]) -> set[int]:

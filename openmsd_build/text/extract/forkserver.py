@@ -598,10 +598,12 @@ def _serve(sock: socket.socket, extractors: dict[str, str], parent: int) -> None
     them, and watch the caller (module docstring). Ends when it may fork no more (the
     caller said "close" or closed its end) and its children are gone -- or at once, killing
     its children, when the caller has died (the server was re-parented)."""
-    from openmsd_build.core.ordered_pool import quiet_collector
+    from openmsd_build.core.collector import paused_collector
 
-    server = _Server(sock, extractors)
-    quiet_collector()  # what is loaded now is shared by every child: keep the collector off it
+    # what is loaded now is shared by every child: no collections while loading, and then
+    # the collector kept off it (`paused_collector` ends in `quiet_collector`)
+    with paused_collector():
+        server = _Server(sock, extractors)
     # poll(2), not epoll: the loop registers its descriptors afresh each turn, and an epoll
     # registration outlives the closing of a descriptor whose file another process still
     # holds (a reaped child's pidfd, whose copy went to the caller): the stale entry, always

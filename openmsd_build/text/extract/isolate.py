@@ -71,7 +71,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from openmsd_build.core.children import exit_with_parent
-from openmsd_build.core.ordered_pool import quiet_collector
+from openmsd_build.core.collector import quiet_collector
 from openmsd_build.core.spares import Shelf
 from openmsd_build.text.extract.forkserver import ForkedChild, ForkServer
 

@@ -1,0 +1,49 @@
+"""Keeping CPython's cyclic garbage collector off what lives as long as the process.
+
+Our processes import a great deal (Beam, pyarrow, trafilatura, polars: 50,000-200,000
+objects) and keep it all until they exit, but the collector walks every tracked object on
+each full collection, and the young generations' collections every 700 new containers. The
+objects our work makes are freed by reference counting; cycles are rare. So once a process
+has imported what it needs, `quiet_collector` takes everything alive out of later
+collections (`gc.freeze`) and makes young collections rarer; `paused_collector` runs the
+imports themselves without collections (they make few cycles).
+
+Measured: the papers stage's parsing children spent ~9% of their CPU in the collector, ~2%
+after `quiet_collector`; the text stage's worker ran four full collections of 50,000-200,000
+objects plus ~550 young ones, 0.35 s of its ~2.9 s of CPU on the real samples, the last in
+the run's single-core tail, and ~0.05 s after `paused_collector` around its imports
+(`gc.callbacks` timings).
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+# Young-generation collections: every this many new container objects (Python's default: 700).
+QUIET_GC_THRESHOLD = (10_000, 10, 10)
+
+
+def quiet_collector() -> None:
+    """Called once a process's imports are done: everything alive now is left out of later
+    collections, and young collections come every `QUIET_GC_THRESHOLD[0]` new containers
+    (a piece of work keeps thousands of records alive until their batches are built, which a
+    collection every 700 walked again and again)."""
+    gc.freeze()
+    gc.set_threshold(*QUIET_GC_THRESHOLD)
+
+
+@contextmanager
+def paused_collector() -> Iterator[None]:
+    """No collections inside (imports), then `quiet_collector`. Imports make few cycles: the
+    full collection after Beam's import found 739 garbage objects among 157,000, and the two
+    full collections it ran during its import are saved."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        quiet_collector()
+        if was_enabled:
+            gc.enable()
