@@ -89,6 +89,11 @@ def test_split_seed_default_is_one_default() -> None:
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["--version"]) == 0
     assert capsys.readouterr().out.startswith("openmsd-build ")
+    # after another flag the parser answers it (looked up only then), on stdout, exit 0
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["-v", "--version"])
+    assert stop.value.code in (0, None)
+    assert capsys.readouterr().out == f"openmsd-build {cli._version()}\n"
 
 
 def test_out_flag_for_report_and_release(tmp_path) -> None:

@@ -10,13 +10,19 @@ import argparse
 import logging
 import time
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 # Nothing here imports Beam at import time: `prepare` starts the extractor children while the
-# worker then imports Beam (~1.5 s), and the run's Beam pieces are imported by `run_text`.
+# worker then imports Beam (~1 s), and the run's Beam pieces are imported by `run_text`. Nor
+# the fetch layer (~0.15 s, `text.fetch`'s package imports warcio, fsspec and the HTTP
+# client): this module is imported before `prepare` starts the fork server, and every
+# millisecond here is one the other cores wait for their first document.
 from openmsd_build.core.errors import UserError
-from openmsd_build.text.extract.isolate import DEFAULT_MAX_BYTES, close_spares, prewarm
-from openmsd_build.text.fetch.config import FetchConfig
+from openmsd_build.text.extract.isolate import DEFAULT_MAX_BYTES, close_spares, prewarm, start_fork_server
 from openmsd_build.text.jobs import AHEAD_JOB, STAGE_JOBS
+
+if TYPE_CHECKING:
+    from openmsd_build.text.fetch.config import FetchConfig
 
 LOG = logging.getLogger(__name__)
 
@@ -47,6 +53,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
+    from openmsd_build.text.fetch.config import FetchConfig
+
     config_kwargs: dict = {
         "per_host_rate": args.rate_per_host / max(1, args.host_shards),
         "allow_networks": tuple(args.allow_network),
@@ -128,12 +136,18 @@ def _run_text(out: str, fetch: str, beam_args: list[str], fetch_config: FetchCon
     # documents/, fetch/, rejects/text/ and _stats/text.json are written under a temporary
     # root and swapped in on success; warc/ stays in place (append-only resume store).
     with stage_outputs(out, "text") as dest, beam.Pipeline(options=options) as p:
-        build(p, out, fetch, fetch_config or FetchConfig(), num_shards, resume=resume, cap=cap,
+        build(p, out, fetch, fetch_config or _default_fetch_config(), num_shards, resume=resume, cap=cap,
               host_shards=host_shards, extract_timeout=extract_timeout, follow=follow, dest=dest,
               warc_prefix=warc_prefix, extract_workers=extract_workers)
     result = read_stage_counts(out, "text")
     result["seconds"] = round(time.time() - started, 2)
     return result
+
+
+def _default_fetch_config() -> FetchConfig:
+    from openmsd_build.text.fetch.config import FetchConfig
+
+    return FetchConfig()
 
 
 # What `start_children` last started: (fetch, extract_workers, extract_timeout).
@@ -146,7 +160,10 @@ def start_children(fetch: str, extract_workers: int, cores: int, extract_timeout
     """Start the stage's children for a run in this process (`isolate.prewarm`: forks of one
     warm server, which imports on a core the worker leaves it); with local `warc:` archives,
     one child per such core extracts the archives' documents ahead of the pipeline
-    (`extract/ahead.py`)."""
+    (`extract/ahead.py`). The server is started first: it imports for ~0.35 s, meanwhile
+    this process works out the head start's job (which imports the fetch layer)."""
+    if extract_workers > 0:
+        start_fork_server(STAGE_JOBS)
     from openmsd_build.text.extract.ahead import local_archives
     from openmsd_build.text.fetch.result import DEFAULT_ACCEPTED_TYPES
     from openmsd_build.text.fetch.warc_backend import DEFAULT_REPLAY_MAX_BYTES

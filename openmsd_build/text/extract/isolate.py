@@ -824,15 +824,29 @@ def _fork(extractors: dict[str, str], request_fd: int, answer_fd: int, max_memor
     """A child for `extractors` from this process's fork server (started now if there is
     none running), under the lock that `close_fork_servers` takes, so a server is never
     closed between being chosen and being asked."""
-    key = _extractors_key(extractors)
     with _SERVERS_LOCK:
-        server = _SERVERS.get(key)
-        if server is None or not server.accepting:
-            if server is not None:
-                _retire(server)
-                del _SERVERS[key]
-            server = _SERVERS[key] = ForkServer(extractors)
-        return server.fork(request_fd, answer_fd, max_memory_mb)
+        return _running_server(extractors).fork(request_fd, answer_fd, max_memory_mb)
+
+
+def _running_server(extractors: dict[str, str]) -> ForkServer:
+    """This process's accepting fork server for `extractors`, started now if there is none
+    (a closed or dead one is retired); under `_SERVERS_LOCK`."""
+    key = _extractors_key(extractors)
+    server = _SERVERS.get(key)
+    if server is None or not server.accepting:
+        if server is not None:
+            _retire(server)
+            del _SERVERS[key]
+        server = _SERVERS[key] = ForkServer(extractors)
+    return server
+
+
+def start_fork_server(extractors: dict[str, str]) -> None:
+    """Start the fork server for `extractors` now, without waiting for it: its interpreter
+    imports and warms the extractors (~0.35 s) while the caller works out what to ask of
+    its first children (`text.command.start_children`)."""
+    with _SERVERS_LOCK:
+        _running_server(extractors)
 
 
 def running_fork_server(extractors: dict[str, str]) -> ForkServer | None:
