@@ -430,18 +430,20 @@ def test_a_damaged_archive_costs_only_its_own_records(tmp_path) -> None:
 def test_a_document_not_yet_filed_waits_for_the_adopted_head_start_instead_of_extracting_it_twice(
         tmp_path, monkeypatch) -> None:
     """The head start answers only after the document it is in; a document submitted before
-    that may be one it has done, so the pool first waits for the answer (and files it):
-    here the head start's first page is filed before the submitted document is sent."""
+    that may be one it has done, so when no child is free the pool first waits for that
+    answer (and files it) rather than for a free child: here the head start's first page is
+    filed before the submitted document is sent."""
     pool, marker = _hostile_head_start(tmp_path, monkeypatch, "time.sleep(0.5); return {'title': 'slow'}",
                                        timeout=60.0, children=2)
     try:
         _wait_for(marker)
         pool.start()
         assert pool.pending == 1 and isolate._AHEAD["filed"] == 0
-        assert pool.submit("x", "debug_sleep", b"0.2", ahead_key=("html", "elsewhere", 0, "x")) == []
-        assert isolate._AHEAD["filed"] >= 1 and pool.pending == 1 and not any(w._ahead for w in pool.workers)
-        [(tag, result, reason, _detail)] = pool.drain()
-        assert (tag, reason) == ("x", None) and result == {"slept": 0.2}
+        answers = pool.submit("busy", "debug_sleep", b"0.3")  # the free child: now none is free
+        answers += pool.submit("x", "debug_sleep", b"0.2", ahead_key=("html", "elsewhere", 0, "x"))
+        assert isolate._AHEAD["filed"] >= 1 and not any(w._ahead for w in pool.workers)
+        done = {tag: (result, reason) for tag, result, reason, _detail in answers + pool.drain()}
+        assert done == {"busy": ({"slept": 0.3}, None), "x": ({"slept": 0.2}, None)}
         # the next miss does not wait: no head start is left to wait for
         left = pool._ahead_wait_left
         assert pool.submit("y", "debug_sleep", b"0.2", ahead_key=("html", "elsewhere", 1, "y")) == []
@@ -452,20 +454,92 @@ def test_a_document_not_yet_filed_waits_for_the_adopted_head_start_instead_of_ex
         isolate.close_spares()
 
 
+def test_a_free_child_is_not_kept_waiting_for_the_head_start(tmp_path, monkeypatch) -> None:
+    """A document not filed goes at once to a free child, however long the head start's
+    current document takes: the wait is spent only by a document that would wait anyway."""
+    pool, marker = _hostile_head_start(tmp_path, monkeypatch, "time.sleep(0.5); return {'title': 'slow'}",
+                                       timeout=60.0, children=2)
+    try:
+        _wait_for(marker)
+        pool.start()
+        left = pool._ahead_wait_left
+        started = time.monotonic()
+        assert pool.submit("x", "debug_echo", b"abcd", ahead_key=("html", "elsewhere", 0, "x")) == []
+        assert time.monotonic() - started < 0.3 and pool._ahead_wait_left == left
+        assert any(w._ahead for w in pool.workers) and isolate._AHEAD["filed"] == 0  # still in its page
+        [(tag, result, reason, _detail)] = pool.drain()
+        assert (tag, reason) == ("x", None) and result["n_bytes"] == 4 and isolate._AHEAD["filed"] >= 1
+    finally:
+        pool.close()
+        isolate.close_spares()
+
+
 def test_a_head_start_stuck_in_a_document_delays_the_next_only_by_the_short_wait(tmp_path, monkeypatch) -> None:
-    """A head start hanging in a hostile page: the first document waits `AHEAD_WAIT_S` at
-    most, then goes to the free child; the stuck one is killed at its own deadline."""
+    """A head start hanging in a hostile page: a document that finds no free child waits
+    `AHEAD_WAIT_S` at most for it, then for the busy child; the stuck one is killed at its
+    own deadline."""
     monkeypatch.setattr(isolate, "AHEAD_WAIT_S", 0.3)
     pool, marker = _hostile_head_start(tmp_path, monkeypatch, "time.sleep(3600)", timeout=2.0, children=2)
     try:
         _wait_for(marker)
         pool.start()
         started = time.monotonic()
-        answers = pool.submit("x", "debug_echo", b"abcd", ahead_key=("html", "elsewhere", 0, "x"))
+        answers = pool.submit("busy", "debug_sleep", b"0.2")
+        answers += pool.submit("x", "debug_echo", b"abcd", ahead_key=("html", "elsewhere", 0, "x"))
         assert time.monotonic() - started < 1.5 and isolate._AHEAD["filed"] == 0 and pool._ahead_wait_left <= 0
         answers += pool.drain()
-        [(tag, result, reason, _detail)] = answers
-        assert (tag, reason) == ("x", None) and result["n_bytes"] == 4 and pool.stats["killed"] == 1
+        done = {tag: (result, reason) for tag, result, reason, _detail in answers}
+        assert done["busy"] == ({"slept": 0.2}, None) and done["x"][1] is None and done["x"][0]["n_bytes"] == 4
+        assert pool.stats["killed"] == 1
     finally:
         pool.close()
         isolate.close_spares()
+
+
+class _PoolWithHeadStart:
+    """What `FetchAndExtract` asks of its pool, with `head_start` set as given."""
+
+    def __init__(self, head_start: bool) -> None:
+        self.head_start = head_start
+
+    def drain(self) -> list:
+        return []
+
+    def release(self) -> None:
+        pass
+
+    def abandon(self, **_kw) -> None:
+        pass
+
+    def start(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("head_start", [True, False])
+def test_archive_units_are_replayed_from_the_far_end_while_a_head_start_exists(monkeypatch, head_start) -> None:
+    """With extractions worked out ahead, the fetching DoFn keeps its bundle's archive units
+    and replays them in descending archive position (file, offset of the record each resolves
+    to; the unarchived last), meeting the head start, which goes forward; without one it
+    replays each as it comes."""
+    from openmsd_build.text import beam as text_beam
+
+    dofn = text_beam.FetchAndExtract("warc:unused", None, None, 5.0, 1)
+    dofn.extractors = _PoolWithHeadStart(head_start)
+    dofn.writer = dofn.warc_file = None
+    dofn.start_bundle()
+    seen: list[str] = []
+    monkeypatch.setattr(dofn, "_replay", lambda unit, counts: (unit["url"], None, None, None))
+    monkeypatch.setattr(dofn, "_handle", lambda url, *_a, counts: iter(seen.append(url) or ()))
+
+    def unit(url: str, where: tuple[str, int] | None) -> dict:
+        chain = [[url, where[0], where[1], 100]] if where else []
+        return {"url": url, "tasks": [{"doi": url, "url": url}], "chain": chain}
+
+    for element in (unit("a", ("w1", 10)), unit("b", ("w2", 5)), unit("c", None), unit("d", ("w1", 200))):
+        list(dofn.process(element))
+    arrived = list(seen)
+    list(dofn.finish_bundle())
+    if head_start:
+        assert arrived == [] and seen == ["b", "d", "a", "c"]
+    else:
+        assert arrived == seen == ["a", "b", "c", "d"]

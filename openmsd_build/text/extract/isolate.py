@@ -579,6 +579,15 @@ class ExtractorPool:
         """Documents submitted whose answer has not been returned yet."""
         return sum(worker.busy for worker in self.workers)
 
+    def _idle(self) -> bool:
+        return not all(worker.busy for worker in self.workers)
+
+    @property
+    def head_start(self) -> bool:
+        """Extractions worked out ahead are filed in this process, or still to come from a
+        child this pool adopted on its head start (`prewarm(ahead=...)`)."""
+        return bool(_AHEAD_RESULTS) or any(worker._ahead for worker in self.workers)
+
     def submit(self, tag: Any, kind: str, data: bytes, ahead_key: Any = None,
                **kwargs: Any) -> list[tuple[Any, dict[str, Any] | None, str | None, str | None]]:
         """Queue one document under `tag`; returns every answer ready by now (possibly this
@@ -591,7 +600,12 @@ class ExtractorPool:
             return [(tag, *refused)] + self.collect_ready()
         if ahead_key is not None:
             extraction = take_ahead(ahead_key)
-            if extraction is None and self._await_head_starts(ahead_key):
+            # a head start still in its last document may hold this one too; it is waited for
+            # only by a document that would wait for a free child anyway: idle children are
+            # not kept idle for it (and the fetching DoFn sends the archives' documents from
+            # their far end, `text.beam.FetchAndExtract`, so its first ones are rarely the
+            # head start's)
+            if extraction is None and not self._idle() and self._await_head_starts(ahead_key):
                 extraction = take_ahead(ahead_key)
             if extraction is not None:
                 return [(tag, extraction, None, None)] + self.collect_ready()
