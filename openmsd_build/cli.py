@@ -122,9 +122,14 @@ def split_beam_args(extra: Sequence[str], command_parser: argparse.ArgumentParse
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command line (`sys.argv` when `argv` is None, as the `openmsd-build` program
+    does); its exit code. Only the program itself (`argv` None) also tunes the process's
+    garbage collector (`core.collector`): a caller running commands in its own process,
+    a test, keeps its collector as it was."""
+    whole_process = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["--version"]:
-        print(f"openmsd-build {_version()}")
+        _print_version()
         return 0
     command = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(command if command in COMMANDS else None)
@@ -139,21 +144,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     prepare = getattr(_module(COMMANDS[args.command][0]), "prepare", None)
     undo = prepare(args, extra) if prepare is not None else None
     try:
-        return _run_command(parser, args, argv, extra)
+        return _run_command(parser, args, argv, extra, whole_process)
     finally:
         if undo is not None:
             undo()
 
 
 def _run_command(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str],
-                 extra: list[str]) -> int:
+                 extra: list[str], whole_process: bool = False) -> int:
+    from contextlib import nullcontext
+
     from openmsd_build.core.beam_import import import_beam
     from openmsd_build.core.collector import paused_collector
 
-    with paused_collector():  # Beam first, without the integrations no command uses
-        import_beam()
-        module = _module(COMMANDS[args.command][0])
     try:
+        # Beam first, without the integrations no command uses; in the program's own
+        # process, with the collector paused, then frozen out of what was imported
+        with paused_collector(young=False) if whole_process else nullcontext():
+            import_beam()
+            module = _module(COMMANDS[args.command][0])
         beam_args = split_beam_args(extra, _subparser(parser, args.command))
         if hasattr(args, "out_positional"):
             from openmsd_build.core.inputs import resolve_out
@@ -194,7 +203,8 @@ def _subparser(parser: argparse.ArgumentParser, command: str) -> argparse.Argume
 
 
 class _VersionAction(argparse.Action):
-    """`--version` anywhere on the line. The version is looked up only when asked:
+    """`--version` before the command (`openmsd-build -v --version`; first on the line,
+    `main` answers it before any parsing). The version is looked up only when asked:
     `importlib.metadata` takes ~0.03 s to import, which every command paid before the text
     stage could start its extractors."""
 
@@ -202,8 +212,12 @@ class _VersionAction(argparse.Action):
         super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0, help=help)
 
     def __call__(self, parser, namespace, values, option_string=None):  # noqa: ANN001
-        print(f"openmsd-build {_version()}")  # to stdout, as argparse's own version action
+        _print_version()
         parser.exit()
+
+
+def _print_version() -> None:
+    print(f"openmsd-build {_version()}")  # to stdout, as argparse's own version action
 
 
 def _version() -> str:

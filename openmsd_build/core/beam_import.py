@@ -6,9 +6,9 @@ installs as its own dependency: ~0.13 s of CPU of the ~1.2 s Beam's import takes
 before the first bundle, for an IO no stage uses.
 
 Beam imports it inside `try: ... except ImportError`, treating it as absent when the import
-fails. `import_beam` makes it fail for the length of Beam's own import only (a meta-path
-finder that declines those top-level names), then removes the finder: anything that imports
-pymongo later gets the real module. What is lost is `ReadFromMongoDB` / `WriteToMongoDB` in
+fails. `import_beam` makes it fail for the length of Beam's own import only (a `None` entry
+in `sys.modules`, which makes `import` raise ModuleNotFoundError and `find_spec` answer None),
+then removes the entries: anything that imports pymongo later gets the real module. What is lost is `ReadFromMongoDB` / `WriteToMongoDB` in
 this launching process, which no command of ours uses; distributed workers import Beam
 themselves, in full. Beam's log line about the missing bson package is held back meanwhile.
 
@@ -19,13 +19,12 @@ its cost into the single-core tail of a run; and pyarrow, if the import failed t
 take pandas for absent for the rest of the process.
 
 Only the command line uses this (`cli._run_command`): a library user or a test that
-imports Beam first gets the whole of it, as before. The command line imports it with the
-garbage collector paused and then frozen (`core.collector.paused_collector`).
+imports Beam first gets the whole of it, as before. The `openmsd-build` program imports it
+with the garbage collector paused and then frozen (`core.collector.paused_collector`).
 """
 
 from __future__ import annotations
 
-import importlib.abc
 import logging
 import sys
 from types import ModuleType
@@ -37,15 +36,6 @@ DEFERRED = frozenset({"pymongo", "bson"})
 _QUIET_LOGGERS = ("apache_beam.io.mongodbio",)
 
 
-class _Decline(importlib.abc.MetaPathFinder):
-    """Declines the `DEFERRED` packages (and their submodules) while installed."""
-
-    def find_spec(self, name, path=None, target=None):  # noqa: ANN001 - importlib's signature
-        if name.partition(".")[0] in DEFERRED:
-            raise ImportError(f"{name} is not imported with Beam by openmsd-build (core/beam_import.py)", name=name)
-        return None
-
-
 def import_beam() -> ModuleType:
     """`apache_beam`, imported now without the `DEFERRED` packages unless Beam (or one of
     them) is imported already, in which case nothing changes."""
@@ -53,16 +43,18 @@ def import_beam() -> ModuleType:
         import apache_beam
 
         return apache_beam
-    finder = _Decline()
     loggers = [logging.getLogger(name) for name in _QUIET_LOGGERS]
     levels = [logger.level for logger in loggers]
-    sys.meta_path.insert(0, finder)
+    for name in DEFERRED:
+        sys.modules[name] = None  # type: ignore[assignment]  # `import` raises ModuleNotFoundError
     for logger in loggers:
         logger.setLevel(logging.ERROR)
     try:
         import apache_beam
     finally:
-        sys.meta_path.remove(finder)
+        for name in DEFERRED:
+            if sys.modules.get(name, 0) is None:
+                del sys.modules[name]
         for logger, level in zip(loggers, levels, strict=True):
             logger.setLevel(level)
     return apache_beam

@@ -10,8 +10,8 @@ imports themselves without collections (they make few cycles).
 
 Measured: the papers stage's parsing children spent ~9% of their CPU in the collector, ~2%
 after `quiet_collector`; the text stage's worker ran four full collections of 50,000-200,000
-objects plus ~550 young ones, 0.35 s of its ~2.9 s of CPU on the real samples, the last in
-the run's single-core tail, and ~0.05 s after `paused_collector` around its imports
+objects, 0.25 s of its ~2.9 s of CPU on the real samples (the last in the run's single-core
+tail), and none after `paused_collector(young=False)` around the command's imports
 (`gc.callbacks` timings).
 """
 
@@ -25,25 +25,28 @@ from contextlib import contextmanager
 QUIET_GC_THRESHOLD = (10_000, 10, 10)
 
 
-def quiet_collector() -> None:
+def quiet_collector(young: bool = True) -> None:
     """Called once a process's imports are done: everything alive now is left out of later
-    collections, and young collections come every `QUIET_GC_THRESHOLD[0]` new containers
-    (a piece of work keeps thousands of records alive until their batches are built, which a
-    collection every 700 walked again and again)."""
+    collections; with `young`, young collections come every `QUIET_GC_THRESHOLD[0]` new
+    containers (a piece of work keeps thousands of records alive until their batches are
+    built, which a collection every 700 walked again and again). Short-lived child processes
+    take both; a command's own process, which may run every stage of a build, only the
+    freeze, so its cyclic garbage is collected as often as before."""
     gc.freeze()
-    gc.set_threshold(*QUIET_GC_THRESHOLD)
+    if young:
+        gc.set_threshold(*QUIET_GC_THRESHOLD)
 
 
 @contextmanager
-def paused_collector() -> Iterator[None]:
-    """No collections inside (imports), then `quiet_collector`. Imports make few cycles: the
-    full collection after Beam's import found 739 garbage objects among 157,000, and the two
-    full collections it ran during its import are saved."""
+def paused_collector(young: bool = True) -> Iterator[None]:
+    """No collections inside (imports), then `quiet_collector(young)`. Imports make few
+    cycles: the full collection after Beam's import found 739 garbage objects among 157,000
+    (kept for good now), and the two full collections it ran during its import are saved."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        quiet_collector()
+        quiet_collector(young)
         if was_enabled:
             gc.enable()

@@ -241,13 +241,17 @@ class FetchAndExtract(UntypedDoFn):
         self.writer = None
         self.warc_file = None
         self.bundle_counts: Counter = Counter()
+        self._units: list[dict] = []  # archive units kept to be replayed from the far end
 
     def start_bundle(self):
         self._close_warc()  # a failed bundle may have left its file open
         self.extractors.abandon(keep_ahead=True)  # ... and documents in its extractors
         self.extractors.start()  # the children the last bundle handed back (`release`), or new ones
         self.bundle_counts = Counter()
-        self._units: list[dict] = []  # archive units kept for `finish_bundle` (`_from_far_end`)
+        self._units = []
+        # a head start in this process (adopted by the pool just now, or its answers filed):
+        # this bundle's archive units are replayed from the far end (`_from_far_end`)
+        self._far_end = self.extractors.head_start
 
     def _writer(self):
         if self.writer is None:
@@ -267,15 +271,19 @@ class FetchAndExtract(UntypedDoFn):
         self.writer = self.warc_file = None
 
     def finish_bundle(self):
-        """The answers of the documents still in the extractors; then the bundle's WARC file
-        is closed. Outputs of `finish_bundle` must carry their window (global here)."""
+        """The archive units still kept (`_from_far_end`), then the answers of the documents
+        still in the extractors; then the bundle's WARC file is closed. Outputs of
+        `finish_bundle` must carry their window (global here)."""
         counts: Counter = Counter()
         try:
-            outputs = list(self._from_far_end(counts))
-            outputs += [out for done in self.extractors.drain() for out in self._extracted(*done, counts=counts)]
+            yield from in_global_window(self._from_far_end())
+            outputs = [out for done in self.extractors.drain() for out in self._extracted(*done, counts=counts)]
             # idle now: the next stage's pool in this process (the follow-up pass, document
             # building) or this DoFn's next bundle takes the warm children over
             self.extractors.release()
+        except BaseException:
+            self._stop()
+            raise
         finally:
             self._close_warc()
         bump(STAGE, counts)  # the elements' own counts were bumped as they went
@@ -285,29 +293,33 @@ class FetchAndExtract(UntypedDoFn):
             outputs.append(beam.pvalue.TaggedOutput(COUNTS_TAG, dict(counts)))
         yield from in_global_window(outputs)
 
-    def _from_far_end(self, counts: Counter):
-        """The outputs of the bundle's archive units kept by `process` while extractions
-        worked out ahead exist in this process: replayed in descending archive position
-        (file, then offset of the record each resolves to), the opposite direction to the
-        head start's (`extract/ahead.py`), which extracts the archives from their first
-        record while the worker starts.
+    def _from_far_end(self):
+        """The outputs of the archive units kept by `process` while a head start exists in
+        this process, replayed in descending archive position (the archives in the order the
+        stage reads them, then the offset of the record each unit resolves to): the opposite
+        direction to the head start's (`extract/ahead.py`), which extracts the archives from
+        their first record while the worker starts.
 
-        Why: in the order the units arrive (on the real samples, archive order) the DoFn
+        Why: in the order the units arrived (on the real samples, archive order) the DoFn
         first met the documents the head start had done, replaying 40 of them (~4 ms each)
-        while the children it had ready sat idle, after waiting for the head start to finish
-        its last document; from the far end the children get work at once and the two sides
-        meet near where the head start stopped. Only the order differs: each unit is handled
-        as `process` would, and every output is sorted downstream."""
+        while the children it had ready sat idle, after waiting 0.13 s for the head start to
+        finish its last document; from the far end the children get work at once and the two
+        sides meet near where the head start stopped. Only the order differs: each unit is
+        handled and counted as `process` would, and every output is sorted downstream. Called
+        when `FAR_END_UNITS` are kept and at the end of the bundle."""
         units, self._units = self._units, []
-        units.sort(key=_archive_position, reverse=True)
-        try:
-            for unit in units:
-                result, *where = self._replay(unit, counts)
-                yield from self._handle(unit["url"], unit["tasks"], result, *where, counts=counts)
-        except BaseException:
-            self.extractors.abandon()
-            self._close_warc()
-            raise
+        if not units:
+            return
+        if self._archive_order is None:
+            from openmsd_build.text.extract.ahead import local_archives
+
+            self._archive_order = {path: k for k, path in enumerate(local_archives(self.fetch_spec))}
+        order = self._archive_order
+        units.sort(key=lambda unit: _archive_position(unit, order), reverse=True)
+        for unit in units:
+            counts: Counter = Counter()
+            yield from self._replay_unit(unit, counts)
+            self._counted(counts)
 
     def teardown(self):
         from openmsd_build.text.extract.isolate import close_spares
@@ -348,21 +360,32 @@ class FetchAndExtract(UntypedDoFn):
         try:
             yield from self._process(element)
         except BaseException:
-            # Ctrl-C or an error mid-element: close the WARC file now, dropping a record cut
-            # short, before anything (a garbage-collected wrapper's flush) could commit it;
-            # documents in the extractors are dropped with their children.
-            self.extractors.abandon()
-            self._close_warc()
+            self._stop()
             raise
 
+    def _stop(self):
+        """Ctrl-C or an error mid-element: close the WARC file now, dropping a record cut
+        short, before anything (a garbage-collected wrapper's flush) could commit it;
+        documents in the extractors are dropped with their children."""
+        self.extractors.abandon()
+        self._close_warc()
+
+    # Archive units kept at most before the kept ones are replayed (far end first) and the
+    # next kept: a bound on what a bundle holds (a unit is a URL, its papers and its chain's
+    # index entries; bodies are read when it is replayed).
+    FAR_END_UNITS = 4096
+    _far_end = False  # set by `start_bundle`
+    _archive_order: dict[str, int] | None = None  # the stage's archives -> their place, when needed
+
     def _process(self, element):
-        counts: Counter = Counter()
-        if isinstance(element, dict) and self.extractors.head_start:
-            self._units.append(element)  # replayed from the far end (`_from_far_end`)
+        if isinstance(element, dict) and self._far_end:
+            self._units.append(element)
+            if len(self._units) >= self.FAR_END_UNITS:
+                yield from self._from_far_end()
             return
+        counts: Counter = Counter()
         if isinstance(element, dict):  # a resolved archive unit
-            result, *where = self._replay(element, counts)
-            yield from self._handle(element["url"], element["tasks"], result, *where, counts=counts)
+            yield from self._replay_unit(element, counts)
         else:
             _, tasks = element
             by_url: dict[str, list[dict]] = {}
@@ -375,8 +398,15 @@ class FetchAndExtract(UntypedDoFn):
                     yield from self._extracted(*done, counts=counts)
                 result, *where = self._fetch(url)
                 yield from self._handle(url, url_tasks, result, *where, counts=counts)
-        bump(STAGE, counts)
+        self._counted(counts)
+
+    def _counted(self, counts: Counter) -> None:
+        bump(STAGE, counts)  # progress, as the element is done
         self.bundle_counts.update(counts)  # one count output per bundle, not per element
+
+    def _replay_unit(self, unit: dict, counts: Counter):
+        result, *where = self._replay(unit, counts)
+        yield from self._handle(unit["url"], unit["tasks"], result, *where, counts=counts)
 
     def _handle(self, url: str, tasks: list[dict], result, warc_file, warc_offset, warc_length, *, counts: Counter):
         """One URL's outcome -> its fetch row (named after the first task, by DOI), and its
@@ -429,13 +459,14 @@ class FetchAndExtract(UntypedDoFn):
 _SLIM_EXTRACTION = ("kind", "url", "title", "abstract", "abstracts", "content", "pdf_url", "language_hints")
 
 
-def _archive_position(unit: dict) -> tuple[str, int, str]:
-    """Where a resolved archive unit's record is (the last entry of its redirect chain):
-    (file, offset), then its URL; ("", -1, url) when it is not archived."""
+def _archive_position(unit: dict, order: dict[str, int]) -> tuple[int, str, int, str]:
+    """Where a resolved archive unit's record is (the last entry of its redirect chain): the
+    archive's place in `order` (the stage's archives as it reads them), the file, the offset,
+    then the unit's URL; first of all when it is not archived."""
     if unit["chain"]:
         _url, warc_file, offset, _length = unit["chain"][-1]
-        return warc_file, offset, unit["url"]
-    return "", -1, unit["url"]
+        return order.get(warc_file, -1), warc_file, offset, unit["url"]
+    return -2, "", -1, unit["url"]
 
 
 def slim(extraction: dict) -> dict:

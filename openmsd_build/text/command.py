@@ -105,6 +105,7 @@ def _run_text(out: str, fetch: str, beam_args: list[str], fetch_config: FetchCon
     from openmsd_build.core.staging import stage_outputs
     from openmsd_build.core.stats import read_stage_counts
     from openmsd_build.pipelines.text import build
+    from openmsd_build.text.fetch.config import FetchConfig
 
     options = pipeline_options(beam_args)  # first: OUT may be gs:// (FileSystems options)
     if extract_workers < 0:
@@ -136,18 +137,12 @@ def _run_text(out: str, fetch: str, beam_args: list[str], fetch_config: FetchCon
     # documents/, fetch/, rejects/text/ and _stats/text.json are written under a temporary
     # root and swapped in on success; warc/ stays in place (append-only resume store).
     with stage_outputs(out, "text") as dest, beam.Pipeline(options=options) as p:
-        build(p, out, fetch, fetch_config or _default_fetch_config(), num_shards, resume=resume, cap=cap,
+        build(p, out, fetch, fetch_config or FetchConfig(), num_shards, resume=resume, cap=cap,
               host_shards=host_shards, extract_timeout=extract_timeout, follow=follow, dest=dest,
               warc_prefix=warc_prefix, extract_workers=extract_workers)
     result = read_stage_counts(out, "text")
     result["seconds"] = round(time.time() - started, 2)
     return result
-
-
-def _default_fetch_config() -> FetchConfig:
-    from openmsd_build.text.fetch.config import FetchConfig
-
-    return FetchConfig()
 
 
 # What `start_children` last started: (fetch, extract_workers, extract_timeout).

@@ -630,11 +630,11 @@ class ExtractorPool:
         `key`; True if it did.
 
         Why: a child working ahead answers only when it has finished the document it is in,
-        and until then every document it has already extracted looks missing. The text
-        stage's first documents are mostly among those (on the real samples, 5-8 of ~50 were
-        extracted twice), so a document that is not filed waits for them -- once per pool,
-        at most `AHEAD_WAIT_S` in all, so a head start stuck in a hanging document costs
-        that wait, not its time limit."""
+        and until then every document it has already extracted looks missing (on the real
+        samples, 5-8 of ~50 were once extracted twice). So a document that is not filed and
+        finds no free child (`submit`) waits for them rather than for a free child -- once
+        per pool, at most `AHEAD_WAIT_S` in all, so a head start stuck in a hanging document
+        costs that wait, not its time limit."""
         while self._ahead_wait_left > 0:
             ahead = [w for w in self.workers if w._ahead and not w._starting and w._answers is not None]
             if not ahead:
