@@ -8,9 +8,10 @@ before the first bundle, for an IO no stage uses.
 Beam imports it inside `try: ... except ImportError`, treating it as absent when the import
 fails. `import_beam` makes it fail for the length of Beam's own import only (a `None` entry
 in `sys.modules`, which makes `import` raise ModuleNotFoundError and `find_spec` answer None),
-then removes the entries: anything that imports pymongo later gets the real module. What is lost is `ReadFromMongoDB` / `WriteToMongoDB` in
-this launching process, which no command of ours uses; distributed workers import Beam
-themselves, in full. Beam's log line about the missing bson package is held back meanwhile.
+then removes the entries: anything that imports pymongo later gets the real module. What is
+lost is `ReadFromMongoDB` / `WriteToMongoDB` in this launching process, which no command of
+ours uses; distributed workers import Beam themselves, in full. Beam's log line about the
+missing bson package is held back meanwhile.
 
 Not pandas, though Beam imports it eagerly too (~0.25 s, for DataFrame batch converters):
 pyarrow imports pandas anyway on its first conversion of Python values (`pa.array`,
@@ -58,4 +59,3 @@ def import_beam() -> ModuleType:
         for logger, level in zip(loggers, levels, strict=True):
             logger.setLevel(level)
     return apache_beam
-

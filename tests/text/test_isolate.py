@@ -569,3 +569,26 @@ def test_a_dead_childs_pidfd_held_elsewhere_does_not_blind_the_server(monkeypatc
             os.close(fd)
         extractor.close()
         isolate.close_spares()
+
+
+def test_a_forked_child_keeps_the_collector_as_its_server_left_it(tmp_path, monkeypatch) -> None:
+    """The fork server imports with the collector paused, then freezes what it loaded and
+    makes young collections rarer (`core.collector`) before it forks: each child inherits
+    both, so none walks the extractors' modules again."""
+    from openmsd_build.core.collector import QUIET_GC_THRESHOLD
+    from openmsd_build.text.extract import isolate
+
+    (tmp_path / "gcstate.py").write_text(
+        "import gc\n\ndef job(data):\n"
+        "    return {'frozen': gc.get_freeze_count(), 'threshold': list(gc.get_threshold()),"
+        " 'enabled': gc.isenabled()}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    extractor = isolate.IsolatedExtractor(extractors={"gc": "gcstate:job"})
+    try:
+        result, reason = extractor.extract("gc", b"")
+        assert reason is None
+        assert result["enabled"] is True and tuple(result["threshold"]) == QUIET_GC_THRESHOLD
+        assert result["frozen"] > 1_000  # the server's imports, frozen before the fork
+    finally:
+        extractor.close()
+        isolate.close_spares()

@@ -25,9 +25,9 @@ or a crash is replaced by a new fork in milliseconds, not a new interpreter.
 
 Stopping (Ctrl-C): the server and its children run in their own process group
 (`process_group=0`) and ignore SIGINT, so a terminal's Ctrl-C, which goes to the whole
-foreground group, reaches only the parent. The parent then stops at once: an interrupt (or any error) while it waits for an
-answer kills the child, so the next request never reads a stale answer and the shutdown
-does not wait for the document to finish. The child exits by itself when the parent is
+foreground group, reaches only the parent. The parent then stops at once: an interrupt (or
+any error) while it waits for an answer kills the child, so the next request never reads a
+stale answer and the shutdown does not wait for the document to finish. The child exits by itself when the parent is
 gone: at once on the closed pipe when idle; when busy in a long document, the server,
 noticing it was re-parented, kills its children within a tick (and a child whose server is
 gone exits within a second through a watchdog thread that notices the same).
@@ -71,7 +71,6 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from openmsd_build.core.children import exit_with_parent
-from openmsd_build.core.collector import quiet_collector
 from openmsd_build.core.spares import Shelf
 from openmsd_build.text.extract.forkserver import ForkedChild, ForkServer
 
@@ -196,7 +195,8 @@ def _serve_requests(conn_in: Connection, conn: Connection, functions: dict[str, 
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         except (ImportError, ValueError, OSError):  # not on this platform / not allowed
             pass
-    quiet_collector()
+    # the collector is as the fork server left it before forking: its imports frozen, young
+    # collections rarer (`core.collector.paused_collector`)
     conn.send(("ready", os.getpid()))
     while True:
         try:
@@ -540,7 +540,7 @@ def _answered(workers: list[IsolatedExtractor], timeout: float) -> list[Isolated
     by_pipe = {id(w._answers): w for w in workers if w._answers is not None}
     if not by_pipe:
         return []
-    return [by_pipe[id(pipe)] for pipe in wait([by_pipe[key]._answers for key in by_pipe], timeout)]
+    return [by_pipe[id(pipe)] for pipe in wait([w._answers for w in by_pipe.values()], timeout)]
 
 
 class ExtractorPool:
@@ -579,9 +579,6 @@ class ExtractorPool:
         """Documents submitted whose answer has not been returned yet."""
         return sum(worker.busy for worker in self.workers)
 
-    def _idle(self) -> bool:
-        return not all(worker.busy for worker in self.workers)
-
     @property
     def head_start(self) -> bool:
         """Extractions worked out ahead are filed in this process, or still to come from a
@@ -605,7 +602,7 @@ class ExtractorPool:
             # not kept idle for it (and the fetching DoFn sends the archives' documents from
             # their far end, `text.beam.FetchAndExtract`, so its first ones are rarely the
             # head start's)
-            if extraction is None and not self._idle() and self._await_head_starts(ahead_key):
+            if extraction is None and self.pending == self.size and self._await_head_starts(ahead_key):
                 extraction = take_ahead(ahead_key)
             if extraction is not None:
                 return [(tag, extraction, None, None)] + self.collect_ready()
