@@ -19,13 +19,14 @@ class Stage:
     upstream: tuple[str, ...]  # stages whose outputs this one reads
     outputs: tuple[str, ...]  # folders of the output root this stage writes (besides rejects/ and _stats/)
     schema: str  # name in schemas.tables of the main output table
+    defaults: tuple[tuple[str, object], ...] = ()  # settings other commands quote (report, run --plan)
 
 
 STAGES: tuple[Stage, ...] = (
     Stage("papers", "openmsd_build.papers.command", "stage 1: join Unpaywall, Crossref, OpenAlex by DOI",
           (), ("papers",), "PAPERS"),
     Stage("text", "openmsd_build.text.command", "stage 2: fetch, extract and clean text, detect language",
-          ("papers",), ("documents", "fetch"), "DOCUMENTS"),
+          ("papers",), ("documents", "fetch"), "DOCUMENTS", (("rate_per_host", 1.0),)),
     Stage("citations", "openmsd_build.citations.command", "stage 3: OpenCitations edges between kept papers",
           ("text",), ("citations",), "CITATIONS"),
     Stage("split", "openmsd_build.split.command", "stage 4: train / IDT / ODT split",
@@ -44,6 +45,12 @@ def stage(name: str) -> Stage:
         return _BY_NAME[name]
     except KeyError:
         raise KeyError(f"unknown stage {name!r}; stages are {', '.join(STAGE_NAMES)}") from None
+
+
+def stage_default(name: str, key: str) -> object:
+    """A stage's default for setting `key` (e.g. the text stage's `rate_per_host`), for the
+    commands that describe a stage without importing it (report, run --plan)."""
+    return dict(stage(name).defaults)[key]
 
 
 def downstream(name: str) -> tuple[str, ...]:

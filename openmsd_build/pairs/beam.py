@@ -12,8 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from openmsd_build.citations import graph as cg
-from openmsd_build.core import layout, parquet_io, spill
+from openmsd_build.core import frames, layout, parquet_io, spill
 from openmsd_build.core.beam_io import COUNTS_TAG, bump
 from openmsd_build.pairs import relations as pg
 from openmsd_build.schemas import MIXES, NEGATIVES, PAIRS
@@ -30,7 +29,7 @@ def key(root: str, frame: pl.DataFrame, column: str, shards: int, tag: str, outp
     """(shard, (tag, path)) elements of `frame` keyed by the int id column `column`; the rows
     themselves are spilled to files under `root` (see `split.spill`: the runner's shuffle
     then holds paths, and a shard's consumer reads only its own rows)."""
-    pieces = cg.split_by_shard(frame, cg.shard_ints(frame[column], shards))
+    pieces = frames.split_by_shard(frame, frames.shard_ints(frame[column], shards))
     for s, value in spill.put(root, tag, pieces):
         yield (s, value) if output is None else beam.pvalue.TaggedOutput(output, (s, value))
 
@@ -72,18 +71,18 @@ class KeyEdges(beam.DoFn):
 
 
 def attr_frame(parts) -> pl.DataFrame:
-    return cg.to_frame(parts[ATTRS]) if any(t.num_rows for t in parts[ATTRS]) else pg.empty(pg.ATTR_SCHEMA)
+    return frames.to_frame(parts[ATTRS]) if any(t.num_rows for t in parts[ATTRS]) else pg.empty(pg.ATTR_SCHEMA)
 
 
 def name_frame(parts) -> pl.DataFrame:
-    return cg.to_frame(parts[NAMES]) if any(t.num_rows for t in parts[NAMES]) else pg.empty(pg.NAME_SCHEMA)
+    return frames.to_frame(parts[NAMES]) if any(t.num_rows for t in parts[NAMES]) else pg.empty(pg.NAME_SCHEMA)
 
 
 def annotate(element, side: str) -> tuple[pl.DataFrame, int] | None:
     """A shard's edges with one end's split and language attached (E1, E2), or None."""
     _, values = element
     parts = spill.load(values, ATTRS, EDGES)
-    edges = cg.to_frame(parts[EDGES])
+    edges = frames.to_frame(parts[EDGES])
     if not edges.height:
         return None
     return pg.annotate_side(edges, attr_frame(parts), side)
@@ -151,11 +150,11 @@ class EnumerateBC(beam.DoFn):
         parts = spill.load(values, "bc", INTO, OUT_OF)
         counts: Counter = Counter()
         if parts["bc"]:
-            partial, c = pg.enumerate_pairs(cg.to_frame(parts["bc"]), "bc", self.max_degree)
+            partial, c = pg.enumerate_pairs(frames.to_frame(parts["bc"]), "bc", self.max_degree)
             counts.update(c)
             yield from key(self.root, partial, "a", self.shards, "bc")
         if self.negatives and parts[INTO] and parts[OUT_OF]:
-            cand, c = pg.negative_candidates(cg.to_frame(parts[INTO]), cg.to_frame(parts[OUT_OF]), self.negatives,
+            cand, c = pg.negative_candidates(frames.to_frame(parts[INTO]), frames.to_frame(parts[OUT_OF]), self.negatives,
                                              self.max_degree)
             counts.update(c)
             yield from key(self.root, cand, "a", self.shards, CAND, "cand")
@@ -191,7 +190,7 @@ class LowNames(beam.DoFn):
         for rel in pg.RELATIONS:
             if not parts[rel]:
                 continue
-            pairs = cg.to_frame(parts[rel])
+            pairs = frames.to_frame(parts[rel])
             if rel != "dc":
                 pairs = pg.sum_partials(pairs)
             pairs, missing = pg.attach_low(pairs, names)
@@ -222,7 +221,7 @@ class HighNamesAndWrite(beam.DoFn):
         counts: Counter = Counter()
         named = {}
         for rel in pg.RELATIONS:
-            pairs = cg.to_frame(parts[rel]) if parts[rel] else None
+            pairs = frames.to_frame(parts[rel]) if parts[rel] else None
             if pairs is None or not pairs.height:
                 continue
             pairs, missing = pg.attach_high(pg.sort_pairs(pairs, rel), names)
@@ -258,10 +257,10 @@ class NegativeNames(beam.DoFn):
         parts = spill.load(values, NAMES, CAND, ANCHOR)
         if not parts[CAND]:
             return
-        cand = cg.to_frame(parts[CAND])
+        cand = frames.to_frame(parts[CAND])
         counts: Counter = Counter()
         if self.step == "a":
-            anchor = cg.to_frame(parts[ANCHOR]) if parts[ANCHOR] else pg.empty({"citing_id": pl.Int64,
+            anchor = frames.to_frame(parts[ANCHOR]) if parts[ANCHOR] else pg.empty({"citing_id": pl.Int64,
                                                                                 "cited_id": pl.Int64})
             cand, c = pg.select_negatives(cand, anchor, self.per_anchor)
             counts.update(c)

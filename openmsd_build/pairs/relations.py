@@ -48,7 +48,7 @@ from collections import Counter
 import numpy as np
 import polars as pl
 
-from openmsd_build.citations.graph import mix64
+from openmsd_build.core.frames import mix64
 from openmsd_build.core.hashing import hash64, paper_ids
 from openmsd_build.core.layout import RELATIONS, SPLIT_NAMES
 

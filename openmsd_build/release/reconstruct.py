@@ -71,8 +71,13 @@ def reconstruct(
     release: str, out: str, globs: Mapping[str, Sequence[str]], fetch: str,
     beam_args: list[str], text_argv: list[str] | None = None,
 ) -> dict:
-    from openmsd_build.papers import command as papers_stage
-    from openmsd_build.text import command as text_stage
+    import importlib
+
+    from openmsd_build.core.stages import stage
+
+    # the stages' commands through the registry: release depends on no stage package
+    papers_stage = importlib.import_module(stage("papers").command)
+    text_stage = importlib.import_module(stage("text").command)
 
     options = pipeline_options(beam_args)
     release, out = _abs(release), _abs(out)

@@ -28,12 +28,9 @@ DEFAULT_TOP = 20
 
 def default_rate_per_host() -> float | None:
     """The fetch stage's own default, so the queue estimate matches what a fetch would do."""
-    try:
-        from openmsd_build.text.fetch.config import FetchConfig
+    from openmsd_build.core.stages import stage_default
 
-        return FetchConfig().per_host_rate
-    except Exception:  # noqa: BLE001 - the fetch package is optional for reporting; fall back to its documented 1 req/s
-        return 1.0
+    return float(stage_default("text", "rate_per_host"))  # type: ignore[arg-type]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

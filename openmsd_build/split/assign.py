@@ -61,8 +61,8 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from openmsd_build.citations.graph import hash_strings
 from openmsd_build.core import hashing
+from openmsd_build.core.frames import hash_strings
 from openmsd_build.core.hashing import unit_interval
 
 ENGLISH = "en"

@@ -13,8 +13,7 @@ import apache_beam as beam
 import polars as pl
 import pyarrow as pa
 
-from openmsd_build.citations import graph as cg
-from openmsd_build.core import parquet_io, spill
+from openmsd_build.core import frames, parquet_io, spill
 from openmsd_build.core.beam_io import COUNTS_TAG, bump
 from openmsd_build.schemas import SPLITS
 from openmsd_build.split import partitioned as sp
@@ -39,22 +38,22 @@ GROUPS_SCHEMA = {"doi": pl.String, "group": pl.String}
 
 def by_doi(root: str, frame: pl.DataFrame, column: str, shards: int, tag: str, output: str | None = None):
     """Spill `frame` keyed by the DOI shard of `column`; yield `(shard, (tag, path))`."""
-    pieces = cg.split_by_shard(frame, cg.shard_strings(frame[column], shards)) if frame.height else []
+    pieces = frames.split_by_shard(frame, frames.shard_strings(frame[column], shards)) if frame.height else []
     for s, value in spill.put(root, tag, pieces):
         yield (s, value) if output is None else beam.pvalue.TaggedOutput(output, (s, value))
 
 
 def by_int(root: str, frame: pl.DataFrame, column: str, shards: int, tag: str, output: str | None = None):
     """Spill `frame` keyed by the shard of the integer column `column`."""
-    pieces = cg.split_by_shard(frame, cg.shard_ints(frame[column], shards)) if frame.height else []
+    pieces = frames.split_by_shard(frame, frames.shard_ints(frame[column], shards)) if frame.height else []
     for s, value in spill.put(root, tag, pieces):
         yield (s, value) if output is None else beam.pvalue.TaggedOutput(output, (s, value))
 
 
 def frame(parts: dict, tag: str, schema: pa.Schema | dict | None = None) -> pl.DataFrame:
     if isinstance(schema, dict):
-        return cg.to_frame(parts[tag]) if parts[tag] else pl.DataFrame(schema=schema)
-    return cg.to_frame(parts[tag], schema)
+        return frames.to_frame(parts[tag]) if parts[tag] else pl.DataFrame(schema=schema)
+    return frames.to_frame(parts[tag], schema)
 
 
 class _Spilling(beam.DoFn):
@@ -140,7 +139,7 @@ class MarkTargets(beam.DoFn):
         parts = spill.load(values, "nodes", "rel")
         if not parts["rel"]:
             return
-        edges = sp.mark_targets(cg.to_frame(parts["rel"]), frame(parts, "nodes", NODE_SCHEMA))
+        edges = sp.mark_targets(frames.to_frame(parts["rel"]), frame(parts, "nodes", NODE_SCHEMA))
         yield from spill.put(self.root, "gedge", [(0, edges.to_arrow())])
 
 
@@ -180,7 +179,7 @@ class Groups(beam.DoFn):
 
     def process(self, element):
         shard, values = element
-        table = sp.group_table(cg.to_frame(spill.load(values, "member")["member"]), self.config.seed)
+        table = sp.group_table(frames.to_frame(spill.load(values, "member")["member"]), self.config.seed)
         counts = sp.group_counts(table)
         bump(STAGE, counts)
         yield beam.pvalue.TaggedOutput(COUNTS_TAG, counts)
@@ -229,7 +228,7 @@ class LanguageSide(_Spilling):
         parts = spill.load(values, "nodes", "edges")
         if not parts["edges"]:
             return
-        edges = cg.to_frame(parts["edges"])
+        edges = frames.to_frame(parts["edges"])
         langs = frame(parts, "nodes", NODE_SCHEMA).select("doi", pl.col("language").alias(f"{self.side}_lang"))
         edges = edges.join(langs, left_on=f"{self.side}_doi", right_on="doi", how="inner")
         if self.side == "citing":
@@ -247,7 +246,7 @@ class PulledEnglish(_Spilling):
         parts = spill.load(values, "status", "ends")
         if not parts["ends"] or not parts["status"]:
             return
-        en = sp.pulled_english(cg.to_frame(parts["ends"]), cg.to_frame(parts["status"]))
+        en = sp.pulled_english(frames.to_frame(parts["ends"]), frames.to_frame(parts["status"]))
         yield from by_doi(self.root, en, "doi", self.shards, "en")
 
 
@@ -259,7 +258,7 @@ class PulledGroups(_Spilling):
         parts = spill.load(values, "status", "en")
         if not parts["en"] or not parts["status"]:
             return
-        groups = sp.pulled_groups(cg.to_frame(parts["en"]), cg.to_frame(parts["status"]))
+        groups = sp.pulled_groups(frames.to_frame(parts["en"]), frames.to_frame(parts["status"]))
         yield from by_doi(self.root, groups, "group", self.shards, "pulled_group")
 
 
@@ -271,7 +270,7 @@ class PulledMembers(_Spilling):
         parts = spill.load(values, "gmember", "pulled_group")
         if not parts["gmember"] or not parts["pulled_group"]:
             return
-        dois = sp.pulled_members(cg.to_frame(parts["pulled_group"]), cg.to_frame(parts["gmember"]))
+        dois = sp.pulled_members(frames.to_frame(parts["pulled_group"]), frames.to_frame(parts["gmember"]))
         yield from by_doi(self.root, dois, "doi", self.shards, "pulled")
 
 
@@ -288,7 +287,7 @@ class Finish(beam.DoFn):
         parts = spill.load(values, "status", "pulled")
         if not parts["status"]:
             return
-        out, counts = sp.finish(cg.to_frame(parts["status"]), frame(parts, "pulled", {"doi": pl.String}))
+        out, counts = sp.finish(frames.to_frame(parts["status"]), frame(parts, "pulled", {"doi": pl.String}))
         parquet_io.write_table(out.to_arrow().cast(SPLITS), parquet_io.part_path(self.directory, shard, self.shards))
         counts = dict(Counter(counts))
         bump(STAGE, counts)

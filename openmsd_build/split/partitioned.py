@@ -238,7 +238,7 @@ def assign_partitioned(
     and languages (`citing_lang`, `cited_lang`), already restricted to English /
     non-English edges.
     """
-    from openmsd_build.citations import graph as cg
+    from openmsd_build.core import frames
 
     config = config or SplitConfig()
 
@@ -246,8 +246,8 @@ def assign_partitioned(
         if not frame.height:
             return {}
         keys = frame[column]
-        shard = cg.shard_ints(keys, shards) if keys.dtype.is_integer() else cg.shard_strings(keys, shards)
-        return {s: pl.from_arrow(t) for s, t in cg.split_by_shard(frame, shard)}
+        shard = frames.shard_ints(keys, shards) if keys.dtype.is_integer() else frames.shard_strings(keys, shards)
+        return {s: pl.from_arrow(t) for s, t in frames.split_by_shard(frame, shard)}
 
     def cat(frames: Iterable[pl.DataFrame], schema: Mapping | None = None) -> pl.DataFrame:
         frames = [f for f in frames if f.height]
