@@ -59,14 +59,14 @@ def main() -> None:
 
     import pypdfium2 as pdfium
 
-    from openmsd_build.text.extract.isolate import IsolatedExtractor
     from openmsd_build.text.extract.landing import extract_landing
     from openmsd_build.text.extract.pdf import extract_pdf
+    from openmsd_build.text.extract.pool import ExtractorPool
 
     pages = [p.read_bytes() for p in sorted((args.samples / "html").glob("*.html"))]
     pdfs = [p.read_bytes() for p in sorted((args.samples / "pdf").glob("*.pdf"))]
     n_pdf_pages = sum(len(pdfium.PdfDocument(d)) for d in pdfs)
-    isolated = IsolatedExtractor(timeout=60)
+    isolated = ExtractorPool(timeout=60)
     isolated.start()
 
     rows = []
@@ -75,7 +75,7 @@ def main() -> None:
         ("trafilatura.extract (direct)", trafilatura_direct),
         ("extract_landing (meta + abstract + trafilatura + cleaning)", extract_landing),
         ("extract_landing with_content=False (meta + abstract only)", lambda d: extract_landing(d, with_content=False)),
-        ("extract_landing in IsolatedExtractor", lambda d: isolated.extract("html", d)),
+        ("extract_landing in ExtractorPool", lambda d: isolated.extract("html", d)),
     ]:
         seconds = timed(fn, pages, args.rounds)
         rows.append(("html", label, n, seconds, n / seconds, None))
@@ -83,7 +83,7 @@ def main() -> None:
     for label, fn in [
         ("pypdfium2 get_text_range, all pages (direct)", pdfium_direct),
         ("extract_pdf (layout repair, title, abstract, refs)", extract_pdf),
-        ("extract_pdf in IsolatedExtractor", lambda d: isolated.extract("pdf", d)),
+        ("extract_pdf in ExtractorPool", lambda d: isolated.extract("pdf", d)),
     ]:
         seconds = timed(fn, pdfs, args.rounds)
         rows.append(("pdf", label, n, seconds, n / seconds, n_pdf_pages * args.rounds / seconds))

@@ -156,11 +156,11 @@ def earlier_truth(samples: Path) -> list[dict[str, Any]]:
 
 def score(samples: Path, truth: list[dict[str, Any]], timeout: float = 60.0) -> list[dict[str, Any]]:
     sys.path.insert(0, str(REPO))
-    from openmsd_build.text.extract.isolate import IsolatedExtractor
+    from openmsd_build.text.extract.pool import ExtractorPool
     from openmsd_build.text.inspect import inspect_document
 
     results = []
-    extractor = IsolatedExtractor(timeout=timeout)
+    extractor = ExtractorPool(timeout=timeout)
     try:
         for doc in truth:
             data = (samples / doc["file"]).read_bytes()

@@ -13,9 +13,8 @@ look about ten times costlier than it is, and it cannot see into the children. H
 sample is weighted by the CPU used since the previous one, so a long call into C (PDFium,
 lxml, CLD3) is charged to the Python function that made it. The profiler is installed by a
 `sitecustomize` module on `PYTHONPATH` (the children are started by the stage itself) and
-writes its table every ~0.5 s of CPU, since idle children are killed at the end of a run
-(and the children, forks of the fork server, end with `os._exit`); a fork starts a profile of
-its own.
+writes its table every ~0.5 s of CPU, since the children (forks of multiprocessing's fork
+server) end with `os._exit`; a fork starts a profile of its own.
 
 `--real` profiles the run on the real pages and PDFs of ../shared/real-samples instead
 (`text_real_bench.py` writes their WARC).
@@ -38,9 +37,9 @@ PYTHON = sys.executable
 _SITECUSTOMIZE = r'''
 import os, sys
 _out = os.environ.get("OPENMSD_PROFILE_DIR")
-# the worker (`-m openmsd_build.cli`) and the extractor children's fork server (fd, config);
-# each child forked from the server starts its own profile (`_forked`)
-_server = len(sys.argv) == 3 and sys.argv[1].isdigit()
+# the worker (`-m openmsd_build.cli`) and the extractor children's fork server (multiprocessing's,
+# a `-c` interpreter); each child forked from the server starts its own profile (`_forked`)
+_server = sys.argv[:1] == ["-c"]
 if _out:
     import collections, json, signal, time
     _cost = collections.Counter()

@@ -38,31 +38,54 @@ PYTHON = sys.executable
 CLI = [PYTHON, "-m", "openmsd_build.cli"]
 ENV = {**os.environ, "PYTHONWARNINGS": "ignore"}
 TURNS = 3
-# The text row is the closest to its goal and swings most with the VM's phase (a dozen
-# processes on two cores): five turns for its median.
-TEXT_TURNS = 5
+# The text row at 20,000 papers is a ~2-minute run a side (per-document cost decides there,
+# not start-up): one turn, so that the whole bench stays within 10 minutes; the real samples'
+# row, a few seconds a side, takes REAL_TURNS.
+TEXT_TURNS = 1
+REAL_TURNS = 3
 # The citations stage runs ~5 s a side: a pause of the VM of a second is a fifth of a run,
 # so it takes more turns (it is also the cheapest stage to repeat).
 SHORT_TURNS = 5
-SIZES = {"text": 2_000, "papers": 300_000, "citations": 2_000_000, "pairs": 2_000_000}
+SIZES = {"text": 20_000, "papers": 300_000, "citations": 2_000_000, "pairs": 2_000_000}
 
-# Runs a command and prints its wall time and the peak RSS of its largest process, so that a
-# side without its own measurement is measured from outside, alone in a fresh parent.
+# Runs a command and prints its wall time, the CPU time (user + system) of every process it
+# started -- this process is a child subreaper (Linux), so helpers re-parented when their
+# parent exits (a fork server's children) are waited for and counted too -- and the peak RSS of
+# its largest process, so that every side is measured alike, from outside, in a fresh parent.
 _MEASURE = """
-import json, resource, subprocess, sys, time
+import ctypes, json, os, resource, subprocess, sys, time
+try:
+    ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+except (AttributeError, OSError):
+    pass
 t = time.perf_counter()
 subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-print(json.dumps({"seconds": time.perf_counter() - t,
-                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))
+seconds = time.perf_counter() - t
+while True:
+    try:
+        os.wait()
+    except ChildProcessError:
+        break
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"seconds": seconds, "cpu_s": ru.ru_utime + ru.ru_stime, "peak_rss_mb": ru.ru_maxrss / 1024,
+                  "load": os.getloadavg()[0]}))
 """
 # The text anchor as a whole process (interpreter start and imports included), measured by
-# `_MEASURE` like the stage's command: both sides pay their own start-up.
+# `_MEASURE` like the stage's command: both sides pay their own start-up. Arguments: bench
+# folder, WARC folder, then `lanes`: that many processes at once, each taking every lanes-th
+# record (the anchor on the same cores as the stage).
 _DIRECT = """
-import sys
+import subprocess, sys
 from pathlib import Path
-sys.path.insert(0, sys.argv[1])
-from text_bench import direct
-direct(sorted(Path(sys.argv[2]).glob("*.warc.gz")), stage_options=sys.argv[3:] != ["defaults"])
+here, warcs, lanes = sys.argv[1], sys.argv[2], int(sys.argv[3])
+if lanes == 1:
+    sys.path.insert(0, here)
+    from text_bench import direct
+    direct(sorted(Path(warcs).glob("*.warc.gz")))
+else:
+    procs = [subprocess.Popen([sys.executable, f"{here}/text_bench.py", "--direct", warcs, "--lane", str(k),
+                               "--lanes", str(lanes)]) for k in range(lanes)]
+    assert all(p.wait() == 0 for p in procs)
 """
 
 
@@ -90,31 +113,38 @@ def prepare_text_sample(papers: int) -> tuple[Path, Path]:
 TEXT_ANCHOR = "trafilatura (stage options) + pypdfium2"
 
 
-def text_commands(build: Path, warc_dir: Path) -> tuple[list[str], list[str]]:
-    """The two sides of a text row, each measured as a whole process (`_MEASURE`): the
-    stage on `build` replaying the WARCs of `warc_dir`, and the direct loop over them
-    (trafilatura with the stage's options; append "defaults" for trafilatura's defaults)."""
+def text_commands(build: Path, warc_dir: Path) -> tuple[list[str], list[str], list[str]]:
+    """The three sides of a text row, each measured as a whole process (`_MEASURE`): the
+    stage on `build` replaying the WARCs of `warc_dir`; the direct loop over them
+    (trafilatura with the stage's options) in one process; the same loop split over as many
+    processes as the stage has cores."""
     ours = [PYTHON, "-c", _MEASURE, *CLI, "text", "--out", str(build), "--fetch", f"warc:{warc_dir}/*.warc.gz"]
     anchor = [PYTHON, "-c", _MEASURE, PYTHON, "-c", _DIRECT, str(HERE), str(warc_dir)]
-    return ours, anchor
+    return ours, [*anchor, "1"], [*anchor, str(len(os.sched_getaffinity(0)))]
+
+
+def text_row(stage: str, size: int, ours: list[dict], anchor: list[dict], parallel: list[dict]) -> dict:
+    """A text row from the turns of its three sides (each side's median run): wall and CPU
+    of all processes, and the two ratios the goal is stated in (CPU vs the one-process
+    anchor; wall vs the anchor spread over the same cores)."""
+    mine, one, spread = _median_run(ours), _median_run(anchor), _median_run(parallel)
+    row = _row(stage, size, mine, TEXT_ANCHOR, one)
+    row.update(ours_cpu_s=round(mine["cpu_s"], 1), anchor_cpu_s=round(one["cpu_s"], 1),
+               anchor_parallel_s=round(spread["seconds"], 2), anchor_parallel_cpu_s=round(spread["cpu_s"], 1),
+               cpu_ratio=round(mine["cpu_s"] / one["cpu_s"], 2),
+               parallel_ratio=round(mine["seconds"] / spread["seconds"], 2),
+               load=[round(r["load"], 1) for r in (*ours, *anchor, *parallel)])
+    return row
 
 
 def bench_text(papers: int) -> dict:
     sample, build = prepare_text_sample(papers)
-    # the shortest comparison and the noisiest (a dozen processes): the sides take turns
-    # TEXT_TURNS times and each side's median run is reported
-    # the anchor calls trafilatura with the stage's options (the same extraction); the same
-    # loop with trafilatura's defaults, the anchor of the earlier rounds, is timed beside it
-    ours_runs, anchor_runs, default_runs = [], [], []
-    ours, anchor = text_commands(build, sample / "warc")
+    # the sides take turns (on a shared machine a turn is a phase of its load)
+    runs: tuple[list[dict], list[dict], list[dict]] = ([], [], [])
     for _ in range(TEXT_TURNS):
-        ours_runs.append(_json_line(ours))
-        anchor_runs.append(_json_line(anchor))
-        default_runs.append(_json_line([*anchor, "defaults"]))
-    row = _row("text", papers, _median_run(ours_runs), TEXT_ANCHOR, _median_run(anchor_runs))
-    defaults_s = _median_run(default_runs)["seconds"]
-    row.update(anchor_defaults_s=round(defaults_s, 2), ratio_vs_defaults=round(row["ours_s"] / defaults_s, 2))
-    return row
+        for side, cmd in zip(runs, text_commands(build, sample / "warc"), strict=True):
+            side.append(_json_line(cmd))
+    return text_row("text", papers, *runs)
 
 
 def bench_text_real() -> dict | None:
@@ -125,7 +155,7 @@ def bench_text_real() -> dict | None:
     if not samples_present(SAMPLES):
         print(f"  text-real skipped: no real samples at {SAMPLES}", flush=True)
         return None
-    return measure(SAMPLES, TEXT_TURNS)  # a ~5 s run: one slow second moves a turn by a fifth
+    return measure(SAMPLES, REAL_TURNS)
 
 
 def _median_run(runs: list[dict]) -> dict:
@@ -215,9 +245,10 @@ def main() -> None:
     for r in [*rows, *extra.values()]:
         print(f"{r['stage']:10} {r['size']:>10,} {r['ours_s']:8.1f}  {r['anchor']:40} {r['anchor_s']:8.1f} "
               f"{r['ratio']:5.2f}x {r['ours_rss_mb']:8,} {r['anchor_rss_mb']:9,}")
-        if "ratio_vs_defaults" in r:
-            print(f"{'':10} {'':>10} {'':>8}  {'  the same with trafilatura defaults':40} {r['anchor_defaults_s']:8.1f} "
-                  f"{r['ratio_vs_defaults']:5.2f}x")
+        if "cpu_ratio" in r:
+            print(f"{'':10} {'':>10} {'':>8}  CPU s: ours {r['ours_cpu_s']:.1f}, anchor {r['anchor_cpu_s']:.1f} "
+                  f"({r['cpu_ratio']:.2f}x); anchor on {len(os.sched_getaffinity(0))} processes "
+                  f"{r['anchor_parallel_s']:.1f} s ({r['parallel_ratio']:.2f}x)")
     print(f"total {time.perf_counter() - started:.0f}s")
     Path(args.out).write_text(json.dumps({"machine": about, "rows": rows, **extra}, indent=1) + "\n")
     print(f"wrote {args.out}")

@@ -39,7 +39,7 @@ CLI = [sys.executable, "-m", "openmsd_build.cli"]
 
 def fuzz_round(samples: Path, work: Path, seed: int, tally: dict) -> None:
     from openmsd_build.citations.opencitations import parse_citation_file
-    from openmsd_build.text.extract.isolate import IsolatedExtractor
+    from openmsd_build.text.extract.pool import ExtractorPool
 
     files = {
         "unpaywall": sorted((samples / "unpaywall").glob("*.jsonl.gz")),
@@ -74,7 +74,7 @@ def fuzz_round(samples: Path, work: Path, seed: int, tally: dict) -> None:
             tally["inputs"] += totals.get("rows_read", 0)
             tally["lost"] += abs(totals.get("rows_read", 0) - accounted)
             tally["files"] += 1
-    with IsolatedExtractor(timeout=30) as ex:
+    with ExtractorPool(timeout=30) as ex:
         for kind, pattern in (("html", "html/*.html"), ("pdf", "pdf/*.pdf")):
             for path in sorted(samples.glob(pattern)):
                 data = path.read_bytes()

@@ -25,9 +25,10 @@ from warcio.archiveiterator import ArchiveIterator
 PYTHON = sys.executable
 
 
-def direct(warc_glob: list[Path], stage_options: bool = True) -> dict:
+def direct(warc_glob: list[Path], stage_options: bool = True, lane: int = 0, lanes: int = 1) -> dict:
     """trafilatura on every 200 HTML page and pypdfium2's text of every page of every 200
-    PDF in the archives, one loop. `stage_options`: trafilatura called as the stage calls it
+    PDF in the archives, one loop (with `lanes` > 1: only every lanes-th such record from
+    the `lane`-th, one of that many processes). `stage_options`: trafilatura called as the stage calls it
     (`landing.TRAFILATURA_OPTIONS`: precision first, no comments or tables), the same settings
     on both sides; False: trafilatura's defaults (the anchor before round nine)."""
     import pypdfium2 as pdfium
@@ -37,12 +38,15 @@ def direct(warc_glob: list[Path], stage_options: bool = True) -> dict:
 
     options = TRAFILATURA_OPTIONS if stage_options else {}
 
-    html = pdf = 0
+    html = pdf = seen = 0
     started = time.perf_counter()
     for path in warc_glob:
         with open(path, "rb") as f:
             for record in ArchiveIterator(f):
                 if record.rec_type != "response" or record.http_headers.get_statuscode() != "200":
+                    continue
+                seen += 1
+                if (seen - 1) % lanes != lane:
                     continue
                 body = record.content_stream().read()
                 if body[:5] == b"%PDF-":
@@ -60,7 +64,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--papers", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=5)
+    parser.add_argument("--direct", type=Path, help="only the direct loop over this folder's WARCs (`make bench`)")
+    parser.add_argument("--lane", type=int, default=0)
+    parser.add_argument("--lanes", type=int, default=1)
     args = parser.parse_args()
+    if args.direct:
+        direct(sorted(args.direct.glob("*.warc.gz")), lane=args.lane, lanes=args.lanes)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         sample, out = Path(tmp) / "s", Path(tmp) / "b"
         cli = [PYTHON, "-m", "openmsd_build.cli"]

@@ -32,7 +32,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from run_all import TEXT_ANCHOR, _json_line, _median_run, _row, text_commands  # noqa: E402
+from run_all import _json_line, text_commands, text_row  # noqa: E402
 
 SAMPLES = HERE.parent.parent / "shared" / "real-samples"
 FOLDERS = {"html": "landing", "html-multilingual": "landing", "pdf": "pdf", "pdf-multilingual": "pdf"}
@@ -81,15 +81,16 @@ def measure(samples: Path, turns: int) -> dict:
     data = HERE / "data" / "real-text"
     papers, n_docs = prepare(samples, data)
     build = data / "build"
-    ours_cmd, anchor_cmd = text_commands(build, data / "warc")
-    ours, anchor = [], []
+    commands = text_commands(build, data / "warc")
+    runs: tuple[list[dict], list[dict], list[dict]] = ([], [], [])
     for _ in range(turns):
         shutil.rmtree(build, ignore_errors=True)  # a fresh build each turn: nothing resumed
         shutil.copytree(papers, build / "papers")
-        ours.append(_json_line(ours_cmd))
-        anchor.append(_json_line(anchor_cmd))
+        for side, cmd in zip(runs, commands, strict=True):
+            side.append(_json_line(cmd))
     counts = json.loads((build / "_stats" / "text.json").read_text())["counts"]
-    row = _row("text-real", n_docs, _median_run(ours), TEXT_ANCHOR, _median_run(anchor))
+    row = text_row("text-real", n_docs, *runs)
+    ours, anchor = runs[0], runs[1]
     row.update(turn_ratios=[round(o["seconds"] / a["seconds"], 2) for o, a in zip(ours, anchor, strict=True)],
                extracted_landing=counts.get("extracted.landing", 0), extracted_pdf=counts.get("extracted.pdf", 0))
     return row
@@ -112,7 +113,9 @@ def main() -> None:
           f"{row['extracted_pdf']} PDFs extracted), {args.turns} turns, medians")
     print(f"  openmsd-build text --fetch warc:   {row['ours_s']:6.2f} s   peak RSS {row['ours_rss_mb']} MB")
     print(f"  trafilatura + pypdfium2 directly   {row['anchor_s']:6.2f} s   peak RSS {row['anchor_rss_mb']} MB")
-    print(f"  ratio {row['ratio']:.2f}x (per turn: {', '.join(f'{r:.2f}' for r in row['turn_ratios'])})")
+    print(f"  ratio {row['ratio']:.2f}x (per turn: {', '.join(f'{r:.2f}' for r in row['turn_ratios'])}); "
+          f"CPU {row['ours_cpu_s']:.1f} s vs {row['anchor_cpu_s']:.1f} s ({row['cpu_ratio']:.2f}x); "
+          f"anchor on every core {row['anchor_parallel_s']:.2f} s ({row['parallel_ratio']:.2f}x)")
     if args.json:
         print(json.dumps(row))
 

@@ -11,12 +11,9 @@ error naming the closest valid flag.
 from __future__ import annotations
 
 import argparse
-import atexit
 import importlib
 import logging
-import os
 import sys
-import threading
 from collections.abc import Sequence
 
 from openmsd_build.core.errors import UserError
@@ -123,10 +120,7 @@ def split_beam_args(extra: Sequence[str], command_parser: argparse.ArgumentParse
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command line (`sys.argv` when `argv` is None, as the `openmsd-build` program
-    does); its exit code. Only the program itself (`argv` None) also tunes the process's
-    garbage collector (`core.collector`): a caller running commands in its own process,
-    a test, keeps its collector as it was."""
-    whole_process = argv is None
+    does); its exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["--version"]:
         _print_version()
@@ -138,31 +132,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    # a command may start slow work of its own before Beam is imported (the text stage's
-    # extractor children); it must not fail, and is never a substitute for the checks below.
-    # It returns what undoes it, for a command that stops before its `run` (a wrong flag).
-    prepare = getattr(_module(COMMANDS[args.command][0]), "prepare", None)
-    undo = prepare(args, extra) if prepare is not None else None
     try:
-        return _run_command(parser, args, argv, extra, whole_process)
-    finally:
-        if undo is not None:
-            undo()
-
-
-def _run_command(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str],
-                 extra: list[str], whole_process: bool = False) -> int:
-    from contextlib import nullcontext
-
-    from openmsd_build.core.beam_import import import_beam
-    from openmsd_build.core.collector import paused_collector
-
-    try:
-        # Beam first, without the integrations no command uses; in the program's own
-        # process, with the collector paused, then frozen out of what was imported
-        with paused_collector(young=False) if whole_process else nullcontext():
-            import_beam()
-            module = _module(COMMANDS[args.command][0])
+        module = _module(COMMANDS[args.command][0])
         beam_args = split_beam_args(extra, _subparser(parser, args.command))
         if hasattr(args, "out_positional"):
             from openmsd_build.core.inputs import resolve_out
@@ -230,39 +201,8 @@ def _version() -> str:
 
 
 def console_main() -> None:
-    """The `openmsd-build` program: `main`, then a process exit that skips the interpreter's
-    teardown once the command has returned.
-
-    Why: a stage ends with hundreds of MB of objects and thousands of modules (Beam, pyarrow,
-    the GCP clients) that CPython would free one by one; on the text bench that took
-    0.45-0.6 s after the last file was written, on every run. Everything a command writes is
-    closed before `main` returns (Beam's sinks, Parquet writers, the stats file), so only
-    what the interpreter would still do for us is done here: the `atexit` handlers (logging's
-    flush, `weakref.finalize` clean-ups such as temporary directories) and flushing stdout
-    and stderr (output that cannot be written makes the exit code 120, as in CPython). An
-    exception leaves through the normal path (its traceback, exit code 1), and a command
-    that left a non-daemon thread running exits the normal way, which waits for it.
-    """
-    code = main()
-    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
-        sys.exit(code)
-    run_exitfuncs = getattr(atexit, "_run_exitfuncs", None)
-    if run_exitfuncs is None:  # not CPython: let the interpreter finish as usual
-        sys.exit(code)
-    run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (BrokenPipeError, ValueError):  # the reader left (`| head`), or a closed stream
-            pass
-        except OSError as exc:  # a full disk under `> file`: output lost, as CPython says with 120
-            try:
-                sys.stderr.write(f"openmsd-build: could not write the output: {exc}\n")
-                sys.stderr.flush()
-            except (OSError, ValueError):
-                pass
-            code = code or 120
-    os._exit(code)
+    """The `openmsd-build` program."""
+    sys.exit(main())
 
 
 if __name__ == "__main__":

@@ -47,29 +47,29 @@ from openmsd_build.text.beam import (
     TASK,
     BuildDocuments,
     DropSharedAbstracts,
-    FetchAndExtract,
+    FetchLive,
     IndexArchive,
     JoinArchiveIndex,
     MetadataDocuments,
     PlanFetches,
+    ReplayArchive,
     slim,
 )
 from openmsd_build.text.fetch.archive_join import DEFAULT_MAX_REDIRECTS, redirect_target, rounds
 from openmsd_build.text.fetch.config import FetchConfig
 from openmsd_build.text.fetch.plan import canonical_url, host_key, shard_host
+from openmsd_build.text.fetch.spec import FetchSpec
 
 
-def archive_sources(fetch: str, resume: list[str]) -> tuple[str, list[str]] | None:
+def archive_sources(fetch: FetchSpec, resume: list[str]) -> tuple[str, list[str]] | None:
     """(kind, files) of the archive the stage replays from: the WARCs of `warc:GLOB`, the
     index Parquet files of `cc-index:GLOB`, the resume WARCs of `http`; None when there is
     nothing to replay (`none`, or `http` with an empty `OUT/warc/`)."""
     from openmsd_build.text.fetch.warc_backend import expand_paths
 
-    if fetch.startswith("warc:"):
-        return "warc", expand_paths(fetch[len("warc:"):])
-    if fetch.startswith("cc-index:"):
-        return "cc-index", expand_paths(fetch[len("cc-index:"):])
-    if fetch == "http" and resume:
+    if fetch.archive_kind is not None:
+        return fetch.archive_kind, expand_paths(",".join(fetch.globs))
+    if fetch.live and resume:
         return "warc", sorted(resume)
     return None
 
@@ -139,25 +139,32 @@ def _live_tasks(unit: dict, shards_per_host: int):
     return [(key, task) for task in unit["tasks"]]
 
 
-def fetch_pass(tasks, fetcher: FetchAndExtract, fetch: str, index, hop_index, host_shards: int,
-               group_name: str, fetch_name: str):
+FETCH_OUTPUTS = (FETCH_TAG, FOLLOW_TAG, REJECTS_TAG, COUNTS_TAG)
+
+
+def fetch_pass(tasks, fetch: FetchSpec, fetch_dofn, index, hop_index, host_shards: int, name: str):
     """One pass of fetching / replaying and extracting `(host key, task)` elements;
-    returns (the FetchAndExtract outputs, hop index)."""
-    outputs = (FETCH_TAG, FOLLOW_TAG, REJECTS_TAG, COUNTS_TAG)
+    returns ({output tag or "ext": PCollection}, hop index). `fetch_dofn(DoFn class,
+    **options)` makes the pass's `ReplayArchive` or `FetchLive`."""
+    parts = []
     if index is None:  # live http, nothing archived
-        elements = tasks | group_name >> beam.GroupByKey()
+        live = tasks | f"Group{name}ByHost" >> beam.GroupByKey()
     else:
-        units, hop_index = resolve_in_archive(tasks, index, hop_index, fetch_name)
-        if fetch == "http":
-            split = units | f"{fetch_name}Archived" >> beam.Partition(lambda u, _n: 0 if u["complete"] else 1, 2)
+        units, hop_index = resolve_in_archive(tasks, index, hop_index, name)
+        if fetch.live:  # units archived to their end are replayed, the others fetched
+            split = units | f"{name}Archived" >> beam.Partition(lambda u, _n: 0 if u["complete"] else 1, 2)
+            units = split[0]
             live = (
-                split[1] | f"{fetch_name}NotArchived" >> beam.FlatMap(_live_tasks, host_shards)
-                | group_name >> beam.GroupByKey()
+                split[1] | f"{name}NotArchived" >> beam.FlatMap(_live_tasks, host_shards)
+                | f"Group{name}ByHost" >> beam.GroupByKey()
             )
-            elements = (split[0], live) | f"{fetch_name}ReplayOrFetch" >> beam.Flatten()
-        else:
-            elements = units
-    return elements | fetch_name >> beam.ParDo(fetcher).with_outputs(*outputs, main="ext"), hop_index
+        parts.append(units | f"{name}Replay" >> beam.ParDo(fetch_dofn(ReplayArchive, resumed=fetch.live))
+                     .with_outputs(*FETCH_OUTPUTS, main="ext"))
+    if fetch.live:
+        parts.append(live | f"{name}Live" >> beam.ParDo(fetch_dofn(FetchLive)).with_outputs(*FETCH_OUTPUTS, main="ext"))
+    outputs = {tag: tuple(part[tag] for part in parts) | f"{name}All{tag}" >> beam.Flatten()
+               for tag in ("ext", *FETCH_OUTPUTS)}
+    return outputs, hop_index
 
 
 def drop_shared_abstracts(keyed):
@@ -183,7 +190,7 @@ def shard_documents(rows, num_shards: int, name: str):
 def build(
     p,
     out: str,
-    fetch: str,
+    fetch: FetchSpec | str,
     fetch_config: FetchConfig,
     num_shards: int,
     resume: list[str],
@@ -202,12 +209,13 @@ def build(
     files go to `out`'s own `warc/`, the append-only resume store that is never staged.
     `extract_workers` isolated extractor processes work at once in each fetching DoFn, and as
     many processes build documents."""
+    fetch = FetchSpec.parse(fetch)
     dest = dest or out
     docs_dir, fetch_dir, warc_dir = layout.documents_dir(dest), layout.fetch_dir(dest), layout.warc_dir(out)
-    columns = list(META_FIELDS) + (["urls"] if fetch != "none" else [])
+    columns = list(META_FIELDS) + (["urls"] if fetch.fetches else [])
     papers = p | "ReadPapers" >> beam.io.ReadFromParquetBatched(
         parquet_io.join_path(layout.papers_dir(out), "*.parquet"), columns=columns)
-    if fetch == "none":
+    if not fetch.fetches:
         docs = papers | "FromMetadata" >> beam.ParDo(MetadataDocuments(num_shards)).with_outputs(
             COUNTS_TAG, SHARED_TAG, main="docs")
         checked, checked_counts = drop_shared_abstracts(docs[SHARED_TAG])
@@ -219,16 +227,19 @@ def build(
             META_TAG, COUNTS_TAG, main="tasks")
         sources = archive_sources(fetch, resume)
         index, index_counts = index_archives(p, *sources, warc_prefix) if sources else (None, None)
-        first, hop_index = fetch_pass(
-            planned.tasks, FetchAndExtract(fetch, fetch_config, warc_dir, extract_timeout, host_shards, follow=follow,
-                                           extract_workers=extract_workers),
-            fetch, index, None, host_shards, "GroupByHost", "Fetch")
-        second, _ = fetch_pass(
-            first[FOLLOW_TAG], FetchAndExtract(fetch, fetch_config, warc_dir, extract_timeout, host_shards, follow=False,
-                                               extract_workers=extract_workers),
-            fetch, index, hop_index, host_shards, "GroupFollowUps", "FetchFollowUps")
+        def fetch_dofn(follow: bool):
+            def make(dofn, **options):
+                if dofn is FetchLive:
+                    options.update(fetch_config=fetch_config, warc_dir=warc_dir)
+                return dofn(extract_timeout=extract_timeout, shards_per_host=host_shards, follow=follow,
+                            extract_workers=extract_workers, **options)
+            return make
+
+        first, hop_index = fetch_pass(planned.tasks, fetch, fetch_dofn(follow), index, None, host_shards, "Fetch")
+        second, _ = fetch_pass(first[FOLLOW_TAG], fetch, fetch_dofn(False), index, hop_index, host_shards,
+                               "FetchFollowUps")
         extractions = (
-            (first.ext, second.ext) | "AllExtractions" >> beam.Flatten()
+            (first["ext"], second["ext"]) | "AllExtractions" >> beam.Flatten()
             | "Slim" >> beam.MapTuple(lambda doi, ext: (doi, slim(ext)))
         )
         built = (
@@ -256,5 +267,5 @@ def build(
             layout.rejects_dir(dest, "text"))
     _ = (
         tuple(counts) | "AllCounts" >> beam.Flatten()
-        | "WriteCounts" >> WriteCounts(layout.stats_path(dest, "text"), {"stage": "text", "fetch": fetch})
+        | "WriteCounts" >> WriteCounts(layout.stats_path(dest, "text"), {"stage": "text", "fetch": str(fetch)})
     )

@@ -142,10 +142,11 @@ def check_inputs(args: argparse.Namespace, stages: list[str]) -> list[str]:
                 if flag in source_flags:
                     note(f"{flag} {glob}", expand_globs([glob], flag))
         elif stage == "text":
-            fetch = argv[argv.index("--fetch") + 1]
-            for mode in ("warc:", "cc-index:"):
-                if fetch.startswith(mode):
-                    note(f"--fetch {fetch}", expand_globs(fetch[len(mode):].split(","), f"--fetch {mode}"))
+            from openmsd_build.text.fetch.spec import FetchSpec
+
+            fetch = FetchSpec.parse(argv[argv.index("--fetch") + 1])
+            if fetch.globs:
+                note(f"--fetch {fetch}", expand_globs(list(fetch.globs), f"--fetch {fetch.mode}:"))
         elif stage == "citations":
             for flag in ("--opencitations", "--meta"):
                 globs = [argv[i + 1] for i, a in enumerate(argv) if a == flag]
@@ -182,14 +183,16 @@ def plan_text(args: argparse.Namespace, to_run: list[str], found: list[str]) -> 
 def _queue_plan(args: argparse.Namespace) -> list[str]:
     """The fetch queue's biggest hosts and wall time at the configured rate, from `papers/`
     (only known once papers exist; a plan that also runs papers cannot know it yet)."""
+    from openmsd_build.text.fetch.spec import FetchSpec
+
     fetch = stage_argv("text", args)
     mode = fetch[fetch.index("--fetch") + 1]
-    if mode != "http":
+    if not FetchSpec.parse(mode).live:
         return [f"text: --fetch {mode} (no live fetching; no queue estimate)"]
+    from openmsd_build.core.stages import stage_default
     from openmsd_build.report.stats import queue_section
-    from openmsd_build.text.fetch.config import FetchConfig
 
-    rate = getattr(args, "rate_per_host", None) or FetchConfig().per_host_rate
+    rate = getattr(args, "rate_per_host", None) or stage_default("text", "rate_per_host")
     queue = queue_section(args.out, 5, rate)
     if queue is None:
         return ["text: fetch queue unknown until papers/ exists (run --to-stage papers first for an estimate)"]

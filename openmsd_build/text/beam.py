@@ -37,7 +37,6 @@ from openmsd_build.core.beam_io import (
 )
 from openmsd_build.core.rejects import make_reject
 from openmsd_build.text.documents import SHARED_ABSTRACT, build_document, drop_shared_abstract, shared_abstract_key
-from openmsd_build.text.extract.ahead import ahead_key
 from openmsd_build.text.fetch.archive_join import DEFAULT_MAX_REDIRECTS, advance, chain_index, lookup_key, new_units
 from openmsd_build.text.fetch.plan import canonical_url, host_key, plan_urls, shard_host
 from openmsd_build.text.fetch.result import document_kind
@@ -201,216 +200,77 @@ class JoinArchiveIndex(UntypedDoFn):
                 yield beam.pvalue.TaggedOutput(PENDING_TAG, (lookup_key(unit), (UNIT, unit)))
 
 
-class FetchAndExtract(UntypedDoFn):
-    """Fetch or replay, then extract: elements are either `(host_key, [task, ...])` (live
-    fetch, http mode) or a resolved archive unit (a dict from `JoinArchiveIndex`: one URL,
-    its tasks and the index entries of its redirect chain). Outputs extractions
-    `(doi, extraction)`; fetch rows tagged FETCH; citation_pdf_url follow-ups tagged
-    FOLLOW as `(host_key, task)`; extraction failures tagged REJECTS.
+class _ExtractingDoFn(UntypedDoFn):
+    """What the two fetching DoFns share: the extraction step. One `ExtractorPool` per DoFn
+    instance, from `setup` to `teardown` (its children start at the first document); each
+    URL's outcome becomes its fetch row and its body is handed to the pool (`_handle`), and
+    every answer becomes extractions, follow-ups or a reject (`_extracted`). Documents still in
+    the pool when a bundle ends are waited for in `finish_bundle`. Counts are bumped per
+    element (progress) and output once per bundle."""
 
-    `fetch_spec` is `http`, `warc:GLOB` or `cc-index:GLOB`. In http mode every response
-    is archived to a new WARC file under `warc_dir` per bundle; URLs already archived by
-    an earlier run arrive as resolved units (counted `fetch.resumed`) and are replayed
-    instead of fetched: an interrupted fetch resumes where it stopped and fetches nothing
-    twice. A unit is replayed by a `WarcBackend` holding only its chain's entries, which
-    answers exactly as one holding the whole archive's index would."""
-
-    def __init__(self, fetch_spec: str, fetch_config, warc_dir: str | None, extract_timeout: float,
-                 shards_per_host: int, follow: bool = True, max_redirects: int = DEFAULT_MAX_REDIRECTS,
-                 extract_workers: int = 1):
-        self.fetch_spec = fetch_spec
-        self.fetch_config = fetch_config
-        self.warc_dir = warc_dir
+    def __init__(self, extract_timeout: float, shards_per_host: int, follow: bool, extract_workers: int):
         self.extract_timeout = extract_timeout
         self.shards_per_host = shards_per_host
         self.follow = follow
-        self.max_redirects = max_redirects
         self.extract_workers = max(1, extract_workers)
 
     def setup(self):
-        from openmsd_build.text.extract.isolate import ExtractorPool
+        from openmsd_build.text.extract.pool import ExtractorPool
 
-        if self.fetch_spec == "http":
-            from openmsd_build.text.fetch.http import HttpFetcher
-
-            self.backend = HttpFetcher(self.fetch_config)
-        else:
-            self.backend = None
         self.extractors = ExtractorPool(self.extract_workers, extractors=STAGE_JOBS, timeout=self.extract_timeout)
-        self.extractors.start()
-        self.writer = None
-        self.warc_file = None
-        self.bundle_counts: Counter = Counter()
-        self._units: list[dict] = []  # archive units kept to be replayed from the far end
 
     def start_bundle(self):
-        self._close_warc()  # a failed bundle may have left its file open
-        self.extractors.abandon(keep_ahead=True)  # ... and documents in its extractors
-        self.extractors.start()  # the children the last bundle handed back (`release`), or new ones
-        self.bundle_counts = Counter()
-        self._units = []
-        # a head start in this process (adopted by the pool just now, or its answers filed):
-        # this bundle's archive units are replayed from the far end (`_from_far_end`)
-        self._far_end = self.extractors.head_start
+        self.bundle_counts: Counter = Counter()
 
-    def _writer(self):
-        if self.writer is None:
-            from openmsd_build.text.fetch.warc_store import WarcWriter
-
-            # A new file per bundle: a retried bundle never appends to a half-written file.
-            path = parquet_io.join_path(self.warc_dir, f"fetch-{uuid.uuid4().hex}.warc.gz")
-            self.warc_file = WholeRecordFile(path)
-            self.writer = WarcWriter(self.warc_file, name=path, start_offset=0)
-        return self.writer
-
-    def _close_warc(self):
-        # Close the file, not the WarcWriter: WarcWriter.close() would flush (commit) the
-        # bytes of a record cut short by an interrupt; WholeRecordFile.close drops them.
-        if getattr(self, "warc_file", None) is not None:
-            self.warc_file.close()
-        self.writer = self.warc_file = None
-
-    def finish_bundle(self):
-        """The archive units still kept (`_from_far_end`), then the answers of the documents
-        still in the extractors; then the bundle's WARC file is closed. Outputs of
-        `finish_bundle` must carry their window (global here)."""
+    def process(self, element):
         counts: Counter = Counter()
         try:
-            yield from in_global_window(self._from_far_end())
+            yield from self._process(element, counts)
+        except BaseException:
+            self._stop()
+            raise
+        bump(STAGE, counts)  # progress, as the element is done
+        self.bundle_counts.update(counts)  # one count output per bundle, not per element
+
+    def _process(self, element, counts: Counter):
+        raise NotImplementedError
+
+    def finish_bundle(self):
+        """The answers of the documents still in the extractors; outputs of `finish_bundle`
+        must carry their window (global here)."""
+        counts: Counter = Counter()
+        try:
             outputs = [out for done in self.extractors.drain() for out in self._extracted(*done, counts=counts)]
-            # idle now: the next stage's pool in this process (the follow-up pass, document
-            # building) or this DoFn's next bundle takes the warm children over
-            self.extractors.release()
         except BaseException:
             self._stop()
             raise
         finally:
-            self._close_warc()
-        bump(STAGE, counts)  # the elements' own counts were bumped as they went
+            self._end_bundle()
+        bump(STAGE, counts)
         counts.update(self.bundle_counts)
-        self.bundle_counts = Counter()
         if counts:
             outputs.append(beam.pvalue.TaggedOutput(COUNTS_TAG, dict(counts)))
         yield from in_global_window(outputs)
 
-    def _from_far_end(self):
-        """The outputs of the archive units kept by `process` while a head start exists in
-        this process, replayed in descending archive position (the archives in the order the
-        stage reads them, then the offset of the record each unit resolves to): the opposite
-        direction to the head start's (`extract/ahead.py`), which extracts the archives from
-        their first record while the worker starts.
+    def _end_bundle(self) -> None:
+        """What a bundle leaves behind besides its documents (`FetchLive`: its WARC file)."""
 
-        Why: in the order the units arrived (on the real samples, archive order) the DoFn
-        first met the documents the head start had done, replaying 40 of them (~4 ms each)
-        while the children it had ready sat idle, after waiting 0.13 s for the head start to
-        finish its last document; from the far end the children get work at once and the two
-        sides meet near where the head start stopped. Only the order differs: each unit is
-        handled and counted as `process` would, and every output is sorted downstream. Called
-        when `FAR_END_UNITS` are kept and at the end of the bundle."""
-        units, self._units = self._units, []
-        if not units:
-            return
-        if self._archive_order is None:
-            from openmsd_build.text.extract.ahead import local_archives
-
-            self._archive_order = {path: k for k, path in enumerate(local_archives(self.fetch_spec))}
-        order = self._archive_order
-        units.sort(key=lambda unit: _archive_position(unit, order), reverse=True)
-        for unit in units:
-            counts: Counter = Counter()
-            yield from self._replay_unit(unit, counts)
-            self._counted(counts)
+    def _stop(self) -> None:
+        """Ctrl-C or an error mid-element: documents in the extractors are dropped with their
+        children."""
+        self.extractors.abandon()
+        self._end_bundle()
 
     def teardown(self):
-        from openmsd_build.text.extract.isolate import close_spares
-
-        self._close_warc()
         extractors = getattr(self, "extractors", None)
         if extractors is not None:
             extractors.close()
-        close_spares()
-        backend = getattr(self, "backend", None)
-        if backend is not None and hasattr(backend, "close"):
-            backend.close()
 
-    def _fetch(self, url: str):
-        """Live: (result, warc_file, warc_offset, warc_length) of the archived response."""
-        result = self.backend.fetch(url)
-        ref = self._writer().write(result)
-        if ref is not None:
-            return result, ref.warc_file, ref.offset, ref.length
-        return result, None, None, None
-
-    def _replay(self, unit: dict, counts: Counter):
-        """Archived: (result, warc_file, warc_offset, None) from the unit's chain. The row
-        points at the final URL's record as an archive-wide replay did (no length: the
-        `fetch/` table of a replay has always left it empty)."""
-        from openmsd_build.text.fetch.warc_backend import WarcBackend
-
-        backend = WarcBackend([], index=chain_index(unit), max_redirects=self.max_redirects)
-        result = backend.fetch(unit["url"])
-        if self.fetch_spec == "http":
-            counts["fetch.resumed"] += 1
-            where = backend.index.get(canonical_url(result.final_url))
-        else:
-            where = backend.index.get(canonical_url(result.final_url)) if result.status is not None else None
-        return result, (where or (None, None))[0], (where or (None, None))[1], None
-
-    def process(self, element):
-        try:
-            yield from self._process(element)
-        except BaseException:
-            self._stop()
-            raise
-
-    def _stop(self):
-        """Ctrl-C or an error mid-element: close the WARC file now, dropping a record cut
-        short, before anything (a garbage-collected wrapper's flush) could commit it;
-        documents in the extractors are dropped with their children."""
-        self.extractors.abandon()
-        self._close_warc()
-
-    # Archive units kept at most before the kept ones are replayed (far end first) and the
-    # next kept: a bound on what a bundle holds (a unit is a URL, its papers and its chain's
-    # index entries; bodies are read when it is replayed).
-    FAR_END_UNITS = 4096
-    _far_end = False  # set by `start_bundle`
-    _archive_order: dict[str, int] | None = None  # the stage's archives -> their place, when needed
-
-    def _process(self, element):
-        if isinstance(element, dict) and self._far_end:
-            self._units.append(element)
-            if len(self._units) >= self.FAR_END_UNITS:
-                yield from self._from_far_end()
-            return
-        counts: Counter = Counter()
-        if isinstance(element, dict):  # a resolved archive unit
-            yield from self._replay_unit(element, counts)
-        else:
-            _, tasks = element
-            by_url: dict[str, list[dict]] = {}
-            for task in sorted(tasks, key=lambda t: (t["url"], t["doi"])):
-                by_url.setdefault(task["url"], []).append(task)
-            for url, url_tasks in by_url.items():
-                # answers (and deadlines) are looked at between fetches, not only when
-                # handing over the next document: a live fetch can take a while
-                for done in self.extractors.collect_ready():
-                    yield from self._extracted(*done, counts=counts)
-                result, *where = self._fetch(url)
-                yield from self._handle(url, url_tasks, result, *where, counts=counts)
-        self._counted(counts)
-
-    def _counted(self, counts: Counter) -> None:
-        bump(STAGE, counts)  # progress, as the element is done
-        self.bundle_counts.update(counts)  # one count output per bundle, not per element
-
-    def _replay_unit(self, unit: dict, counts: Counter):
-        result, *where = self._replay(unit, counts)
-        yield from self._handle(unit["url"], unit["tasks"], result, *where, counts=counts)
-
-    def _handle(self, url: str, tasks: list[dict], result, warc_file, warc_offset, warc_length, *, counts: Counter):
+    def _handle(self, url: str, tasks: list[dict], result, warc_file, warc_offset, warc_length, *, counts: Counter,
+                dated: bool):
         """One URL's outcome -> its fetch row (named after the first task, by DOI), and its
-        body handed to the extractors; the answers ready by now go out (`_extracted`)."""
+        body handed to the extractors; the answers ready by now go out (`_extracted`).
+        `dated`: the row keeps the fetch time even without a response (live fetching)."""
         first = tasks[0]
         counts["fetch.ok" if result.ok else f"fetch.error.{result.error}"] += 1
         yield beam.pvalue.TaggedOutput(FETCH_TAG, {
@@ -419,7 +279,7 @@ class FetchAndExtract(UntypedDoFn):
             "warc_file": warc_file, "warc_offset": warc_offset, "warc_length": warc_length,
             # replay from an archive keeps the archived date; a URL missing from it has
             # none (a wall-clock time there would make reruns differ)
-            "fetched_at": result.fetched_at if result.status is not None or self.fetch_spec == "http" else None,
+            "fetched_at": result.fetched_at if result.status is not None or dated else None,
             "attempts": result.attempts, "error": result.error,
         })
         if not result.ok:
@@ -428,10 +288,9 @@ class FetchAndExtract(UntypedDoFn):
         if kind is None:
             yield from self._extracted((url, tasks, None), None, "unsupported_content", result.content_type, counts=counts)
             return
+        # the one call into the extractors: what they are given besides the bytes is here
         kwargs = {"url": result.final_url} if kind == "html" else {}
-        # answered already if a child extracted this record ahead (`extract/ahead.py`)
-        ahead = ahead_key(kind, warc_file, warc_offset, result.final_url) if warc_file is not None else None
-        for done in self.extractors.submit((url, tasks, kind), kind, result.body, ahead_key=ahead, **kwargs):
+        for done in self.extractors.submit((url, tasks, kind), kind, result.body, **kwargs):
             yield from self._extracted(*done, counts=counts)
 
     def _extracted(self, tag, extraction, error, detail, *, counts: Counter):
@@ -456,17 +315,101 @@ class FetchAndExtract(UntypedDoFn):
                 ))
 
 
+class ReplayArchive(_ExtractingDoFn):
+    """A resolved archive unit (a dict from `JoinArchiveIndex`: one URL, its tasks and the
+    index entries of its redirect chain) -> extractions `(doi, extraction)`, its fetch row
+    tagged FETCH, citation_pdf_url follow-ups tagged FOLLOW as `(host_key, task)`, extraction
+    failures tagged REJECTS. The unit is replayed by a `WarcBackend` holding only its chain's
+    entries, which answers exactly as one holding the whole archive's index would. `resumed`:
+    the archive is `OUT/warc/` of an earlier live fetch (counted `fetch.resumed`)."""
+
+    def __init__(self, extract_timeout: float, shards_per_host: int, follow: bool = True, extract_workers: int = 1,
+                 max_redirects: int = DEFAULT_MAX_REDIRECTS, resumed: bool = False):
+        super().__init__(extract_timeout, shards_per_host, follow, extract_workers)
+        self.max_redirects = max_redirects
+        self.resumed = resumed
+
+    def _process(self, unit: dict, counts: Counter):
+        from openmsd_build.text.fetch.warc_backend import WarcBackend
+
+        backend = WarcBackend([], index=chain_index(unit), max_redirects=self.max_redirects)
+        result = backend.fetch(unit["url"])
+        # the row points at the final URL's record as an archive-wide replay did (no length:
+        # the `fetch/` table of a replay has always left it empty)
+        where = None
+        if self.resumed:
+            counts["fetch.resumed"] += 1
+            where = backend.index.get(canonical_url(result.final_url))
+        elif result.status is not None:
+            where = backend.index.get(canonical_url(result.final_url))
+        warc_file, warc_offset = where[:2] if where else (None, None)
+        yield from self._handle(unit["url"], unit["tasks"], result, warc_file, warc_offset, None, counts=counts,
+                                dated=self.resumed)
+
+
+class FetchLive(_ExtractingDoFn):
+    """`(host_key, [task, ...])` -> the host shard's URLs fetched in order under its rate
+    limit (`fetch.http.HttpFetcher`), each response archived to a new WARC file under
+    `warc_dir` per bundle (the resume store), then extracted as `ReplayArchive` does."""
+
+    def __init__(self, fetch_config, warc_dir: str, extract_timeout: float, shards_per_host: int, follow: bool = True,
+                 extract_workers: int = 1):
+        super().__init__(extract_timeout, shards_per_host, follow, extract_workers)
+        self.fetch_config = fetch_config
+        self.warc_dir = warc_dir
+
+    def setup(self):
+        from openmsd_build.text.fetch.http import HttpFetcher
+
+        super().setup()
+        self.backend = HttpFetcher(self.fetch_config)
+        self.writer = self.warc_file = None
+
+    def start_bundle(self):
+        super().start_bundle()
+        self._end_bundle()  # a failed bundle may have left its file open
+
+    def _writer(self):
+        if self.writer is None:
+            from openmsd_build.text.fetch.warc_store import WarcWriter
+
+            # A new file per bundle: a retried bundle never appends to a half-written file.
+            path = parquet_io.join_path(self.warc_dir, f"fetch-{uuid.uuid4().hex}.warc.gz")
+            self.warc_file = WholeRecordFile(path)
+            self.writer = WarcWriter(self.warc_file, name=path, start_offset=0)
+        return self.writer
+
+    def _end_bundle(self) -> None:
+        # Close the file, not the WarcWriter: WarcWriter.close() would flush (commit) the
+        # bytes of a record cut short by an interrupt; WholeRecordFile.close drops them.
+        if getattr(self, "warc_file", None) is not None:
+            self.warc_file.close()
+        self.writer = self.warc_file = None
+
+    def teardown(self):
+        self._end_bundle()
+        super().teardown()
+        backend = getattr(self, "backend", None)
+        if backend is not None and hasattr(backend, "close"):
+            backend.close()
+
+    def _process(self, element, counts: Counter):
+        _, tasks = element
+        by_url: dict[str, list[dict]] = {}
+        for task in sorted(tasks, key=lambda t: (t["url"], t["doi"])):
+            by_url.setdefault(task["url"], []).append(task)
+        for url, url_tasks in by_url.items():
+            # answers (and deadlines) are looked at between fetches, not only when handing
+            # over the next document: a live fetch can take a while
+            for done in self.extractors.collect_ready():
+                yield from self._extracted(*done, counts=counts)
+            result = self.backend.fetch(url)
+            ref = self._writer().write(result)
+            where = (ref.warc_file, ref.offset, ref.length) if ref is not None else (None, None, None)
+            yield from self._handle(url, url_tasks, result, *where, counts=counts, dated=True)
+
+
 _SLIM_EXTRACTION = ("kind", "url", "title", "abstract", "abstracts", "content", "pdf_url", "language_hints")
-
-
-def _archive_position(unit: dict, order: dict[str, int]) -> tuple[int, str, int, str]:
-    """Where a resolved archive unit's record is (the last entry of its redirect chain): the
-    archive's place in `order` (the stage's archives as it reads them), the file, the offset,
-    then the unit's URL; first of all when it is not archived."""
-    if unit["chain"]:
-        _url, warc_file, offset, _length = unit["chain"][-1]
-        return order.get(warc_file, -1), warc_file, offset, unit["url"]
-    return -2, "", -1, unit["url"]
 
 
 def slim(extraction: dict) -> dict:
@@ -520,25 +463,17 @@ class BuildDocuments(UntypedDoFn):
     def setup(self):
         self.pool = None
         if self.workers > 1:
-            from openmsd_build.text.extract.isolate import ExtractorPool
+            from openmsd_build.text.extract.pool import ExtractorPool
 
-            # the fetching DoFns' children (same jobs, same limits) are taken over when idle
             self.pool = ExtractorPool(self.workers, extractors=self.JOBS, timeout=600.0)
-            self.pool.start()
 
     def start_bundle(self):
         self._batch: list[tuple[dict, list[dict]]] = []
         self._batch_chars = 0
-        if self.pool is not None:
-            self.pool.abandon(keep_ahead=True)
-            self.pool.start()
 
     def teardown(self):
-        from openmsd_build.text.extract.isolate import close_spares
-
         if getattr(self, "pool", None) is not None:
             self.pool.close()
-        close_spares()
 
     def process(self, element):
         doi, grouped = element
@@ -571,7 +506,6 @@ class BuildDocuments(UntypedDoFn):
             return
         outputs = list(self._send_batch()) if self._batch else []
         outputs += [out for tag, answer, error, _detail in self.pool.drain() for out in self._answered(tag, answer, error)]
-        self.pool.release()
         yield from in_global_window(outputs)
 
     def _answered(self, batch, answer, error):

@@ -21,7 +21,7 @@ from typing import Any
 
 from openmsd_build.core.errors import UserError
 from openmsd_build.text.documents import build_document
-from openmsd_build.text.extract.isolate import DEFAULT_MAX_BYTES, IsolatedExtractor
+from openmsd_build.text.extract.pool import DEFAULT_MAX_BYTES, ExtractorPool
 from openmsd_build.text.fetch.config import FetchConfig
 from openmsd_build.text.fetch.http import HttpFetcher
 from openmsd_build.text.fetch.result import document_kind
@@ -78,7 +78,7 @@ def read_source(
 def inspect_document(
     data: bytes,
     url: str | None = None,
-    extractor: IsolatedExtractor | None = None,
+    extractor: ExtractorPool | None = None,
     timeout: float = 30.0,
     content_type: str | None = None,
 ) -> dict[str, Any]:
@@ -89,7 +89,7 @@ def inspect_document(
     """
     kind = sniff_kind(data, content_type)
     own = extractor is None
-    extractor = extractor or IsolatedExtractor(timeout=timeout)
+    extractor = extractor or ExtractorPool(timeout=timeout)
     try:
         kwargs = {"url": url} if kind == "html" and url else {}
         result, reason = extractor.extract(kind, data, **kwargs)
@@ -178,7 +178,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     config = FetchConfig(allow_networks=tuple(args.allow_network), respect_robots=not args.no_robots,
                          contact=args.contact)
     data, fetched_url, content_type = read_source(args.source, args.max_bytes, config)
-    extractor = IsolatedExtractor(timeout=args.timeout, max_bytes=args.max_bytes)
+    extractor = ExtractorPool(timeout=args.timeout, max_bytes=args.max_bytes)
     try:
         report = inspect_document(data, url=args.url or fetched_url, extractor=extractor, content_type=content_type)
     finally:

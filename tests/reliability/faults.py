@@ -13,7 +13,7 @@ import hashlib
 import os
 
 from openmsd_build.papers.beam import MergeAndWriteShard, ReadSourceFile
-from openmsd_build.text.beam import BuildDocuments, FetchAndExtract
+from openmsd_build.text.beam import BuildDocuments, ReplayArchive
 
 ENV = "OPENMSD_FAULT_DIR"
 MOD_ENV = "OPENMSD_FAULT_MOD"  # fail 1 in this many elements (default 2)
@@ -77,7 +77,7 @@ class FlakyMergeAndWriteShard(MergeAndWriteShard):
         return _flaky("merge", super().process(element), element)
 
 
-class FlakyFetchAndExtract(FetchAndExtract):
+class FlakyReplayArchive(ReplayArchive):
     def process(self, element):
         return _flaky("fetch", super().process(element), element)
 

@@ -16,7 +16,7 @@ drop nor duplicate a row.
 from __future__ import annotations
 
 import pytest
-from faults import ENV, MOD_ENV, FlakyFetchAndExtract, FlakyMergeAndWriteShard, FlakyReadSourceFile
+from faults import ENV, MOD_ENV, FlakyMergeAndWriteShard, FlakyReadSourceFile, FlakyReplayArchive
 from reconcile import check_build, diff_digests, output_digest
 
 from openmsd_build.papers import command as papers_pipeline
@@ -69,7 +69,7 @@ def test_text_stage_rerun_after_transient_failures(clean_builds, sample_inputs, 
     faults.mkdir()
     monkeypatch.setenv(ENV, str(faults))
     monkeypatch.setenv(MOD_ENV, "6")
-    monkeypatch.setattr(text_graph, "FetchAndExtract", FlakyFetchAndExtract)
+    monkeypatch.setattr(text_graph, "ReplayArchive", FlakyReplayArchive)
     fetch = f"warc:{sample_inputs / 'warc' / '*.warc.gz'}"
     attempts = 0
     while True:  # the FnApiRunner fails the run on the first exception: rerun the stage

@@ -2,7 +2,7 @@
 
 In-process properties: `extract_landing` returns a dict of strings/None or raises
 `LandingParseError`; `extract_pdf` returns a dict or raises `PdfParseError` — nothing else,
-within a deadline. Production path (`IsolatedExtractor`, what the text stage calls): every
+within a deadline. Production path (`ExtractorPool`, what the text stage calls): every
 input ends as `(result, None)` or `(None, reason)` with a known reason, within the
 extractor's time limit, and the extractor keeps working afterwards.
 """
@@ -18,16 +18,16 @@ from harness import deadline
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from openmsd_build.text.extract.isolate import (
+from openmsd_build.text.extract.landing import LandingParseError, extract_landing
+from openmsd_build.text.extract.pdf import PdfParseError, extract_pdf
+from openmsd_build.text.extract.pool import (
     CRASHED,
     OUT_OF_MEMORY,
     PARSE_ERROR,
     TIMEOUT,
     TOO_LARGE,
-    IsolatedExtractor,
+    ExtractorPool,
 )
-from openmsd_build.text.extract.landing import LandingParseError, extract_landing
-from openmsd_build.text.extract.pdf import PdfParseError, extract_pdf
 
 REASONS = {CRASHED, OUT_OF_MEMORY, PARSE_ERROR, TIMEOUT, TOO_LARGE}
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -103,7 +103,7 @@ def test_corrupted_real_html_and_pdf_in_process(real_samples):
 
 @pytest.fixture(scope="module")
 def extractor():
-    with IsolatedExtractor(timeout=20, max_bytes=8 << 20, max_memory_mb=1536) as ex:
+    with ExtractorPool(timeout=20, max_bytes=8 << 20, max_memory_mb=1536) as ex:
         yield ex
 
 

@@ -75,7 +75,7 @@ def test_a_dying_child_costs_nothing() -> None:
     inline = _run(BuildDocuments(workers=1))
     crashing = BuildDocuments(workers=2)
     crashing.BATCH_PAPERS = 5
-    crashing.JOBS = {**STAGE_JOBS, "documents": "openmsd_build.text.extract.isolate:_debug_exit"}  # os._exit
+    crashing.JOBS = {**STAGE_JOBS, "documents": "openmsd_build.text.extract.pool:_debug_exit"}  # os._exit
     assert _run(crashing) == inline
     assert crashing.pool.stats["crashed"] == 3  # batches of 5, 5 and 2: every one built again inline
 

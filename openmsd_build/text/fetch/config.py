@@ -10,6 +10,7 @@ import ipaddress
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from openmsd_build.core.stages import stage_default
 from openmsd_build.text.fetch.result import DEFAULT_ACCEPTED_TYPES
 
 # A resolver maps (host, port) to IP address strings. Must be picklable (a module-level
@@ -47,7 +48,7 @@ class FetchConfig:
     # Relative jitter: a delay d becomes d * uniform(1 - jitter, 1 + jitter).
     jitter: float = 0.25
     # Requests per second per host; None or <= 0 disables the interval.
-    per_host_rate: float | None = 1.0
+    per_host_rate: float | None = float(stage_default("text", "rate_per_host"))  # type: ignore[arg-type]
     per_host_concurrency: int = 2
     respect_robots: bool = True
     # Successful robots.txt answers are reused this long (RFC 9309 suggests <= 24 h).

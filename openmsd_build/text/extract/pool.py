@@ -1,0 +1,370 @@
+"""Untrusted pages and PDFs parsed in child processes with hard limits: `ExtractorPool`.
+
+HTML and PDF parsers are native code fed with bytes from the open web: trafilatura can hang
+on a huge page and PDFium can crash or spin on a malformed file. In a Beam worker either would
+cost the whole bundle or the whole job. So every document is extracted in a child process:
+
+* the parent checks the size first (`too_large`, nothing is sent);
+* the parent waits at most `timeout` seconds of wall time per document; past it the child is
+  killed (`timeout`); a child that dies (segfault, `os._exit`, the OOM killer) answers
+  `crashed`; either way the child is replaced, so one bad document costs one document;
+* an address-space limit (RLIMIT_AS, `max_memory_mb`) turns a memory bomb into a
+  `MemoryError` in the child (`out_of_memory`), after which that child is replaced too
+  (its heap may be fragmented or half-freed), and so is a child that has served
+  `recycle_after` documents (a slow leak in a parser never grows without bound).
+
+The children come from the standard library's `forkserver` context: one server process per
+parent, started at the first child, imports the extractors once (`PRELOAD`, including their
+first-use work in `preload.py`) and forks every child from that warm state, so replacing a
+child costs milliseconds. Forking the Beam worker itself is unsafe (it runs gRPC threads), and
+a fresh interpreter per child would import trafilatura each time. The children ignore
+SIGINT: a terminal's Ctrl-C reaches the parent, which kills the busy children as it stops
+(`abandon`). A child whose caller is gone, even killed, exits at once.
+
+One pool per DoFn instance, from `setup` to `teardown` (`start`, `close`). `submit` hands a
+document to an idle child and returns the answers that are in, waiting only when every child
+is busy, so reading the next record overlaps with extracting the last; `drain` waits for the
+rest. Answers are `(tag, result, reason, detail)`, in the order the children finish. Deadlines
+are enforced whenever the caller submits, drains or calls `collect_ready`. The pool holds only
+its configuration until `start`, so it pickles as a DoFn attribute.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import multiprocessing
+import os
+import signal
+import threading
+import time
+import weakref
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+LOG = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT_S = 30.0
+DEFAULT_MAX_BYTES = 50 * 1024 * 1024
+"""50 MB: beyond the largest ordinary paper PDF; bigger files are scans or datasets."""
+DEFAULT_MAX_MEMORY_MB = 3072
+DEFAULT_RECYCLE_AFTER = 2000
+STARTUP_TIMEOUT_S = 120.0
+
+# Reasons reported next to a None result.
+TOO_LARGE = "too_large"
+TIMEOUT = "timeout"
+CRASHED = "crashed"
+PARSE_ERROR = "parse_error"
+OUT_OF_MEMORY = "out_of_memory"
+UNKNOWN_KIND = "unknown_kind"
+
+# kind -> "module:function"; functions take the document bytes (and keyword arguments) and
+# return a picklable dict.
+EXTRACTORS: dict[str, str] = {
+    "html": "openmsd_build.text.extract.landing:extract_landing",
+    "pdf": "openmsd_build.text.extract.pdf:extract_pdf",
+}
+# What the fork server imports before it forks any child (`preload.py` imports the
+# extractors and does their first-use work); `__main__` as the standard library does.
+PRELOAD = ["__main__", "openmsd_build.text.extract.preload"]
+# Misbehaving extractors for tests and for checking a deployment's limits; enabled only with
+# `debug_kinds=True`. Their input bytes are an ASCII number (seconds to sleep, MB to allocate).
+DEBUG_EXTRACTORS: dict[str, str] = {
+    name: f"openmsd_build.text.extract.pool:_{name}"
+    for name in ("debug_sleep", "debug_exit", "debug_abort", "debug_raise", "debug_allocate", "debug_echo")
+}
+
+
+def _debug_sleep(data: bytes) -> dict[str, Any]:
+    time.sleep(float(data or b"3600"))
+    return {"slept": float(data or b"3600")}
+
+
+def _debug_exit(data: bytes, **_ignored: Any) -> dict[str, Any]:
+    os._exit(int(data or b"3"))
+
+
+def _debug_abort(data: bytes) -> dict[str, Any]:
+    os.abort()
+
+
+def _debug_raise(data: bytes) -> dict[str, Any]:
+    raise ValueError(data.decode("utf-8", "replace") or "debug error")
+
+
+def _debug_allocate(data: bytes) -> dict[str, Any]:
+    return {"allocated": len(bytearray(int(data) * 1024 * 1024))}
+
+
+def _debug_echo(data: bytes) -> dict[str, Any]:
+    return {"pid": os.getpid(), "n_bytes": len(data)}
+
+
+def _load(spec: str) -> Any:
+    module_name, _, function_name = spec.partition(":")
+    return getattr(importlib.import_module(module_name), function_name)
+
+
+def _serve(conn: Connection, jobs: dict[str, str], max_memory_mb: int | None) -> None:
+    """A child's life: limits, then "ready" (or why it cannot start), then one answer per
+    request until the parent sends None or is gone."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    caller = multiprocessing.parent_process()  # the pool's process (the fork server is our parent)
+    if caller is not None:  # gone (even killed) while we work: stop, nobody enforces the deadline
+        threading.Thread(target=lambda: (caller.join(), os._exit(0)), daemon=True).start()
+    try:
+        functions = {kind: _load(spec) for kind, spec in jobs.items()}
+    except Exception as exc:  # noqa: BLE001 - reported to the parent, which raises it
+        conn.send(("fatal", f"{type(exc).__name__}: {exc}"))
+        return
+    if max_memory_mb:
+        import resource
+
+        limit = max_memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    conn.send(("ready", os.getpid()))
+    while True:
+        try:
+            request = conn.recv()
+        except (EOFError, OSError):
+            return
+        if request is None:
+            return
+        kind, data, kwargs = request
+        try:
+            conn.send(("ok", functions[kind](data, **kwargs)))
+        except MemoryError:
+            conn.send(("error", OUT_OF_MEMORY, "MemoryError"))
+            return  # replaced by the parent
+        except Exception as exc:  # noqa: BLE001 - every parser failure is one document's failure
+            conn.send(("error", PARSE_ERROR, f"{type(exc).__name__}: {exc}"[:500]))
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(PRELOAD)  # read when the server starts (once per process)
+    return context
+
+
+def stop_fork_server() -> None:
+    """Close every pool of this process, then stop its fork server and wait for it (it exits
+    once no child holds its pipe), so the CPU time of every child counts in this process's
+    `RUSAGE_CHILDREN` (a stage's figures). A run's end calls it: a runner need not tear down
+    every DoFn. The next child starts a new server."""
+    from multiprocessing import forkserver
+
+    for pool in list(_POOLS):
+        pool.close()
+    forkserver._forkserver._stop()
+
+
+_POOLS: weakref.WeakSet[ExtractorPool] = weakref.WeakSet()
+"""The pools of this process that have started children (`stop_fork_server`)."""
+
+
+@dataclass
+class _Child:
+    process: Any
+    conn: Connection
+    documents: int = 0
+    tag: Any = None
+    deadline: float | None = None  # monotonic deadline of the pending document
+
+    @property
+    def busy(self) -> bool:
+        return self.deadline is not None
+
+
+Answer = tuple[Any, "dict[str, Any] | None", "str | None", "str | None"]
+
+
+class ExtractorPool:
+    """`size` isolated children extracting at once (see the module docstring)."""
+
+    def __init__(self, size: int = 1, timeout: float = DEFAULT_TIMEOUT_S, max_bytes: int = DEFAULT_MAX_BYTES,
+                 max_memory_mb: int | None = DEFAULT_MAX_MEMORY_MB, extractors: dict[str, str] | None = None,
+                 debug_kinds: bool = False, recycle_after: int = DEFAULT_RECYCLE_AFTER) -> None:
+        self.size = max(1, int(size))
+        self.timeout = timeout
+        self.max_bytes = max_bytes
+        self.max_memory_mb = max_memory_mb
+        self.recycle_after = recycle_after
+        self.extractors = dict(EXTRACTORS if extractors is None else extractors)
+        if debug_kinds:
+            self.extractors.update(DEBUG_EXTRACTORS)
+        self.children: list[_Child] = []
+        self.stats = {"started": 0, "killed": 0, "crashed": 0, "recycled": 0, "documents": 0}
+        self.last_error: str | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "children": []}  # configuration only, never processes
+
+    def __enter__(self) -> ExtractorPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def pending(self) -> int:
+        """Documents submitted whose answer has not been returned yet."""
+        return sum(child.busy for child in self.children)
+
+    @property
+    def pids(self) -> list[int]:
+        """The live children's pids (tests, diagnostics)."""
+        return [child.process.pid for child in self.children]
+
+    def start(self) -> None:
+        """Start the missing children and wait until each is ready (`DoFn.setup`)."""
+        _POOLS.add(self)
+        while len(self.children) < self.size:
+            self.children.append(self._spawn())
+
+    def _spawn(self) -> _Child:
+        context = _context()
+        conn, child_end = context.Pipe()
+        process = context.Process(target=_serve, args=(child_end, self.extractors, self.max_memory_mb),
+                                  name="extractor", daemon=True)
+        process.start()
+        child_end.close()
+        child = _Child(process, conn)
+        self.stats["started"] += 1
+        try:
+            if not conn.poll(STARTUP_TIMEOUT_S):
+                raise RuntimeError("extraction worker did not start in time")
+            message = conn.recv()
+        except BaseException:
+            self._stop(child, kill=True)
+            raise
+        if message[0] != "ready":
+            self._stop(child, kill=True)
+            raise RuntimeError(f"the extraction worker cannot start: {message[1]} (install the package's "
+                               "dependencies: pip install openmsd-build, or `make test` for a development checkout)")
+        return child
+
+    def _refuse(self, kind: str, data: bytes) -> tuple[None, str, str] | None:
+        if kind not in self.extractors:
+            return None, UNKNOWN_KIND, f"unknown extractor kind {kind!r}"
+        if len(data) > self.max_bytes:
+            return None, TOO_LARGE, f"{len(data)} bytes > {self.max_bytes}"
+        return None
+
+    def submit(self, tag: Any, kind: str, data: bytes, **kwargs: Any) -> list[Answer]:
+        """Hand one document (`kwargs` go to its extractor) to an idle child, waiting only
+        while every child is busy; returns the answers that are in by now (this document's
+        own when it is refused without being sent). An interrupt drops the pending documents
+        with their children (`abandon`)."""
+        refused = self._refuse(kind, data)
+        if refused is not None:
+            return [(tag, *refused), *self._collect(block=False)]
+        try:
+            done = self._collect(block=False)
+            while self.pending >= self.size:
+                done += self._collect(block=True)
+            self.start()
+            child = next(c for c in self.children if not c.busy)
+            child.tag, child.deadline = tag, time.monotonic() + self.timeout
+            child.documents += 1
+            self.stats["documents"] += 1
+            try:
+                child.conn.send((kind, data, kwargs))
+            except (BrokenPipeError, EOFError, OSError):
+                pass  # the child is dead: `_collect` sees its end of file and answers `crashed`
+            return done + self._collect(block=False)
+        except BaseException:
+            self.abandon()
+            raise
+
+    def collect_ready(self) -> list[Answer]:
+        """The answers that are in now, without waiting (children past their deadline are
+        killed): for a caller busy elsewhere, e.g. fetching."""
+        return self._collect(block=False)
+
+    def drain(self) -> list[Answer]:
+        """Wait for every pending document; their answers."""
+        done: list[Answer] = []
+        try:
+            while self.pending:
+                done += self._collect(block=True)
+        except BaseException:
+            self.abandon()
+            raise
+        return done
+
+    def extract(self, kind: str, data: bytes, **kwargs: Any) -> tuple[dict[str, Any] | None, str | None]:
+        """One document, waited for: `(result, None)` or `(None, reason)`; the detail of a
+        failure in `last_error`. For callers with one document at a time (`inspect`)."""
+        answers = self.submit(None, kind, data, **kwargs) + self.drain()
+        _tag, result, reason, self.last_error = answers[-1]
+        return result, reason
+
+    def _collect(self, block: bool) -> list[Answer]:
+        """Answers of the busy children that have one (or died, or overran their deadline),
+        waiting, when `block`, until the first answer or the earliest deadline."""
+        busy = [child for child in self.children if child.busy]
+        if not busy:
+            return []
+        timeout = max(0.0, min(c.deadline for c in busy) - time.monotonic()) if block else 0.0  # type: ignore[type-var]
+        ready = {id(conn) for conn in wait([c.conn for c in busy], timeout)}
+        now = time.monotonic()
+        done = []
+        for child in busy:
+            if id(child.conn) in ready:
+                done.append(self._answer(child))
+            elif child.deadline <= now:  # type: ignore[operator]
+                self.stats["killed"] += 1
+                tag = child.tag
+                self._retire(child, kill=True)
+                done.append((tag, None, TIMEOUT, f"no answer within {self.timeout:g} s; worker killed"))
+        return done
+
+    def _answer(self, child: _Child) -> Answer:
+        tag, child.tag, child.deadline = child.tag, None, None
+        try:
+            message = child.conn.recv()
+        except (EOFError, OSError) as exc:
+            self.stats["crashed"] += 1
+            self._retire(child, kill=True)
+            return tag, None, CRASHED, f"worker died ({type(exc).__name__}, exit code {child.process.exitcode})"
+        if message[0] == "ok":
+            if child.documents >= self.recycle_after:
+                self.stats["recycled"] += 1
+                self._retire(child)
+            return tag, message[1], None, None
+        if message[1] == OUT_OF_MEMORY:
+            self._retire(child)  # the child exits after a MemoryError
+        return tag, None, message[1], message[2]
+
+    def _retire(self, child: _Child, kill: bool = False) -> None:
+        """Stop `child` and take it out of the pool (the next `submit` starts a new one)."""
+        self.children.remove(child)
+        self._stop(child, kill)
+
+    @staticmethod
+    def _stop(child: _Child, kill: bool) -> None:
+        if not kill:
+            try:
+                child.conn.send(None)
+            except OSError:
+                kill = True
+        child.conn.close()
+        if kill:
+            child.process.kill()
+        child.process.join(2.0 if not kill else None)
+        if child.process.exitcode is None:
+            child.process.kill()
+            child.process.join()
+
+    def abandon(self) -> None:
+        """Drop every pending document (the caller is stopping): their children are killed."""
+        for child in [c for c in self.children if c.busy]:
+            self._retire(child, kill=True)
+
+    def close(self) -> None:
+        """Stop every child (`DoFn.teardown`); pending documents are dropped."""
+        self.abandon()
+        for child in list(self.children):
+            self._retire(child)

@@ -1,0 +1,180 @@
+"""The extractor pool (`text.extract.pool`): a hang is killed at its deadline, a crash or an
+out-of-memory costs one document and its child, children are recycled, several work at once,
+and nothing outlives its caller. Ctrl-C on the whole stage: `test_interrupt.py`."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from openmsd_build.text.extract.pool import ExtractorPool
+
+PAGE = b"<html><head><meta name='citation_title' content='After a crash'></head><body></body></html>"
+
+
+@pytest.fixture()
+def pool():
+    p = ExtractorPool(2, timeout=1.5, max_bytes=1_000_000, debug_kinds=True)
+    p.start()
+    yield p
+    p.close()
+
+
+def _reasons(answers) -> dict:
+    return {tag: reason for tag, _result, reason, _detail in answers}
+
+
+def test_a_hang_is_killed_at_its_deadline_and_the_child_replaced(pool) -> None:
+    pids = set(pool.pids)
+    started = time.monotonic()
+    assert pool.extract("debug_sleep", b"60") == (None, "timeout")
+    assert time.monotonic() - started < 1.5 + 2.0
+    assert pool.stats["killed"] == 1 and len(pool.pids) == 1 and set(pool.pids) < pids
+    result, reason = pool.extract("debug_echo", b"abc")
+    assert reason is None and result["n_bytes"] == 3
+
+
+@pytest.mark.parametrize(("kind", "code"), [("debug_exit", 3), ("debug_abort", -signal.SIGABRT)])
+def test_a_crash_is_one_reject_with_its_exit_code(pool, kind: str, code: int) -> None:
+    assert pool.extract(kind, b"") == (None, "crashed")
+    assert f"exit code {code}" in pool.last_error
+    result, reason = pool.extract("html", PAGE)
+    assert reason is None and result["title"] == "After a crash"
+
+
+def test_out_of_memory_is_one_reject_and_the_child_is_replaced(pool) -> None:
+    pool.start()
+    before = set(pool.pids)
+    answers = pool.submit("bomb", "debug_allocate", b"8000") + pool.drain()
+    assert _reasons(answers) == {"bomb": "out_of_memory"}
+    assert len(pool.pids) == 1 and set(pool.pids) < before  # the child that ran out is gone
+    assert pool.extract("debug_echo", b"")[1] is None
+
+
+def test_errors_and_limits(pool) -> None:
+    assert pool.extract("pdf", b"x" * 1_000_001) == (None, "too_large")
+    assert pool.extract("pdf", b"%PDF-1.7 not really") == (None, "parse_error")
+    assert "PdfParseError" in pool.last_error
+    assert pool.extract("debug_raise", b"bad input") == (None, "parse_error")
+    assert pool.extract("nope", b"") == (None, "unknown_kind")
+
+
+def test_children_are_recycled_after_n_documents() -> None:
+    with ExtractorPool(1, recycle_after=3, debug_kinds=True) as pool:
+        pids = [pool.extract("debug_echo", b"")[0]["pid"] for _ in range(7)]
+    assert pids[0] == pids[1] == pids[2] != pids[3] == pids[4] == pids[5] != pids[6]
+    assert pool.stats["recycled"] == 2
+
+
+def test_every_child_works_at_once_and_every_answer_returns(pool) -> None:
+    assert pool.submit("a", "debug_sleep", b"0.5") == []  # sent, not waited for
+    answers = pool.submit("b", "debug_echo", b"xyz")  # the other child takes it at once
+    assert pool.pending >= 1
+    answers += pool.submit("c", "debug_echo", b"12")  # waits for a free child only
+    answers += pool.drain()
+    assert pool.pending == 0
+    by_tag = {tag: (result, reason) for tag, result, reason, _detail in answers}
+    assert by_tag["a"] == ({"slept": 0.5}, None)
+    assert by_tag["b"][0]["n_bytes"] == 3 and by_tag["c"][0]["n_bytes"] == 2
+    assert by_tag["b"][0]["pid"] in pool.pids
+
+
+def test_limits_are_per_document(pool) -> None:
+    answers = pool.submit("hang", "debug_sleep", b"60")
+    answers += pool.submit("crash", "debug_exit", b"")
+    answers += pool.submit("big", "debug_echo", b"x" * 1_000_001)  # refused at once, never sent
+    assert ("big", None, "too_large", "1000001 bytes > 1000000") in answers
+    answers += pool.submit("after", "debug_echo", b"ok") + pool.drain()
+    assert _reasons(answers) == {"hang": "timeout", "crash": "crashed", "big": "too_large", "after": None}
+    more = pool.submit("x", "debug_echo", b"1") + pool.submit("y", "debug_echo", b"2") + pool.drain()
+    assert _reasons(more) == {"x": None, "y": None}
+
+
+def test_a_refused_document_does_not_wait_for_a_child(pool) -> None:
+    pool.submit("a", "debug_sleep", b"1")
+    pool.submit("b", "debug_sleep", b"1")
+    started = time.monotonic()
+    assert pool.submit("big", "debug_echo", b"x" * 1_000_001)[0][:3] == ("big", None, "too_large")
+    assert time.monotonic() - started < 0.5  # answered although both children are busy
+    assert sorted(tag for tag, *_ in pool.drain()) == ["a", "b"]
+
+
+def test_abandon_kills_the_busy_children(pool) -> None:
+    pool.submit("slow", "debug_sleep", b"60")
+    busy = [c.process.pid for c in pool.children if c.busy]
+    pool.abandon()
+    assert pool.pending == 0 and pool.drain() == [] and busy[0] not in pool.pids
+    assert _reasons(pool.submit("next", "debug_echo", b"") + pool.drain()) == {"next": None}
+
+
+def test_lazy_and_picklable(pool) -> None:
+    fresh = ExtractorPool(timeout=5)
+    assert fresh.pids == []  # nothing started by the constructor
+    pool.submit("a", "debug_echo", b"")
+    copy = pickle.loads(pickle.dumps(pool))
+    assert copy.size == 2 and copy.pending == 0 and copy.pids == []
+    pool.drain()
+
+
+def test_a_missing_module_is_a_clear_error() -> None:
+    pool = ExtractorPool(extractors={"html": "no_such_module_for_tests:extract"})
+    with pytest.raises(RuntimeError, match="no_such_module_for_tests"):
+        pool.start()
+    pool.close()
+
+
+def test_default_extract_workers_follow_the_runner() -> None:
+    """One extractor per core (plus one) in a local run with one worker, the cores shared
+    between several local workers, one on Dataflow / Flink (an SDK process per core)."""
+    from openmsd_build.core.runner import pipeline_options
+    from openmsd_build.text.command import default_extract_workers
+
+    cores = len(os.sched_getaffinity(0))
+    assert default_extract_workers(pipeline_options([])) == cores + 1
+    assert default_extract_workers(pipeline_options(["--runner=DataflowRunner"])) == 1
+    assert default_extract_workers(pipeline_options(["--runner=FlinkRunner"])) == 1
+    several = pipeline_options(["--runner=DirectRunner", "--direct_num_workers=2"])
+    assert default_extract_workers(several) == max(1, cores // 2)
+
+
+def _gone(pid: int, within: float = 10.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                if stat.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+_DIES_WITH_A_CHILD_BUSY = """
+from openmsd_build.text.extract.pool import ExtractorPool
+pool = ExtractorPool(timeout=600.0, debug_kinds=True)
+pool.submit("x", "debug_sleep", b"600")
+print(pool.pids[0], flush=True)
+import time; time.sleep(600)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_a_caller_killed_mid_document_takes_the_busy_child_with_it() -> None:
+    """Only the caller enforces a document's time limit, so when it dies (SIGKILL: no
+    teardown runs) its busy child must not run on."""
+    caller = subprocess.Popen([sys.executable, "-c", _DIES_WITH_A_CHILD_BUSY], stdout=subprocess.PIPE, text=True)
+    try:
+        child = int(caller.stdout.readline())
+        assert not _gone(child, within=0.5)
+    finally:
+        caller.kill()
+        caller.wait()
+    assert _gone(child)
