@@ -23,7 +23,7 @@ writing Parquet is streamed part by part, so memory stays bounded by `--part-row
 
 Checks on every answer, fresh or cached (`check_answer`): an explicit or textual refusal
 (`refusal`), nothing left after cleaning (`empty_output`), a summary CLD3 does not call
-English (`non_english_output`, via `text.language.detect_language`). Transport failures
+English (`non_english_output`, via `core.language.detect_language`). Transport failures
 (`timeout`, `server_error`, `rate_limited`, `connection_error`, `endpoint_rejected`,
 `malformed_response`) are rejects after bounded retries (`summarizers`). `no_text`: a
 document with nothing to send (no abstract for translation; neither title nor abstract).
@@ -111,7 +111,7 @@ def cache_path(out: str, cache_dir: str | None) -> str:
 
 def check_answer(reply: Reply, max_tokens: int) -> tuple[str | None, str | None, str | None]:
     """(summary, reject reason, detail) for an endpoint's answer (see the module docstring)."""
-    from openmsd_build.text.language import detect_language
+    from openmsd_build.core.language import detect_language
 
     if reply.refusal:
         return None, "refusal", f"the endpoint refused: {reply.refusal[:200]}"

@@ -277,7 +277,7 @@ def cross_lingual_titles(papers: pl.DataFrame, docs: pl.DataFrame, detect=None) 
     if not cols or papers.height == 0:
         return pl.DataFrame(schema=schema)
     if detect is None:
-        from openmsd_build.text.language import detect_language as detect
+        from openmsd_build.core.language import detect_language as detect
     info = {r["doi"]: r for r in docs.select("doi", "title", "language").iter_rows(named=True)}
     rows = []
     for row in papers.select("doi", *cols).iter_rows(named=True):

@@ -26,8 +26,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from openmsd_build.core.language import UND, detect_language, normalize_language_code
 from openmsd_build.core.textclean import clean_abstract, clean_title, count_tokens, normalize_text
-from openmsd_build.text.language import UND, detect_language, normalize_language_code
 
 MIN_ABSTRACT_TOKENS = 15
 MIN_CONTENT_TOKENS = 150

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from openmsd_build.core.language import detect_language
 from openmsd_build.core.textclean import clean_abstract, clean_title
 from openmsd_build.text.documents import build_document, wrong_abstract_reason
 from openmsd_build.text.extract.pdf import _find_abstracts
-from openmsd_build.text.language import detect_language
 
 REPO = Path(__file__).resolve().parents[2]
 PT = ("Este estudo avalia a utilização do índice-h como medida do impacto bibliográfico da produção "

@@ -36,6 +36,7 @@ from urllib.parse import urljoin
 import lxml.etree
 import lxml.html
 
+from openmsd_build.core.language import normalize_language_code
 from openmsd_build.core.textclean import (
     clean_abstract,
     clean_title,
@@ -45,7 +46,6 @@ from openmsd_build.core.textclean import (
     normalize_text,
     strip_markup,
 )
-from openmsd_build.text.language import normalize_language_code
 
 MIN_TITLE_CHARS = 3
 MAX_TITLE_CHARS = 1000

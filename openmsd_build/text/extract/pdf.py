@@ -814,7 +814,7 @@ def _split_by_language(block: list[str]) -> list[list[str]]:
     as its parts: the first split point where both sides are reliably in different languages;
     in a sentence-case title a line starting with a capital after lower-case continuations also
     starts a new part."""
-    from openmsd_build.text.language import UND, detect_language
+    from openmsd_build.core.language import UND, detect_language
 
     if len(block) < 2:
         return [block]
@@ -875,7 +875,7 @@ def _title_from_font(lines: list[tuple[str, float, float]],
     if len(parts) > 1 and callable(body_language):  # asked only when there is a choice
         body_language = body_language()
     if body_language and len(parts) > 1:
-        from openmsd_build.text.language import detect_language
+        from openmsd_build.core.language import detect_language
 
         for part in parts:
             if detect_language(" ".join(part))[0] == body_language:
@@ -887,7 +887,7 @@ def _body_language(pages: list[list[str]]) -> str | None:
     """The language of the body (a slice from the middle of the text, past the front matter
     and before the references), or None when CLD3 is not reliable: used to pick, among
     titles printed in two languages, the one the paper is written in."""
-    from openmsd_build.text.language import UND, detect_language
+    from openmsd_build.core.language import UND, detect_language
 
     middle = pages[len(pages) // 3: len(pages) // 3 + 2] if len(pages) > 2 else pages
     sample = " ".join(ln for lines in middle for ln in lines)[:2000]
@@ -954,7 +954,7 @@ def extract_pdf(data: bytes, max_pages: int = MAX_PAGES) -> dict[str, Any]:
         # German paper printed under the original) gives way to the printed title in the
         # body's language
         if font_title and _squash(font_title) not in _squash(metadata_title) and body_language():
-            from openmsd_build.text.language import detect_language
+            from openmsd_build.core.language import detect_language
 
             meta_language, _p, meta_reliable = detect_language(metadata_title)
             font_language = detect_language(font_title)[0]

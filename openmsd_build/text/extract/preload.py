@@ -10,7 +10,8 @@ import lxml.html  # noqa: F401 - imported for the children
 import pypdfium2  # noqa: F401
 import trafilatura  # noqa: F401
 
-from openmsd_build.text import documents, language  # noqa: F401
+from openmsd_build.core import language  # noqa: F401
+from openmsd_build.text import documents  # noqa: F401
 from openmsd_build.text.extract import landing, pdf  # noqa: F401
 
 landing.warm_up()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from openmsd_build.text.language import (
+from openmsd_build.core.language import (
     MIN_PROBABILITY,
     detect_language,
     get_detector,
@@ -113,7 +113,7 @@ def test_normalize_language_code() -> None:
 def test_detector_is_per_thread_and_module_pickles() -> None:
     import threading
 
-    import openmsd_build.text.language as language
+    import openmsd_build.core.language as language
 
     main = get_detector()
     assert get_detector() is main
