@@ -43,6 +43,7 @@ from openmsd_build.core.parquet_io import join_path, write_table
 from openmsd_build.core.stages import require_fresh
 from openmsd_build.evaluate import tasks
 from openmsd_build.export import hf_dataset, trainer
+from openmsd_build.export.recipe_command import recipe_arguments, run_recipe
 
 log = logging.getLogger(__name__)
 
@@ -268,6 +269,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-beir", action="store_true", help="skip the BEIR JSONL copy")
     parser.add_argument("--text", choices=tasks.TEXT_MODES, default="raw",
                         help="raw (title + abstract) or enriched (with `openmsd-build enrich`'s English summaries)")
+    recipe_arguments(parser)
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
@@ -275,6 +277,8 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         raise UserError(f"export runs no Beam pipeline; unknown options: {' '.join(beam_args)}")
     if not FileSystems.exists(args.out):
         raise UserError(f"output root not found: {args.out}")
+    if args.recipe:
+        return run_recipe(args)
     splits, relations, trainer_splits = _csv(args.splits), _csv(args.relations), _csv(args.trainer_splits)
     if not set(splits) <= set(tasks.EVAL_SPLITS):
         raise UserError(f"--splits: choose from {', '.join(tasks.EVAL_SPLITS)}")

@@ -1,0 +1,32 @@
+"""`export --recipe NAME|FILE.json`: the flags of a recipe export and what it prints.
+
+Kept apart from `command` (the tasks and trainer tables) so the recipe export is one hook
+there: with `--recipe`, `export` writes `DEST/recipes/<name>/` only (`recipe_export`).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from openmsd_build.export import recipe_card, recipe_export, recipes
+
+
+def recipe_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--recipe", metavar="NAME|FILE.json",
+                        help="write a training recipe's shards to DEST/recipes/<name>/ instead of the tasks: "
+                        f"built-in {', '.join(recipes.BUILTIN)}, or a recipe file (see README)")
+    parser.add_argument("--recipe-seed", help="override the recipe's seed")
+    parser.add_argument("--tokenizer", metavar="DIR",
+                        help="also count tokens with a local Hugging Face tokenizer folder (tokenizer.json; "
+                        "needs the `tokenizers` package; nothing is downloaded)")
+
+
+def run_recipe(args: argparse.Namespace) -> int:
+    recipe = recipes.resolve(args.recipe, args.recipe_seed)
+    summary = recipe_export.export_recipe(args.out, recipe, args.dest, tokenizer=args.tokenizer)
+    print("\n".join(recipe_card.stats_table(summary, limit=20)))
+    print("\n".join(recipe_card.shares_lines(summary)))
+    for split, counts in summary["counts"].items():
+        print(f"{split}: " + ", ".join(f"{k} {v:,}" for k, v in counts.items()))
+    print(f"recipe {recipe.name}: {summary['folder']} (card README.md, stats.json)")
+    return 0
