@@ -21,8 +21,10 @@ pairs. On the full build (53M papers) this job is the same steps on a Beam runne
 here it is polars on one machine.
 
 Counts (`stats.json` "counts") reconcile per split: candidates = skipped_no_text +
-sampled_out + base examples; base examples = dedup_dropped + anchor_cap_dropped + kept;
-copies of the kept = budget_dropped + written.
+skipped_language + sampled_out + base_examples; base_examples =
+mix_combined_or_not_in_every_relation (a mix's second relation of one pair, or a pair missing
+from an intersection) + dedup_dropped + anchor_cap_dropped + kept_examples; copies (of the
+kept) = budget_dropped + written.
 """
 
 from __future__ import annotations
@@ -73,6 +75,10 @@ SHARD_SCHEMA = pa.schema([
     ("copy", pa.int32()),  # 0 .. copies-1 of an upsampled example
     ("tokens", pa.int32()),  # count_tokens of every text column
 ])
+# every count of a split, reported even when 0 (module docstring: how they reconcile)
+COUNT_NAMES = ("candidates", "skipped_no_text", "skipped_language", "sampled_out", "base_examples",
+               "mix_combined_or_not_in_every_relation", "dedup_dropped", "anchor_cap_dropped", "kept_examples",
+               "copies", "budget_dropped", "written")
 # columns only needed while deciding (dropped before writing)
 _WORK = {"part": pl.String, "key": pl.String, "u": pl.Float64, "copies": pl.Int32,
          "anchor_had_other": pl.Boolean, "positive_had_other": pl.Boolean, "cross": pl.Boolean,
@@ -399,6 +405,13 @@ def _combine_mix(frame: pl.DataFrame, recipe: Recipe) -> pl.DataFrame:
     need = {label: len(trainer.parse_mix(p.relation)[1]) if trainer.parse_mix(p.relation)[0] == "intersection" else 1
             for label, p in mixes.items()}
     combined = combined.filter(pl.col("_n") >= pl.col("part").replace_strict(need, return_dtype=pl.Int64))
+    # an intersection's rows are labelled by the mix's name, as the trainer's tables
+    names = {label: p.relation for label, p in mixes.items() if need[label] > 1}
+    if names:
+        combined = combined.with_columns(
+            pl.when(pl.col("part").is_in(list(names)))
+            .then(pl.col("part").replace_strict(names, default=None, return_dtype=pl.String))
+            .otherwise(pl.col("relation")).alias("relation"))
     return pl.concat([rest, combined.drop("_n").select(frame.columns)])
 
 
@@ -471,6 +484,8 @@ def export_split(recipe: Recipe, out: str, split: str, data_dir: str, work: str,
                  rows_per_partition: int = ROWS_PER_PARTITION) -> dict:
     """Write one split's shards under `data_dir`; returns its counts."""
     counts = Counter()
+    for name in COUNT_NAMES:
+        counts.add(name, 0)
     papers = load_papers(out, recipe, split)
     sizes = source_rows(out)
     planned = sum(sizes(r, split) for p in recipe.parts if p.kind in ("pairs", "mix")
