@@ -21,31 +21,38 @@ def _share(v) -> str:
     return "–" if v is None else f"{v:.4f}"
 
 
-def stats_table(summary: dict, limit: int | None = None) -> list[str]:
-    """Markdown lines: one row per (language pair, dataset type), most tokens (after) first,
-    then a total row. With a Hugging Face tokenizer, its counts are two more columns."""
+def table_rows(summary: dict, limit: int | None = None) -> tuple[list[str], list[list[str]]]:
+    """Headers and rows: one row per (language pair, dataset type), most tokens (after caps)
+    first, then a total row. With a Hugging Face tokenizer, its counts are two more columns."""
     hf = bool(summary.get("tokenizer", {}).get("hf_tokenizer"))
-    head = "| language pair | type | examples before caps | tokens before caps | examples | tokens |"
-    rule = "|---|---|---:|---:|---:|---:|"
+    headers = ["language pair", "type", "examples before caps", "tokens before caps", "examples", "tokens"]
     if hf:
-        head += " HF tokens before | HF tokens |"
-        rule += "---:|---:|"
-    lines = [head, rule]
+        headers += ["HF tokens before", "HF tokens"]
     rows = summary.get("table", [])
-    shown = rows if limit is None else rows[:limit]
     total = dict.fromkeys(("examples_before", "tokens_before", "examples_after", "tokens_after",
                            "hf_tokens_before", "hf_tokens_after"), 0)
     for r in rows:
         for k in total:
             total[k] += r.get(k, 0)
-    for r in [*shown, {"lang_pair": "**total**", "dataset_type": "", **total}]:
+    shown = rows if limit is None else rows[:limit]
+    out = []
+    for r in [*shown, {"lang_pair": "total", "dataset_type": "", **total}]:
         cells = [r["lang_pair"], r["dataset_type"], _int(r["examples_before"]), _int(r["tokens_before"]),
                  _int(r["examples_after"]), _int(r["tokens_after"])]
         if hf:
             cells += [_int(r["hf_tokens_before"]), _int(r["hf_tokens_after"])]
-        lines.append("| " + " | ".join(cells) + " |")
-    if limit is not None and len(rows) > limit:
-        lines.append(f"\n({len(rows) - limit} more rows in stats.json)")
+        out.append(cells)
+    return headers, out
+
+
+def stats_table(summary: dict, limit: int | None = None) -> list[str]:
+    """`table_rows` as Markdown lines (the card, the command's output)."""
+    headers, rows = table_rows(summary, limit)
+    lines = ["| " + " | ".join(headers) + " |", "|---|---|" + "---:|" * (len(headers) - 2)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    more = len(summary.get("table", [])) - (limit if limit is not None else len(summary.get("table", [])))
+    if more > 0:
+        lines.append(f"\n({more} more rows in stats.json)")
     return lines
 
 

@@ -131,6 +131,7 @@ def blocks(stats: dict, pngs: dict[str, bytes]) -> list[Block]:
     out += _table2(stats)
     out += _table3(stats)
     out += _evaluation(stats)
+    out += _recipes(stats)
     out += _funnel(stats)
     out += _fetch(stats)
     out += _queue(stats)
@@ -294,6 +295,24 @@ def _evaluation(stats: dict) -> list[Block]:
                                  fmt_int(m.get("queries_without_relevant"))])
             headers = ["relation", "class", "MAP", f"nDCG@{k}", "queries", "no relevant"]
             res.append(Block("table", headers=headers, rows=rows))
+    return res
+
+
+def _recipes(stats: dict) -> list[Block]:
+    """Training recipes exported (`export --recipe`): examples and tokens per language pair
+    and type, before and after caps, and the measured shares; shown only when exported."""
+    from openmsd_build.export.recipe_card import shares_lines, table_rows
+
+    res = []
+    for summary in stats.get("training_recipes") or []:
+        name = summary.get("recipe", {}).get("name", "?")
+        res.append(Block("h2", f"Training recipe {name}"))
+        res.append(Block("p", f"{summary.get('folder', '')}: examples and tokens (count_tokens) per language pair "
+                              "and dataset type, before and after the caps (dedup, per-anchor cap, token budgets)."))
+        headers, rows = table_rows(summary, limit=30)
+        res.append(Block("table", headers=headers, rows=rows))
+        for line in shares_lines(summary):
+            res.append(Block("p", line.lstrip("- ")))
     return res
 
 

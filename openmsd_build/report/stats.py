@@ -533,6 +533,13 @@ def funnel(stats: dict) -> list[dict]:
     return steps
 
 
+def recipes_section(out: str) -> list[dict]:
+    """The statistics of every `export --recipe` under `OUT/export/recipes/` (stats.json)."""
+    from openmsd_build.export.recipe_export import read_recipe_stats
+
+    return read_recipe_stats(out)
+
+
 def evaluation_section(out: str) -> dict | None:
     """Retrieval results of `openmsd-build evaluate` (`evaluation/<model>_<split>.json`,
     e.g. the BM25 baseline's `bm25_idt.json`): per model and split, MAP and nDCG@k per
@@ -590,6 +597,7 @@ def compute_stats(out: str, top: int = 20, rate_per_host: float | None = 1.0) ->
         "stage_resources": stage_resources(out),
         "rejects": rejects_section(out),
         "evaluation": evaluation_section(out),
+        "training_recipes": recipes_section(out),
     }
     stats["table1"] = table1(docs, cit)
     stats["funnel"] = funnel(stats)

@@ -271,3 +271,21 @@ def test_side_choice_is_keyed_not_ordered():
     assert first == again
     assert {s.field for s in first} == {"title", "abstract"} and {s.language for s in first} == {"ru", "en"}
     assert all(s.field == "abstract" for s in first if s.language == "en")  # no English title to show
+
+
+def test_report_shows_the_recipe_table(tmp_path):
+    from openmsd_build.report.command import build_report
+
+    out = str(tmp_path / "build")
+    write_tiny_build(out)
+    summary = recipe_export.export_recipe(out, recipes.BUILTIN["openmsd-dc_or_cc"])
+    assert summary["folder"] == os.path.join(out, "export", "recipes", "openmsd-dc_or_cc")
+    stats = build_report(out)
+    assert [s["recipe"]["name"] for s in stats["training_recipes"]] == ["openmsd-dc_or_cc"]
+    md = open(os.path.join(out, "report", "report.md"), encoding="utf-8").read()
+    assert "Training recipe openmsd-dc_or_cc" in md
+    total = sum(r["examples_after"] for r in summary["table"])
+    assert total == summary["counts"]["train"]["written"] > 0
+    tokens = sum(r["tokens_after"] for r in summary["table"])
+    assert f"| total |  | {sum(r['examples_before'] for r in summary['table']):,} |" in md
+    assert md.split("Training recipe openmsd-dc_or_cc", 1)[1].count(f"| {total:,} | {tokens:,} |") == 1
