@@ -64,9 +64,10 @@ def shares_lines(summary: dict) -> list[str]:
         lines.append(
             f"- Title-abstract: {ta['base_cross']:,} cross-lingual and {ta['base_same']:,} same-language base pairs, "
             f"cross-lingual factor {ta['factor']:g}: expected cross-lingual share {_share(ta['expected_share'])} "
-            f"(± {_share(ta['sigma'])}), measured {_share(ta.get('measured_share_before'))} before caps, "
+            f"({'exact: integer weights' if not ta['sigma'] else '± ' + _share(ta['sigma'])}), measured {_share(ta.get('measured_share_before'))} before caps, "
             f"{_share(ta.get('measured_share_after'))} after.")
-    for name, c in summary.get("text_choices", {}).items():
+    choices = summary.get("text_choices", {})
+    for name, c in sorted(choices.items(), key=lambda kv: (kv[0].split(".")[0] != "before", kv[0])):
         stage, side = name.split(".")
         lines.append(f"- {side} sides whose paper has another language ({stage} caps): {c['sides_with_other_language']:,}; "
                      f"other language chosen {c['other_language_chosen']:,} (share {_share(c['share'])}).")
