@@ -383,6 +383,14 @@ def _read_partition(directory: str, p: int) -> pl.DataFrame | None:
     return pl.read_parquet(os.path.join(folder, "*.parquet"))
 
 
+def _partitions(directory: str, partitions: int) -> Iterator[tuple[int, pl.DataFrame]]:
+    """(partition, its rows) of every non-empty partition, one at a time."""
+    for p in range(partitions):
+        frame = _read_partition(directory, p)
+        if frame is not None:
+            yield p, frame
+
+
 def _text_key(frame: pl.DataFrame) -> pl.Series:
     cols = [frame[c].fill_null("").to_list() for c in ("anchor", "positive", "negative")]
     return pl.Series([f"{a}\x00{b}\x00{n}" for a, b, n in zip(*cols, strict=True)])
@@ -447,12 +455,8 @@ def _budget_cuts(recipe: Recipe, hist: dict, capped_dir: str, partitions: int) -
                 boundary = b
                 break
             total += buckets[b]
-        rows = []
-        for p in range(partitions):
-            part = _read_partition(capped_dir, p)
-            if part is not None:
-                rows.append(part.filter((pl.col("lang_pair") == lp) & (_bucket() == boundary))
-                            .select("order", "example_id", "tokens"))
+        rows = [part.filter((pl.col("lang_pair") == lp) & (_bucket() == boundary)).select("order", "example_id", "tokens")
+                for _, part in _partitions(capped_dir, partitions)]
         edge = pl.concat(rows).sort("order", "example_id")
         last = None
         for order, eid, tokens in edge.iter_rows():
@@ -505,10 +509,7 @@ def export_split(recipe: Recipe, out: str, split: str, data_dir: str, work: str,
     del papers
 
     # pass 2: relation mixes combined, identical texts dropped; spilled by anchor paper
-    for p in range(partitions):
-        frame = _read_partition(dedup_dir, p)
-        if frame is None:
-            continue
+    for p, frame in _partitions(dedup_dir, partitions):
         n = frame.height
         frame = _combine_mix(frame, recipe)
         counts.add("mix_combined_or_not_in_every_relation", n - frame.height)
@@ -524,10 +525,7 @@ def export_split(recipe: Recipe, out: str, split: str, data_dir: str, work: str,
     # pass 3: at most N per anchor paper and part, then the copies; token histogram per pair
     hist: dict[str, dict[int, int]] = defaultdict(lambda: defaultdict(int))
     budgets = any(v is not None for v in recipe.token_budget.values())
-    for p in range(partitions):
-        frame = _read_partition(anchor_dir, p)
-        if frame is None:
-            continue
+    for p, frame in _partitions(anchor_dir, partitions):
         frame = frame.sort("u", "key")
         if recipe.max_per_anchor is not None:
             n = frame.height
@@ -546,10 +544,7 @@ def export_split(recipe: Recipe, out: str, split: str, data_dir: str, work: str,
     # pass 4: token budgets, then one shard per partition in seeded order
     cuts = _budget_cuts(recipe, hist, capped_dir, partitions) if budgets else {}
     shards = 0
-    for p in range(partitions):
-        frame = _read_partition(capped_dir, p)
-        if frame is None:
-            continue
+    for p, frame in _partitions(capped_dir, partitions):
         n = frame.height
         frame = _apply_cuts(frame, cuts)
         counts.add("budget_dropped", n - frame.height)
