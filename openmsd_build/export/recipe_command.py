@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 
+from openmsd_build.core.errors import UserError
 from openmsd_build.export import recipe_card, recipe_export, recipes
 
 
@@ -16,14 +17,19 @@ def recipe_arguments(parser: argparse.ArgumentParser) -> None:
                         help="write a training recipe's shards to DEST/recipes/<name>/ instead of the tasks: "
                         f"built-in {', '.join(recipes.BUILTIN)}, or a recipe file (see README)")
     parser.add_argument("--recipe-seed", help="override the recipe's seed")
+    parser.add_argument("--rows-per-partition", type=int, default=recipe_export.ROWS_PER_PARTITION, metavar="N",
+                        help="examples per spill partition: what one pass holds in memory (default %(default)s)")
     parser.add_argument("--tokenizer", metavar="DIR",
                         help="also count tokens with a local Hugging Face tokenizer folder (tokenizer.json; "
                         "needs the `tokenizers` package; nothing is downloaded)")
 
 
 def run_recipe(args: argparse.Namespace) -> int:
+    if args.rows_per_partition < 1:
+        raise UserError("--rows-per-partition must be at least 1")
     recipe = recipes.resolve(args.recipe, args.recipe_seed)
-    summary = recipe_export.export_recipe(args.out, recipe, args.dest, tokenizer=args.tokenizer)
+    summary = recipe_export.export_recipe(args.out, recipe, args.dest, tokenizer=args.tokenizer,
+                                          rows_per_partition=args.rows_per_partition)
     print("\n".join(recipe_card.stats_table(summary, limit=20)))
     print("\n".join(recipe_card.shares_lines(summary)))
     for split, counts in summary["counts"].items():

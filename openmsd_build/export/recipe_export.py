@@ -29,6 +29,7 @@ kept) = budget_dropped + written.
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import os
@@ -567,11 +568,11 @@ def hf_token_counter(folder: str) -> Callable[[list[str]], list[int]]:
     path = os.path.join(folder, "tokenizer.json") if os.path.isdir(folder) else folder
     if not os.path.isfile(path):
         raise UserError(f"--tokenizer {folder}: no tokenizer.json there (a local folder; nothing is downloaded)")
-    try:
-        from tokenizers import Tokenizer
+    try:  # optional, like enrich's ctranslate2: imported by name, not declared in setup.py
+        tokenizers = importlib.import_module("tokenizers")
     except ImportError as exc:
         raise UserError("--tokenizer needs the `tokenizers` package: pip install tokenizers") from exc
-    tok = Tokenizer.from_file(path)
+    tok = tokenizers.Tokenizer.from_file(path)
 
     def count(texts: list[str]) -> list[int]:
         return [len(e.ids) for e in tok.encode_batch(texts, add_special_tokens=False)]

@@ -235,7 +235,7 @@ def test_cli_and_tokenizer_hook(build, tmp_path, capsys, monkeypatch):
     recipe_file = tmp_path / "r.json"
     recipe_file.write_text(json.dumps({"name": "mine", "seed": "3", "languages": ["en", "ru"],
                                        "parts": [{"kind": "pairs", "relation": "dc"}]}))
-    assert main(["export", "--out", out, "--dest", str(tmp_path / "x"), "--recipe", str(recipe_file),
+    assert main(["export", "--out", out, "--dest", str(tmp_path / "x"), "--recipe", str(recipe_file), "--rows-per-partition", "500",
                  "--tokenizer", str(tmp_path)]) == 0
     printed = capsys.readouterr().out
     assert "| language pair | type |" in printed and "HF tokens" in printed
