@@ -123,7 +123,15 @@ def card(recipe: Recipe, summary: dict, configs: list[hf_dataset.Config], langua
         json.dumps(recipe.to_json(), indent=2, ensure_ascii=False),
         "```",
     ]
-    return hf_dataset.card_markdown(configs, [], languages, f"OpenMSD recipe {recipe.name}", "\n".join(body))
+    text = hf_dataset.card_markdown(configs, [], languages, f"OpenMSD recipe {recipe.name}", "\n".join(body))
+    # the generic card's loading example names a retrieval file; this folder has shards
+    text = text.split("\n## Loading\n", 1)[0]
+    return text + "\n".join([
+        "", "## Loading", "", "```python", "import datasets",
+        f'ds = datasets.load_dataset("path/to/recipes/{recipe.name}", split="train")  # the folder, by its card',
+        f'ds = datasets.load_dataset("parquet", data_files={{"train": "path/to/recipes/{recipe.name}/{data_glob}"}}, '
+        'split="train")',
+        "```", ""])
 
 
 def write(folder: str, recipe: Recipe, summary: dict) -> None:
