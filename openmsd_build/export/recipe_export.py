@@ -218,8 +218,11 @@ def pair_rows(part: Part, recipe: Recipe, out: str, split: str, papers: dict, co
     """Examples of a `pairs` or `mix` part, one batch per record batch of the pairs files.
 
     DC keeps its direction (anchor cites positive) in `pairs`; CC and BC are unordered, so
-    a seeded draw picks which paper is the anchor. A `mix` orders every pair by DOI (as the
-    trainer's `pairs_<mix>` tables) and down-samples a union's relations to the smallest."""
+    a seeded draw picks which paper is the anchor. A `mix` orders every pair by DOI and
+    down-samples a union's relations to the smallest with the draws of the trainer's
+    `pairs_<mix>` tables; the sizes here are the relations' row counts (from the files'
+    metadata, no pass over the pairs), so DC's reciprocal citations count twice where the
+    trainer counts distinct unordered pairs."""
     if part.kind == "mix":
         kind, relations = trainer.parse_mix(part.relation)
         sizes = {r: source_rows(out)(r, split) for r in relations}
@@ -233,10 +236,10 @@ def pair_rows(part: Part, recipe: Recipe, out: str, split: str, papers: dict, co
             for doi_a, doi_b in zip(rb.column(0).to_pylist(), rb.column(1).to_pylist(), strict=True):
                 counts.add("candidates")
                 if part.kind == "mix":
+                    doi_a, doi_b = min(doi_a, doi_b), max(doi_a, doi_b)
                     if unit_interval(f"{doi_a}\t{doi_b}", f"{trainer.MIX_SEED}:{relation}") >= rates[relation]:
                         counts.add("sampled_out")
                         continue
-                    doi_a, doi_b = min(doi_a, doi_b), max(doi_a, doi_b)
                     key = f"{part.label}\t{doi_a}\t{doi_b}"
                 elif relation != "dc" and unit_interval(f"{relation}\t{doi_a}\t{doi_b}|orient", recipe.seed) < 0.5:
                     doi_a, doi_b = doi_b, doi_a
@@ -589,15 +592,18 @@ def export_recipe(out: str, recipe: Recipe, dest: str | None = None, tokenizer: 
     require_fresh(out, "export")
     dest = dest or join_path(out, "export")
     folder = join_path(dest, "recipes", recipe.name)
-    if "://" not in folder and os.path.isdir(folder):
-        shutil.rmtree(folder)
+    local = "://" not in folder
+    # locally, the export is written beside its folder and swapped in when complete
+    building = folder + ".partial" if local else folder
+    if local and os.path.isdir(building):
+        shutil.rmtree(building)
     hf_count = hf_token_counter(tokenizer) if tokenizer else None
     stats = Stats()
     work = tempfile.mkdtemp(prefix="openmsd-recipe-", dir=work_dir)
     per_split = {}
     try:
         for split in recipe.splits:
-            per_split[split] = export_split(recipe, out, split, join_path(folder, "data", split), work, stats,
+            per_split[split] = export_split(recipe, out, split, join_path(building, "data", split), work, stats,
                                             hf_count, rows_per_partition)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -623,7 +629,11 @@ def export_recipe(out: str, recipe: Recipe, dest: str | None = None, tokenizer: 
                             **{f"examples_{stage}": n for stage, (n, _) in sorted(stats.cross.items())}}
                            if ta else None),
     }
-    recipe_card.write(folder, recipe, summary)
+    recipe_card.write(building, recipe, summary)
+    if local:
+        if os.path.isdir(folder):
+            shutil.rmtree(folder)
+        os.replace(building, folder)
     return summary
 
 

@@ -280,6 +280,7 @@ def test_report_shows_the_recipe_table(tmp_path):
     write_tiny_build(out)
     summary = recipe_export.export_recipe(out, recipes.BUILTIN["openmsd-dc_or_cc"])
     assert summary["folder"] == os.path.join(out, "export", "recipes", "openmsd-dc_or_cc")
+    assert os.path.isdir(summary["folder"]) and not os.path.exists(summary["folder"] + ".partial")
     stats = build_report(out)
     assert [s["recipe"]["name"] for s in stats["training_recipes"]] == ["openmsd-dc_or_cc"]
     md = open(os.path.join(out, "report", "report.md"), encoding="utf-8").read()
