@@ -1,6 +1,6 @@
 """`make bench`: every stage next to its anchor, one table, `bench/results.json`.
 
-    .venv/bin/python bench/run_all.py                 # text 2,000 papers, papers 300,000, citations + pairs 2M edges
+    .venv/bin/python bench/run_all.py                 # text 20,000 papers, papers 300,000, citations + pairs 2M edges
     .venv/bin/python bench/run_all.py --stages citations,pairs --scale 0.1
 
 Why one driver: the performance goal is stated as ratios (each Beam stage within 2x of the
@@ -11,11 +11,11 @@ reused (generation time is not in any figure). The per-stage scripts hold the tw
 
 * text — `openmsd-build text --fetch warc:` (FnApiRunner) vs trafilatura (called with the
   stage's options, `landing.TRAFILATURA_OPTIONS`) + pypdfium2 directly on the same WARC
-  (`text_bench.direct`), each timed as a whole process from outside (start-up and imports
-  included on both sides), in turn five times, medians; the same loop with trafilatura's
-  defaults (the anchor of rounds one to eight) is timed beside them and reported too;
-* text-real — the same two sides on the 73 real pages and PDFs of ../shared/real-samples
-  (`text_real_bench.py`), five turns; kept beside the rows in `results.json`
+  (`text_bench.direct`), once in one process and once split over as many processes as cores;
+  each side a whole process (start-up and imports included), its CPU that of every process
+  it started (`_MEASURE`); one turn at 20,000 papers (per-document cost decides there);
+* text-real — the same three sides on the 73 real pages and PDFs of ../shared/real-samples
+  (`text_real_bench.py`), REAL_TURNS turns; kept beside the rows in `results.json`
   (`text_real_samples`), skipped when the folder is absent;
 * papers — `papers_bench.py --only beam|polars`, the two in turn three times, medians (polars swings by a third between runs here);
 * citations — `citations_bench.py --only ours|polars`, the two in turn five times (a ~5 s run), medians;

@@ -26,7 +26,7 @@ from openmsd_build.citations import columnar
 from openmsd_build.citations import graph as cg
 from openmsd_build.citations.opencitations import parse_citation_file, parse_id_field
 from openmsd_build.citations.overlap import InOrderPool, read_ahead
-from openmsd_build.core import hashing, layout, parquet_io
+from openmsd_build.core import frames, hashing, layout, parquet_io
 
 # Values of `hash_strings` computed by the implementation before the fast path (cumulative
 # sums over every byte): pinned so that shard assignment and the split stage's duplicate
@@ -44,7 +44,7 @@ PINNED = {
 def _reference_hash(values: list[str | None]) -> np.ndarray:
     """The original formulation: cumulative sums over all bytes, then splitmix64."""
     filled = pa.array(["" if v is None else v for v in values], pa.string())
-    sums = cg._cumsum_sums(filled)
+    sums = frames._cumsum_sums(filled)
     lengths = np.array([len(v.encode()) if v is not None else 0 for v in values], dtype=np.uint64)
     h = cg.mix64(sums ^ cg.mix64(lengths))
     h[[v is None for v in values]] = 0
@@ -58,7 +58,7 @@ def test_hash_strings_pinned_values():
 
 @pytest.mark.parametrize("mixed_lengths", [False, True])
 def test_hash_strings_fast_path_equals_reference(monkeypatch, mixed_lengths):
-    monkeypatch.setattr(cg, "_PADDED_ROWS", 64)  # many blocks, some padded wide
+    monkeypatch.setattr(frames, "_PADDED_ROWS", 64)  # many blocks, some padded wide
     rng = random.Random(5)
     values: list[str | None] = []
     for _ in range(3000):
@@ -89,11 +89,11 @@ def test_hash_strings_fast_path_equals_reference(monkeypatch, mixed_lengths):
 
 
 def test_padded_order_sorts_only_mixed_lengths(monkeypatch):
-    monkeypatch.setattr(cg, "_PADDED_ROWS", 4)
+    monkeypatch.setattr(frames, "_PADDED_ROWS", 4)
     rows = np.arange(8)
-    assert cg._padded_order(np.array([18, 18, 19, 18, 18, 17, 18, 18]), rows) is rows
+    assert frames._padded_order(np.array([18, 18, 19, 18, 18, 17, 18, 18]), rows) is rows
     mixed = np.array([5, 200, 5, 5, 5, 5, 5, 199])
-    assert list(cg._padded_order(mixed, rows)) == [0, 2, 3, 4, 5, 6, 7, 1]
+    assert list(frames._padded_order(mixed, rows)) == [0, 2, 3, 4, 5, 6, 7, 1]
 
 
 def test_mix64_leaves_its_input_alone():

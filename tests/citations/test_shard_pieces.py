@@ -12,6 +12,7 @@ import pyarrow as pa
 import pytest
 
 from openmsd_build.citations import graph as cg
+from openmsd_build.core import frames
 from openmsd_build.core.ipc import from_ipc
 
 
@@ -47,7 +48,7 @@ def test_self_citations_are_dropped_alike_from_a_frame_and_a_table() -> None:
     kept_table, counts_table = cg.drop_self_citations(frame.to_arrow())
     assert counts_frame == counts_table == {"self_citation": 2}
     assert kept_table.to_pylist() == kept_frame.to_dicts() == [{"citing_doi": "10.1/b", "cited_doi": "10.1/c"}]
-    assert np.array_equal(cg._narrow(np.array([0, 255])), np.array([0, 255], dtype=np.uint8))
+    assert np.array_equal(frames._narrow(np.array([0, 255])), np.array([0, 255], dtype=np.uint8))
 
 
 def test_pieces_are_narrowed_after_the_cut() -> None:
