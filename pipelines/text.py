@@ -11,7 +11,7 @@ sharded by DOI and written: GroupByKey(hash of the abstract) -> DropSharedAbstra
 abstract on two or more DOIs belongs to none of them for sure and is dropped from each).
 
 A pass with `--fetch http` and nothing archived yet: GroupByKey(host key) ->
-FetchAndExtract (live, polite). With archives — `warc:GLOB`, `cc-index:GLOB`, or `http`
+FetchLive (live, polite). With archives — `warc:GLOB`, `cc-index:GLOB`, or `http`
 resuming from `OUT/warc/` — the archive is indexed in parallel (one element per WARC or
 index file -> `(canonical url, ("row", row))`, tagged for the joins), and each pass joins its
 tasks with the index:
@@ -19,10 +19,10 @@ tasks with the index:
     tasks -> GroupByKey(url) with index rows [+ redirect targets, first pass only]
           -> JoinArchiveIndex -> resolved units | pending units -> GroupByKey(url) with
              the hop index -> JoinArchiveIndex -> ... (max_redirects + 1 rounds in all)
-          -> FetchAndExtract (replays each unit's chain by offset; no politeness needed)
+          -> ReplayArchive (replays each unit's chain by offset; no politeness needed)
 
 In http mode the units whose chain is not archived to its end go back to their host key
-and are fetched live in the same FetchAndExtract step. The first pass also emits the hop
+and are fetched live by a FetchLive step beside it (both share one extraction step). The first pass also emits the hop
 index (the rows some archived redirect points to), so the later rounds and the follow-up
 pass's rounds join with that small table, not the whole index: the whole index is
 shuffled once per pass. Flags and input checks are in `openmsd_build.text.command`.

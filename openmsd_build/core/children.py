@@ -1,9 +1,10 @@
 """What every helper process of ours shares: the environment it starts with, and the watchdog
 that ends it when its parent is gone.
 
-Why here: the papers stage's parsing pool (`core.ordered_pool`) and the text stage's
-extractor fork server (`text.extract.forkserver`) start interpreters of their own, and both
-must import what their parent imports and must not outlive it.
+Why here: the papers stage's parsing pool (`core.ordered_pool`) starts interpreters of its
+own, which must import what their parent imports and must not outlive it. (The text stage's
+extractors use the standard library's forkserver and watch their caller themselves:
+`text.extract.pool`.)
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ of the same stage into one `OUT` at once are not supported (they were not before
 
 Not swapped, on purpose: the text stage's `warc/` archive. It is append-only and is the
 resume store: each bundle writes a new uniquely named WARC file straight into `OUT/warc/`,
-whole records only (see `text.beam.FetchAndExtract`), so an interrupted run's WARC files
+whole records only (see `text.beam.FetchLive`), so an interrupted run's WARC files
 stay and the next `--fetch http` run serves those URLs from them instead of refetching.
 """
 

@@ -12,7 +12,7 @@ same abstract on two DOIs is dropped from both (OpenAlex attaches abstracts to w
 Replay from archives (`warc:`, `cc-index:`, and the resume of `http` from `OUT/warc/`)
 needs no politeness and no whole-archive index: `IndexArchive` turns one archive or index
 file into index rows, `JoinArchiveIndex` resolves tasks against them one redirect hop per
-join round (`fetch.archive_join`), and `FetchAndExtract` replays a resolved unit from the
+join round (`fetch.archive_join`), and `ReplayArchive` replays a resolved unit from the
 few records of its chain.
 """
 
