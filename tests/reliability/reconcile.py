@@ -134,6 +134,7 @@ CITATION_DROPS = (
 
 def check_citations(out: str | Path) -> list[str]:
     """rows_read = sum of drop reasons + edges_kept (pipelines/citations.py docstring);
+    input_lines = lines_parsed (no line lost between decompression and parsing);
     citations/ rows = edges_kept; documents_read = documents/ rows."""
     c = stage_counts(out, "citations")
     if c is None:
@@ -141,6 +142,7 @@ def check_citations(out: str | Path) -> list[str]:
     p: list[str] = []
     _eq(p, "citations", "rows_read = drops + edges_kept", c.get("rows_read", 0),
         sum(c.get(k, 0) for k in CITATION_DROPS) + c.get("edges_kept", 0))
+    _eq(p, "citations", "input_lines = lines_parsed", c.get("input_lines", 0), c.get("lines_parsed", 0))
     _eq(p, "citations", "citations/ rows = edges_kept", n_rows(Path(out) / "citations"), c.get("edges_kept", 0))
     _eq(p, "citations", "documents_read = documents/ rows", c.get("documents_read", 0),
         n_rows(Path(out) / "documents"))
