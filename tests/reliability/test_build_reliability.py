@@ -103,3 +103,14 @@ def test_downstream_stage_rerun_is_identical(clean_builds, sample_inputs, tmp_pa
     assert main(argv) == 0
     assert check_build(out) == []
     assert diff_digests(output_digest(out), output_digest(clean_builds[0])) == []
+
+
+def test_check_build_fails_when_a_stage_lost_its_stats(clean_builds, tmp_path):
+    """A stage whose `_stats/<stage>.json` is missing is a problem, not a pass (it once
+    returned [] for it, so a build whose stats were never written reconciled)."""
+    import shutil
+
+    out = tmp_path / "out"
+    shutil.copytree(clean_builds[0], out)
+    (out / "_stats" / "split.json").unlink()
+    assert check_build(out) == ["split: no _stats/split.json (the stage did not run, or its stats were lost)"]
