@@ -28,6 +28,10 @@ FNAPI = ["--runner=apache_beam.runners.portability.fn_api_runner.FnApiRunner"]
 BUNDLE_RETRYING = ["--runner=BundleBasedDirectRunner"]
 
 
+# Two builds of the sample (session fixtures) run in the first test that uses them.
+pytestmark = pytest.mark.timeout(1200)
+
+
 def _only(digest: dict, *prefixes: str) -> dict:
     return {k: v for k, v in digest.items() if k.startswith(prefixes)}
 

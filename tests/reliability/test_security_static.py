@@ -105,6 +105,7 @@ def test_layout_check_flags_unknown_folders_and_escapes(tmp_path):
                                          "escape link"]
 
 
+@pytest.mark.timeout(1200)  # may be the first user of the session's two builds
 def test_clean_build_file_names_follow_the_layout(clean_builds):
     for out in clean_builds:
         assert check_layout(out) == []
