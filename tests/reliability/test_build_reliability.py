@@ -68,7 +68,11 @@ def test_text_stage_rerun_after_transient_failures(clean_builds, sample_inputs, 
     import shutil
 
     out = tmp_path / "out"
-    shutil.copytree(clean_builds[0] / "papers", out / "papers")
+    shutil.copytree(clean_builds[0] / "papers", out / "papers")  # the papers stage's outputs and counts
+    if (clean_builds[0] / "rejects" / "papers").is_dir():
+        shutil.copytree(clean_builds[0] / "rejects" / "papers", out / "rejects" / "papers")
+    (out / "_stats").mkdir()
+    shutil.copy(clean_builds[0] / "_stats" / "papers.json", out / "_stats" / "papers.json")
     faults = tmp_path / "faults"
     faults.mkdir()
     monkeypatch.setenv(ENV, str(faults))
