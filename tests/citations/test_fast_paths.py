@@ -46,14 +46,14 @@ def _reference_hash(values: list[str | None]) -> np.ndarray:
     filled = pa.array(["" if v is None else v for v in values], pa.string())
     sums = frames._cumsum_sums(filled)
     lengths = np.array([len(v.encode()) if v is not None else 0 for v in values], dtype=np.uint64)
-    h = cg.mix64(sums ^ cg.mix64(lengths))
+    h = frames.mix64(sums ^ frames.mix64(lengths))
     h[[v is None for v in values]] = 0
     return h
 
 
 def test_hash_strings_pinned_values():
     values = list(PINNED)
-    assert [int(x) for x in cg.hash_strings(pa.array(values, pa.string()))] == list(PINNED.values())
+    assert [int(x) for x in frames.hash_strings(pa.array(values, pa.string()))] == list(PINNED.values())
 
 
 @pytest.mark.parametrize("mixed_lengths", [False, True])
@@ -80,12 +80,12 @@ def test_hash_strings_fast_path_equals_reference(monkeypatch, mixed_lengths):
         values = [v for v in values if v is None or len(v) < 40]
     expected = _reference_hash(values)
     arr = pa.array(values, pa.string())
-    assert (cg.hash_strings(arr) == expected).all()
-    assert (cg.hash_strings(pl.Series(values, dtype=pl.String)) == expected).all()
-    assert (cg.hash_strings(arr.slice(7)) == expected[7:]).all()
-    assert (cg.hash_strings(pa.chunked_array([arr.slice(0, 100), arr.slice(100)])) == expected).all()
-    assert (cg.hash_strings(arr.cast(pa.large_string())) == expected).all()
-    assert len(cg.hash_strings(pa.array([], pa.string()))) == 0
+    assert (frames.hash_strings(arr) == expected).all()
+    assert (frames.hash_strings(pl.Series(values, dtype=pl.String)) == expected).all()
+    assert (frames.hash_strings(arr.slice(7)) == expected[7:]).all()
+    assert (frames.hash_strings(pa.chunked_array([arr.slice(0, 100), arr.slice(100)])) == expected).all()
+    assert (frames.hash_strings(arr.cast(pa.large_string())) == expected).all()
+    assert len(frames.hash_strings(pa.array([], pa.string()))) == 0
 
 
 def test_padded_order_sorts_only_mixed_lengths(monkeypatch):
@@ -98,7 +98,7 @@ def test_padded_order_sorts_only_mixed_lengths(monkeypatch):
 
 def test_mix64_leaves_its_input_alone():
     keys = np.arange(5, dtype=np.uint64)
-    out = cg.mix64(keys)
+    out = frames.mix64(keys)
     assert list(keys) == [0, 1, 2, 3, 4] and out[0] != 0
 
 
@@ -222,7 +222,7 @@ def test_stage_writes_sorted_shards_and_shard0_when_empty(tmp_path):
     parquet_io.write_table(docs.to_arrow(), parquet_io.part_path(str(directory), 0, 1))
     rng = random.Random(9)
     # cited DOIs only from shards other than 0, so shard 0 gets no kept edge
-    cited_pool = [d for d in dois if cg.shard_strings(pa.array([d]), shards)[0] != 0]
+    cited_pool = [d for d in dois if frames.shard_strings(pa.array([d]), shards)[0] != 0]
     lines = ["oci,citing,cited"]
     for i in range(300):
         a = rng.choice(dois + ["10.9/missing"])
@@ -239,7 +239,7 @@ def test_stage_writes_sorted_shards_and_shard0_when_empty(tmp_path):
         frame = pl.from_arrow(table)
         assert frame.equals(frame.sort("citing_doi", "cited_doi"))
         shard = int(f.name.split("-")[1])
-        assert all(s == shard for s in cg.shard_strings(table["cited_doi"], shards))
+        assert all(s == shard for s in frames.shard_strings(table["cited_doi"], shards))
         got += frame.rows()
     assert pq.read_table(files[0]).num_rows == 0
 
