@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
@@ -57,19 +56,6 @@ def real_sample(real_samples: Path) -> Callable[[str], Path]:
         return path
 
     return get
-
-
-@pytest.fixture(scope="session")
-def real_samples_if_any() -> Path | None:
-    """`../shared/real-samples` when present, else None: for tests that add the real samples
-    to cases of their own and still run without them. Running without them is said (a
-    warning in the summary), and is a failure in CI."""
-    if REAL_SAMPLES.is_dir():
-        return REAL_SAMPLES
-    if IN_CI:
-        missing_input(f"real samples not found at {REAL_SAMPLES}")
-    warnings.warn(f"real samples not found at {REAL_SAMPLES}: running on the test's own cases only", stacklevel=1)
-    return None
 
 
 @pytest.fixture(scope="session")
