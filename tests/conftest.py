@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 from hypothesis import settings
@@ -20,21 +22,40 @@ settings.load_profile(_PROFILE)
 
 REPO = Path(__file__).resolve().parents[1]
 REAL_SAMPLES = Path(os.environ.get("OPENMSD_REAL_SAMPLES", REPO.parent / "shared" / "real-samples"))
+# CI sets CI=true and provides ../shared/real-samples: there a missing sample is a failure,
+# not a skip that only shows as a count.
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+def missing_input(what: str) -> NoReturn:
+    """Skip (with the reason, which `make test` prints) or, in CI, fail: an input the test
+    needs is absent."""
+    if IN_CI:
+        pytest.fail(f"{what} (CI=true: the real samples must be present)", pytrace=False)
+    pytest.skip(what)
 
 
 @pytest.fixture(scope="session")
 def real_samples() -> Path:
-    """`../shared/real-samples` (or $OPENMSD_REAL_SAMPLES); tests skip when it is absent."""
+    """`../shared/real-samples` (or $OPENMSD_REAL_SAMPLES); tests skip when it is absent
+    (and fail in CI)."""
     if not REAL_SAMPLES.is_dir():
-        pytest.skip(f"real samples not found at {REAL_SAMPLES} (set OPENMSD_REAL_SAMPLES)")
+        missing_input(f"real samples not found at {REAL_SAMPLES} (set OPENMSD_REAL_SAMPLES)")
     return REAL_SAMPLES
 
 
 @pytest.fixture(scope="session")
-def real_samples_if_any() -> Path | None:
-    """`../shared/real-samples` when present, else None: for tests that add the real samples
-    to cases of their own and still run without them."""
-    return REAL_SAMPLES if REAL_SAMPLES.is_dir() else None
+def real_sample(real_samples: Path) -> Callable[[str], Path]:
+    """`real_sample(name)`: one file of the real samples; a missing one skips the test with
+    the reason (fails in CI)."""
+
+    def get(name: str) -> Path:
+        path = real_samples / name
+        if not path.exists():
+            missing_input(f"real sample {name} not found under {real_samples}")
+        return path
+
+    return get
 
 
 @pytest.fixture(scope="session")

@@ -50,6 +50,7 @@ from openmsd_build.citations.opencitations import (
     EDGE_BATCH_SCHEMA,
     MAX_CSV_FIELD_CHARS,
     CitationParse,
+    LineTally,
     continue_citation_rows,
     iter_csv_rows,
     text_stream,
@@ -98,6 +99,10 @@ class _Chained(io.RawIOBase):
     def __init__(self, prefix: bytes, stream: IO[bytes] | None) -> None:
         self._prefix = memoryview(prefix)
         self._stream = stream
+        # `read1`, never `read`: `GzipFile.read(n)` gathers n bytes over several inflations
+        # and drops all of them when a cut archive fails half-way, while the row parser's
+        # `TextIOWrapper` reads with `read1` and keeps every complete line before the cut.
+        self._read = getattr(stream, "read1", None) or getattr(stream, "read", None)
 
     def readable(self) -> bool:
         return True
@@ -108,9 +113,9 @@ class _Chained(io.RawIOBase):
             buffer[:n] = self._prefix[:n]
             self._prefix = self._prefix[n:]
             return n
-        if self._stream is None:
+        if self._read is None:
             return 0
-        data = self._stream.read(len(buffer))
+        data = self._read(len(buffer))
         buffer[: len(data)] = data
         return len(data)
 
@@ -398,13 +403,14 @@ def _vectorized(
 
 
 def parse_citation_stream(
-    binary: IO[bytes], source: str, batch_rows: int, budget: RejectBudget,
+    binary: IO[bytes], source: str, batch_rows: int, budget: RejectBudget, tally: LineTally | None = None,
 ) -> Iterator[tuple[pa.Table, list[dict], dict[str, int]]]:
-    """`parse_citation_rows(iter_csv_rows(text_stream(binary)), ...)` with the columnar fast
-    path: same edges (batch boundaries and row order within a batch may differ), same
-    rejects in the same order, same counts (module docstring)."""
+    """`parse_citation_rows(iter_csv_rows(text_stream(binary), tally), ...)` with the
+    columnar fast path: same edges (batch boundaries and row order within a batch may
+    differ), same rejects in the same order, same counts (module docstring), the same
+    physical lines counted on `tally`."""
     with ThreadPoolExecutor(DECIDE_THREADS, thread_name_prefix="citations-decide") as pool:
-        parse = _StreamParse(binary, source, batch_rows, budget, pool)
+        parse = _StreamParse(binary, source, batch_rows, budget, pool, tally if tally is not None else LineTally())
         try:
             yield from parse.run()
         finally:
@@ -442,8 +448,9 @@ class _StreamParse:
     at any block after which the stream must not be read yet (`_Pending.final`)."""
 
     def __init__(self, binary: IO[bytes], source: str, batch_rows: int, budget: RejectBudget,
-                 pool: ThreadPoolExecutor) -> None:
+                 pool: ThreadPoolExecutor, tally: LineTally) -> None:
         self.binary = binary
+        self.tally = tally
         self.read = getattr(binary, "read1", binary.read)
         self.state = CitationParse(source, budget)
         self.batch_rows = batch_rows
@@ -471,7 +478,7 @@ class _StreamParse:
                     if (yield from self._finish(self.queue.popleft())):
                         return
                 yield from _hand_over(self.state, bytes(self.carry), self.binary, self.line_no, self.header_done,
-                                      self.batch_rows)
+                                      self.batch_rows, self.tally)
                 return
             self.queue.append(pending)
 
@@ -489,9 +496,13 @@ class _StreamParse:
                 eof = True
                 break
             carry += piece
-        if error is not None or not eof:
+        if error is not None:
+            # the complete lines before the damage, as `io.TextIOWrapper` delivers them: a
+            # line may also end in a lone '\r' (not the last byte: a '\n' might follow it)
+            cut = max(carry.rfind(b"\n"), carry.rfind(b"\r", 0, max(len(carry) - 1, 0))) + 1
+        elif not eof:
             cut = carry.rfind(b"\n") + 1
-            if cut == 0 and error is None:
+            if cut == 0:
                 return None
         else:
             cut = len(carry)
@@ -507,6 +518,7 @@ class _StreamParse:
             else:
                 self.state.set_header(row)
                 self.header_done, first, self.line_no = True, 1, 2
+                self.tally.n += 1
                 if not self.state.recognized:
                     stop = 1
         decided = self.pool.submit(_decide_block, self.state, block, first, stop) if first < stop else None
@@ -525,7 +537,7 @@ class _StreamParse:
             self.cancel()
             rest = block.data[block.offset(stop):] + later + bytes(self.carry)
             yield from _hand_over(state, rest, None if pending.error is not None else self.binary, self.line_no,
-                                  pending.header_done, batch_rows)
+                                  pending.header_done, batch_rows, self.tally)
             if pending.error is not None:
                 raise pending.error
             return True
@@ -558,13 +570,15 @@ class _StreamParse:
                 yield from state.flush(self.batch_rows)
             state.add_row(self.line_no + k, row if row is not None else _csv_row(text) or [])
         self.line_no += decided.stop - decided.first
+        self.tally.n += decided.stop - decided.first
 
 
 def _hand_over(
     state: CitationParse, rest: bytes, binary: IO[bytes] | None, line_no: int, header_done: bool, batch_rows: int,
+    tally: LineTally,
 ) -> Iterator[tuple[pa.Table, list[dict], dict[str, int]]]:
     """The row parser from `line_no` on: `rest` (bytes already read) then the stream."""
-    rows = iter_csv_rows(text_stream(io.BufferedReader(_Chained(rest, binary))))
+    rows = iter_csv_rows(text_stream(io.BufferedReader(_Chained(rest, binary))), tally)
     if not header_done:
         state.set_header(next(rows, None))
         line_no = 2

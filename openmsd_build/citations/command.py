@@ -24,7 +24,8 @@ joins also attach `citing_id` / `cited_id`: the pairs stage then works on intege
 
 Counts in `_stats/citations.json` reconcile:
 `rows_read = rows_unrecognized_file + malformed_row + bad_doi + no_doi + self_citation +
-duplicate_edge + citing_missing + cited_missing + no_abstract + edges_kept`.
+duplicate_edge + citing_missing + cited_missing + no_abstract + edges_kept`, and
+`input_lines = lines_parsed` (every physical line decompressed reached the parser).
 Informational: `files_read`, `files_unrecognized`, `rows_parsed`, `rows_needing_meta`,
 `omid_resolved`, `meta_*`, `documents_read`.
 

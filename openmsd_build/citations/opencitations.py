@@ -34,7 +34,15 @@ Counters produced while parsing (names are stable; the stage adds the later ones
   (dropped, rejected with the normalizer's reason);
 * `no_doi` — an end with neither a DOI nor an OMID (only pmid:/other ids) (dropped);
 * `rows_parsed` — rows that leave the parser as an edge (both DOIs known, or an OMID to
-  resolve); `rows_needing_meta` — those of them with at least one OMID-only end.
+  resolve); `rows_needing_meta` — those of them with at least one OMID-only end;
+* `input_lines` — physical lines the decompressed streams delivered (line ends `\n`,
+  `\r\n` or a lone `\r`, as the `csv` module reads them, plus a last line without one at
+  a clean end; the partial line cut by a damaged archive is not one), counted on the bytes
+  themselves (`CountedLines`); `lines_parsed` — physical lines, headers included, that
+  reached the CSV decision on either path (`LineTally`). They are equal: a line lost
+  between decompression and parsing (a dropped buffer at a hand-over, a read that failed
+  half-way) makes them differ, which `rows_read` alone cannot show (a lost line is never
+  read as a row).
 
 Reject rows are handed on at least every `REJECT_FLUSH_ROWS` rows (a batch with no edges may
 carry only rejects), and one input file (all members of a zip together) yields at most
@@ -115,14 +123,89 @@ class _LineTooLong(Exception):
         self.head = head
 
 
+class LineTally:
+    """Physical lines that reached the CSV decision (`lines_parsed`); shared by the columnar
+    path and the row parser it may hand over to."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+
+class CountedLines(io.BufferedIOBase):
+    """A decompressed byte stream that counts the physical lines in the bytes it delivers
+    (`input_lines`, module docstring): line ends as `io.TextIOWrapper(newline="")` sees them
+    (`\n`, `\r\n`, a lone `\r`; a `\r` that ends a read waits for the next one), plus a
+    last line without an end when the stream ends cleanly (a read returns nothing). A
+    damaged archive raises before that, so its cut partial line is not counted.
+
+    It also keeps every byte decompressed before damage: the stream below is only ever
+    read with `read1` (one inflation per call), and `read(n)` gathers such pieces and
+    returns what it has when one fails, raising on the next call. (`GzipFile.read(n)`
+    itself drops the pieces it gathered when a later one fails: the lines lost at the
+    citations hand-over, which `rows_read == rows_parsed` could not show.)"""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        super().__init__()
+        self._read1 = getattr(stream, "read1", stream.read)
+        self._error: BaseException | None = None
+        self.lines = 0
+        self._cr = False  # the last byte delivered was a '\r' not yet counted
+        self._tail = False  # bytes delivered after the last line end
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> bytes:
+        pieces: list[bytes] = []
+        got = 0
+        while size is None or size < 0 or got < size:
+            try:
+                piece = self.read1(-1 if size is None or size < 0 else size - got)
+            except _ARCHIVE_ERRORS as exc:
+                if not pieces:
+                    raise
+                self._error = exc  # the bytes already inflated go out first
+                break
+            if not piece:
+                break
+            pieces.append(piece)
+            got += len(piece)
+        return b"".join(pieces)
+
+    def read1(self, size: int = -1) -> bytes:
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+        return self._seen(self._read1(size))
+
+    def _seen(self, data: bytes) -> bytes:
+        if not data:
+            if self._cr or self._tail:
+                self.lines += 1
+            self._cr = self._tail = False
+            return data
+        n = data.count(b"\n")
+        if self._cr and data[0] != 10:
+            n += 1  # the '\r' that ended the previous read stood alone
+        if data.find(b"\r") >= 0:
+            n += data.count(b"\r") - data.count(b"\r\n")
+            if data[-1] == 13:
+                n -= 1  # counted with the next read (a '\n' may follow)
+        self._cr = data[-1] == 13
+        self._tail = data[-1] not in (10, 13)
+        self.lines += n
+        return data
+
+
 class _BoundedLines:
     """The lines of a text stream, none longer than `MAX_CSV_LINE_CHARS`: a longer line is
     consumed in chunks and reported by raising `_LineTooLong` from `__next__` (which the csv
     reader passes through to its caller and then resets), so a one-line multi-GB member never
-    becomes one string."""
+    becomes one string. Each physical line is counted on `tally` when one is given."""
 
-    def __init__(self, stream: IO[str]) -> None:
+    def __init__(self, stream: IO[str], tally: LineTally | None = None) -> None:
         self._stream = stream
+        self._tally = tally
 
     def __iter__(self) -> _BoundedLines:
         return self
@@ -131,6 +214,8 @@ class _BoundedLines:
         line = self._stream.readline(MAX_CSV_LINE_CHARS + 1)
         if not line:
             raise StopIteration
+        if self._tally is not None:
+            self._tally.n += 1
         if len(line) > MAX_CSV_LINE_CHARS and not line.endswith(("\n", "\r")):
             head, size = line[:200], len(line)
             while line and not line.endswith(("\n", "\r")):
@@ -140,10 +225,11 @@ class _BoundedLines:
         return line
 
 
-def iter_csv_rows(stream: IO[str]) -> Iterator[list[str] | BadRow]:
+def iter_csv_rows(stream: IO[str], tally: LineTally | None = None) -> Iterator[list[str] | BadRow]:
     """`csv.reader` rows of a text stream, with every CSV failure turned into a `BadRow`
-    instead of an exception that would end the file (or a GB-sized line or field)."""
-    reader = csv.reader(_BoundedLines(stream))
+    instead of an exception that would end the file (or a GB-sized line or field); the
+    physical lines read are counted on `tally`."""
+    reader = csv.reader(_BoundedLines(stream, tally))
     while True:
         try:
             row = next(reader)
@@ -425,20 +511,45 @@ def parse_citation_file(
     (`openmsd_build.citations.columnar`), which gives the same edges, rejects and counts as
     the row parser (`columnar=False`, kept as the reference and its fallback) at a fraction
     of the cost per row.
+
+    Each stream's `input_lines` and `lines_parsed` (module docstring) ride with its last
+    batch: the batch before it is held back until the stream has ended or failed.
     """
     from openmsd_build.citations.columnar import parse_citation_stream
 
     budget = RejectBudget()
     try:
         for source, binary in open_binary_streams(path):
+            counted, tally = CountedLines(binary), LineTally()
             if columnar:
-                yield from parse_citation_stream(binary, source, batch_rows, budget)
+                batches = parse_citation_stream(counted, source, batch_rows, budget, tally)
             else:
-                yield from parse_citation_rows(iter_csv_rows(text_stream(binary)), source, batch_rows, budget)
+                batches = parse_citation_rows(iter_csv_rows(text_stream(counted), tally), source, batch_rows, budget)
+            held = None
+            try:
+                for batch in batches:
+                    if held is not None:
+                        yield held
+                    held = batch
+            except _ARCHIVE_ERRORS:
+                yield _with_line_counts(held, counted, tally)
+                raise
+            yield _with_line_counts(held, counted, tally)
     except _ARCHIVE_ERRORS as exc:
         reason = "truncated_archive" if isinstance(exc, EOFError) else "corrupt_archive"
         reject = make_reject(STAGE, reason, path, f"{type(exc).__name__}: {exc}", path, None)
         yield EDGE_BATCH_SCHEMA.empty_table(), [reject], {"files_unreadable": 1}
+
+
+def _with_line_counts(
+    batch: tuple[pa.Table, list[dict], dict] | None, counted: CountedLines, tally: LineTally,
+) -> tuple[pa.Table, list[dict], dict]:
+    """A stream's last batch (or an empty one) with its `input_lines` and `lines_parsed`."""
+    table, rejects, counts = batch if batch is not None else (EDGE_BATCH_SCHEMA.empty_table(), [], {})
+    counts = dict(counts)
+    counts["input_lines"] = counts.get("input_lines", 0) + counted.lines
+    counts["lines_parsed"] = counts.get("lines_parsed", 0) + tally.n
+    return table, rejects, counts
 
 
 def parse_meta_rows(rows: Iterable[list[str] | BadRow], source: str) -> tuple[pa.Table, list[dict], dict[str, int]]:

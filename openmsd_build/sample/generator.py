@@ -723,6 +723,10 @@ def truth_record(p: Paper, cites: CitationResult, hub_threshold: int) -> dict[st
         "is_review": p.kind == KIND_REVIEW, "is_preprint": p.kind == KIND_PREPRINT,
         "preprint_of": p.partner.lower() if p.kind == KIND_PREPRINT and p.partner else None,
         "has_preprint": p.partner.lower() if p.kind == KIND_WITH_PREPRINT and p.partner else None,
+        # the papers of the sample it cites (OpenCitations rows; self-citations, DOIs outside
+        # the metadata and repeated rows left out), when the references were kept (WARC samples)
+        "cites": sorted({k for k in cites.refs.get(p.i, ()) if k != p.key and not k.startswith(OUTSIDE_PREFIX + "/")})
+        if cites.refs else None,
         "in_degree": cites.in_degree[p.i], "n_refs_in_sample": cites.out_in_sample[p.i],
         "n_refs_outside": cites.out_outside[p.i], "self_citation": bool(cites.self_cited[p.i]),
         "is_hub": cites.in_degree[p.i] >= hub_threshold,

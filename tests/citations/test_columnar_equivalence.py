@@ -20,8 +20,6 @@ import pytest
 from openmsd_build.citations import columnar
 from openmsd_build.citations.opencitations import MAX_CSV_FIELD_CHARS, parse_citation_file
 
-REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "real-samples" / "opencitations"
-
 
 def _run(path: Path, columnar_path: bool, batch_rows: int = 200_000) -> tuple[list, list, Counter]:
     edges: list = []
@@ -91,10 +89,8 @@ def _write(path: Path, lines: list[str], eol: str = "\n") -> Path:
                                   "files_as_found/opencitations_index__citations_data.csv",
                                   "files_as_found/opencitations_index__citations_prov.csv",
                                   "files_as_found/opencitations_index__crossref_citations.csv"])
-def test_real_samples(name):
-    path = REAL / name
-    if not path.exists():
-        pytest.skip("real samples not present")
+def test_real_samples(real_sample, name):
+    path = real_sample("opencitations/" + name)
     edges, _, counts = _same(path)
     if "prov" not in name:
         assert edges and counts["rows_parsed"] == len(edges)

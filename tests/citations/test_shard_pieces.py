@@ -22,8 +22,8 @@ def test_rows_go_to_their_shard_in_input_order(shards: int) -> None:
     n = 5_000
     frame = pl.DataFrame({"key": [f"10.{rng.randint(1000, 99999)}/x{i}" for i in range(n)],
                           "n": list(range(n))})
-    of = cg.shard_strings(frame["key"], shards)
-    pieces = cg.split_by_shard(frame, of)
+    of = frames.shard_strings(frame["key"], shards)
+    pieces = frames.split_by_shard(frame, of)
     assert [s for s, _ in pieces] == sorted(set(of.tolist()))  # present shards, in order
     for shard, table in pieces:
         assert table.column("n").to_pylist() == [i for i in range(n) if of[i] == shard]
@@ -34,12 +34,12 @@ def test_rows_go_to_their_shard_in_input_order(shards: int) -> None:
 def test_shard_pieces_of_a_frame_and_of_its_arrow_table_are_the_same_bytes() -> None:
     frame = pl.DataFrame({"citing_doi": [f"10.1000/a{i % 97}" for i in range(2_000)],
                           "cited_doi": [f"10.2000/b{i}" for i in range(2_000)]})
-    from_frame = cg.shard_pieces(frame, "citing_doi", 16)
-    from_table = cg.shard_pieces(frame.to_arrow(), "citing_doi", 16)
+    from_frame = frames.shard_pieces(frame, "citing_doi", 16)
+    from_table = frames.shard_pieces(frame.to_arrow(), "citing_doi", 16)
     assert from_frame == from_table
     for _shard, data in from_frame:  # 32-bit string offsets on the wire
         assert all(f.type == pa.string() for f in from_ipc(data).schema)
-    assert cg.shard_pieces(frame.head(0), "citing_doi", 16) == []
+    assert frames.shard_pieces(frame.head(0), "citing_doi", 16) == []
 
 
 def test_self_citations_are_dropped_alike_from_a_frame_and_a_table() -> None:
@@ -58,6 +58,6 @@ def test_pieces_are_narrowed_after_the_cut() -> None:
     frame = pl.DataFrame({"cited_doi": [f"10.3000/c{i}" for i in range(1_000)], "n": list(range(1_000))})
     table = frame.to_arrow()
     assert table.schema.field("cited_doi").type == pa.large_string()
-    pieces = cg.shard_pieces(table, "cited_doi", 16)
+    pieces = frames.shard_pieces(table, "cited_doi", 16)
     assert {from_ipc(data).schema.field("cited_doi").type for _, data in pieces} == {pa.string()}
     assert sorted(n for _, data in pieces for n in from_ipc(data).column("n").to_pylist()) == list(range(1_000))

@@ -101,6 +101,7 @@ def table_digests(out: Path) -> dict[str, tuple[int, str]]:
     return digests
 
 
+@pytest.mark.timeout(900)  # two whole runs, one on a worker pool: the suite's longest test (~2.5 min loaded)
 def test_fnapi_and_portable_multiprocess_give_identical_rows(tmp_path, worker_pool):
     sample = tmp_path / "sample"
     subprocess.run([sys.executable, "-m", "openmsd_build.cli", "sample", "--out", str(sample), "--papers", "300",

@@ -5,7 +5,6 @@ reasons (slow, 500, 429 + Retry-After, malformed, non-English, empty, refusal), 
 from __future__ import annotations
 
 import argparse
-import time
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -89,9 +88,7 @@ def rejects_of(out: str) -> dict[str, str]:
 def test_chat_reconciles_rejects_with_reasons_and_second_run_is_all_cache_hits(tmp_path, stub):
     out = str(tmp_path / "build")
     write_documents(out)
-    started = time.monotonic()
-    stats = command.run_enrich(out, chat(stub.url), max_tokens=64, concurrency=4)
-    assert time.monotonic() - started < 10  # a slow endpoint costs timeouts, never a stall
+    stats = command.run_enrich(out, chat(stub.url), max_tokens=64, concurrency=4)  # a stall: the test's timeout
     c = stats["counts"]
     assert command.check_counts(c) == []
     assert c["documents_read"] == len(DOCS)
@@ -169,9 +166,8 @@ def test_retry_after_longer_than_allowed_is_a_reject_not_a_wait(tmp_path):
     try:
         out = str(tmp_path / "build")
         write_documents(out, DOCS[2:4])
-        started = time.monotonic()
+        # Retry-After: 3600 is not waited for (that would run into the per-test timeout)
         stats = command.run_enrich(out, chat(f"http://127.0.0.1:{server.server_address[1]}/v1", retries=3))
-        assert time.monotonic() - started < 5
         assert stats["counts"]["rejected_rate_limited"] == 2
     finally:
         server.shutdown()

@@ -1,11 +1,11 @@
-"""Long and adversarial values: DOIs, titles, abstracts and CSV fields. Every case is timed
-with `time.perf_counter` against a generous bound (< 1 s) that quadratic or backtracking code
-misses by orders of magnitude, and over-long values must end as a counted truncation or a
-counted reject, never a crash."""
+"""Long and adversarial values: DOIs, titles, abstracts and CSV fields. Each case must end
+(a per-test timeout of 60 s, which quadratic or backtracking code misses by orders of
+magnitude: it took minutes; these run in milliseconds, and their speed is bench/'s business,
+not a wall-clock assert), and over-long values must end as a counted truncation or a counted
+reject, never a crash."""
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 
 import orjson
@@ -34,26 +34,24 @@ HOSTILE_DOIS = [
 ]
 
 
+@pytest.mark.timeout(60)  # a hang guard, not a speed check: the quadratic code took minutes (speed: bench/)
 @pytest.mark.parametrize("value", HOSTILE_DOIS, ids=lambda v: repr(v[:12]))
 def test_long_doi_is_rejected_fast(value):
-    started = time.perf_counter()
     with pytest.raises(InvalidDOI) as exc:
         normalize_doi(value)
-    assert time.perf_counter() - started < 5.0  # the quadratic code took minutes; generous for a loaded CI machine
     assert exc.value.reason == "doi_too_long"
 
 
+@pytest.mark.timeout(60)  # a hang guard, not a speed check: the quadratic code took minutes (speed: bench/)
 @pytest.mark.parametrize("shape", ["(", "'", ".", "[", " ", "doi:", "%25"])
 def test_doi_just_under_the_raw_cap_is_fast(shape):
     """Below the raw cap every step is linear: 1,000 worst-shaped values in well under 1 s."""
     value = (shape * MAX_RAW_DOI_LENGTH)[: MAX_RAW_DOI_LENGTH - 12] + "10.1234/x"
-    started = time.perf_counter()
     for _ in range(1_000):
         try:
             normalize_doi(value)
         except InvalidDOI:
             pass
-    assert time.perf_counter() - started < 5.0  # the quadratic code took minutes; generous for a loaded CI machine
 
 
 def test_doi_peeling_unchanged():
@@ -82,14 +80,14 @@ HOSTILE_TEXT = [
 ]
 
 
+@pytest.mark.timeout(60)  # a hang guard, not a speed check: the quadratic code took minutes (speed: bench/)
 @pytest.mark.parametrize("text", HOSTILE_TEXT, ids=lambda v: repr(v[:10]))
 def test_markup_cleaning_is_linear(text):
-    started = time.perf_counter()
     clean_title(text)
     clean_abstract(text)
-    assert time.perf_counter() - started < 5.0  # the quadratic code took minutes; generous for a loaded CI machine
 
 
+@pytest.mark.timeout(60)  # a hang guard, not a speed check: the quadratic code took minutes (speed: bench/)
 @pytest.mark.parametrize("source", ["unpaywall", "crossref", "openalex"])
 def test_giant_title_and_abstract_are_truncated_and_counted(tmp_path, source):
     title = "T " * 2_000_000  # 4 MB, under the 16 MiB record cap
@@ -102,10 +100,7 @@ def test_giant_title_and_abstract_are_truncated_and_counted(tmp_path, source):
     }[source]
     path = tmp_path / "big.jsonl"
     path.write_bytes(orjson.dumps(record) + b"\n")
-    started = time.perf_counter()
     outputs = list(read_source_file(str(path), source, num_shards=1))
-    elapsed = time.perf_counter() - started
-    assert elapsed < 5.0
     (_, (_, table)), = [o for o in outputs if o[0] == "batch"]
     row = table.to_pylist()[0]
     counts = outputs[-1][1]
@@ -127,6 +122,7 @@ def _run_csv(path) -> tuple[Counter, list[dict], int]:
     return total, rejects, edges
 
 
+@pytest.mark.timeout(60)  # a hang guard, not a speed check: the quadratic code took minutes (speed: bench/)
 @pytest.mark.parametrize("bad_row,reason", [
     ('1,10.1234/a,"' + "x" * (oc.MAX_CSV_FIELD_CHARS + 10) + '"\n', "field_too_large"),
     ("1,10.1234/a," + "y" * (oc.MAX_CSV_LINE_CHARS + 10) + "\n", "line_too_long"),
@@ -138,9 +134,7 @@ def test_enormous_csv_field_is_a_counted_reject(tmp_path, bad_row, reason):
     and the rows after it are still read."""
     path = tmp_path / "c.csv"
     path.write_text("oci,citing,cited\n0,10.1234/before,10.1234/b\n" + bad_row + "2,10.1234/after,10.1234/c\n")
-    started = time.perf_counter()
     total, rejects, edges = _run_csv(path)
-    assert time.perf_counter() - started < 5.0  # the quadratic code took minutes; generous for a loaded CI machine
     assert reason in {r["reason"] for r in rejects}
     assert total["rows_too_long"] >= 1 and total["malformed_row"] >= 1
     assert edges >= 1  # the row before survives (and after, unless swallowed by the quote)
@@ -150,12 +144,11 @@ def test_enormous_csv_field_is_a_counted_reject(tmp_path, bad_row, reason):
     assert all(len(r["raw"] or "") <= 2001 for r in rejects)
 
 
+@pytest.mark.timeout(60)  # a hang guard, not a speed check: the quadratic code took minutes (speed: bench/)
 def test_huge_id_field_within_caps_is_linear():
     """A 1 MiB citing field of 100k space-separated DOI-looking ids: linear, one bad_doi."""
     field = " ".join(["doi:" + "(" * 5 + "10.x"] * 100_000)[: oc.MAX_CSV_FIELD_CHARS]
-    started = time.perf_counter()
     total: Counter = Counter()
     for _, _, counts in oc.parse_citation_rows(iter([["citing", "cited"], [field, "10.1234/b"]]), "mem"):
         total.update(counts)
-    assert time.perf_counter() - started < 8.0  # generous for a loaded CI machine
     assert total["bad_doi"] == 1

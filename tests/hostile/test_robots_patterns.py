@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import random
 import re
-import time
 
 import pytest
 
@@ -35,31 +34,28 @@ def test_matcher_agrees_with_regex_semantics():
         assert RobotsPattern(pattern).match(path) == _reference(pattern, path), (pattern, path)
 
 
+@pytest.mark.timeout(60)  # a hang guard, not a speed check: the quadratic code took minutes (speed: bench/)
 @pytest.mark.parametrize("rule", ["/*a*a*a*a*a*a*a*a*b", "/*a*a*a*a*a*a*a*a*b$", "/" + "*a" * 500 + "*b",
                                   "/" + "a*" * 1000 + "$x"])
 def test_backtracking_pattern_is_linear(rule):
     """The regex `.*a.*a...b` on a path of 'a's needs O(n**k) steps; the matcher one pass."""
     rules = parse_robots(f"User-agent: *\nDisallow: {rule}\n", "openmsd")
     path = "/" + "a" * (politeness.MAX_ROBOTS_PATH_CHARS - 1)
-    started = time.perf_counter()
     for _ in range(10):
         assert rules.allowed(path)
-    assert time.perf_counter() - started < 5.0  # the quadratic code took minutes; generous for a loaded CI machine
 
 
+@pytest.mark.timeout(60)  # a hang guard, not a speed check: the quadratic code took minutes (speed: bench/)
 def test_many_worst_case_rules_cost_bounded():
-    """A robots.txt filled (up to its size cap) with expensive rules: one `allowed()` call
-    on the longest accepted path stays far below a second."""
+    """A robots.txt filled (up to its size cap) with expensive rules: parsing keeps at most
+    `MAX_ROBOTS_RULES` of them and one `allowed()` call on the longest accepted path ends
+    (it takes milliseconds; the backtracking matcher took minutes)."""
     line = "Disallow: /" + "*a" * 200 + "*b\n"
     text = "User-agent: *\n" + line * 100_000  # ~40 MB, cut to MAX_ROBOTS_CHARS
-    started = time.perf_counter()
     rules = parse_robots(text, "openmsd")
-    parsed = time.perf_counter() - started
     assert len(rules.rules) <= politeness.MAX_ROBOTS_RULES
     path = "/" + "a" * (politeness.MAX_ROBOTS_PATH_CHARS - 1)
-    started = time.perf_counter()
     assert rules.allowed(path)
-    assert parsed < 1.0 and time.perf_counter() - started < 5.0  # the quadratic code took minutes; generous for a loaded CI machine
 
 
 def test_caps():

@@ -45,15 +45,14 @@ def test_no_more_work_is_out_than_max_pending():
     assert taken == [(k, k) for k in range(5)]
 
 
+@pytest.mark.timeout(60)  # a hang fails here (the per-test timeout), not a wall-clock assert
 def test_a_dead_child_is_a_clear_error_not_a_hang_and_the_pool_recovers():
     pool = OrderedPool(2)
     try:
         pool.submit("a", "parsing file A", sleep_then, 1, 0.0)
         pool.submit("b", "parsing file B", die, 7)
-        started = time.time()
         with pytest.raises(WorkerCrashed, match=r"exit status 7\) died while parsing file B"):
             list(pool.drain())
-        assert time.time() - started < 30
         assert pool.pending == 0
         # the next submit starts fresh children
         assert pool.submit("c", "c", sleep_then, 3, 0.0) + list(pool.drain()) == [("c", 3)]

@@ -41,3 +41,22 @@ def clean_builds(sample_inputs, tmp_path_factory) -> tuple[Path, Path]:
         output, _ = proc.communicate(timeout=600)
         assert proc.returncode == 0, output.decode("utf-8", "replace")[-4000:]
     return outs
+
+
+# The demo's sample and flags (Makefile: DEMO_PAPERS, DEMO_SEED, DEMO_TOP_K).
+DEMO_PAPERS, DEMO_SEED, DEMO_TOP_K = 2000, 7, 10
+
+
+@pytest.fixture(scope="session")
+def demo_build(tmp_path_factory) -> tuple[Path, Path]:
+    """(inputs, build) of the demo: `openmsd-build sample` of 2,000 papers and `openmsd-build
+    run` through every stage with the demo's flags, built once per session (~1 min of stages
+    on 2 cores) for the checks against the generator's truth and the schemas."""
+    root = tmp_path_factory.mktemp("demo")
+    inputs, out = root / "inputs", root / "build"
+    subprocess.run([*CLI, "sample", "--out", str(inputs), "--papers", str(DEMO_PAPERS), "--seed", str(DEMO_SEED)],
+                   check=True, capture_output=True, timeout=600)
+    done = subprocess.run([*CLI, "run", "--inputs", str(inputs), "--out", str(out), "--seed", str(DEMO_SEED),
+                           "--top-k", str(DEMO_TOP_K)], capture_output=True, timeout=1200)
+    assert done.returncode == 0, (done.stdout + done.stderr).decode("utf-8", "replace")[-4000:]
+    return inputs, out

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import time
 from collections import Counter
 from collections.abc import Iterator
 
@@ -15,11 +16,15 @@ class Hang(AssertionError):
 
 @contextlib.contextmanager
 def deadline(seconds: float) -> Iterator[None]:
-    """Fail with `Hang` if the block runs longer than `seconds` (main thread, POSIX)."""
+    """Fail with `Hang` if the block runs longer than `seconds` (main thread, POSIX). A
+    timer already running (pytest-timeout's per-test one) goes on afterwards with what is
+    left of it."""
 
     def _alarm(signum, frame):
         raise Hang(f"still running after {seconds:g} s")
 
+    outer = signal.getitimer(signal.ITIMER_REAL)[0]
+    started = time.monotonic()
     previous = signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
@@ -27,6 +32,8 @@ def deadline(seconds: float) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if outer:
+            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - started), 0.001))
 
 
 def account_source_file(path: str, source: str, num_shards: int = 4, batch_size: int = 50) -> dict:

@@ -12,8 +12,9 @@ Use from any test:
     assert check_build(out) == []                       # [] or a list of readable problems
     assert output_digest(out_a) == output_digest(out_b)
 
-Each `check_<stage>` returns a list of problem strings (empty when the stage reconciles) and
-returns [] when the stage has not run (no stats file).
+Each `check_<stage>` returns a list of problem strings (empty when the stage reconciles); a
+stage without its stats file is a problem (`check_build` names the stages expected to have
+run), never a pass.
 """
 
 from __future__ import annotations
@@ -72,6 +73,10 @@ def _sum(counts: Mapping[str, int], prefix: str) -> int:
     return sum(v for k, v in counts.items() if k.startswith(prefix))
 
 
+def _no_stats(stage: str) -> str:
+    return f"{stage}: no _stats/{stage}.json (the stage did not run, or its stats were lost)"
+
+
 def _eq(problems: list[str], stage: str, what: str, left: int, right: int) -> None:
     if left != right:
         problems.append(f"{stage}: {what}: {left} != {right}")
@@ -85,7 +90,7 @@ def check_papers(out: str | Path) -> list[str]:
     rejected (see `paper_join.merge_shard`)."""
     c = stage_counts(out, "papers")
     if c is None:
-        return []
+        return [_no_stats("papers")]
     p: list[str] = []
     read, rejected = _sum(c, "read."), _sum(c, "rejected.")
     _eq(p, "papers", "read = written + rejected + merged_records", read,
@@ -105,7 +110,7 @@ def check_text(out: str | Path) -> list[str]:
     rejects/text rows = extract_failed.*."""
     c = stage_counts(out, "text")
     if c is None:
-        return []
+        return [_no_stats("text")]
     p: list[str] = []
     papers = c.get("papers", 0)
     _eq(p, "text", "papers = sum(documents.*)", papers, _sum(c, "documents."))
@@ -134,13 +139,15 @@ CITATION_DROPS = (
 
 def check_citations(out: str | Path) -> list[str]:
     """rows_read = sum of drop reasons + edges_kept (pipelines/citations.py docstring);
+    input_lines = lines_parsed (no line lost between decompression and parsing);
     citations/ rows = edges_kept; documents_read = documents/ rows."""
     c = stage_counts(out, "citations")
     if c is None:
-        return []
+        return [_no_stats("citations")]
     p: list[str] = []
     _eq(p, "citations", "rows_read = drops + edges_kept", c.get("rows_read", 0),
         sum(c.get(k, 0) for k in CITATION_DROPS) + c.get("edges_kept", 0))
+    _eq(p, "citations", "input_lines = lines_parsed", c.get("input_lines", 0), c.get("lines_parsed", 0))
     _eq(p, "citations", "citations/ rows = edges_kept", n_rows(Path(out) / "citations"), c.get("edges_kept", 0))
     _eq(p, "citations", "documents_read = documents/ rows", c.get("documents_read", 0),
         n_rows(Path(out) / "documents"))
@@ -152,7 +159,7 @@ def check_split(out: str | Path) -> list[str]:
     idt + odt = splits/ rows, each split's rows matching its counter."""
     c = stage_counts(out, "split")
     if c is None:
-        return []
+        return [_no_stats("split")]
     p: list[str] = []
     _eq(p, "split", "documents_read = no_link + papers_linked", c.get("documents_read", 0),
         c.get("no_link", 0) + c.get("papers_linked", 0))
@@ -179,7 +186,7 @@ def check_pairs(out: str | Path) -> list[str]:
     pairs/r/split=<s> and `r_instances` = the sum of their supports (pairing.py docstring)."""
     c = stage_counts(out, "pairs")
     if c is None:
-        return []
+        return [_no_stats("pairs")]
     p: list[str] = []
     _eq(p, "pairs", "edges_read = citations/ rows", c.get("edges_read", 0), n_rows(Path(out) / "citations"))
     _eq(p, "pairs", "edges_read = edges_unannotated + edges_annotated", c.get("edges_read", 0),

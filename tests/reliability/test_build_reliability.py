@@ -28,6 +28,10 @@ FNAPI = ["--runner=apache_beam.runners.portability.fn_api_runner.FnApiRunner"]
 BUNDLE_RETRYING = ["--runner=BundleBasedDirectRunner"]
 
 
+# Two builds of the sample (session fixtures) run in the first test that uses them.
+pytestmark = pytest.mark.timeout(1200)
+
+
 def _only(digest: dict, *prefixes: str) -> dict:
     return {k: v for k, v in digest.items() if k.startswith(prefixes)}
 
@@ -64,7 +68,11 @@ def test_text_stage_rerun_after_transient_failures(clean_builds, sample_inputs, 
     import shutil
 
     out = tmp_path / "out"
-    shutil.copytree(clean_builds[0] / "papers", out / "papers")
+    shutil.copytree(clean_builds[0] / "papers", out / "papers")  # the papers stage's outputs and counts
+    if (clean_builds[0] / "rejects" / "papers").is_dir():
+        shutil.copytree(clean_builds[0] / "rejects" / "papers", out / "rejects" / "papers")
+    (out / "_stats").mkdir()
+    shutil.copy(clean_builds[0] / "_stats" / "papers.json", out / "_stats" / "papers.json")
     faults = tmp_path / "faults"
     faults.mkdir()
     monkeypatch.setenv(ENV, str(faults))
@@ -103,3 +111,14 @@ def test_downstream_stage_rerun_is_identical(clean_builds, sample_inputs, tmp_pa
     assert main(argv) == 0
     assert check_build(out) == []
     assert diff_digests(output_digest(out), output_digest(clean_builds[0])) == []
+
+
+def test_check_build_fails_when_a_stage_lost_its_stats(clean_builds, tmp_path):
+    """A stage whose `_stats/<stage>.json` is missing is a problem, not a pass (it once
+    returned [] for it, so a build whose stats were never written reconciled)."""
+    import shutil
+
+    out = tmp_path / "out"
+    shutil.copytree(clean_builds[0], out)
+    (out / "_stats" / "split.json").unlink()
+    assert check_build(out) == ["split: no _stats/split.json (the stage did not run, or its stats were lost)"]

@@ -156,7 +156,7 @@ def test_fault_gives_error_code_within_deadline(srv, path):
     elapsed = time.monotonic() - started
     assert result.error in FAULTS[path], (path, result.error, result.status)
     assert result.body is None and not result.ok
-    assert elapsed < budget, (path, elapsed)
+    assert elapsed < budget, (path, elapsed)  # the behaviour: the fetch deadlines fire (budget: all of them + 1 s)
     # the same fetcher (same pooled host) still works afterwards
     ok = fetcher.fetch(srv.url("/page"))
     assert ok.ok and ok.body == PAGE, (path, ok.error)

@@ -42,6 +42,7 @@ def _account(batches) -> Counter:
             for doi in table.column(col).to_pylist():
                 assert doi is None or normalize_doi(doi) == doi
     assert total["rows_read"] == sum(total[k] for k in DROPS), total
+    assert total["input_lines"] == total["lines_parsed"], total  # no line lost before the parser
     assert edges == total["rows_parsed"], (edges, total)
     assert rejects == (total["malformed_row"] + total["bad_doi"] + total["files_unrecognized"]
                        + total["files_unreadable"]), (rejects, total)

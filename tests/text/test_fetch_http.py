@@ -299,7 +299,7 @@ def test_429_retry_after_then_success(srv):
     result = make().fetch(srv.url("/ratelimited"))
     elapsed = time.monotonic() - start
     assert result.ok and result.attempts == 2
-    assert elapsed >= 0.95
+    assert elapsed >= 0.95  # the behaviour: Retry-After: 1 is waited for (a lower bound cannot flake)
     hits = srv.hits_for("/ratelimited")
     assert hits[1].t - hits[0].t >= 0.95
 
@@ -330,17 +330,17 @@ def test_retry_after_parsing():
 
 
 def test_trickling_body_hits_total_timeout(srv):
-    start = time.monotonic()
+    # the trickle delivers its whole body in 8 s, a chunk every 0.2 s (no read timeout): only
+    # the total deadline can make this a timeout
     result = make(total_timeout=1.0, read_timeout=1.0, max_retries=0).fetch(srv.url("/trickle"))
     assert result.error == "timeout" and result.body is None
-    assert time.monotonic() - start < 2.5
 
 
 def test_stalled_body_hits_read_timeout(srv):
-    start = time.monotonic()
-    result = make(read_timeout=0.4, total_timeout=5.0, max_retries=0).fetch(srv.url("/stall"))
+    # silence for 2 s, then the connection closes (a short body, not a timeout); the total
+    # deadline is far away: only the read timeout can make this a timeout
+    result = make(read_timeout=0.4, total_timeout=60.0, max_retries=0).fetch(srv.url("/stall"))
     assert result.error == "timeout"
-    assert time.monotonic() - start < 1.5
 
 
 def test_declared_oversized_body_refused_early(srv):

@@ -24,7 +24,10 @@ from openmsd_build.text.fetch.testing import LocalServer, respond
 
 PAGE = b"<!doctype html><html><head><title>t</title></head><body>" + b"x" * 2000 + b"</body></html>"
 DEADLINE = 1.0
-SLACK = 1.0
+# Deadline tests: the behaviour is that a deadline fires, so they bound the wall clock, with
+# room for a loaded machine yet under what a missing deadline costs (servers trickle for 8 s,
+# retries without a shared URL deadline take >= 5 s).
+SLACK = 2.0
 
 
 def no_dns(host: str, port: int) -> list[str]:
@@ -250,7 +253,7 @@ def test_odd_retry_after_does_not_escape_fetch(value):
     with RawServer(busy) as srv:
         result, elapsed = timed_fetch(make(max_retries=1, url_timeout=3.0), srv.url("/x"))
     assert result.error == "http_503" and result.attempts == 2
-    assert elapsed < 2.5  # a junk Retry-After is not waited for (url_timeout is 3 s)
+    assert elapsed < 2.5  # the behaviour: a junk Retry-After is not waited for (url_timeout, 3 s, would end it)
 
 
 @pytest.mark.parametrize(
@@ -306,11 +309,9 @@ def test_circuit_opens_after_consecutive_failures_and_recovers():
             url_timeout=0.5,
             resolver=lambda host, port: names[host],
         )
-        started = time.monotonic()
         stalled = [fetcher.fetch(srv.url(f"/stall{i}", host="bad.test")) for i in range(10)]
-        elapsed = time.monotonic() - started
         assert [r.error for r in stalled] == ["timeout"] * 3 + ["host_circuit_open"] * 7
-        assert len(srv.hits_for("/stall")) == 3 and elapsed < 3 * 0.5 + SLACK
+        assert len(srv.hits_for("/stall")) == 3  # the circuit opened after three timeouts
         assert fetcher.fetch(srv.url("/page", host="good.test")).ok  # other hosts unaffected
         busy = [fetcher.fetch(srv.url(f"/busy{i}", host="busy.test")).error for i in range(5)]
         assert busy == ["http_503"] * 3 + ["host_circuit_open"] * 2

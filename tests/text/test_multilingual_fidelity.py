@@ -70,10 +70,8 @@ def _bench():
     return module
 
 
-def test_multilingual_set_fidelity(real_samples: Path) -> None:
-    truth_path = real_samples / "multilingual-truth.json"
-    if not truth_path.exists():
-        pytest.skip(f"no multilingual truth at {truth_path}")
+def test_multilingual_set_fidelity(real_samples: Path, real_sample) -> None:
+    truth_path = real_sample("multilingual-truth.json")
     bench = _bench()
     truth = json.loads(truth_path.read_text(encoding="utf-8"))
     _table, summary = bench.summarize(bench.score(real_samples, truth))

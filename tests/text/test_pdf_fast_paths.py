@@ -61,10 +61,7 @@ def _synthetic_lines() -> list[str]:
     return lines
 
 
-def _real_first_page_lines() -> list[str]:
-    root = Path(__file__).resolve().parents[2].parent / "shared" / "real-samples"
-    if not root.is_dir():
-        return []
+def _real_first_page_lines(root: Path) -> list[str]:
     import pypdfium2 as pdfium
 
     lines = []
@@ -81,13 +78,20 @@ def _real_first_page_lines() -> list[str]:
     return lines
 
 
-@pytest.fixture(scope="module")
-def lines() -> list[str]:
-    return _synthetic_lines() + _real_first_page_lines()
+# Each check runs on the built lines and, apart, on the real first pages (skipped, with the
+# reason, without ../shared/real-samples; failed in CI), never on a corpus that silently
+# shrinks when the samples are missing.
+@pytest.fixture(scope="module", params=["built", "real"])
+def lines(request) -> list[str]:
+    if request.param == "built":
+        return _synthetic_lines()
+    real = _real_first_page_lines(request.getfixturevalue("real_samples"))
+    assert len(real) > 500  # the real samples' PDFs have ~1,000 first-page lines
+    return real
 
 
 def test_not_title_line_agrees_with_the_regex(lines: list[str]) -> None:
-    assert len(lines) > 3000
+    assert len(lines) > 500
     disagree = [t for t in lines if P._not_title_line(t) != (P._NOT_TITLE_LINE_RE.search(t) is not None)]
     assert disagree == []
     # the corpus exercises all three answers: sure piece, regex, and no piece at all

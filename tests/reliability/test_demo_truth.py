@@ -1,0 +1,217 @@
+"""The demo build checked against what the sample generator knows (`truth.jsonl.gz`) and
+against `schemas/`.
+
+Why: every other end-to-end test compares a build with itself (two runs, a re-run, counts
+that reconcile); this one compares it with the truth the generator wrote, computed here
+from the truth alone (never by the code under test):
+
+* documents: every DOI is a paper of the sample, and titles, abstracts and languages agree
+  with the truth at least as often as measured (rates printed; floors a little under them);
+* citations: exactly the truth's references (`cites`) between two kept papers with an
+  abstract (DESIGN.md: a citation is kept only when both papers have an abstract);
+* splits: exactly the papers with a kept citation, with their document's language; ODT
+  holds every language outside train, and English ODT papers cite or are cited by a
+  non-English ODT paper;
+* pairs: DC, CC and BC with their supports exactly as DESIGN.md defines them, derived from
+  those citations and the build's split assignment (C in any split; A and B in one split;
+  no En-En pair in ODT);
+* every Parquet file of every stage has exactly its schema's columns and types.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import unicodedata
+from collections import Counter, defaultdict
+from itertools import combinations
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from reconcile import check_build
+
+from openmsd_build.schemas import tables
+
+pytestmark = pytest.mark.timeout(1800)  # builds the demo once (the session's fixture)
+
+# Exact agreement measured on the demo (seed 7, 2,000 papers): titles 1,887/1,887, languages
+# 1,887/1,887, abstracts 1,340/1,860 (72.0%: landing pages' abstracts keep the "Keywords: ..."
+# line that follows them, Crossref's structured abstracts keep their section headings).
+FLOORS = {"title": 0.99, "abstract": 0.70, "language": 0.99}
+MAX_DEGREE = 1000  # the pairs stage's default cap (a C with more members is skipped)
+
+
+def _truth(inputs: Path) -> dict[str, dict]:
+    with gzip.open(inputs / "truth.jsonl.gz", "rt", encoding="utf-8") as fh:
+        rows = [json.loads(line) for line in fh]
+    return {r["doi"]: r for r in rows}
+
+
+def _rows(folder: Path, columns: list[str]) -> list[dict]:
+    files = sorted(folder.rglob("*.parquet"))
+    assert files, f"no Parquet under {folder}"
+    return [row for f in files for row in pq.read_table(f, columns=columns).to_pylist()]
+
+
+def _norm(text: str | None) -> str:
+    return re.sub(r"\s+", " ", unicodedata.normalize("NFC", text or "")).strip()
+
+
+@pytest.fixture(scope="module")
+def demo(demo_build):
+    inputs, out = demo_build
+    truth = _truth(inputs)
+    documents = {r["doi"]: r for r in _rows(out / "documents", ["doi", "title", "abstract", "language"])}
+    return truth, documents, out
+
+
+def test_truth_lists_each_papers_references(demo):
+    truth, _, _ = demo
+    assert all(len(t["cites"]) == t["n_refs_in_sample"] for t in truth.values())
+    cited = Counter(c for t in truth.values() for c in t["cites"])
+    assert all(cited[d] == t["in_degree"] for d, t in truth.items())
+
+
+def test_documents_agree_with_the_truth(demo):
+    truth, documents, _ = demo
+    assert documents and set(documents) <= set(truth)
+    agree = {
+        "title": sum(_norm(d["title"]) == _norm(truth[k]["title"]) for k, d in documents.items()),
+        "abstract": sum(_norm(d["abstract"]) == _norm(truth[k]["abstract"]) for k, d in documents.items()
+                        if d["abstract"]),
+        "language": sum(d["language"] == truth[k]["language"] for k, d in documents.items()),
+    }
+    n = {"title": len(documents), "abstract": sum(bool(d["abstract"]) for d in documents.values()),
+         "language": len(documents)}
+    rates = {k: agree[k] / n[k] for k in agree}
+    print("\ndemo documents vs truth: " + ", ".join(f"{k} {agree[k]}/{n[k]} ({rates[k]:.1%})" for k in agree))
+    for k, floor in FLOORS.items():
+        assert rates[k] >= floor, (k, rates[k], floor)
+
+
+def _expected_citations(truth: dict[str, dict], documents: dict[str, dict]) -> set[tuple[str, str]]:
+    with_abstract = {k for k, d in documents.items() if d["abstract"]}
+    return {(a, b) for a in with_abstract for b in truth[a]["cites"] if b in with_abstract and b != a}
+
+
+def test_citations_are_exactly_the_truths_between_kept_papers(demo):
+    truth, documents, out = demo
+    got = [(r["citing_doi"], r["cited_doi"]) for r in _rows(out / "citations", ["citing_doi", "cited_doi"])]
+    assert len(got) == len(set(got))
+    expected = _expected_citations(truth, documents)
+    assert len(expected) > 1000
+    assert sorted(set(got) - expected)[:5] == [] and sorted(expected - set(got))[:5] == []
+    assert check_build(out) == []
+
+
+def test_splits_and_pairs_are_exactly_what_the_truth_implies(demo):
+    truth, documents, out = demo
+    edges = _expected_citations(truth, documents)
+    splits = {r["doi"]: r for r in _rows(out / "splits", ["doi", "split", "language", "group"])}
+    linked = {d for e in edges for d in e}
+    assert set(splits) == linked
+    assert all(s["language"] == documents[d]["language"] for d, s in splits.items())
+    split_of = {d: s["split"] for d, s in splits.items()}
+    lang = {d: s["language"] for d, s in splits.items()}
+    members = defaultdict(set)  # versions / duplicates of one work share a split (DESIGN.md)
+    for d, s in splits.items():
+        members[s["group"]].add(d)
+    assert all(len({split_of[m] for m in g}) == 1 for g in members.values())
+    train_langs = {lang[d] for d, s in split_of.items() if s == "train"}
+    assert len(train_langs) <= 10 and {lang[d] for d, s in split_of.items() if s == "idt"} <= train_langs
+    assert all(split_of[d] == "odt" for d in linked if lang[d] not in train_langs)
+    # English papers enter ODT only with a non-English paper: in their group, or one that
+    # a member of their group cites or is cited by, in ODT
+    odt_foreign = {d for d, s in split_of.items() if s == "odt" and lang[d] != "en"}
+    for group in members.values():
+        if split_of[next(iter(group))] == "odt" and all(lang[m] == "en" for m in group):
+            assert any((m, x) in edges or (x, m) in edges for m in group for x in odt_foreign), group
+
+    def en_en(a, b):
+        return lang[a] == "en" and lang[b] == "en"
+
+    def keep(a, b):
+        return split_of[a] == split_of[b] and not (split_of[a] == "odt" and en_en(a, b))
+
+    expected: dict[str, dict[tuple[str, str, str], int]] = {"dc": {}, "cc": defaultdict(int), "bc": defaultdict(int)}
+    for a, b in edges:
+        if keep(a, b):
+            expected["dc"][(split_of[a], a, b)] = 1
+    refs, citers = defaultdict(set), defaultdict(set)
+    for a, b in edges:
+        refs[a].add(b)
+        citers[b].add(a)
+    for relation, groups in (("cc", refs), ("bc", citers)):  # CC: both cited by C; BC: both cite C
+        assert max(len(g) for g in groups.values()) <= MAX_DEGREE  # the cap never applies here
+        for members in groups.values():
+            for a, b in combinations(sorted(members), 2):
+                if keep(a, b):
+                    expected[relation][(split_of[a], a, b)] += 1
+    for relation in ("dc", "cc", "bc"):
+        got = {}
+        for split in ("train", "idt", "odt"):
+            for r in _rows(out / "pairs" / relation / f"split={split}", ["doi_a", "doi_b", "lang_a", "lang_b",
+                                                                         "lang_class", "support"]):
+                assert (r["lang_a"], r["lang_b"]) == (lang[r["doi_a"]], lang[r["doi_b"]])
+                cls = ("en" if r["lang_a"] == "en" else "xx") + "-" + ("en" if r["lang_b"] == "en" else "xx")
+                assert r["lang_class"] == cls
+                key = (split, r["doi_a"], r["doi_b"])
+                assert key not in got
+                got[key] = r["support"]
+        want = dict(expected[relation])
+        print(f"{relation}: {len(got)} pairs, {sum(got.values())} instances")
+        assert len(want) > 100, relation
+        assert sorted(set(got) ^ set(want))[:5] == [], relation
+        assert {k for k in want if got[k] != want[k]} == set(), relation
+
+
+# Folders of a build and their schema (`schemas/tables.py`).
+_SCHEMA_OF = [
+    (re.compile(r"^pairs/(?:dc|cc|bc)/split=\w+$"), tables.PAIRS),
+    (re.compile(r"^pairs/mix/[^/]+/split=\w+$"), tables.MIXES),
+    (re.compile(r"^negatives/split=\w+$"), tables.NEGATIVES),
+    (re.compile(r"^rejects/\w+$"), tables.REJECTS),
+    (re.compile(r"^(papers|fetch|documents|citations|splits|enriched)$"), None),
+]
+
+
+def schema_problems(out: Path) -> list[str]:
+    """Every Parquet file under a build whose columns (names, order, types) are not its
+    folder's schema, or that lies in a folder no schema covers."""
+    problems = []
+    for path in sorted(out.rglob("*.parquet")):
+        folder = path.parent.relative_to(out).as_posix()
+        match = next(((p, s) for p, s in _SCHEMA_OF if p.match(folder)), None)
+        if match is None:
+            problems.append(f"{folder}: no schema for this folder")
+            continue
+        expected = match[1] or tables.SCHEMAS[folder]
+        got = pq.read_schema(path)
+        if [(f.name, f.type) for f in got] != [(f.name, f.type) for f in expected]:
+            have = {f.name: f.type for f in got}
+            diff = [f"{f.name}: {have.get(f.name, 'missing')} != {f.type}" for f in expected if have.get(f.name) != f.type]
+            extra = [n for n in have if n not in expected.names]
+            problems.append(f"{path.relative_to(out)}: {diff or ''} {'extra ' + str(extra) if extra else ''}".strip())
+    return problems
+
+
+def test_every_parquet_file_of_every_stage_has_its_schema(demo_build, tmp_path):
+    _, out = demo_build
+    folders = {p.parent.relative_to(out).as_posix() for p in out.rglob("*.parquet")}
+    assert {"papers", "fetch", "documents", "citations", "splits", "rejects/papers", "pairs/cc/split=odt"} <= folders
+    assert sum(1 for _ in out.rglob("*.parquet")) > 100
+    assert schema_problems(out) == []
+    # the check itself, on a broken copy: a file missing a column, one with a changed type
+    broken = tmp_path / "broken"
+    (broken / "splits").mkdir(parents=True)
+    (broken / "citations").mkdir()
+    table = pq.read_table(next((out / "splits").glob("*.parquet")))
+    pq.write_table(table.drop_columns(["group"]), broken / "splits" / "part-00000-of-00001.parquet")
+    edges = pq.read_table(next((out / "citations").glob("*.parquet")))
+    pq.write_table(edges.set_column(2, "citing_id", edges["citing_id"].cast(pa.string())),
+                   broken / "citations" / "part-00000-of-00001.parquet")
+    assert schema_problems(broken) == ["citations/part-00000-of-00001.parquet: ['citing_id: string != int64']",
+                                       "splits/part-00000-of-00001.parquet: ['group: missing != string']"]
