@@ -27,6 +27,7 @@ from openmsd_build.evaluate.corpus import NO_YEAR, Corpus
 from openmsd_build.evaluate.large_pool import positives_of
 from openmsd_build.evaluate.sparse_bm25 import SparseBM25
 from openmsd_build.evaluate.tokenize import tokenize
+from openmsd_build.evaluate.topk import top_k
 
 TYPES = ("positive", "bm25", "graph", "popular", "random")
 ALL_RELATIONS = ("dc", "cc", "bc")
@@ -63,6 +64,18 @@ def graph_neighbours(corpus: Corpus, q: int) -> np.ndarray:
     return np.setdiff1d(hop, np.append(refs, q))
 
 
+def _pick(cands, n: int, ok: np.ndarray) -> list[int]:
+    """The first `n` candidates (in the given order) that `ok` admits."""
+    got: list[int] = []
+    for c in cands:
+        if len(got) >= n:
+            break
+        if ok[int(c)]:
+            got.append(int(c))
+            ok[int(c)] = False
+    return got
+
+
 def build_benchmark(corpus: Corpus, config: BenchmarkConfig, tokens: list[list[str]] | None = None) -> list[dict]:
     """Rows (query, candidate, label, type) of the benchmark (see the module docstring)."""
     rng = np.random.default_rng([config.seed, len(corpus)])
@@ -79,34 +92,22 @@ def build_benchmark(corpus: Corpus, config: BenchmarkConfig, tokens: list[list[s
     rows: list[dict] = []
     for q in eligible:
         q = int(q)
-        older = (years != NO_YEAR) & (years <= years[q])
-        older[q] = False
-        taken = np.zeros(len(corpus), dtype=bool)
-        taken[q] = True
-        banned = related(corpus, q)
+        allowed = (years != NO_YEAR) & (years <= years[q])  # never newer than the query
+        allowed[q] = False
+        negative_ok = allowed.copy()
+        negative_ok[related(corpus, q)] = False  # a negative is related by no relation
 
-        def add(cands, kind: str, n: int, label: int, q=q, taken=taken, banned=banned, older=older) -> None:
-            got = 0
-            for c in cands:
-                c = int(c)
-                if got >= n:
-                    break
-                if taken[c] or not older[c] or (label == 0 and c in banned_set):
-                    continue
-                taken[c] = True
-                rows.append({"query": q, "candidate": c, "label": label, "type": kind})
-                got += 1
+        def add(cands, kind: str, n: int, ok: np.ndarray, q: int = q) -> None:
+            for c in _pick(cands, n, ok):  # `ok` loses each pick: one type per candidate
+                rows.append({"query": q, "candidate": c, "label": int(kind == "positive"), "type": kind})
 
-        banned_set = set(banned.tolist())
-        pos = positives_of(corpus, q, config.relations)
-        add(rng.permutation(pos), "positive", config.positives, 1)
-        scores = index.score_tokens([tokens[q]])[0]
-        scores = np.where(older, scores, -np.inf)
-        best = np.lexsort((np.arange(len(corpus)), -scores))
-        add((c for c in best if np.isfinite(scores[c]) and scores[c] > 0), "bm25", config.per_type, 0)
-        add(rng.permutation(graph_neighbours(corpus, q)), "graph", config.per_type, 0)
+        add(rng.permutation(positives_of(corpus, q, config.relations)), "positive", config.positives, allowed)
+        scores = np.where(negative_ok, index.score_tokens([tokens[q]])[0], -np.inf)
+        best = top_k(scores[None, :], config.per_type)[0]
+        add((c for c in best if c >= 0 and scores[c] > 0), "bm25", config.per_type, negative_ok)
+        add(rng.permutation(graph_neighbours(corpus, q)), "graph", config.per_type, negative_ok)
         field = corpus.categories[q][0] if corpus.categories[q] else None
         if field is not None:
-            add((c for c in by_popularity if field in corpus.categories[c]), "popular", config.per_type, 0)
-        add(rng.permutation(np.flatnonzero(older)), "random", config.per_type, 0)
+            add((c for c in by_popularity if field in corpus.categories[c]), "popular", config.per_type, negative_ok)
+        add(rng.permutation(np.flatnonzero(negative_ok)), "random", config.per_type, negative_ok)
     return rows
