@@ -79,21 +79,32 @@ def _pairs_from(product: sp.csr_matrix, min_support: int) -> tuple[np.ndarray, n
     return m.row[keep], m.col[keep], m.data[keep].astype(np.int64)
 
 
-def synthetic_build(out: str, n: int, seed: int = 0, refs: int = 8, split_fractions=(0.2, 0.8),
-                    min_support: int = 2, max_bridge: int = 200) -> dict:
-    """Write the synthetic build under `out`; returns its counts. `split_fractions` is
-    (train, idt) of the non-ODT papers."""
+def synthetic_papers(n: int, seed: int = 0) -> dict:
+    """Languages, years, topics, titles and abstracts of `n` synthetic papers (see the
+    module docstring); also what bench/eval_bench.py times BM25 and search on."""
     rng = np.random.default_rng([seed, n])
     n_topics = max(8, n // 400)
     lang_idx = rng.choice(len(LANGUAGES), size=n, p=np.asarray(LANGUAGE_WEIGHTS) / sum(LANGUAGE_WEIGHTS))
     years = (2000 + np.floor(24 * rng.random(n) ** 0.6)).astype(np.int32)
     topics = rng.integers(0, n_topics, n)
-    fields = topics % max(4, n_topics // 10)
-    order = np.lexsort((np.arange(n), years))  # by year: citations point backwards in this order
-    dois = [f"10.9999/syn.{i:07d}" for i in range(n)]
     langs = [LANGUAGES[i] for i in lang_idx]
     titles = [_text(rng, langs[i], int(topics[i]), TITLE_WORDS) for i in range(n)]
     abstracts = [_text(rng, langs[i], int(topics[i]), ABSTRACT_WORDS) for i in range(n)]
+    return {"rng": rng, "topics_n": n_topics, "lang_idx": lang_idx, "years": years, "topics": topics,
+            "languages": langs, "titles": titles, "abstracts": abstracts}
+
+
+def synthetic_build(out: str, n: int, seed: int = 0, refs: int = 8, split_fractions=(0.2, 0.8),
+                    min_support: int = 2, max_bridge: int = 200) -> dict:
+    """Write the synthetic build under `out`; returns its counts. `split_fractions` is
+    (train, idt) of the non-ODT papers."""
+    p = synthetic_papers(n, seed)
+    rng = p["rng"]
+    n_topics, lang_idx, years, topics = p["topics_n"], p["lang_idx"], p["years"], p["topics"]
+    langs, titles, abstracts = p["languages"], p["titles"], p["abstracts"]
+    fields = topics % max(4, n_topics // 10)
+    order = np.lexsort((np.arange(n), years))  # by year: citations point backwards in this order
+    dois = [f"10.9999/syn.{i:07d}" for i in range(n)]
     cats = [[f"field-{int(f):02d}"] for f in fields]
 
     # citations: rank within the topic's year order, targets biased to older papers
