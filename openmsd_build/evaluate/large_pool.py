@@ -34,7 +34,7 @@ import numpy as np
 
 from openmsd_build.evaluate import tasks, topk
 from openmsd_build.evaluate.corpus import NO_YEAR, Corpus
-from openmsd_build.evaluate.sparse_bm25 import SparseBM25
+from openmsd_build.evaluate.sparse_bm25 import SparseBM25, count_matrix
 from openmsd_build.evaluate.tokenize import tokenize
 
 SAMPLING = (
@@ -145,16 +145,28 @@ class BM25Model:
         self.k1, self.b = k1, b
         self.tokens = tokens if tokens is not None else [tokenize(corpus.text(i), corpus.languages[i])
                                                          for i in range(len(corpus))]
+        self._counts = None
 
     def with_params(self, k1: float, b: float) -> BM25Model:
-        return BM25Model(self.corpus, k1, b, self.tokens)
+        other = BM25Model(self.corpus, k1, b, self.tokens)
+        other._counts = self.counts
+        return other
 
     def params(self) -> dict:
         return {"k1": self.k1, "b": self.b, "method": "lucene", "library": "openmsd sparse (scipy)"}
 
+    @property
+    def counts(self):
+        """The corpus's term counts (built once, shared by re-weighted copies): a pool's
+        index is its rows, a query its row."""
+        if self._counts is None:
+            self._counts = count_matrix(self.tokens)
+        return self._counts
+
     def prepare(self, candidates: np.ndarray):
-        index = SparseBM25([], [], self.k1, self.b, token_lists=[self.tokens[i] for i in candidates])
-        return lambda queries: index.score_tokens([self.tokens[int(q)] for q in queries])
+        tf, vocab = self.counts
+        index = SparseBM25.from_counts(tf[candidates], vocab, self.k1, self.b)
+        return lambda queries: index.score_counts(tf[np.asarray(queries, dtype=np.int64)])
 
 
 class DenseModel:
