@@ -34,6 +34,8 @@ INSTALL_REQUIRES = [
     "matplotlib>=3.7,<4",
     "orjson>=3.9,<4",
     "bm25s>=0.2,<1",
+    # sparse document-term matrices: the large-pool BM25 (evaluate/sparse_bm25.py)
+    "scipy>=1.11,<2",
 ]
 
 setup(
@@ -53,6 +55,16 @@ setup(
             "ruff>=0.5",
             "datasets>=2.18",
             "gcp-storage-emulator>=2024.8.3",
+            # the reference implementation the evaluation metrics are checked against
+            # (trec_eval's C code in a wheel; nothing is downloaded at run time)
+            "pytrec-eval-terrier>=0.5.6",
+            # the simplest BM25 alternative bench/eval_bench.py times side by side
+            "rank-bm25>=0.2.2",
+        ],
+        # local encoder folders for `evaluate-pools --encoder` (never downloaded)
+        "encoders": [
+            "sentence-transformers>=3",
+            "model2vec>=0.3",
         ],
         "gcp": [
             "apache-beam[gcp]>=2.60,<3",

@@ -31,6 +31,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("openmsd_build.export.command", "export retrieval tasks and trainer pairs (BEIR, MTEB, HF datasets)"),
     "enrich": ("openmsd_build.enrich.command", "English summaries of non-English papers (chat / translation endpoints)"),
     "evaluate": ("openmsd_build.evaluate.command", "MAP and nDCG@10 on IDT / ODT retrieval (embeddings or BM25)"),
+    "evaluate-pools": ("openmsd_build.evaluate.pools_command",
+                       "large-pool citation recommendation (MDCR-style) and the typed benchmark"),
 }
 
 

@@ -238,6 +238,9 @@ def export_build(
         part["title_abstract"] = counts
         summary["trainer"][split] = part
 
+    from openmsd_build.export.pools import export_pools
+
+    summary["large_pool"] = export_pools(out, dest) if "://" not in dest else None
     card = hf_dataset.card_markdown(configs, skipped, sorted(languages), PRETTY_NAME, CARD_BODY)
     _write_bytes(join_path(dest, "README.md"), card.encode("utf-8"))
     summary["configs"] = [c.name for c in configs]

@@ -132,6 +132,9 @@ def blocks(stats: dict, pngs: dict[str, bytes]) -> list[Block]:
     out += _table3(stats)
     out += _evaluation(stats)
     out += _recipes(stats)
+    from openmsd_build.report.large_pool import large_pool_blocks
+
+    out += large_pool_blocks(stats)
     out += _funnel(stats)
     out += _fetch(stats)
     out += _queue(stats)

@@ -576,6 +576,13 @@ def evaluation_section(out: str) -> dict | None:
     }
 
 
+def large_pool_section(out: str) -> dict | None:
+    """`evaluate-pools` results (report/large_pool.py)."""
+    from openmsd_build.report.large_pool import large_pool_section as section
+
+    return section(out)
+
+
 def compute_stats(out: str, top: int = 20, rate_per_host: float | None = 1.0) -> dict:
     """All numbers of the report for the output root `out` (local path or gs://)."""
     docs = documents_section(out, top)
@@ -598,6 +605,7 @@ def compute_stats(out: str, top: int = 20, rate_per_host: float | None = 1.0) ->
         "rejects": rejects_section(out),
         "evaluation": evaluation_section(out),
         "training_recipes": recipes_section(out),
+        "large_pool": large_pool_section(out),
     }
     stats["table1"] = table1(docs, cit)
     stats["funnel"] = funnel(stats)

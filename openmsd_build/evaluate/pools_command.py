@@ -1,0 +1,294 @@
+"""`openmsd-build evaluate-pools`: large-pool citation recommendation (`large_pool`) and the
+fixed small benchmark (`benchmark`) of a build, for BM25 (default and tuned), local encoder
+folders (`encoders`) and precomputed vectors.
+
+BM25 tuning: (k1, b) are chosen by MAP@K on a validation pool sampled the same way from the
+*train* split (never from the evaluated split); when train has no eligible query, the
+default values are kept and the result says so.
+
+Written under `OUT/evaluation/large_pool/` (what the report and `export` read):
+
+    <split>.json                               config, seeds, BM25 grid, metrics (mean, std
+                                               over resamples) per model, pool size, relation,
+                                               language class and language
+    pools/<split>/size=<N>/resample=<i>.parquet   doi, role (query / positive / sampled)
+    benchmark/<split>/corpus.jsonl, queries.jsonl, qrels/test.tsv   BEIR task
+    benchmark/<split>/candidates.parquet       query-id, corpus-id, score, type, languages
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import time
+from importlib import metadata
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from openmsd_build.core import layout
+from openmsd_build.core.errors import UserError
+from openmsd_build.core.parquet_io import join_path
+from openmsd_build.evaluate import benchmark, large_pool, tasks, topk
+from openmsd_build.evaluate.corpus import Corpus, load_corpus
+
+log = logging.getLogger(__name__)
+
+FORMAT_VERSION = 1
+DEFAULT_SIZES = (10_000, 50_000, 200_000)
+GRID_K1 = (0.6, 0.9, 1.2, 1.5, 2.0)
+GRID_B = (0.3, 0.5, 0.75, 0.9)
+VALIDATION_SIZE = 20_000
+VALIDATION_QUERIES = 200
+
+
+def results_dir(out: str) -> str:
+    return join_path(out, "evaluation", "large_pool")
+
+
+def _versions() -> dict:
+    v = {}
+    for pkg in ("numpy", "scipy", "openmsd-build"):
+        try:
+            v[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            v[pkg] = None
+    return v
+
+
+def tune_on_train(train: Corpus | None, relations, seed: int, top_k: int, grid_k1=GRID_K1, grid_b=GRID_B,
+                  size: int = VALIDATION_SIZE, max_queries: int = VALIDATION_QUERIES) -> dict:
+    """The BM25 grid search on a validation pool of the train split (see the module doc)."""
+    if train is None or len(train) == 0:
+        return {"k1": 1.5, "b": 0.75, "validation_map": None, "note": "no train split: defaults kept"}
+    eligible = large_pool.query_candidates(train, relations)
+    if eligible.size == 0:
+        return {"k1": 1.5, "b": 0.75, "validation_map": None, "note": "no eligible train query: defaults kept"}
+    sample = large_pool.sample_pool(train, size, [seed, size, 999], relations, max_queries=max_queries,
+                                    eligible_queries=eligible)
+    model = large_pool.BM25Model(train)
+    return large_pool.tune_bm25(train, model, sample, relations[0], grid_k1, grid_b, top_k=top_k)
+
+
+def pool_table(corpus: Corpus, sample: large_pool.PoolSample, relations) -> pa.Table:
+    role = np.full(len(corpus), "", dtype=object)
+    role[sample.candidates] = "sampled"
+    pos = [large_pool.positives_of(corpus, int(q), relations) for q in sample.queries]
+    if pos:
+        role[np.unique(np.concatenate(pos))] = "positive"
+    role[sample.queries] = "query"
+    keep = np.union1d(sample.candidates, sample.queries)
+    return pa.table({"doi": [corpus.dois[i] for i in keep], "role": [role[i] for i in keep],
+                     "year": corpus.years[keep].astype(np.int32),
+                     "language": [corpus.languages[i] for i in keep]})
+
+
+def _write_parquet(table: pa.Table, path: str) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    pq.write_table(table, path, compression="zstd")
+
+
+def write_benchmark(directory: str, corpus: Corpus, rows: list[dict]) -> dict:
+    """The benchmark as a BEIR task plus `candidates.parquet` (the type on each row)."""
+    os.makedirs(join_path(directory, "qrels"), exist_ok=True)
+    queries = sorted({r["query"] for r in rows})
+    docs = sorted({r["candidate"] for r in rows})
+
+    def jsonl(path: str, items: list[dict]) -> None:
+        with open(path, "w", encoding="utf-8") as f:
+            f.writelines(json.dumps(x, ensure_ascii=False) + "\n" for x in items)
+
+    jsonl(join_path(directory, "corpus.jsonl"), [{"_id": corpus.dois[i], "title": corpus.titles[i] or "",
+                                                  "text": corpus.abstracts[i] or "",
+                                                  "language": corpus.languages[i]} for i in docs])
+    jsonl(join_path(directory, "queries.jsonl"), [{"_id": corpus.dois[i], "text": corpus.text(i),
+                                                   "language": corpus.languages[i]} for i in queries])
+    with open(join_path(directory, "qrels", "test.tsv"), "w", encoding="utf-8") as f:
+        f.write("query-id\tcorpus-id\tscore\n")
+        f.writelines(f"{corpus.dois[r['query']]}\t{corpus.dois[r['candidate']]}\t{r['label']}\n" for r in rows)
+    table = pa.table({
+        "query-id": [corpus.dois[r["query"]] for r in rows],
+        "corpus-id": [corpus.dois[r["candidate"]] for r in rows],
+        "score": pa.array([r["label"] for r in rows], pa.int32()),
+        "type": [r["type"] for r in rows],
+        "query_language": [corpus.languages[r["query"]] for r in rows],
+        "corpus_language": [corpus.languages[r["candidate"]] for r in rows],
+    })
+    _write_parquet(table, join_path(directory, "candidates.parquet"))
+    by_type = {t: sum(1 for r in rows if r["type"] == t) for t in benchmark.TYPES}
+    return {"queries": len(queries), "corpus": len(docs), "rows": len(rows), "by_type": by_type}
+
+
+def evaluate_split(corpus: Corpus, models: dict[str, object], sizes, resamples: int, seed: int, relations,
+                   top_k: int, recall_k: int, latest_years: int, max_queries: int, fields=(),
+                   pools_dir: str | None = None) -> dict:
+    """Every model on every (size, resample) pool of one split, plus field-level pools."""
+    eligible_all = large_pool.query_candidates(corpus, relations, latest_years)
+    runs = []
+    for field in (None, *fields):
+        eligible = eligible_all if field is None else large_pool.query_candidates(corpus, relations, latest_years,
+                                                                                  field)
+        for size in sizes:
+            samples = []
+            per_model: dict[str, list[dict]] = {m: [] for m in models}
+            for i in range(resamples):
+                s = large_pool.sample_pool(corpus, size, large_pool.sample_seed(seed, size, i, field), relations,
+                                           latest_years, max_queries, field, eligible_queries=eligible)
+                samples.append(s.describe())
+                if pools_dir:
+                    name = f"size={size}" if field is None else f"field={field}/size={size}"
+                    _write_parquet(pool_table(corpus, s, relations),
+                                   join_path(pools_dir, corpus.split, name, f"resample={i}.parquet"))
+                for m, model in models.items():
+                    started = time.time()
+                    per_model[m].append(large_pool.evaluate_sample(corpus, s, model, relations, top_k, recall_k))
+                    log.info("%s %s size %d resample %d: %.1fs", corpus.split, m, size, i, time.time() - started)
+            runs.append({"field": field, "size_requested": size,
+                         "size": int(np.median([d["size"] for d in samples])) if samples else 0,
+                         "samples": samples,
+                         "models": {m: large_pool.aggregate(v) for m, v in per_model.items()}})
+    return {"split": corpus.split, "papers": len(corpus), "eligible_queries": int(eligible_all.size), "runs": runs}
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def _ints(value: str) -> list[int]:
+    try:
+        return [int(v.replace("_", "")) for v in value.split(",") if v.strip()]
+    except ValueError as exc:
+        raise UserError(f"not a list of integers: {value}") from exc
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", required=True, help="output root of a build")
+    parser.add_argument("--split", action="extend", nargs="+", choices=layout.SPLIT_NAMES, default=None,
+                        help="splits to evaluate (default idt and odt)")
+    parser.add_argument("--pool-sizes", default=",".join(str(s) for s in DEFAULT_SIZES),
+                        help="candidate pool sizes, capped by the split (default 10000,50000,200000)")
+    parser.add_argument("--resamples", type=int, default=3, help="pools per size (default 3)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of every sample (recorded)")
+    parser.add_argument("--relations", default=",".join(layout.RELATIONS), help="comma-separated (default dc,cc,bc)")
+    parser.add_argument("--latest-years", type=int, default=1, help="queries from the split's latest N years")
+    parser.add_argument("--max-queries", type=int, default=1000, help="queries per pool (default 1000)")
+    parser.add_argument("--field", action="append", default=[], help="also field-level pools of this category")
+    parser.add_argument("--top-k", type=int, default=topk.DEFAULT_TOP_K, help="retrieved per query (default 500)")
+    parser.add_argument("--recall-k", type=int, default=topk.DEFAULT_RECALL_K, help="R@k cut-off (default 30)")
+    parser.add_argument("--no-tune", action="store_true", help="skip the BM25 grid search (bm25 defaults only)")
+    parser.add_argument("--encoder", action="append", default=[], metavar="DIR",
+                        help="a local encoder folder (see evaluate/encoders.py); repeatable")
+    parser.add_argument("--embeddings", action="append", default=[], metavar="FILE",
+                        help="precomputed vectors (Parquet doi + vector, as `evaluate`); repeatable")
+    parser.add_argument("--benchmark-queries", type=int, default=100, help="benchmark queries per split (0: none)")
+    parser.add_argument("--benchmark-relations", default="dc", help="the benchmark's positives (default dc)")
+
+
+def _models_for(corpus: Corpus, bm25_params: dict | None, encoders: dict, embeddings: dict) -> dict:
+    from openmsd_build.evaluate.command import embedding_scorer_factory
+    from openmsd_build.evaluate.encoders import encode_corpus
+
+    base = large_pool.BM25Model(corpus)
+    models: dict[str, object] = {"bm25": base}
+    if bm25_params is not None:
+        models["bm25_tuned"] = base.with_params(bm25_params["k1"], bm25_params["b"])
+    texts = [corpus.text(i) for i in range(len(corpus))]
+    for name, enc in encoders.items():
+        models[name] = large_pool.DenseModel(encode_corpus(enc, texts, corpus.languages), name)
+    for name, (dois, matrix) in embeddings.items():
+        pool = tasks.Pool(split=corpus.split, dois=corpus.dois, titles=corpus.titles, abstracts=corpus.abstracts,
+                          languages=corpus.languages)
+        models[name] = large_pool.DenseModel(embedding_scorer_factory(dois, matrix)(pool).unit, name)
+    return models
+
+
+def run_pools(out: str, splits, sizes, resamples: int = 3, seed: int = 0, relations=layout.RELATIONS,
+              latest_years: int = 1, max_queries: int = 1000, fields=(), top_k: int = topk.DEFAULT_TOP_K,
+              recall_k: int = topk.DEFAULT_RECALL_K, tune: bool = True, encoders: dict | None = None,
+              embeddings: dict | None = None, bench_config: benchmark.BenchmarkConfig | None = None) -> dict:
+    """The whole evaluation of `splits`; writes `results_dir(out)` and returns {split: result}."""
+    relations = tuple(relations)
+    started = time.time()
+    tuning = None
+    if tune:
+        train = load_corpus(out, "train", relations)
+        tuning = tune_on_train(train, relations, seed, top_k)
+    dest = results_dir(out)
+    results = {}
+    for split in splits:
+        corpus = load_corpus(out, split, relations)
+        models = _models_for(corpus, tuning, encoders or {}, embeddings or {})
+        res = evaluate_split(corpus, models, sizes, resamples, seed, relations, top_k, recall_k, latest_years,
+                             max_queries, fields, pools_dir=join_path(dest, "pools"))
+        res.update(format_version=FORMAT_VERSION, seed=seed, relations=list(relations), top_k=top_k,
+                   recall_k=recall_k, latest_years=latest_years, max_queries=max_queries, resamples=resamples,
+                   sizes=list(sizes), bm25_tuning=tuning, versions=_versions(),
+                   models={m: (mod.params() if hasattr(mod, "params") else {}) for m, mod in models.items()},
+                   sampling=large_pool.SAMPLING)
+        if bench_config is not None and bench_config.queries > 0:
+            rows = benchmark.build_benchmark(corpus, bench_config, tokens=models["bm25"].tokens)
+            res["benchmark"] = {**bench_config.describe(),
+                                **write_benchmark(join_path(dest, "benchmark", split), corpus, rows)}
+        res["seconds"] = round(time.time() - started, 1)
+        os.makedirs(dest, exist_ok=True)
+        with open(join_path(dest, f"{split}.json"), "w", encoding="utf-8") as f:
+            json.dump(res, f, indent=2, sort_keys=True)
+        results[split] = res
+    return results
+
+
+def format_split(res: dict, relation: str | None = None) -> str:
+    """The headline table: model x pool size x language class, mean ± std over resamples."""
+    rel = relation or res["relations"][0]
+    rk = f"r@{res['recall_k']}"
+    lines = [f"{res['split']}: {res['papers']:,} papers, {res['eligible_queries']:,} eligible queries; "
+             f"relation {rel.upper()}, top {res['top_k']}, {res['resamples']} resamples (mean ± std)",
+             f"{'model':14} {'field':10} {'pool':>8} {'class':6} {'MAP':>15} {'nDCG':>15} {rk.upper():>15} "
+             f"{'MRR':>15} {'queries':>8}"]
+
+    def ms(m: dict) -> str:
+        return "—" if m["mean"] is None else f"{100 * m['mean']:6.2f} ± {100 * m['std']:5.2f}"
+
+    for run in res["runs"]:
+        for model, by_rel in run["models"].items():
+            for cls in ("all", *tasks.LANG_CLASSES):
+                m = by_rel.get(rel, {}).get(cls)
+                if not m:
+                    continue
+                lines.append(f"{model:14} {run['field'] or '—':10} {run['size']:>8,} {cls:6} {ms(m['map']):>15} "
+                             f"{ms(m['ndcg']):>15} {ms(m[rk]):>15} {ms(m['mrr']):>15} {int(np.mean(m['queries'])):>8}")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace, beam_args: list[str]) -> int:
+    if beam_args:
+        raise UserError(f"evaluate-pools runs no Beam pipeline; unknown options: {' '.join(beam_args)}")
+    if not os.path.isdir(args.out):
+        raise UserError(f"output root not found (a local folder): {args.out}")
+    relations = tuple(r.strip() for r in args.relations.split(",") if r.strip())
+    bench_rel = tuple(r.strip() for r in args.benchmark_relations.split(",") if r.strip())
+    if not relations or not set(relations) | set(bench_rel) <= set(layout.RELATIONS):
+        raise UserError(f"--relations: choose from {', '.join(layout.RELATIONS)}")
+    sizes = _ints(args.pool_sizes)
+    if not sizes or min(sizes) < 1 or args.resamples < 1 or args.top_k < 1 or args.recall_k < 1:
+        raise UserError("--pool-sizes, --resamples, --top-k and --recall-k must be positive")
+    from openmsd_build.evaluate.command import read_embeddings
+    from openmsd_build.evaluate.encoders import load_encoder
+
+    encoders = {os.path.basename(os.path.normpath(p)): load_encoder(p) for p in args.encoder}
+    embeddings = {os.path.splitext(os.path.basename(p))[0]: read_embeddings(p) for p in args.embeddings}
+    results = run_pools(
+        args.out, args.split or list(tasks.EVAL_SPLITS), sizes, args.resamples, args.seed, relations,
+        args.latest_years, args.max_queries, tuple(args.field), args.top_k, args.recall_k, not args.no_tune,
+        encoders, embeddings, benchmark.BenchmarkConfig(queries=args.benchmark_queries, relations=bench_rel,
+                                                        seed=args.seed),
+    )
+    for res in results.values():
+        print(format_split(res))
+        if res.get("bm25_tuning"):
+            t = res["bm25_tuning"]
+            print(f"BM25 tuned on train: k1 {t['k1']}, b {t['b']} (validation MAP {t['validation_map']})")
+    print(f"written: {results_dir(args.out)}")
+    return 0

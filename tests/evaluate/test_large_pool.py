@@ -1,0 +1,271 @@
+"""Large-pool evaluation and the typed benchmark: top-K metrics equal trec_eval's
+(pytrec_eval) on random rankings; sampling never admits a candidate newer than its query and
+puts every positive in its pool; the benchmark's candidate types are what they claim; the
+sparse BM25 equals bm25s; everything is determined by the seed; and the command end to end
+on a small synthetic build (results, pools, benchmark, report section, export card)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from openmsd_build.cli import main
+from openmsd_build.evaluate import benchmark, large_pool, tasks, topk
+from openmsd_build.evaluate.bm25 import BM25Scorer
+from openmsd_build.evaluate.corpus import NO_YEAR, Corpus, attach_citations, load_corpus
+from openmsd_build.evaluate.encoders import StaticEncoder, load_encoder
+from openmsd_build.evaluate.sparse_bm25 import SparseBM25
+from openmsd_build.evaluate.synthetic import synthetic_build, synthetic_static_encoder
+
+pytrec_eval = pytest.importorskip("pytrec_eval")
+
+
+# --------------------------------------------------------------------------- metrics
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_topk_metrics_equal_trec_eval_on_random_rankings(seed):
+    rng = np.random.default_rng(seed)
+    n_docs, k, n_queries = 400, 50, 30
+    qrels, run, ours = {}, {}, {}
+    for q in range(n_queries):
+        scores = rng.random(n_docs)  # continuous: no ties (trec_eval breaks ties by docno)
+        if q % 7 == 3:
+            scores[rng.random(n_docs) < 0.5] = -np.inf  # masked candidates are never returned
+        relevant = np.sort(rng.choice(n_docs, size=int(rng.integers(1, 80)), replace=False))
+        ranked = topk.top_k(scores[None, :], k)[0]
+        assert list(ranked[ranked >= 0]) == [int(i) for i in np.argsort(-scores)[:k] if np.isfinite(scores[i])]
+        m = topk.query_metrics(ranked, relevant, {"r@30": 30, "r@5": 5})
+        qid = f"q{q}"
+        qrels[qid] = {f"d{d}": 1 for d in relevant}
+        run[qid] = {f"d{d}": float(k - r) for r, d in enumerate(ranked) if d >= 0}
+        ours[qid] = m
+    measures = {f"map_cut_{k}", f"ndcg_cut_{k}", "recall_30", "recall_5", "recip_rank"}
+    ref = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
+    for qid, m in ours.items():
+        assert m["map"] == pytest.approx(ref[qid][f"map_cut_{k}"], abs=1e-4)
+        assert m["ndcg"] == pytest.approx(ref[qid][f"ndcg_cut_{k}"], abs=1e-4)
+        assert m["r@30"] == pytest.approx(ref[qid]["recall_30"], abs=1e-4)
+        assert m["r@5"] == pytest.approx(ref[qid]["recall_5"], abs=1e-4)
+        assert m["mrr"] == pytest.approx(ref[qid]["recip_rank"], abs=1e-4)
+
+
+def test_top_k_breaks_ties_by_position():
+    scores = np.array([[1.0, 2.0, 2.0, 2.0, 0.5]])
+    assert topk.top_k(scores, 2)[0].tolist() == [1, 2]
+    assert topk.top_k(np.array([[-np.inf, 1.0, -np.inf]]), 3)[0].tolist() == [1, -1, -1]
+
+
+def test_sparse_bm25_equals_bm25s():
+    texts = ["alpha beta gamma", "alpha alpha delta", "epsilon beta", "", "gamma gamma gamma alpha zeta"]
+    langs = ["en", None, "xx", "en", "de"]
+    ref = BM25Scorer(texts, langs, k1=1.2, b=0.6)
+    ours = SparseBM25(texts, langs).with_params(1.2, 0.6)
+    for q in range(len(texts)):
+        expect = ref.scores(q)
+        got = ours.score_tokens([ref.tokens[q]])[0]
+        assert got == pytest.approx(expect, rel=1e-5, abs=1e-6)
+
+
+# --------------------------------------------------------------------------- sampling
+
+
+def random_corpus(seed: int, n: int = 600) -> Corpus:
+    """Random years (some unknown), languages, fields, relations and citations, with
+    related papers newer than their query on purpose."""
+    rng = np.random.default_rng(seed)
+    years = rng.integers(2015, 2021, n).astype(np.int32)
+    years[rng.random(n) < 0.05] = NO_YEAR
+    langs = list(rng.choice(["en", "de", "zh"], n))
+    relevance = {}
+    for rel in ("dc", "cc", "bc"):
+        a, b = rng.integers(0, n, 3 * n), rng.integers(0, n, 3 * n)
+        relevance[rel] = tasks.relevance_from_pairs(rel, a, b, n)
+    corpus = Corpus(split="idt", dois=[f"10.1/{i:05d}" for i in range(n)], titles=[f"t{i % 17} w{i % 5}"
+                    for i in range(n)], abstracts=[f"a{i % 13} w{i % 3} common" for i in range(n)],
+                    languages=langs, years=years, categories=[[f"f{i % 4}"] for i in range(n)], relevance=relevance)
+    citing, cited = rng.integers(0, n, 4 * n), rng.integers(0, n, 4 * n)
+    attach_citations(corpus, citing, cited, np.bincount(cited, minlength=n))
+    return corpus
+
+
+class RandomModel:
+    def __init__(self, seed: int):
+        self.seed = seed
+
+    def prepare(self, candidates):
+        rng = np.random.default_rng(self.seed)
+        return lambda queries: rng.random((len(queries), candidates.size))
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("field", [None, "f1"])
+def test_sampling_never_admits_newer_candidates_and_keeps_every_positive(seed, field, monkeypatch):
+    corpus = random_corpus(seed)
+    rels = ("dc", "cc", "bc")
+    sample = large_pool.sample_pool(corpus, 150, [seed], rels, latest_years=2, max_queries=80, field=field)
+    assert sample.queries.size > 0 and sample.positives_newer > 0  # the data has newer partners
+    cand = set(sample.candidates.tolist())
+    max_q_year = corpus.years[sample.queries].max()
+    assert (corpus.years[sample.candidates] != NO_YEAR).all()
+    assert (corpus.years[sample.candidates] <= max_q_year).all()
+    for q in sample.queries:
+        assert corpus.years[q] in np.unique(corpus.years[corpus.years != NO_YEAR])[-2:]
+        if field:
+            assert field in corpus.categories[q]
+        pos = large_pool.positives_of(corpus, int(q), rels)
+        assert pos.size and set(pos.tolist()) <= cand  # every positive is in the pool
+        assert (corpus.years[pos] <= corpus.years[q]).all()
+    # every list the scorer returns respects the query's year and excludes the query
+    seen = []
+    real_top_k = topk.top_k
+
+    def spy(scores, k):
+        ranked = real_top_k(scores, k)
+        seen.append(ranked)
+        return ranked
+
+    monkeypatch.setattr(topk, "top_k", spy)
+    large_pool.evaluate_sample(corpus, sample, RandomModel(seed), rels, top_k=40, batch=16)
+    assert len(seen) == 3 * -(-sample.queries.size // 16)
+    for b, start in enumerate(range(0, sample.queries.size, 16)):
+        queries = sample.queries[start : start + 16]
+        for ranked in seen[3 * b : 3 * b + 3]:
+            for row, q in enumerate(queries):
+                got = sample.candidates[ranked[row][ranked[row] >= 0]]
+                assert q not in got
+                assert (corpus.years[got] <= corpus.years[q]).all()
+
+
+def test_pool_size_is_capped_and_the_filler_comes_from_the_split():
+    corpus = random_corpus(7)
+    small = large_pool.sample_pool(corpus, 10, [1], max_queries=5)
+    big = large_pool.sample_pool(corpus, 10**6, [1], max_queries=5)
+    assert small.candidates.size == small.positives  # positives are never dropped to meet the size
+    eligible = (corpus.years != NO_YEAR) & (corpus.years <= corpus.years[big.queries].max())
+    assert big.candidates.size == int(eligible.sum())
+
+
+def test_the_same_seed_gives_the_same_pools_results_and_benchmark():
+    corpus = random_corpus(3)
+    a = large_pool.sample_pool(corpus, 200, large_pool.sample_seed(5, 200, 0), max_queries=20)
+    b = large_pool.sample_pool(corpus, 200, large_pool.sample_seed(5, 200, 0), max_queries=20)
+    c = large_pool.sample_pool(corpus, 200, large_pool.sample_seed(5, 200, 1), max_queries=20)
+    assert a.candidates.tolist() == b.candidates.tolist() and a.queries.tolist() == b.queries.tolist()
+    assert a.candidates.tolist() != c.candidates.tolist()
+    model = large_pool.BM25Model(corpus)
+    assert large_pool.evaluate_sample(corpus, a, model) == large_pool.evaluate_sample(corpus, b, model)
+    cfg = benchmark.BenchmarkConfig(queries=20, seed=4)
+    assert benchmark.build_benchmark(corpus, cfg) == benchmark.build_benchmark(corpus, cfg)
+    other = benchmark.build_benchmark(corpus, benchmark.BenchmarkConfig(queries=20, seed=5))
+    assert other != benchmark.build_benchmark(corpus, cfg)
+
+
+# --------------------------------------------------------------------------- benchmark
+
+
+def test_benchmark_candidate_types_are_what_they_claim():
+    corpus = random_corpus(11)
+    cfg = benchmark.BenchmarkConfig(queries=40, positives=3, per_type=4, relations=("dc",), seed=2)
+    rows = benchmark.build_benchmark(corpus, cfg)
+    assert {r["type"] for r in rows} == set(benchmark.TYPES)
+    # the citation graph, brute force from the CSR lists
+    n = len(corpus)
+    cites = {i: set(corpus.cites.of(i).tolist()) for i in range(n)}
+    cited_by = {i: set(corpus.cited_by.of(i).tolist()) for i in range(n)}
+    tokens = [set(large_pool.BM25Model(corpus).tokens[i]) for i in range(n)]
+    seen = set()
+    for r in rows:
+        q, c, kind = r["query"], r["candidate"], r["type"]
+        assert (q, c) not in seen and q != c  # one type per candidate, never the query
+        seen.add((q, c))
+        assert corpus.years[c] != NO_YEAR and corpus.years[c] <= corpus.years[q]
+        related_any = set().union(*(set(rel.of(q).tolist()) for rel in corpus.relevance.values()))
+        if kind == "positive":
+            assert r["label"] == 1 and c in set(corpus.relevance["dc"].of(q).tolist())
+            continue
+        assert r["label"] == 0 and c not in related_any and c not in cites[q] and c not in cited_by[q]
+        if kind == "graph":
+            assert any(c in cites[ref] or c in cited_by[ref] for ref in cites[q])
+        elif kind == "bm25":
+            assert tokens[q] & tokens[c]  # BM25 scored it above zero
+        elif kind == "popular":
+            assert corpus.categories[q][0] in corpus.categories[c]
+    per_query: dict[int, list[dict]] = {}
+    for r in rows:
+        per_query.setdefault(r["query"], []).append(r)
+    for q, qrows in per_query.items():
+        types = [r["type"] for r in qrows]
+        assert types.count("positive") <= 3 and all(types.count(t) <= 4 for t in benchmark.TYPES[1:])
+        popular = [r["candidate"] for r in qrows if r["type"] == "popular"]
+        if not popular:
+            continue
+        # no free, older, unrelated paper of the field is more cited than a popular pick
+        taken = {r["candidate"] for r in qrows if r["type"] in ("positive", "bm25", "graph", "popular")}
+        related_any = set(benchmark.related(corpus, q).tolist())
+        floor = min(corpus.in_citations[c] for c in popular)
+        for c in range(n):
+            if (c != q and c not in taken and c not in related_any and corpus.years[c] != NO_YEAR
+                    and corpus.years[c] <= corpus.years[q] and corpus.categories[q][0] in corpus.categories[c]):
+                assert corpus.in_citations[c] <= floor
+
+
+# --------------------------------------------------------------------------- end to end
+
+
+def test_encoder_folder_round_trip(tmp_path):
+    enc = StaticEncoder(["alpha", "beta"], np.array([[1.0, 0.0], [0.0, 1.0]], dtype=np.float32))
+    enc.save(str(tmp_path / "enc"))
+    loaded = load_encoder(str(tmp_path / "enc"))
+    assert loaded.encode(["alpha beta", "gamma"], ["en", "en"]).tolist() == [[0.5, 0.5], [0.0, 0.0]]
+    with pytest.raises(Exception, match="never downloaded"):
+        load_encoder(str(tmp_path / "missing"))
+
+
+def test_evaluate_pools_end_to_end_on_a_synthetic_build(tmp_path, capsys):
+    out = str(tmp_path / "build")
+    counts = synthetic_build(out, 1500, seed=3)
+    assert counts["splits"]["idt"] > 500
+    synthetic_static_encoder(counts["topics"], dim=16).save(str(tmp_path / "static"))
+    code = main(["evaluate-pools", "--out", out, "--split", "idt", "--pool-sizes", "300,800", "--resamples", "2",
+                 "--max-queries", "40", "--encoder", str(tmp_path / "static"), "--benchmark-queries", "10",
+                 "--field", "field-01", "--seed", "9"])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "bm25_tuned" in printed and "static" in printed and "BM25 tuned on train" in printed
+    res = json.loads((tmp_path / "build" / "evaluation" / "large_pool" / "idt.json").read_text())
+    assert res["seed"] == 9 and res["bm25_tuning"]["grid"] and res["top_k"] == 500
+    assert [r["samples"][1]["seed"] for r in res["runs"]][:2] == [[9, 300, 1], [9, 800, 1]]
+    assert {r["field"] for r in res["runs"]} == {None, "field-01"}
+    m = res["runs"][0]["models"]["static"]["dc"]
+    assert set(tasks.LANG_CLASSES) <= set(m) and any(k.startswith("lang:") for k in m)
+    assert 0 <= m["all"]["map"]["mean"] <= 1 and m["all"]["map"]["n"] == 2
+    # pools on disk: every query's positives are in its pool
+    corpus = load_corpus(out, "idt")
+    pool = pq.read_table(tmp_path / "build/evaluation/large_pool/pools/idt/size=300/resample=0.parquet").to_pylist()
+    dois = {r["doi"] for r in pool if r["role"] != "query"} | {r["doi"] for r in pool if r["role"] == "query"}
+    pos_of = {d: i for i, d in enumerate(corpus.dois)}
+    for r in pool:
+        if r["role"] == "query":
+            for p in large_pool.positives_of(corpus, pos_of[r["doi"]], ("dc", "cc", "bc")):
+                assert corpus.dois[p] in dois
+    bench = pq.read_table(tmp_path / "build/evaluation/large_pool/benchmark/idt/candidates.parquet")
+    assert set(bench.column("type").to_pylist()) <= set(benchmark.TYPES) and bench.num_rows > 10
+
+    from openmsd_build.report.command import build_report
+
+    stats = build_report(out)
+    assert stats["large_pool"]["idt"]["seed"] == 9
+    md = (tmp_path / "build" / "report" / "report.md").read_text()
+    assert "## Large-pool citation recommendation" in md and "bm25_tuned" in md
+
+    from openmsd_build.export.pools import export_pools
+
+    summary = export_pools(out, str(tmp_path / "export"))
+    card = (tmp_path / "export" / "large_pool" / "README.md").read_text()
+    assert "published in or before" in card and "seed 9" in card
+    assert summary["benchmark"]["idt"]["rows"] == bench.num_rows
+    assert (tmp_path / "export" / "large_pool" / "benchmark" / "idt" / "qrels" / "test.tsv").exists()
