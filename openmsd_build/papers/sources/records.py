@@ -232,22 +232,37 @@ def iter_lines_in(data: bytes, path: str) -> Iterator[Item]:
         start = end + 1
 
 
+def _items_or_lines(data: bytes, path: str, list_keys: tuple[tuple[str, ...], ...]) -> Iterator[Item]:
+    """A document that cannot be parsed whole (invalid somewhere, or too many values): its
+    list of records item by item (`tolerant.iter_list_items`, each item under the record
+    caps, a bad item one failure), or, when it holds no such list, its lines as JSON Lines."""
+    from openmsd_build.papers.sources.tolerant import find_list, iter_list_items
+
+    start = find_list(data, list_keys)
+    if start is None:
+        yield from iter_lines_in(data, path)
+    else:
+        yield from iter_list_items(data, path, start)
+
+
 def iter_documents_in(data: bytes, path: str, list_keys: tuple[tuple[str, ...], ...]) -> Iterator[Item]:
     """`iter_json_documents` on a file's bytes already read (`path` names the origins).
 
-    A file that could parse into more than `MAX_NODES_PER_DOCUMENT` values is never parsed
-    whole: it is read as JSON Lines, where each line has its own caps (a real JSON Lines file
-    is read the same way; a one-line bomb becomes one `record_too_large` reject)."""
+    A file that could parse into more than `MAX_NODES_PER_DOCUMENT` values, or that is not
+    valid JSON as a whole, is never parsed whole: its list of records is read item by item,
+    each under the record caps (one malformed work is one reject, its neighbours are kept),
+    or, with no such list, it is read as JSON Lines, where each line has its own caps (a
+    one-line bomb becomes one `record_too_large` reject)."""
     if not data.strip():
         return
     if count_nodes(data) > MAX_NODES_PER_DOCUMENT:
-        yield from iter_lines_in(data, path)
+        yield from _items_or_lines(data, path, list_keys)
         return
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError:
-        # Not one document: JSON Lines (or broken). Re-read line by line.
-        yield from iter_lines_in(data, path)
+        # One bad work, or JSON Lines: the list's items one by one, else line by line.
+        yield from _items_or_lines(data, path, list_keys)
         return
     for keys in list_keys:
         node = doc

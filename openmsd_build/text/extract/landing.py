@@ -46,6 +46,7 @@ from openmsd_build.core.textclean import (
     normalize_text,
     strip_markup,
 )
+from openmsd_build.text.extract.caps import cap_extraction
 
 MIN_TITLE_CHARS = 3
 MAX_TITLE_CHARS = 1000
@@ -212,7 +213,7 @@ def _json_ld_objects(tree: lxml.html.HtmlElement) -> Iterator[dict[str, Any]]:
             continue
         try:
             data = json.loads(script.text)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested past the parser's limit
             continue
         stack = [data]
         while stack:
@@ -544,7 +545,7 @@ def extract_landing(body: bytes | str, url: str | None = None, with_content: boo
         else:
             rules["content"] = "trafilatura"
 
-    return {
+    return cap_extraction({
         "title": title or None,
         "abstract": abstract or None,
         "abstracts": abstracts[:6],
@@ -552,4 +553,4 @@ def extract_landing(body: bytes | str, url: str | None = None, with_content: boo
         "pdf_url": pdf_url,
         "language_hints": hints,
         "rules": rules,
-    }
+    })

@@ -1,0 +1,194 @@
+"""Reading a whole-document snapshot file item by item when it does not parse whole.
+
+A Crossref public-data-file chunk (`{"items": [...]}`) or an OpenAlex / REST list response
+is one JSON document: one malformed work in it (a raw control character, a `NaN` or
+`Infinity` literal, an object cut short) makes the whole document invalid JSON. Read whole,
+that one work would cost every other work of the file. Here the list of works is found
+and each work is cut out and parsed on its own, so a bad work is one `invalid_json` (or
+`invalid_utf8`, `record_too_large`) failure and its neighbours are kept.
+
+The cutting is a scan of the structural tokens (strings, brackets, commas) with a bracket
+stack, so a work's end is found without parsing it. A work whose brackets do not close
+(cut short) is resynchronised: the scan looks for the next place where a work starts (the
+first key of the works already read, after a `,`) and whose object parses, and everything
+in between is one failure. Scanning is linear in the file for well-formed works; the
+resynchronisation's extra scanning is bounded by `RESYNC_BUDGET_FACTOR` times the file's
+size, past which the rest of the list is one failure.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import orjson
+
+from openmsd_build.papers.sources.records import MAX_RECORD_BYTES, Item, _parse_json
+
+# A JSON string (escapes included), or one structural character. Everything between two
+# tokens (numbers, literals, whitespace, `:`) is skipped by the regex engine.
+_TOKEN_RE = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{},]', re.DOTALL)
+_CLOSE = {ord("]"): ord("["), ord("}"): ord("{")}
+_WS = b" \t\r\n"
+# Total bytes the resynchronisation may rescan, as a multiple of the file's size.
+RESYNC_BUDGET_FACTOR = 4
+
+
+def find_list(data: bytes, list_keys: tuple[tuple[str, ...], ...]) -> int | None:
+    """Offset just after the `[` of the first list found at one of `list_keys` in a JSON
+    object document (or of a document that is a list), or None (no such key, or the
+    prefix itself broken)."""
+    start = _skip_ws(data, 0)
+    if start < len(data) and data[start] == ord("["):
+        return start + 1
+    if start >= len(data) or data[start] != ord("{"):
+        return None
+    wanted = {keys for keys in list_keys if keys}
+    stack: list[int] = []
+    path: list[str | None] = []
+    last_key: str | None = None
+    expecting_key = False
+    for match in _TOKEN_RE.finditer(data, start):
+        token = match.group()
+        first = token[0]
+        if first == ord('"'):
+            if expecting_key:
+                try:
+                    last_key = orjson.loads(token)
+                except orjson.JSONDecodeError:
+                    return None
+                expecting_key = False
+            continue
+        if first in (ord("{"), ord("[")):
+            key_path = (*path[1:], last_key) if stack else ()
+            if first == ord("[") and stack and stack[-1] == ord("{") and tuple(key_path) in wanted:
+                return match.end()
+            stack.append(first)
+            path.append(last_key if len(stack) > 1 else None)
+            expecting_key = first == ord("{")
+            last_key = None
+            continue
+        if first == ord(","):
+            expecting_key = bool(stack) and stack[-1] == ord("{")
+            continue
+        if not stack or stack[-1] != _CLOSE[first]:
+            return None
+        stack.pop()
+        path.pop()
+        expecting_key = False
+        if not stack:
+            return None
+    return None
+
+
+def _skip_ws(data: bytes, pos: int) -> int:
+    size = len(data)
+    while pos < size and data[pos] in _WS:
+        pos += 1
+    return pos
+
+
+def _item_end(data: bytes, pos: int, limit: int) -> tuple[int, bool]:
+    """From `pos` (the first byte of an item), the offset of the `,` or `]` that ends it,
+    and whether the item's brackets closed properly. (`limit`, False) when no end is found
+    before `limit` or a bracket closes the wrong kind."""
+    stack: list[int] = []
+    for match in _TOKEN_RE.finditer(data, pos, limit):
+        first = match.group()[0]
+        if first == ord('"'):
+            continue
+        if first in (ord("{"), ord("[")):
+            stack.append(first)
+        elif first == ord(","):
+            if not stack:
+                return match.start(), True
+        else:
+            if not stack:
+                return (match.start(), True) if first == ord("]") else (match.start(), False)
+            if stack[-1] != _CLOSE[first]:
+                return match.start(), False
+            stack.pop()
+    return limit, False
+
+
+def _first_key(obj: object) -> str | None:
+    if isinstance(obj, dict) and obj:
+        return next(iter(obj))
+    return None
+
+
+def iter_list_items(data: bytes, path: str, list_start: int) -> Iterator[Item]:
+    """Items of the JSON list starting at `list_start` (just after its `[`), each parsed on
+    its own (see the module docstring). Origins are `path:#index`, as when the document
+    parses whole; a failure takes one index."""
+    size = len(data)
+    pos = list_start
+    index = 0
+    key: str | None = None
+    budget = RESYNC_BUDGET_FACTOR * size + (1 << 20)
+    while True:
+        pos = _skip_ws(data, pos)
+        if pos >= size:
+            return  # the file ends inside the list: what was read is kept
+        if data[pos] == ord("]"):
+            return
+        if data[pos] == ord(","):
+            pos += 1
+            continue
+        end, closed = _item_end(data, pos, size)
+        origin = f"{path}:#{index}"
+        index += 1
+        if closed:
+            if end - pos > MAX_RECORD_BYTES:
+                yield Item(origin, reason="record_too_large",
+                           detail=f"item of {end - pos} bytes > {MAX_RECORD_BYTES}", raw=data[pos:pos + 200])
+            else:
+                item = _parse_json(data[pos:end], origin)
+                if item.reason is None:
+                    key = key or _first_key(item.obj)
+                yield item
+            pos = end
+            continue
+        # Cut short or mis-nested: find where the next item starts.
+        resume, cost = _resync(data, pos + 1, key, budget)
+        budget -= cost
+        stop = size if resume is None else resume
+        detail = "item is cut short or its brackets do not match"
+        yield Item(origin, reason="invalid_json", detail=detail, raw=data[pos:min(stop, pos + 200)])
+        if resume is None:
+            return
+        pos = resume
+
+
+def _candidates(data: bytes, start: int, key: str | None) -> Iterator[int]:
+    """Offsets of `{` that may start the next item: after a `,`, followed by the works'
+    first key when one is known (else by any key)."""
+    tail = re.escape(orjson.dumps(key)) if key is not None else rb'"'
+    pattern = re.compile(rb",[ \t\r\n]*(\{[ \t\r\n]*" + tail + rb")")
+    for match in pattern.finditer(data, start):
+        yield match.start(1)
+
+
+def _parses_as_object(data: bytes) -> bool:
+    try:
+        return isinstance(orjson.loads(data), dict)
+    except orjson.JSONDecodeError:
+        return False
+
+
+def _resync(data: bytes, start: int, key: str | None, budget: int) -> tuple[int | None, int]:
+    """The offset of the next item whose brackets close (and that starts with the works'
+    first key, or parses as an object when no work was read yet), and the bytes scanned to
+    find it; None when there is none or the budget is spent. A closed item that does not
+    parse is kept as a candidate: it becomes its own failure, not part of this one."""
+    size = len(data)
+    cost = 0
+    for candidate in _candidates(data, start, key):
+        limit = min(size, candidate + MAX_RECORD_BYTES + 1)
+        end, closed = _item_end(data, candidate, limit)
+        cost += end - candidate
+        if closed and (key is not None or _parses_as_object(data[candidate:end])):
+            return candidate, cost
+        if cost > budget:
+            return None, cost
+    return None, cost
