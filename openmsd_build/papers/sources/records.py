@@ -17,6 +17,8 @@ from typing import Any, BinaryIO, NamedTuple
 
 import orjson
 
+from openmsd_build.core.paths import describe_failure
+
 GZIP_MAGIC = b"\x1f\x8b"
 READ_CHUNK = 1 << 20
 # Caps on decompressed sizes: one JSON Lines record, and one whole-file JSON document
@@ -180,7 +182,7 @@ def iter_raw_lines(path: str) -> Iterator[Item]:
                     continue
                 yield Item(f"{path}:{line_no}", obj=line)
     except (EOFError, OSError, zlib.error) as exc:
-        yield Item(f"{path}:{line_no + 1}", reason=_decode_error(exc), detail=f"{type(exc).__name__}: {exc}")
+        yield Item(f"{path}:{line_no + 1}", reason=_decode_error(exc), detail=describe_failure(exc))
 
 
 def read_all(path: str) -> tuple[bytes | None, Item | None]:
@@ -190,7 +192,7 @@ def read_all(path: str) -> tuple[bytes | None, Item | None]:
         with open_binary(path) as stream:
             data = stream.read(MAX_DOCUMENT_BYTES + 1)
     except (EOFError, OSError, zlib.error) as exc:
-        return None, Item(f"{path}:0", reason=_decode_error(exc), detail=f"{type(exc).__name__}: {exc}")
+        return None, Item(f"{path}:0", reason=_decode_error(exc), detail=describe_failure(exc))
     if len(data) > MAX_DOCUMENT_BYTES:
         return None, Item(f"{path}:0", reason="file_too_large",
                           detail=f"more than {MAX_DOCUMENT_BYTES} bytes decompressed", raw=data[:200])
