@@ -235,9 +235,9 @@ def iter_lines_in(data: bytes, path: str) -> Iterator[Item]:
 
 
 def _items_or_lines(data: bytes, path: str, list_keys: tuple[tuple[str, ...], ...]) -> Iterator[Item]:
-    """A document that cannot be parsed whole (invalid somewhere, or too many values): its
-    list of records item by item (`tolerant.iter_list_items`, each item under the record
-    caps, a bad item one failure), or, when it holds no such list, its lines as JSON Lines."""
+    """A document that is not valid JSON as a whole: its list of records item by item
+    (`tolerant.iter_list_items`, each item under the record caps, a bad item one failure),
+    or, when it holds no such list, its lines as JSON Lines."""
     from openmsd_build.papers.sources.tolerant import find_list, iter_list_items
 
     start = find_list(data, list_keys)
@@ -250,15 +250,16 @@ def _items_or_lines(data: bytes, path: str, list_keys: tuple[tuple[str, ...], ..
 def iter_documents_in(data: bytes, path: str, list_keys: tuple[tuple[str, ...], ...]) -> Iterator[Item]:
     """`iter_json_documents` on a file's bytes already read (`path` names the origins).
 
-    A file that could parse into more than `MAX_NODES_PER_DOCUMENT` values, or that is not
-    valid JSON as a whole, is never parsed whole: its list of records is read item by item,
+    A file that is not valid JSON as a whole has its list of records read item by item,
     each under the record caps (one malformed work is one reject, its neighbours are kept),
-    or, with no such list, it is read as JSON Lines, where each line has its own caps (a
-    one-line bomb becomes one `record_too_large` reject)."""
+    or, with no such list, is read as JSON Lines. A file that could parse into more than
+    `MAX_NODES_PER_DOCUMENT` values is never parsed whole: it is read as JSON Lines, where
+    each line has its own caps (a one-line bomb becomes one `record_too_large` reject), so
+    the item-by-item reading never sees more than that many values either."""
     if not data.strip():
         return
     if count_nodes(data) > MAX_NODES_PER_DOCUMENT:
-        yield from _items_or_lines(data, path, list_keys)
+        yield from iter_lines_in(data, path)
         return
     try:
         doc = orjson.loads(data)

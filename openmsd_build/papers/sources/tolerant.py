@@ -117,6 +117,21 @@ def _first_key(obj: object) -> str | None:
     return None
 
 
+_FIRST_KEY_RE = re.compile(rb'\{[ \t\r\n]*("(?:[^"\\]|\\.)*")[ \t\r\n]*:')
+
+
+def _raw_first_key(data: bytes, pos: int) -> str | None:
+    """The first key of the object starting at `pos`, read without parsing the object."""
+    match = _FIRST_KEY_RE.match(data, pos)
+    if not match:
+        return None
+    try:
+        key = orjson.loads(match.group(1))
+    except orjson.JSONDecodeError:
+        return None
+    return key if isinstance(key, str) else None
+
+
 def iter_list_items(data: bytes, path: str, list_start: int) -> Iterator[Item]:
     """Items of the JSON list starting at `list_start` (just after its `[`), each parsed on
     its own (see the module docstring). Origins are `path:#index`, as when the document
@@ -131,6 +146,14 @@ def iter_list_items(data: bytes, path: str, list_start: int) -> Iterator[Item]:
         if pos >= size:
             return  # the file ends inside the list: what was read is kept
         if data[pos] == ord("]"):
+            after = _skip_ws(data, pos + 1)
+            if after < size and data[after] == ord(","):
+                # a stray `]` (the list goes on after it): one failure, then the next item
+                yield Item(f"{path}:#{index}", reason="invalid_json", detail="stray ] inside the list",
+                           raw=data[max(0, pos - 100):pos + 100])
+                index += 1
+                pos = after + 1
+                continue
             return
         if data[pos] == ord(","):
             pos += 1
@@ -146,10 +169,23 @@ def iter_list_items(data: bytes, path: str, list_start: int) -> Iterator[Item]:
                 item = _parse_json(data[pos:end], origin)
                 if item.reason is None:
                     key = key or _first_key(item.obj)
+                else:
+                    # an item cut short inside a string flips what is string and what is
+                    # not, and can seem to close further on, past good items: resume at the
+                    # first item start inside it that is a whole item of its own
+                    key = key or _raw_first_key(data, pos)
+                    resume, cost = _resync(data, pos + 1, key, budget, end)
+                    budget -= cost
+                    if resume is not None:
+                        yield item._replace(raw=data[pos:min(resume, pos + 200)])
+                        pos = resume
+                        continue
                 yield item
             pos = end
             continue
-        # Cut short or mis-nested: find where the next item starts.
+        # Cut short or mis-nested: find where the next item starts (works share their first
+        # key: the bad item's own tells it when no work was read yet)
+        key = key or _raw_first_key(data, pos)
         resume, cost = _resync(data, pos + 1, key, budget)
         budget -= cost
         stop = size if resume is None else resume
@@ -160,12 +196,12 @@ def iter_list_items(data: bytes, path: str, list_start: int) -> Iterator[Item]:
         pos = resume
 
 
-def _candidates(data: bytes, start: int, key: str | None) -> Iterator[int]:
+def _candidates(data: bytes, start: int, key: str | None, stop: int) -> Iterator[int]:
     """Offsets of `{` that may start the next item: after a `,`, followed by the works'
     first key when one is known (else by any key)."""
     tail = re.escape(orjson.dumps(key)) if key is not None else rb'"'
     pattern = re.compile(rb",[ \t\r\n]*(\{[ \t\r\n]*" + tail + rb")")
-    for match in pattern.finditer(data, start):
+    for match in pattern.finditer(data, start, stop):
         yield match.start(1)
 
 
@@ -176,14 +212,14 @@ def _parses_as_object(data: bytes) -> bool:
         return False
 
 
-def _resync(data: bytes, start: int, key: str | None, budget: int) -> tuple[int | None, int]:
+def _resync(data: bytes, start: int, key: str | None, budget: int, stop: int | None = None) -> tuple[int | None, int]:
     """The offset of the next item whose brackets close (and that starts with the works'
     first key, or parses as an object when no work was read yet), and the bytes scanned to
     find it; None when there is none or the budget is spent. A closed item that does not
     parse is kept as a candidate: it becomes its own failure, not part of this one."""
     size = len(data)
     cost = 0
-    for candidate in _candidates(data, start, key):
+    for candidate in _candidates(data, start, key, size if stop is None else stop):
         limit = min(size, candidate + MAX_RECORD_BYTES + 1)
         end, closed = _item_end(data, candidate, limit)
         cost += end - candidate
