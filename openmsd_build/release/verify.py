@@ -69,13 +69,13 @@ def verified_files(release: str, manifest: dict, wanted) -> tuple[list[str], dic
     files = manifest.get("files") if isinstance(manifest, dict) else None
     for entry in files if isinstance(files, list) else []:
         rel = entry.get("path") if isinstance(entry, dict) else None
-        if isinstance(rel, str) and not wanted(rel):
-            continue
+        if not isinstance(rel, str) or not wanted(rel):
+            continue  # not a file of this use (an entry without a path names no file)
         rel, reason = check_entry(release, entry)
         if reason is None:
             ok.append(rel)
         else:
-            refused[rel or f"<entry {len(refused)}>"] = reason
+            refused[rel] = reason
     return sorted(ok), refused
 
 
