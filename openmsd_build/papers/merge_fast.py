@@ -45,7 +45,8 @@ def merge_frame(records: pa.Table) -> tuple[pa.Table, dict[str, int]]:
     """PROJECTED rows of any number of DOIs -> (`papers` table sorted by DOI, counts).
 
     Counts as in `paper_join.merge_shard`: written, merged_records, merged_duplicates.<src>,
-    joined.<sources>, with_abstract, with_urls."""
+    joined.<sources>, with_abstract, with_urls; and truncated.merged.<field> (rows whose
+    `urls` / `relations` union was cut to `caps.MERGED_LIST_CAPS`)."""
     if records.num_rows == 0:
         return PAPERS.empty_table(), {}
     df = pl.from_arrow(records.cast(PROJECTED)).with_columns(

@@ -111,6 +111,57 @@ def _item_end(data: bytes, pos: int, limit: int) -> tuple[int, bool]:
     return limit, False
 
 
+class _Budget:
+    """Bytes the resynchronisation may still rescan in one file (shared by every step)."""
+
+    def __init__(self, size: int) -> None:
+        self.left = RESYNC_BUDGET_FACTOR * size + (1 << 20)
+
+    def item_closes(self, data: bytes, start: int) -> bool:
+        """Whether the item at `start` closes (its scan charged to the budget)."""
+        end, closed = _item_end(data, start, min(len(data), start + MAX_RECORD_BYTES + 1))
+        self.left -= end - start
+        return closed
+
+
+def _scan_item(data: bytes, pos: int, key: str | None, budget: _Budget) -> tuple[int, bool]:
+    """`_item_end` that also stops at the next place a whole item starts: (end, True) for an
+    item whose brackets close at `end` (its `,` or `]`); (offset, False) for a broken item,
+    `offset` being where the next whole item starts (a `,{"<key>"` whose own item closes),
+    the bracket that does not match, or the end of the scan. An item cut short inside a
+    string flips what the scan takes for strings, so its brackets may never close: without
+    this stop, each such item would be scanned to the end of the file (quadratic). The scan
+    never goes past `MAX_RECORD_BYTES` (a longer item is `record_too_large` anyway), and
+    checking where items start stops when the file's `budget` is spent."""
+    limit = min(len(data), pos + MAX_RECORD_BYTES + 1)
+    candidates = _candidates(data, pos + 1, key, limit) if key is not None else iter(())
+    next_start = next(candidates, None)
+    stack: list[int] = []
+    for match in _TOKEN_RE.finditer(data, pos, limit):
+        while next_start is not None and match.start() > next_start:
+            if budget.left <= 0:
+                next_start = None
+                break
+            if budget.item_closes(data, next_start):
+                return next_start, False
+            next_start = next(candidates, None)
+        first = match.group()[0]
+        if first == ord('"'):
+            continue
+        if first in (ord("{"), ord("[")):
+            stack.append(first)
+        elif first == ord(","):
+            if not stack:
+                return match.start(), True
+        else:
+            if not stack:
+                return match.start(), first == ord("]")
+            if stack[-1] != _CLOSE[first]:
+                return match.start(), False
+            stack.pop()
+    return limit, False
+
+
 def _first_key(obj: object) -> str | None:
     if isinstance(obj, dict) and obj:
         return next(iter(obj))
@@ -140,7 +191,7 @@ def iter_list_items(data: bytes, path: str, list_start: int) -> Iterator[Item]:
     pos = list_start
     index = 0
     key: str | None = None
-    budget = RESYNC_BUDGET_FACTOR * size + (1 << 20)
+    budget = _Budget(size)
     while True:
         pos = _skip_ws(data, pos)
         if pos >= size:
@@ -158,7 +209,8 @@ def iter_list_items(data: bytes, path: str, list_start: int) -> Iterator[Item]:
         if data[pos] == ord(","):
             pos += 1
             continue
-        end, closed = _item_end(data, pos, size)
+        key = key or _raw_first_key(data, pos)
+        end, closed = _scan_item(data, pos, key, budget)
         origin = f"{path}:#{index}"
         index += 1
         if closed:
@@ -167,15 +219,11 @@ def iter_list_items(data: bytes, path: str, list_start: int) -> Iterator[Item]:
                            detail=f"item of {end - pos} bytes > {MAX_RECORD_BYTES}", raw=data[pos:pos + 200])
             else:
                 item = _parse_json(data[pos:end], origin)
-                if item.reason is None:
-                    key = key or _first_key(item.obj)
-                else:
+                if item.reason is not None:
                     # an item cut short inside a string flips what is string and what is
                     # not, and can seem to close further on, past good items: resume at the
                     # first item start inside it that is a whole item of its own
-                    key = key or _raw_first_key(data, pos)
-                    resume, cost = _resync(data, pos + 1, key, budget, end)
-                    budget -= cost
+                    resume = _resync(data, pos + 1, key, budget, end)
                     if resume is not None:
                         yield item._replace(raw=data[pos:min(resume, pos + 200)])
                         pos = resume
@@ -183,11 +231,13 @@ def iter_list_items(data: bytes, path: str, list_start: int) -> Iterator[Item]:
                 yield item
             pos = end
             continue
-        # Cut short or mis-nested: find where the next item starts (works share their first
-        # key: the bad item's own tells it when no work was read yet)
-        key = key or _raw_first_key(data, pos)
-        resume, cost = _resync(data, pos + 1, key, budget)
-        budget -= cost
+        # Cut short or mis-nested: the next item starts at `end` when a whole one was found
+        # there, else it is looked for (works share their first key: the bad item's own
+        # tells it when no work was read yet)
+        if pos < end < size and data[end] == ord("{") and budget.left > 0 and budget.item_closes(data, end):
+            resume: int | None = end
+        else:
+            resume = _resync(data, pos + 1, key, budget)
         stop = size if resume is None else resume
         detail = "item is cut short or its brackets do not match"
         yield Item(origin, reason="invalid_json", detail=detail, raw=data[pos:min(stop, pos + 200)])
@@ -212,19 +262,18 @@ def _parses_as_object(data: bytes) -> bool:
         return False
 
 
-def _resync(data: bytes, start: int, key: str | None, budget: int, stop: int | None = None) -> tuple[int | None, int]:
+def _resync(data: bytes, start: int, key: str | None, budget: _Budget, stop: int | None = None) -> int | None:
     """The offset of the next item whose brackets close (and that starts with the works'
-    first key, or parses as an object when no work was read yet), and the bytes scanned to
-    find it; None when there is none or the budget is spent. A closed item that does not
-    parse is kept as a candidate: it becomes its own failure, not part of this one."""
+    first key, or parses as an object when no work was read yet); None when there is none
+    or the file's budget is spent. A closed item that does not parse is kept as a
+    candidate: it becomes its own failure, not part of this one."""
     size = len(data)
-    cost = 0
     for candidate in _candidates(data, start, key, size if stop is None else stop):
+        if budget.left <= 0:
+            return None
         limit = min(size, candidate + MAX_RECORD_BYTES + 1)
         end, closed = _item_end(data, candidate, limit)
-        cost += end - candidate
+        budget.left -= end - candidate
         if closed and (key is not None or _parses_as_object(data[candidate:end])):
-            return candidate, cost
-        if cost > budget:
-            return None, cost
-    return None, cost
+            return candidate
+    return None
