@@ -88,29 +88,6 @@ def _skip_ws(data: bytes, pos: int) -> int:
     return pos
 
 
-def _item_end(data: bytes, pos: int, limit: int) -> tuple[int, bool]:
-    """From `pos` (the first byte of an item), the offset of the `,` or `]` that ends it,
-    and whether the item's brackets closed properly. (`limit`, False) when no end is found
-    before `limit` or a bracket closes the wrong kind."""
-    stack: list[int] = []
-    for match in _TOKEN_RE.finditer(data, pos, limit):
-        first = match.group()[0]
-        if first == ord('"'):
-            continue
-        if first in (ord("{"), ord("[")):
-            stack.append(first)
-        elif first == ord(","):
-            if not stack:
-                return match.start(), True
-        else:
-            if not stack:
-                return (match.start(), True) if first == ord("]") else (match.start(), False)
-            if stack[-1] != _CLOSE[first]:
-                return match.start(), False
-            stack.pop()
-    return limit, False
-
-
 class _Budget:
     """Bytes the resynchronisation may still rescan in one file (shared by every step)."""
 
@@ -124,21 +101,22 @@ class _Budget:
         return closed
 
 
-def _scan_item(data: bytes, pos: int, key: str | None, budget: _Budget) -> tuple[int, bool]:
-    """`_item_end` that also stops at the next place a whole item starts: (end, True) for an
-    item whose brackets close at `end` (its `,` or `]`); (offset, False) for a broken item,
-    `offset` being where the next whole item starts (a `,{"<key>"` whose own item closes),
-    the bracket that does not match, or the end of the scan. An item cut short inside a
-    string flips what the scan takes for strings, so its brackets may never close: without
-    this stop, each such item would be scanned to the end of the file (quadratic). The scan
-    never goes past `MAX_RECORD_BYTES` (a longer item is `record_too_large` anyway), and
-    checking where items start stops when the file's `budget` is spent."""
-    limit = min(len(data), pos + MAX_RECORD_BYTES + 1)
-    candidates = _candidates(data, pos + 1, key, limit) if key is not None else iter(())
+def _item_end(data: bytes, pos: int, limit: int, key: str | None = None,
+              budget: _Budget | None = None) -> tuple[int, bool]:
+    """From `pos` (the first byte of an item): (end, True) for an item whose brackets close
+    at `end` (its `,` or `]`); (offset, False) for a broken item, `offset` being the bracket
+    that closes the wrong kind, `limit` when no end comes before it, or -- with the works'
+    first `key` and a `budget` -- where the next whole item starts (a `,{"<key>"` whose own
+    item closes). An item cut short inside a string flips what the scan takes for strings,
+    so its brackets may never close: without that stop each such item would be scanned to
+    `limit` (quadratic over a file of them). Checking where items start stops when the
+    file's `budget` is spent."""
+    candidates = _candidates(data, pos + 1, key, limit) if key is not None and budget else iter(())
     next_start = next(candidates, None)
     stack: list[int] = []
     for match in _TOKEN_RE.finditer(data, pos, limit):
         while next_start is not None and match.start() > next_start:
+            assert budget is not None
             if budget.left <= 0:
                 next_start = None
                 break
@@ -210,25 +188,21 @@ def iter_list_items(data: bytes, path: str, list_start: int) -> Iterator[Item]:
             pos += 1
             continue
         key = key or _raw_first_key(data, pos)
-        end, closed = _scan_item(data, pos, key, budget)
+        end, closed = _item_end(data, pos, min(size, pos + MAX_RECORD_BYTES + 1), key, budget)
         origin = f"{path}:#{index}"
         index += 1
-        if closed:
-            if end - pos > MAX_RECORD_BYTES:
-                yield Item(origin, reason="record_too_large",
-                           detail=f"item of {end - pos} bytes > {MAX_RECORD_BYTES}", raw=data[pos:pos + 200])
-            else:
-                item = _parse_json(data[pos:end], origin)
-                if item.reason is not None:
-                    # an item cut short inside a string flips what is string and what is
-                    # not, and can seem to close further on, past good items: resume at the
-                    # first item start inside it that is a whole item of its own
-                    resume = _resync(data, pos + 1, key, budget, end)
-                    if resume is not None:
-                        yield item._replace(raw=data[pos:min(resume, pos + 200)])
-                        pos = resume
-                        continue
-                yield item
+        if closed:  # (within MAX_RECORD_BYTES: the scan stops there)
+            item = _parse_json(data[pos:end], origin)
+            if item.reason is not None:
+                # an item cut short inside a string flips what is string and what is not,
+                # and can seem to close further on, past good items: resume at the first
+                # item start inside it that is a whole item of its own
+                resume = _resync(data, pos + 1, key, budget, end)
+                if resume is not None:
+                    yield item._replace(raw=data[pos:min(resume, pos + 200)])
+                    pos = resume
+                    continue
+            yield item
             pos = end
             continue
         # Cut short or mis-nested: the next item starts at `end` when a whole one was found
@@ -239,8 +213,11 @@ def iter_list_items(data: bytes, path: str, list_start: int) -> Iterator[Item]:
         else:
             resume = _resync(data, pos + 1, key, budget)
         stop = size if resume is None else resume
-        detail = "item is cut short or its brackets do not match"
-        yield Item(origin, reason="invalid_json", detail=detail, raw=data[pos:min(stop, pos + 200)])
+        if end - pos > MAX_RECORD_BYTES:
+            reason, detail = "record_too_large", f"item of more than {MAX_RECORD_BYTES} bytes"
+        else:
+            reason, detail = "invalid_json", "item is cut short or its brackets do not match"
+        yield Item(origin, reason=reason, detail=detail, raw=data[pos:min(stop, pos + 200)])
         if resume is None:
             return
         pos = resume
