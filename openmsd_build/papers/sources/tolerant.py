@@ -27,7 +27,7 @@ from openmsd_build.papers.sources.records import MAX_RECORD_BYTES, Item, _parse_
 
 # A JSON string (escapes included), or one structural character. Everything between two
 # tokens (numbers, literals, whitespace, `:`) is skipped by the regex engine.
-_TOKEN_RE = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{},]', re.DOTALL)
+_TOKEN_RE = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},]', re.DOTALL)  # unrolled: no per-byte alternation
 _CLOSE = {ord("]"): ord("["), ord("}"): ord("{")}
 _WS = b" \t\r\n"
 # Total bytes the resynchronisation may rescan, as a multiple of the file's size.
