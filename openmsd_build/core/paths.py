@@ -92,3 +92,17 @@ def describe_failure(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         message = exc.strerror if exc.errno is None else f"[Errno {exc.errno}] {exc.strerror}"
     return f"{type(exc).__name__}: {message}"[:300] if message else type(exc).__name__
+
+
+def quiet_exception(exc: BaseException) -> BaseException:
+    """`exc` itself when its message quotes nothing, else an exception of the same type (a
+    `ValueError` when that type cannot be built from one message) whose message has the
+    quoted parts removed (`describe_failure`): for re-raising a reader's error without the
+    bytes it read."""
+    message = _QUOTED_RE.sub("<...>", str(exc))
+    if message == str(exc):
+        return exc
+    try:
+        return type(exc)(message)
+    except Exception:  # noqa: BLE001 - an exception type with other arguments
+        return ValueError(f"{type(exc).__name__}: {message}")

@@ -99,10 +99,11 @@ def test_index_rows_naming_files_outside_are_counted_and_never_read(prefix, tmp_
 def test_a_failed_read_does_not_echo_the_file(tmp_path):
     path = tmp_path / "not-a-warc.warc.gz"
     path.write_bytes(SECRET * 3)
-    with pytest.raises(ValueError) as caught:
+    with pytest.raises(Exception) as caught:  # noqa: B017 - warcio's own error type, quieted
         read_record(str(path), 0, 1024)
     assert b"SECRET" not in str(caught.value).encode()
-    with pytest.raises(ValueError) as caught:
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__
+    with pytest.raises(Exception) as caught:  # noqa: B017
         read_record(str(path), 0, 1024, len(SECRET))  # the range-read path
     assert b"SECRET" not in str(caught.value).encode()
     assert "SECRET" not in describe_failure(gzip.BadGzipFile(f"Not a gzipped file ({SECRET[:2]!r})"))
