@@ -70,6 +70,7 @@ from typing import IO
 import pyarrow as pa
 
 from openmsd_build.core.doi import InvalidDOI, normalize_doi
+from openmsd_build.core.paths import describe_failure
 from openmsd_build.core.rejects import REJECT_FLUSH_ROWS, RejectBudget, make_reject
 
 STAGE = "citations"
@@ -537,7 +538,7 @@ def parse_citation_file(
             yield _with_line_counts(held, counted, tally)
     except _ARCHIVE_ERRORS as exc:
         reason = "truncated_archive" if isinstance(exc, EOFError) else "corrupt_archive"
-        reject = make_reject(STAGE, reason, path, f"{type(exc).__name__}: {exc}", path, None)
+        reject = make_reject(STAGE, reason, path, describe_failure(exc), path, None)
         yield EDGE_BATCH_SCHEMA.empty_table(), [reject], {"files_unreadable": 1}
 
 

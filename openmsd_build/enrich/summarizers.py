@@ -203,11 +203,22 @@ class Http:
             raise CallError("malformed_response", f"body larger than {MAX_BODY_BYTES} bytes", text)
         try:
             parsed = json.loads(payload.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise CallError("malformed_response", f"not JSON: {exc}", text) from None
+        except (ValueError, RecursionError) as exc:
+            # ValueError: not UTF-8, not JSON; RecursionError: nested deeper than the parser
+            # goes (a few KB of `[[[[...`). Either is this answer's fault: one malformed reply
+            raise CallError("malformed_response", f"not JSON: {type(exc).__name__}: {exc}"[:300], text) from None
         if not isinstance(parsed, dict):
             raise CallError("malformed_response", "JSON body is not an object", text)
         return parsed
+
+
+def _excerpt(data: object) -> str:
+    """The start of an answer for a reject row; never raises (an answer nested past the
+    encoder's limit is shown by its type)."""
+    try:
+        return json.dumps(data)[:2000]
+    except (ValueError, TypeError, RecursionError):
+        return f"<{type(data).__name__} nested too deeply to show>"
 
 
 def endpoint_url(base: str, path: str) -> str:
@@ -299,9 +310,9 @@ class ChatSummarizer(Summarizer):
             refusal = message.get("refusal")
             if content is not None and not isinstance(content, str):
                 raise TypeError("content is not a string")
-        except (KeyError, IndexError, TypeError, AttributeError) as exc:
-            raise CallError("malformed_response", f"no choices[0].message.content ({exc})",
-                            json.dumps(data)[:2000]) from None
+        except (KeyError, IndexError, TypeError, AttributeError, ValueError, RecursionError) as exc:
+            raise CallError("malformed_response", f"no choices[0].message.content ({exc})"[:300],
+                            _excerpt(data)) from None
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
         return Reply(answer=content or "", refusal=refusal if isinstance(refusal, str) and refusal else None,
                      usage_prompt_tokens=_int(usage.get("prompt_tokens")),
@@ -357,7 +368,7 @@ class TranslateSummarizer(Summarizer):
             out = [out]
         if not isinstance(out, list) or len(out) != len(texts) or not all(isinstance(t, str) for t in out):
             raise CallError("malformed_response", f"translatedText is not a list of {len(texts)} strings",
-                            json.dumps(data)[:2000])
+                            _excerpt(data))
         return out
 
     def _group(self, source: str, texts: list[str]) -> list[Reply]:

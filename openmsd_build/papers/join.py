@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 from openmsd_build.core.hashing import shard_of
 from openmsd_build.core.ipc import from_ipc
 from openmsd_build.core.rejects import RejectBudget, make_reject
+from openmsd_build.papers.caps import FIELD_CAPS, LIST_CAPS
 from openmsd_build.papers.merge_fast import PROJECTED, merge_frame
 from openmsd_build.papers.merge_reference import _FILLED_FIELDS
 from openmsd_build.papers.sources import crossref, crossref_columnar, openalex
@@ -55,20 +56,7 @@ LINE_SPLIT_BYTES = 256 << 20
 # bound on their items; a real 5,000-work chunk has ~155k) take the columnar path. Others are
 # parsed record by record, under `records.MAX_NODES_PER_DOCUMENT`.
 MAX_COLUMNAR_OBJECTS = 250_000
-# Longest value kept per text field; longer values are cut and counted as
-# `truncated.<source>.<field>`. No real title is near 2,000 characters or abstract near 100,000;
-# such values are extraction garbage or an attack, and would bloat every later stage.
-FIELD_CAPS: dict[str, int] = {
-    "title": 2_000,
-    "abstract": 100_000,
-    "venue": 2_000,
-    "publisher": 2_000,
-    "type": 200,
-    "publisher_language": 200,
-    "license": 2_000,
-}
-# List fields: at most this many entries, each string capped like a title.
-LIST_CAPS: dict[str, int] = {"titles": 20, "categories": 100, "urls": 100, "relations": 100}
+# Caps on field sizes (`papers.caps`): cut values are counted as `truncated.<source>.<field>`.
 
 Parser = Callable[[Any], dict]
 _PARSERS: dict[str, Parser] = {

@@ -12,6 +12,7 @@ from __future__ import annotations
 import polars as pl
 import pyarrow as pa
 
+from openmsd_build.papers.caps import MERGED_LIST_CAPS
 from openmsd_build.papers.merge_reference import _PRECEDENCE, _URL_SOURCE_ORDER, SOURCE_ORDER
 from openmsd_build.schemas import PAPERS, RELATION_STRUCT, URL_STRUCT
 
@@ -44,7 +45,8 @@ def merge_frame(records: pa.Table) -> tuple[pa.Table, dict[str, int]]:
     """PROJECTED rows of any number of DOIs -> (`papers` table sorted by DOI, counts).
 
     Counts as in `paper_join.merge_shard`: written, merged_records, merged_duplicates.<src>,
-    joined.<sources>, with_abstract, with_urls."""
+    joined.<sources>, with_abstract, with_urls; and truncated.merged.<field> (rows whose
+    `urls` / `relations` union was cut to `caps.MERGED_LIST_CAPS`)."""
     if records.num_rows == 0:
         return PAPERS.empty_table(), {}
     df = pl.from_arrow(records.cast(PROJECTED)).with_columns(
@@ -92,6 +94,11 @@ def merge_frame(records: pa.Table) -> tuple[pa.Table, dict[str, int]]:
         .sort("doi")
     )
     counts = _counts(df, merged)
+    for field, cap in MERGED_LIST_CAPS.items():  # unions over a DOI's records: capped again
+        over = int(merged.select((pl.col(field).list.len() > cap).sum()).item())
+        if over:
+            counts[f"truncated.merged.{field}"] = over
+            merged = merged.with_columns(pl.col(field).list.head(cap))
     table = merged.select(PAPERS.names).to_arrow().cast(PAPERS)
     return table, counts
 

@@ -14,12 +14,17 @@ order a runner delivers records in):
 | license, is_oa                | unpaywall, openalex, crossref          | OA status is Unpaywall's subject |
 | urls                          | unpaywall, openalex, crossref; deduped | ranked for fetching              |
 | relations                     | union (crossref)                       | versions of one work             |
+
+`urls` and `relations` are unions over all the DOI's records, so they are capped again on
+the merged row (`caps.MERGED_LIST_CAPS`: the first 100 URLs by rank, the first 100 relations
+in (type, DOI) order): one DOI repeated in many records must not make one huge row.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+from openmsd_build.papers.caps import MERGED_LIST_CAPS
 from openmsd_build.papers.sources.registry import precedence
 
 # Generated from the source registry's ranks (the table above states the result).
@@ -71,8 +76,9 @@ def merge_records(records: Iterable[dict]) -> dict:
             row[f"{field}_source"] = source
     row["categories"] = row["categories"] or []
     row["titles"] = row["titles"] or []
-    row["urls"] = _rank_urls(by_source)
-    row["relations"] = _union_relations(records, row["doi"])
+    # unions over every record of the DOI: capped again here (`caps.MERGED_LIST_CAPS`)
+    row["urls"] = _rank_urls(by_source)[: MERGED_LIST_CAPS["urls"]]
+    row["relations"] = _union_relations(records, row["doi"])[: MERGED_LIST_CAPS["relations"]]
     row["sources"] = [s for s in SOURCE_ORDER if s in by_source]
     row["n_records"] = len(records)
     return row

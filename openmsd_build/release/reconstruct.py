@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import time
 from collections.abc import Mapping, Sequence
 
@@ -33,9 +34,11 @@ from openmsd_build.release.beam import MISMATCH_TAG, RestrictPapersShard, ShardT
 from openmsd_build.release.command import MANIFEST, _abs, _read_json, _write_bytes
 from openmsd_build.release.hashes import FIELDS, recovery_rates
 from openmsd_build.release.schema import MISMATCHES, NO_SPLIT, RELEASE_IDS
+from openmsd_build.release.verify import UnsafePath, output_path, verified_files, verify_ids
 from openmsd_build.schemas import PAPERS
 
 DOC_COLUMNS = ["doi", "title", "abstract", "content", "language"]
+LOG = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -85,6 +88,10 @@ def reconstruct(
     if manifest is None:
         raise UserError(f"{release}: no {MANIFEST} (is it a release written by `openmsd-build release`?)")
     ids_glob = parquet_io.join_path(release, "ids", "split=*", "*.parquet")
+    try:  # checksums verified before any use (`release.verify`)
+        verify_ids(release, manifest, sorted(parquet_io.match_paths(ids_glob)))
+    except ValueError as exc:
+        raise UserError(f"{release}: {exc}") from None
     started = time.time()
 
     # 1. papers on the whole snapshots (the cheap stage); 2. restricted to the release.
@@ -182,18 +189,26 @@ def restore_graph(release: str, out: str, manifest: dict) -> dict[str, int]:
 
     copied = 0
     prefix = release.rstrip("/") + "/"
-    for entry in manifest.get("files", []):
-        rel = entry.get("path", "")
-        if rel.startswith(GRAPH_COPIED) and rel.endswith(".parquet"):
-            dst = parquet_io.join_path(out, rel)
-            if "://" not in dst:
-                import os
+    # manifest paths are data: confined to the release (read) and to `out` (written), and
+    # each file's checksum verified before it is copied (`release.verify`)
+    verified, refused = verified_files(
+        release, manifest, lambda rel: rel.startswith(GRAPH_COPIED) and rel.endswith(".parquet"))
+    for rel in verified:
+        try:
+            dst = output_path(out, rel)
+        except UnsafePath as exc:
+            refused[rel] = exc.reason
+            continue
+        if "://" not in dst:
+            import os
 
-                os.makedirs(os.path.dirname(dst), exist_ok=True)
-            if FileSystems.exists(dst):
-                FileSystems.delete([dst])
-            FileSystems.copy([prefix + rel], [dst])
-            copied += 1
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+        if FileSystems.exists(dst):
+            FileSystems.delete([dst])
+        FileSystems.copy([prefix + rel], [dst])
+        copied += 1
+    for rel, reason in sorted(refused.items()):
+        LOG.warning("release file %.200r not copied: %s", rel, reason)
     ids = sorted(parquet_io.match_paths(parquet_io.join_path(release, "ids", "split=*", "*.parquet")))
     splits_dir = layout.splits_dir(out)
     parquet_io.clear_directory(splits_dir)
@@ -217,7 +232,11 @@ def restore_graph(release: str, out: str, manifest: dict) -> dict[str, int]:
             _write_bytes(layout.stats_path(out, stage), json.dumps(
                 {"stage": stage, "counts": counts, "restored_from_release": True}, indent=2, sort_keys=True
             ).encode("utf-8"))
-    return {"files_copied": copied, "split_rows": rows}
+    result = {"files_copied": copied, "split_rows": rows}
+    for reason in refused.values():
+        key = f"files_refused.{reason}"
+        result[key] = result.get(key, 0) + 1
+    return result
 
 
 def format_rates(rates: dict) -> str:

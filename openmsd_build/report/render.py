@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import re
 from dataclasses import dataclass, field
 
 from openmsd_build.core import layout
@@ -69,6 +70,20 @@ def _name(value) -> str:
     return "(none)" if value is None else str(value)
 
 
+# Longest label drawn in a figure: a label comes from the data (a language code, a category
+# name), and a 1 MB "category" must not make a 1 MB-wide figure.
+MAX_FIGURE_LABEL = 60
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+
+
+def figure_label(value) -> str:
+    """A data label as plain text for a figure: control characters and line breaks as one
+    space, at most `MAX_FIGURE_LABEL` characters. Markup (`$...$` mathtext) is not escaped
+    here: `bar_chart` draws with math parsing off, so every character is drawn as itself."""
+    text = _CONTROL_RE.sub(" ", _name(value)).strip()
+    return text if len(text) <= MAX_FIGURE_LABEL else text[: MAX_FIGURE_LABEL - 1] + "…"
+
+
 # --------------------------------------------------------------------------- figures
 
 
@@ -81,9 +96,16 @@ def bar_chart(rows: list[dict], key: str, title: str) -> bytes:
     from matplotlib import pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    labels = [_name(r[key]) for r in rows][::-1]
+    labels = [figure_label(r[key]) for r in rows][::-1]
     values = [r["papers"] for r in rows][::-1]
-    fig, ax = plt.subplots(figsize=(8, max(2.5, 0.32 * len(rows) + 1.2)), dpi=100)
+    # labels are data: no mathtext (`$\\frac{$` stopped the report), no TeX
+    with matplotlib.rc_context({"text.parse_math": False, "text.usetex": False}):
+        return _draw_bars(plt, MaxNLocator, labels, values, figure_label(title))
+
+
+def _draw_bars(plt, MaxNLocator, labels: list[str], values: list[int], title: str) -> bytes:  # noqa: N803 - a class
+    """`bar_chart`'s drawing, inside its rc context."""
+    fig, ax = plt.subplots(figsize=(8, max(2.5, 0.32 * len(values) + 1.2)), dpi=100)
     try:
         bars = ax.barh(range(len(values)), values, color="#3b6ea8")
         ax.set_yticks(range(len(values)), labels=labels, fontsize=9)
@@ -409,8 +431,16 @@ def _is_number(text: str) -> bool:
     return text in (NOT_BUILT, "—", "") or text.replace(",", "").replace(".", "").replace("%", "").isdigit()
 
 
+# Markdown that a table cell's text could start: HTML tags, links and images, code spans,
+# emphasis (an underscore inside a word is not emphasis, so `bad_doi` stays as written).
+_MD_MARKUP_RE = re.compile(r"([\\`*\[\]<>!])|(?<!\w)_|_(?!\w)")
+
+
 def _md_cell(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """A table cell's text as literal Markdown: markup characters escaped, `|` and line
+    breaks neutralised (a label from the data must not become a link, image or tag)."""
+    text = _CONTROL_RE.sub(" ", str(text))
+    return _MD_MARKUP_RE.sub(lambda m: "\\" + m.group(0), text).replace("|", "\\|")
 
 
 def render_markdown(stats: dict, pngs: dict[str, bytes]) -> str:

@@ -16,6 +16,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from openmsd_build.core import layout, parquet_io, progress, resources
 from openmsd_build.core.errors import UserError
+from openmsd_build.core.paths import UnsafePath, confined_path
 from openmsd_build.core.stages import DERIVED_FOLDERS, STAGES, record_provenance, stale_stages
 from openmsd_build.papers.sources.registry import SOURCES, add_source_arguments, source_argv, source_globs
 
@@ -88,7 +89,13 @@ def _sample_inputs(directory: str) -> dict:
         raise UserError(f"--inputs {directory}: no manifest.json (was it written by `openmsd-build sample`?)")
     with open(manifest_path, encoding="utf-8") as f:
         manifest = json.load(f)
-    return {key: os.path.join(directory, glob) for key, glob in manifest.get("inputs", {}).items()}
+    inputs: dict[str, str] = {}
+    for key, glob in (manifest.get("inputs") or {}).items():
+        try:  # a manifest's paths are data: only inside the sample's folder
+            inputs[key] = confined_path(directory, glob)
+        except UnsafePath as exc:
+            raise UserError(f"--inputs {directory}: manifest.json input {key!r} refused ({exc})") from None
+    return inputs
 
 
 def stage_argv(stage: str, args: argparse.Namespace) -> list[str]:

@@ -159,7 +159,7 @@ class IndexArchive(UntypedDoFn):
         if self.kind == "warc":
             rows = warc_index.index_warc_file(path)
         else:
-            rows = warc_index.read_cc_index(path, self.warc_prefix)
+            rows = warc_index.read_cc_index(path, self.warc_prefix, counts)  # refused paths counted
         for row in rows:
             if self.kind != "warc" and warc_index.needs_location(row):
                 row = warc_index.fill_location(row)  # an extract without fetch_redirect

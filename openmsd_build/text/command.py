@@ -156,13 +156,14 @@ def check_cc_index(globs: tuple[str, ...]) -> None:
     """The extract's files exist and the first carries Common Crawl's index columns (one
     footer read): a wrong export must fail before the run, naming what is missing."""
     from openmsd_build.core.inputs import expand_globs
+    from openmsd_build.core.paths import describe_failure
     from openmsd_build.text.fetch.warc_index import missing_cc_columns
 
     for path, _size in expand_globs(list(globs), "--fetch cc-index:")[:1]:
         try:
             missing = missing_cc_columns(path)
         except Exception as exc:  # noqa: BLE001 - any unreadable file is the user's input
-            raise UserError(f"--fetch cc-index: {path} is not a readable Parquet file ({exc})") from exc
+            raise UserError(f"--fetch cc-index: {path} is not a readable Parquet file ({describe_failure(exc)})") from None
         if missing:
             raise UserError(f"--fetch cc-index: {path} lacks the index columns {missing} "
                             "(see README, 'Pages from Common Crawl')")

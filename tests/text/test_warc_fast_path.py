@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
+from openmsd_build.core.paths import describe_failure
 from openmsd_build.text.fetch import warc_index, warc_store
 from openmsd_build.text.fetch.plan import canonical_url
 from openmsd_build.text.fetch.result import REDIRECT_STATUSES, FetchResult, http_error, media_type, sniff_content_type
@@ -97,7 +98,8 @@ def outcome(read, *args):
     try:
         result = read(*args)
     except Exception as exc:  # noqa: BLE001 - the exception is the outcome compared
-        return ("raised", type(exc).__name__, str(exc))
+        # as an error message shows it: read_record never quotes the bytes it read
+        return ("raised", describe_failure(exc))
     return ("ok", dataclasses.asdict(result), result.sha1, result.n_bytes, result.ok)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from openmsd_build.core.textclean import clean_abstract, clean_title
+from openmsd_build.papers.caps import MAX_ABSTRACT_CHARS
 from openmsd_build.papers.sources.common import as_list, as_year, doi_of, str_or_none, url_entry
 from openmsd_build.papers.sources.records import RecordError
 
@@ -18,9 +19,15 @@ LIST_KEYS = (("results",),)
 _VERSION_ORDER = {"publishedVersion": 0, "acceptedVersion": 1, "submittedVersion": 2}
 
 
-def rebuild_abstract(inverted_index: Any) -> str | None:
+def rebuild_abstract(inverted_index: Any, max_chars: int = MAX_ABSTRACT_CHARS) -> str | None:
     """Words placed at their positions and joined by spaces. Positions that no word claims
-    are skipped; a position claimed twice keeps the first word listed (deterministic)."""
+    are skipped; a position claimed twice keeps the first word listed (deterministic).
+
+    The text is bounded while it is built, not after: a word of 1 MB listed at 10,000
+    positions is a 50 KB record that would expand to 10 GB. Words are joined in position
+    order until the text is longer than `max_chars` (it stops at `max_chars + 1`, so the
+    field cap downstream still sees and counts the cut); the positions themselves are
+    bounded by the record's own size caps (`records.MAX_NODES_PER_RECORD`)."""
     if not isinstance(inverted_index, dict) or not inverted_index:
         return None
     placed: dict[int, str] = {}
@@ -32,7 +39,16 @@ def rebuild_abstract(inverted_index: Any) -> str | None:
                 placed[pos] = word
     if not placed:
         return None
-    return " ".join(placed[p] for p in sorted(placed))
+    parts: list[str] = []
+    size = -1
+    for pos in sorted(placed):
+        word = placed[pos]
+        size += len(word) + 1
+        if size > max_chars:
+            parts.append(word[: len(word) - (size - max_chars) + 1])
+            break
+        parts.append(word)
+    return " ".join(parts)
 
 
 def unwrap(record: Any) -> Any:

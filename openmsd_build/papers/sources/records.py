@@ -17,6 +17,8 @@ from typing import Any, BinaryIO, NamedTuple
 
 import orjson
 
+from openmsd_build.core.paths import describe_failure
+
 GZIP_MAGIC = b"\x1f\x8b"
 READ_CHUNK = 1 << 20
 # Caps on decompressed sizes: one JSON Lines record, and one whole-file JSON document
@@ -180,7 +182,7 @@ def iter_raw_lines(path: str) -> Iterator[Item]:
                     continue
                 yield Item(f"{path}:{line_no}", obj=line)
     except (EOFError, OSError, zlib.error) as exc:
-        yield Item(f"{path}:{line_no + 1}", reason=_decode_error(exc), detail=f"{type(exc).__name__}: {exc}")
+        yield Item(f"{path}:{line_no + 1}", reason=_decode_error(exc), detail=describe_failure(exc))
 
 
 def read_all(path: str) -> tuple[bytes | None, Item | None]:
@@ -190,7 +192,7 @@ def read_all(path: str) -> tuple[bytes | None, Item | None]:
         with open_binary(path) as stream:
             data = stream.read(MAX_DOCUMENT_BYTES + 1)
     except (EOFError, OSError, zlib.error) as exc:
-        return None, Item(f"{path}:0", reason=_decode_error(exc), detail=f"{type(exc).__name__}: {exc}")
+        return None, Item(f"{path}:0", reason=_decode_error(exc), detail=describe_failure(exc))
     if len(data) > MAX_DOCUMENT_BYTES:
         return None, Item(f"{path}:0", reason="file_too_large",
                           detail=f"more than {MAX_DOCUMENT_BYTES} bytes decompressed", raw=data[:200])
@@ -232,12 +234,28 @@ def iter_lines_in(data: bytes, path: str) -> Iterator[Item]:
         start = end + 1
 
 
+def _items_or_lines(data: bytes, path: str, list_keys: tuple[tuple[str, ...], ...]) -> Iterator[Item]:
+    """A document that is not valid JSON as a whole: its list of records item by item
+    (`tolerant.iter_list_items`, each item under the record caps, a bad item one failure),
+    or, when it holds no such list, its lines as JSON Lines."""
+    from openmsd_build.papers.sources.tolerant import find_list, iter_list_items
+
+    start = find_list(data, list_keys)
+    if start is None:
+        yield from iter_lines_in(data, path)
+    else:
+        yield from iter_list_items(data, path, start)
+
+
 def iter_documents_in(data: bytes, path: str, list_keys: tuple[tuple[str, ...], ...]) -> Iterator[Item]:
     """`iter_json_documents` on a file's bytes already read (`path` names the origins).
 
-    A file that could parse into more than `MAX_NODES_PER_DOCUMENT` values is never parsed
-    whole: it is read as JSON Lines, where each line has its own caps (a real JSON Lines file
-    is read the same way; a one-line bomb becomes one `record_too_large` reject)."""
+    A file that is not valid JSON as a whole has its list of records read item by item,
+    each under the record caps (one malformed work is one reject, its neighbours are kept),
+    or, with no such list, is read as JSON Lines. A file that could parse into more than
+    `MAX_NODES_PER_DOCUMENT` values is never parsed whole: it is read as JSON Lines, where
+    each line has its own caps (a one-line bomb becomes one `record_too_large` reject), so
+    the item-by-item reading never sees more than that many values either."""
     if not data.strip():
         return
     if count_nodes(data) > MAX_NODES_PER_DOCUMENT:
@@ -246,8 +264,8 @@ def iter_documents_in(data: bytes, path: str, list_keys: tuple[tuple[str, ...], 
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError:
-        # Not one document: JSON Lines (or broken). Re-read line by line.
-        yield from iter_lines_in(data, path)
+        # One bad work, or JSON Lines: the list's items one by one, else line by line.
+        yield from _items_or_lines(data, path, list_keys)
         return
     for keys in list_keys:
         node = doc

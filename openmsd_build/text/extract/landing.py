@@ -46,6 +46,8 @@ from openmsd_build.core.textclean import (
     normalize_text,
     strip_markup,
 )
+from openmsd_build.text.charset import UndecodableText, decode_page
+from openmsd_build.text.extract.caps import cap_extraction
 
 MIN_TITLE_CHARS = 3
 MAX_TITLE_CHARS = 1000
@@ -92,8 +94,7 @@ _GENERIC_TEXT_RE = re.compile(
 )
 _CITATION_PREFIX_RE = re.compile(r"^\(\d{4}\)\.\s")  # "(2013). Title. Journal: Vol. 111 ..."
 _TRUNCATED_RE = re.compile(r"(?:…|\.\.\.|\[…\]|\[\.\.\.\])\s*$")
-_XML_DECL_RE = re.compile(rb"^\s*<\?xml[^>]*\?>", re.IGNORECASE)
-_META_CHARSET_RE = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
+_XML_DECL_STR_RE = re.compile(r"^\s*<\?xml[^>]*\?>", re.IGNORECASE)
 _TITLE_SPLIT_RE = re.compile(r"\s+[|–—-]\s+|\s+::\s+")
 
 # Class / id tokens of abstract containers, and tokens that mark a part of one (an image,
@@ -129,22 +130,17 @@ class LandingParseError(ValueError):
 
 
 def decode_html(body: bytes | str) -> str:
-    """Bytes as text: UTF-8 if valid, else the `<meta charset>`, else cp1252 with replacement,
-    so a page without a declared charset is not garbled and a wrong one cannot raise."""
+    """Bytes as text (`text.charset.decode_page`: a byte-order mark decides, then valid
+    UTF-8, then the declared charset, then cp1252, all strict); `LandingParseError` for
+    bytes that are not text in the encoding that applies (no mis-decoded text in a field).
+    An XML declaration is dropped (lxml refuses one in a str)."""
     if isinstance(body, str):
         return body
-    body = _XML_DECL_RE.sub(b"", body, count=1)
     try:
-        return body.decode("utf-8")
-    except UnicodeDecodeError:
-        pass
-    match = _META_CHARSET_RE.search(body[:8192])
-    if match:
-        try:
-            return body.decode(match.group(1).decode("ascii"), errors="replace")
-        except LookupError:
-            pass
-    return body.decode("cp1252", errors="replace")
+        text = decode_page(body)
+    except UndecodableText as exc:
+        raise LandingParseError(str(exc)) from None
+    return _XML_DECL_STR_RE.sub("", text, count=1)
 
 
 def _html_classes() -> lxml.etree.ElementNamespaceClassLookup:
@@ -212,7 +208,7 @@ def _json_ld_objects(tree: lxml.html.HtmlElement) -> Iterator[dict[str, Any]]:
             continue
         try:
             data = json.loads(script.text)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested past the parser's limit
             continue
         stack = [data]
         while stack:
@@ -544,7 +540,7 @@ def extract_landing(body: bytes | str, url: str | None = None, with_content: boo
         else:
             rules["content"] = "trafilatura"
 
-    return {
+    return cap_extraction({
         "title": title or None,
         "abstract": abstract or None,
         "abstracts": abstracts[:6],
@@ -552,4 +548,4 @@ def extract_landing(body: bytes | str, url: str | None = None, with_content: boo
         "pdf_url": pdf_url,
         "language_hints": hints,
         "rules": rules,
-    }
+    })

@@ -55,6 +55,7 @@ from openmsd_build.core.textclean import (
     is_tex_source_line,
     normalize_text,
 )
+from openmsd_build.text.extract.caps import MAX_CONTENT_CHARS, cap_extraction
 
 MAX_PAGES = 300
 """Pages read per PDF: enough for any paper or thesis body, bounded for a 5,000-page scan."""
@@ -922,11 +923,17 @@ def extract_pdf(data: bytes, max_pages: int = MAX_PAGES) -> dict[str, Any]:
             pass
         pages: list[list[str]] = []
         size_lines: list[tuple[str, float, float]] = []
+        budget = MAX_CONTENT_CHARS  # characters read over all pages (see `caps`)
         for index in range(min(n_pages, max_pages)):
+            if budget <= 0:
+                rules["pages_capped"] = index
+                break
             page = doc[index]
             textpage = page.get_textpage()
             try:
-                pages.append(_page_lines(textpage.get_text_range()))
+                count = min(textpage.count_chars(), budget)
+                budget -= count
+                pages.append(_page_lines(textpage.get_text_range(0, count) if count > 0 else ""))
                 if index == 0:
                     size_lines = _first_page_lines_with_size(textpage)
             finally:
@@ -1001,7 +1008,7 @@ def extract_pdf(data: bytes, max_pages: int = MAX_PAGES) -> dict[str, Any]:
     else:
         content = ""
 
-    return {
+    return cap_extraction({
         "title": title or None,
         "abstract": abstract or None,
         "abstracts": abstracts,
@@ -1010,4 +1017,4 @@ def extract_pdf(data: bytes, max_pages: int = MAX_PAGES) -> dict[str, Any]:
         "language_hints": [],
         "rules": rules,
         "n_pages": n_pages,
-    }
+    })

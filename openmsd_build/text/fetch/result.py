@@ -65,6 +65,15 @@ def media_type(header_value: str | None) -> str:
     return PDF if value in _PDF_ALIASES else value
 
 
+def _ascii_head(head: bytes) -> bytes:
+    """The first bytes of a body as ASCII-compatible bytes for sniffing: a UTF-16 page (its
+    byte-order mark says so, and decides its encoding: `text.charset`) is decoded first."""
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        encoding = "utf-16-le" if head.startswith(b"\xff\xfe") else "utf-16-be"
+        return head[2:len(head) & ~1].decode(encoding, "ignore").encode("ascii", "ignore")
+    return head
+
+
 def sniff_content_type(body: bytes | None, header_value: str | None) -> str:
     """Trust the bytes over the header: many repositories label PDFs octet-stream, and many
     "PDF" links answer with an HTML interstitial. Falls back to the header's media type."""
@@ -72,7 +81,7 @@ def sniff_content_type(body: bytes | None, header_value: str | None) -> str:
         head = body[:_SNIFF_BYTES]
         if b"%PDF-" in head:  # PDF readers accept junk before the header within the first KB
             return PDF
-        stripped = head.lstrip(b"\xef\xbb\xbf \t\r\n").lower()
+        stripped = _ascii_head(head).lstrip(b"\xef\xbb\xbf \t\r\n").lower()
         if stripped.startswith(_HTML_MARKERS):
             return HTML
         if stripped.startswith((b"<?xml", b"<!--")) and b"<html" in stripped:
@@ -86,7 +95,7 @@ def document_kind(body: bytes | None, header_value: str | None) -> str | None:
     content_type = sniff_content_type(body, header_value)
     if content_type == PDF:
         return "pdf"
-    if "html" in content_type or (body and b"<html" in body[:2048].lower()):
+    if "html" in content_type or (body and b"<html" in _ascii_head(body[:2048]).lower()):
         return "html"
     return None
 

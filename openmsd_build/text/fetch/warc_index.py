@@ -19,12 +19,15 @@ Pure functions over files (no Beam); the Beam wiring is `text/beam.py` and `pipe
 from __future__ import annotations
 
 import io
+import logging
+from collections import Counter
 from collections.abc import Iterator
 from typing import IO
 
 from warcio.archiveiterator import ArchiveIterator, WARCIterator
 from warcio.utils import BUFF_SIZE
 
+from openmsd_build.core.paths import UnsafePath, confined_path
 from openmsd_build.text.fetch.plan import canonical_url
 from openmsd_build.text.fetch.result import REDIRECT_STATUSES, media_type
 from openmsd_build.text.fetch.warc_fast import iter_members, parse_member
@@ -37,6 +40,7 @@ from openmsd_build.text.fetch.warc_store import (
 )
 
 INDEX_FIELDS = ("url", "warc_file", "offset", "length", "status", "content_type", "location")
+LOG = logging.getLogger(__name__)
 CC_REQUIRED = ("url", "warc_filename", "warc_record_offset", "warc_record_length", "fetch_status", "content_mime_type")
 CC_REDIRECT = "fetch_redirect"
 _BATCH_ROWS = 65_536
@@ -145,10 +149,13 @@ def _warcio_rows(path: str, fh: IO[bytes], offset: int, target_uri: bool = False
 def warc_path(prefix: str, warc_filename: str) -> str:
     """`warc_filename` of a Common Crawl index row (`crawl-data/CC-MAIN-.../x.warc.gz`)
     under `prefix` (a local folder, `gs://bucket/cc`, `s3://commoncrawl`); no prefix keeps
-    the name as it is."""
+    the name as it is, under the current folder. The name is data: it is confined to the
+    prefix (`core.paths.confined_path`: no `..`, no scheme, no backslash or control
+    character, no symbolic link out of a local prefix; a leading `/` is relative to the
+    prefix, as in Common Crawl's own paths) and `UnsafePath` is raised otherwise."""
     if not prefix:
-        return warc_filename
-    return prefix.rstrip("/") + "/" + warc_filename.lstrip("/")
+        return confined_path(".", warc_filename)[2:]
+    return confined_path(prefix, warc_filename, strip_leading_slash=True)
 
 
 def cc_index_columns(path: str) -> list[str]:
@@ -176,11 +183,13 @@ def _int_or_none(value: object) -> int | None:
         return None
 
 
-def read_cc_index(path: str, warc_prefix: str = "") -> Iterator[dict]:
+def read_cc_index(path: str, warc_prefix: str = "", counts: Counter | None = None) -> Iterator[dict]:
     """Rows of one Parquet file of a columnar-index extract, read in record batches (an
     extract file can hold millions of rows). `location` comes from `fetch_redirect` when
     the extract has it; a redirect row without it gets its Location from the record
-    itself (`fill_location`). Rows with no URL, file or offset are skipped."""
+    itself (`fill_location`). Rows with no URL, file or offset are skipped. A row whose
+    file name leaves `warc_prefix` (`warc_path`) is refused: counted in `counts` as
+    `archive.refused_path.<reason>`, logged, and never read."""
     import pyarrow.parquet as pq
 
     with open_for_read(path) as fh:
@@ -190,16 +199,27 @@ def read_cc_index(path: str, warc_prefix: str = "") -> Iterator[dict]:
         if missing:
             raise ValueError(f"{path}: not a Common Crawl index extract, missing columns {missing}")
         columns = list(CC_REQUIRED) + ([CC_REDIRECT] if CC_REDIRECT in names else [])
+        refused = 0
         for batch in parquet.iter_batches(batch_size=_BATCH_ROWS, columns=columns):
             for raw in batch.to_pylist():
                 url, name, offset = raw["url"], raw["warc_filename"], raw["warc_record_offset"]
                 if not url or not name or offset is None:
                     continue
+                try:
+                    warc_file = warc_path(warc_prefix, name)
+                except UnsafePath as exc:
+                    if counts is not None:
+                        counts[f"archive.refused_path.{exc.reason}"] += 1
+                    if not refused:  # once per file: the counts hold the rest
+                        LOG.warning("%s: index row for %.200r refused (%s); further refusals only counted",
+                                    path, url, exc)
+                    refused += 1
+                    continue
                 status = _int_or_none(raw["fetch_status"])
                 location = raw.get(CC_REDIRECT) if status in REDIRECT_STATUSES else None
                 yield {
                     "url": canonical_url(url),
-                    "warc_file": warc_path(warc_prefix, name),
+                    "warc_file": warc_file,
                     "offset": int(offset),
                     "length": _int_or_none(raw["warc_record_length"]),
                     "status": status,

@@ -24,6 +24,7 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
+from openmsd_build.core.paths import quiet_exception
 from openmsd_build.text.fetch.http import reason_phrase
 from openmsd_build.text.fetch.result import FetchResult, http_error, sha1_hex, sniff_content_type
 from openmsd_build.text.fetch.warc_fast import MAX_INFLATE, Headers, body_is_raw, iter_members, parse_member
@@ -364,7 +365,10 @@ def read_record(
 def _warcio_result(fh: IO[bytes], offset: int, max_bytes: int | None) -> FetchResult:
     """The record at `offset` read by warcio (the reference reading)."""
     fh.seek(offset)
-    record = next(iter(ArchiveIterator(fh)))
+    try:
+        record = next(iter(ArchiveIterator(fh)))
+    except Exception as exc:  # noqa: BLE001 - warcio quotes the bytes it could not read
+        raise quiet_exception(exc) from None  # the same error, without the file's content
     if record.rec_type != "response":
         raise ValueError(f"record at offset {offset} is a {record.rec_type!r} record, not a response")
     return _result_from_record(record, max_bytes)

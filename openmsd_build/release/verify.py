@@ -1,0 +1,101 @@
+"""A release's manifest is data: its file paths are confined and its checksums verified
+before any file is used.
+
+`reconstruct` reads the release's `ids/` files and copies its graph files (citations,
+pairs, negatives) into the output folder, by paths listed in `manifest.json`. A manifest
+edited or corrupted in transit could name `../../etc/x.parquet` (read outside the release,
+written outside the output) or list a file whose bytes are not the ones released. So every
+path is confined to the release (to read) and to the output folder (to write)
+(`core.paths.confined_path`), and every file's sha256 and size are compared with the
+manifest's before it is read; a file that fails is refused with a reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from apache_beam.io.filesystems import FileSystems
+
+from openmsd_build.core.paths import UnsafePath, confined_path
+
+_SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+_CHUNK = 1 << 22
+
+
+def file_digest(path: str) -> tuple[str, int]:
+    """(sha256 hex, size) of a local or remote file, read in 4 MB chunks."""
+    digest = hashlib.sha256()
+    size = 0
+    with FileSystems.open(path, compression_type="uncompressed") as f:
+        while chunk := f.read(_CHUNK):
+            digest.update(chunk)
+            size += len(chunk)
+    return digest.hexdigest(), size
+
+
+def check_entry(release: str, entry: object) -> tuple[str, str | None]:
+    """(relative path, None) when the manifest entry names a file inside the release whose
+    bytes have the manifest's sha256 (and size, when listed); else (path or "", reason):
+    `manifest_entry_malformed`, a `core.paths` reason, `checksum_missing`,
+    `file_unreadable`, `size_mismatch`, `checksum_mismatch`."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
+        return "", "manifest_entry_malformed"
+    rel = entry["path"]
+    try:
+        source = confined_path(release, rel)
+    except UnsafePath as exc:
+        return rel, exc.reason
+    expected = entry.get("sha256")
+    if not isinstance(expected, str) or not _SHA256_RE.match(expected.lower()):
+        return rel, "checksum_missing"
+    try:
+        actual, size = file_digest(source)
+    except Exception:  # noqa: BLE001 - missing or unreadable: this file's refusal
+        return rel, "file_unreadable"
+    if isinstance(entry.get("bytes"), int) and entry["bytes"] != size:
+        return rel, "size_mismatch"
+    if actual != expected.lower():
+        return rel, "checksum_mismatch"
+    return rel, None
+
+
+def verified_files(release: str, manifest: dict, wanted) -> tuple[list[str], dict[str, str]]:
+    """The manifest's files for which `wanted(relative path)` holds, split into verified
+    relative paths (sorted) and refused ones -> reason. A manifest without a file list
+    refuses nothing and verifies nothing."""
+    ok: list[str] = []
+    refused: dict[str, str] = {}
+    files = manifest.get("files") if isinstance(manifest, dict) else None
+    for entry in files if isinstance(files, list) else []:
+        rel = entry.get("path") if isinstance(entry, dict) else None
+        if not isinstance(rel, str) or not wanted(rel):
+            continue  # not a file of this use (an entry without a path names no file)
+        rel, reason = check_entry(release, entry)
+        if reason is None:
+            ok.append(rel)
+        else:
+            refused[rel] = reason
+    return sorted(ok), refused
+
+
+def output_path(out: str, rel: str) -> str:
+    """Where a release file `rel` is written under `out`, confined to it (`UnsafePath`)."""
+    return confined_path(out, rel)
+
+
+def verify_ids(release: str, manifest: dict, found: list[str]) -> None:
+    """Every `ids/` file found in the release is listed in the manifest with its checksum,
+    and every listed one is there and verifies; else `UnsafePath`-style reasons are raised
+    as one `ValueError` naming each refused file (the split labels are the release's
+    substance: a reconstruction from altered ones would be silently wrong)."""
+    ok, refused = verified_files(release, manifest, lambda rel: rel.startswith("ids/"))
+    prefix = release.rstrip("/") + "/"
+    for path in found:
+        rel = path[len(prefix):] if path.startswith(prefix) else path
+        if rel not in ok and rel not in refused:
+            refused[rel] = "not_in_manifest"
+    if refused:
+        listed = ", ".join(f"{rel} ({reason})" for rel, reason in sorted(refused.items())[:10])
+        raise ValueError(f"{len(refused)} release file(s) refused: {listed}")
+

@@ -1,0 +1,168 @@
+"""One malformed work inside a whole-document snapshot file (Crossref public-data-file
+`{"items": [...]}`, a REST list response, an OpenAlex `{"results": [...]}` page) is one
+reject with a reason; every other work of the file is kept. Checked through the function
+the papers stage runs per file (`join.read_source_file`), on the columnar (polars) path
+and on the record-by-record reference path, and once through the `papers` command."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from openmsd_build.cli import main
+from openmsd_build.core import layout, parquet_io
+from openmsd_build.papers import join
+from openmsd_build.papers.sources import tolerant
+from openmsd_build.papers.sources.records import iter_documents_in
+
+FNAPI = ["--runner", "FnApiRunner"]
+
+
+def _work(i: int) -> dict:
+    return {"DOI": f"10.1000/good.{i}", "title": [f"Good work number {i}"], "type": "journal-article",
+            "author": [{"given": "A", "family": f"B{i}"}, {"given": "C", "family": "D"}],
+            "abstract": f"<jats:p>Abstract {i}, with [brackets] and {{braces}} and \\\"quotes\\\".</jats:p>",
+            "issued": {"date-parts": [[2020, 1, 2]]}}
+
+
+def _raw(obj: dict) -> bytes:
+    return json.dumps(obj, ensure_ascii=False).encode("utf-8")
+
+
+# Each corruption turns a good work's JSON into a malformed one: (name, function of its bytes).
+BAD = {
+    "raw_control_character": lambda raw: raw.replace(b"Good work", b"Good\x01work", 1),
+    "raw_newline_in_string": lambda raw: raw.replace(b"Good work", b"Good\nwork", 1),
+    "nan_literal": lambda raw: raw[:-1] + b', "score": NaN}',
+    "infinity_literal": lambda raw: raw[:-1] + b', "reference-count": Infinity}',
+    "minus_infinity_literal": lambda raw: raw[:-1] + b', "x": -Infinity}',
+    "truncated_object": lambda raw: raw[: len(raw) // 2],
+    "truncated_inside_string": lambda raw: raw[: raw.index(b"Abstract") + 4],
+    "missing_brace": lambda raw: raw[:-1],
+    "extra_closer": lambda raw: raw + b"]",
+    "invalid_utf8": lambda raw: raw.replace(b"Good work", b"Good \xff\xfe work", 1),
+    "single_quotes": lambda raw: raw.replace(b'"type"', b"'type'", 1),
+    "trailing_comma": lambda raw: raw[:-1] + b",}",
+}
+
+
+def _document(works: list[bytes], wrapper: str = "items", pretty: bool = False) -> bytes:
+    sep = b",\n    " if pretty else b","
+    body = b"[" + sep.join(works) + b"]"
+    if wrapper == "items":
+        return b'{"items": ' + body + b"}"
+    if wrapper == "message":
+        return b'{"status":"ok","message-type":"work-list","message":{"facets":{"a":{"b":[1,{"c":2}]}},' \
+               b'"total-results":9,"items":' + body + b"}}"
+    if wrapper == "results":
+        return b'{"meta": {"count": 9, "page": [1]}, "results": ' + body + b"}"
+    return body
+
+
+def _read(path: Path, source: str) -> tuple[set[str], Counter, dict]:
+    kept: set[str] = set()
+    rejects: Counter = Counter()
+    counts: dict = {}
+    for tag, value in join.read_source_file(str(path), source, 4):
+        if tag == "batch":
+            kept |= set(value[1].column("doi").to_pylist())
+        elif tag == "reject":
+            rejects[value["reason"]] += 1
+        else:
+            counts = value
+    return kept, rejects, counts
+
+
+@pytest.fixture(params=["columnar", "reference"])
+def path_kind(request, monkeypatch):
+    if request.param == "reference":
+        monkeypatch.setattr(join, "MAX_COLUMNAR_OBJECTS", -1)  # never the polars reader
+    return request.param
+
+
+@pytest.mark.parametrize("bad", sorted(BAD))
+@pytest.mark.parametrize("position", [0, 3, 6])
+def test_one_bad_crossref_work_is_one_reject(tmp_path, path_kind, bad, position):
+    works = [_raw(_work(i)) for i in range(7)]
+    works[position] = BAD[bad](works[position])
+    path = tmp_path / "chunk.json.gz"
+    path.write_bytes(gzip.compress(_document(works)))
+    kept, rejects, counts = _read(path, "crossref")
+    want = {f"10.1000/good.{i}" for i in range(7) if i != position}
+    failures = 1
+    if bad == "extra_closer":
+        # the work parses; the stray `]` after it is the failure (none after the last work:
+        # the list simply ends there)
+        want.add(f"10.1000/good.{position}")
+        failures = int(position < 6)
+    assert kept == want, (bad, position, rejects)
+    assert sum(rejects.values()) == failures
+    assert set(rejects) <= {"invalid_json", "invalid_utf8"}
+    assert counts["read.crossref"] == len(kept) + sum(rejects.values())
+
+
+@pytest.mark.parametrize("wrapper,source", [("message", "crossref"), ("results", "openalex"), ("list", "crossref")])
+def test_wrappers_and_pretty_printing(tmp_path, wrapper, source):
+    def work(i: int) -> dict:
+        if source == "openalex":
+            return {"id": f"https://openalex.org/W{i}", "doi": f"https://doi.org/10.1000/good.{i}",
+                    "title": f"Work {i}", "abstract_inverted_index": {"Words": [0], "here": [1]}}
+        return _work(i)
+
+    works = [_raw(work(i)) for i in range(5)]
+    works[2] = BAD["nan_literal"](works[2])
+    works[4] = BAD["truncated_object"](works[4])
+    path = tmp_path / "page.json"
+    path.write_bytes(_document(works, wrapper, pretty=True))
+    kept, rejects, _ = _read(path, source)
+    assert kept == {"10.1000/good.0", "10.1000/good.1", "10.1000/good.3"}
+    assert rejects == Counter({"invalid_json": 2})
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(n=st.integers(1, 12), bad=st.dictionaries(st.integers(0, 11), st.sampled_from(sorted(BAD)), max_size=5),
+       pretty=st.booleans())
+def test_any_mix_of_bad_works_keeps_every_good_neighbour(n, bad, pretty):
+    """Whatever the bad works and where, every good work is kept and every failure has a
+    reason of its own."""
+    bad = {i: kind for i, kind in bad.items() if i < n}
+    works = [_raw(_work(i)) for i in range(n)]
+    for i, kind in bad.items():
+        works[i] = BAD[kind](works[i])
+    items = list(iter_documents_in(_document(works, pretty=pretty), "f", (("items",),)))
+    dois = {item.obj.get("DOI") for item in items if item.reason is None and isinstance(item.obj, dict)}
+    good = {f"10.1000/good.{i}" for i in range(n) if i not in bad}
+    assert good <= dois
+    assert all(item.reason in (None, "invalid_json", "invalid_utf8") for item in items)
+
+
+def test_resync_budget_bounds_the_work_on_a_hostile_file():
+    """A file of thousands of unclosed works: every one is a failure, found in linear work."""
+    data = b'{"items":[' + b",".join(b'{"DOI":"10.1/x","t":["a' for _ in range(20_000)) + b"]}"
+    items = list(tolerant.iter_list_items(data, "f", tolerant.find_list(data, (("items",),))))
+    assert items and all(item.reason == "invalid_json" for item in items)
+    assert len(items) <= 20_000
+
+
+def test_papers_command_keeps_the_neighbours_and_writes_one_reject(tmp_path):
+    works = [_raw(_work(i)) for i in range(6)]
+    works[1] = BAD["raw_control_character"](works[1])
+    works[4] = BAD["infinity_literal"](works[4])
+    crossref = tmp_path / "crossref" / "0.json.gz"
+    crossref.parent.mkdir()
+    crossref.write_bytes(gzip.compress(_document(works)))
+    unpaywall = tmp_path / "unpaywall.jsonl"
+    unpaywall.write_text("")
+    out = tmp_path / "build"
+    assert main(["papers", "--out", str(out), "--unpaywall", str(unpaywall), "--crossref", str(crossref), *FNAPI]) == 0
+    papers = parquet_io.read_table(layout.papers_dir(str(out))).column("doi").to_pylist()
+    assert sorted(papers) == [f"10.1000/good.{i}" for i in (0, 2, 3, 5)]
+    rejects = parquet_io.read_table(layout.rejects_dir(str(out), "papers")).to_pylist()
+    assert sorted(r["key"].rsplit(":", 1)[1] for r in rejects) == ["#1", "#4"]
+    assert {r["reason"] for r in rejects} == {"invalid_json"}
