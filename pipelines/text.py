@@ -76,13 +76,15 @@ def archive_sources(fetch: FetchSpec, resume: list[str]) -> tuple[str, list[str]
 
 def index_archives(p, kind: str, files: list[str], warc_prefix: str):
     """`(canonical url, ("row", row))` for every archived response, one Beam element per
-    file (Reshuffle spreads the files over workers), plus the indexing counts."""
+    file (Reshuffle spreads the files over workers), plus the indexing counts and the rejects
+    of files that are not archives."""
     indexed = (
         p | "ArchiveFiles" >> beam.Create(files, reshuffle=False)  # spread once, below
         | "SpreadArchiveFiles" >> beam.Reshuffle()
-        | "IndexArchives" >> beam.ParDo(IndexArchive(kind, warc_prefix)).with_outputs(COUNTS_TAG, main="rows")
+        | "IndexArchives" >> beam.ParDo(IndexArchive(kind, warc_prefix)).with_outputs(
+            COUNTS_TAG, REJECTS_TAG, main="rows")
     )
-    return indexed.rows, indexed[COUNTS_TAG]
+    return indexed.rows, indexed[COUNTS_TAG], indexed[REJECTS_TAG]
 
 
 def resolve_in_archive(tasks, index, hop_index, name: str, max_redirects: int = DEFAULT_MAX_REDIRECTS):
@@ -226,7 +228,7 @@ def build(
         planned = papers | "PlanFetches" >> beam.ParDo(PlanFetches(cap, host_shards)).with_outputs(
             META_TAG, COUNTS_TAG, main="tasks")
         sources = archive_sources(fetch, resume)
-        index, index_counts = index_archives(p, *sources, warc_prefix) if sources else (None, None)
+        index, index_counts, index_rejects = index_archives(p, *sources, warc_prefix) if sources else (None,) * 3
         def fetch_dofn(follow: bool):
             def make(dofn, **options):
                 if dofn is FetchLive:
@@ -260,7 +262,7 @@ def build(
         counts = [planned[COUNTS_TAG], first[COUNTS_TAG], second[COUNTS_TAG], built[COUNTS_TAG], checked_counts]
         if index_counts is not None:
             counts.append(index_counts)
-        rejects = [first[REJECTS_TAG], second[REJECTS_TAG]]
+        rejects = [first[REJECTS_TAG], second[REJECTS_TAG]] + ([index_rejects] if index_rejects is not None else [])
     _ = doc_shards | "WriteDocuments" >> WriteParquetShards(docs_dir, DOCUMENTS, num_shards, sort_by=("doi",))
     if rejects:
         _ = tuple(rejects) | "AllRejects" >> beam.Flatten() | "WriteRejects" >> WriteRejects(

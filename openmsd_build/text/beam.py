@@ -142,7 +142,8 @@ class WholeRecordFile(io.RawIOBase):
 
 class IndexArchive(UntypedDoFn):
     """One archive file -> `(canonical url, ("row", index row))` for each archived response
-    (tagged for the redirect rounds' GroupByKey); a count dict tagged COUNTS. `kind` is
+    (tagged for the redirect rounds' GroupByKey); a count dict tagged COUNTS; a file that is
+    empty, not a WARC or unreadable is a reject tagged REJECTS naming it (`archive.rejected.*`). `kind` is
     `warc` (scan a WARC) or `cc-index` (read one Parquet file of a Common Crawl index
     extract, WARC names under `warc_prefix`).
     One element per file, so a crawl's files are indexed in parallel and no worker holds
@@ -153,21 +154,37 @@ class IndexArchive(UntypedDoFn):
         self.warc_prefix = warc_prefix
 
     def process(self, path: str):
-        from openmsd_build.text.fetch import warc_index
+        from openmsd_build.text.fetch.warc_stream import ARCHIVE_UNREADABLE, archive_problem
 
         counts: Counter = Counter({"archive.files_indexed": 1})
-        if self.kind == "warc":
-            rows = warc_index.index_warc_file(path)
-        else:
-            rows = warc_index.read_cc_index(path, self.warc_prefix)
-        for row in rows:
-            if self.kind != "warc" and warc_index.needs_location(row):
-                row = warc_index.fill_location(row)  # an extract without fetch_redirect
-                counts["archive.locations_read"] += 1
-            counts["archive.records_indexed"] += 1
-            yield row["url"], (ROW, row)
+        problem = archive_problem(path) if self.kind == "warc" else None
+        if problem is None:
+            try:
+                for row in self._rows(path, counts):
+                    counts["archive.records_indexed"] += 1
+                    yield row["url"], (ROW, row)
+            except Exception as exc:  # noqa: BLE001 - a damaged archive is the user's input: a reject
+                problem = (ARCHIVE_UNREADABLE, f"{path}: {type(exc).__name__}: {str(exc).strip()[:500]}")
+        if problem is not None:
+            # the rows read before the damage stay indexed; the file is named in the reject
+            reason, detail = problem
+            counts[f"archive.rejected.{reason}"] += 1
+            yield beam.pvalue.TaggedOutput(REJECTS_TAG, make_reject(STAGE, reason, key=path, detail=detail))
         bump(STAGE, counts)
         yield beam.pvalue.TaggedOutput(COUNTS_TAG, dict(counts))
+
+    def _rows(self, path: str, counts: Counter):
+        """The file's index rows (a cc-index row without its redirect target gets it)."""
+        from openmsd_build.text.fetch import warc_index
+
+        if self.kind == "warc":
+            yield from warc_index.index_warc_file(path)
+            return
+        for row in warc_index.read_cc_index(path, self.warc_prefix):
+            if warc_index.needs_location(row):
+                row = warc_index.fill_location(row)  # an extract without fetch_redirect
+                counts["archive.locations_read"] += 1
+            yield row
 
 
 class JoinArchiveIndex(UntypedDoFn):
