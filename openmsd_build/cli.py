@@ -153,9 +153,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             with resources.measured() as figures, progress.reporting(args.command):
                 result = module.run(args, beam_args)
+            from openmsd_build.core.notices import announce
             from openmsd_build.core.stages import record_provenance
 
             record_provenance(args.out, args.command, {"resources": figures})
+            announce(args.out, args.command)
         else:
             result = module.run(args, beam_args)
     except UserError as exc:

@@ -11,11 +11,13 @@ import argparse
 import importlib
 import json
 import os
+import sys
 
 from apache_beam.io.filesystems import FileSystems
 
 from openmsd_build.core import layout, parquet_io, progress, resources
 from openmsd_build.core.errors import UserError
+from openmsd_build.core.notices import announce, warn
 from openmsd_build.core.stages import DERIVED_FOLDERS, STAGES, record_provenance, stale_stages
 from openmsd_build.papers.sources.registry import SOURCES, add_source_arguments, source_argv, source_globs
 
@@ -162,7 +164,14 @@ def plan_text(args: argparse.Namespace, to_run: list[str], found: list[str]) -> 
     """What `run --plan` prints: nothing is run or written."""
     from openmsd_build.core.stages import stage as stage_entry
 
-    lines = [f"plan for {args.out} (nothing is run)", "inputs:"]
+    lines = [f"plan for {args.out} (nothing is run)"]
+    # the stages this run starts from: stale ones before it would be built on old inputs
+    upstream_stale = {s: why for s, why in stale_stages(args.out).items() if to_run
+                      and STAGE_MODULES_INDEX[s] < STAGE_MODULES_INDEX[to_run[0]]}
+    for name, why in upstream_stale.items():
+        lines.append(f"warning: {name} is stale ({why}): this run would build on its old outputs; "
+                     f"use --from-stage {next(iter(upstream_stale))} instead")
+    lines.append("inputs:")
     lines += [f"  {x}" for x in found] or ["  (none to check)"]
     lines.append("stages, in order, and the outputs each replaces:")
     for name in to_run:
@@ -231,6 +240,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
             FileSystems.delete([path])
     results: dict[str, dict] = {}
     timings: dict[str, dict] = {}
+    warnings: dict[str, list[str]] = {}
     for stage, module_name in STAGE_MODULES[first : last + 1]:
         module = importlib.import_module(module_name)
         parser = argparse.ArgumentParser(prog=f"openmsd-build {stage}")
@@ -240,6 +250,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
         with resources.measured() as figures, progress.reporting(stage):
             results[stage] = module.run(stage_args, beam_args) or {}
         record_provenance(args.out, stage, {"resources": figures})
+        warnings[stage] = announce(args.out, stage, stale=False)
         timings[stage] = figures
         print(f"   {stage} took {figures['wall_s']:.1f} s (cpu {figures['cpu_s']:.1f} s, "
               f"peak {figures['peak_rss_mb']:.0f} MB)", flush=True)
@@ -254,8 +265,13 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
         stats = build_report(args.out)
         print(headline_table(stats))
     print(resources.timing_table(timings))
-    for stage, why in stale_stages(args.out).items():
-        print(f"warning: {stage} is stale ({why}); re-run with --from-stage {stage}")
+    repeated = [f"{stage}: {line}" for stage, lines in warnings.items() for line in lines]
+    repeated += [f"{stage} is stale ({why}); re-run with --from-stage {stage}"
+                 for stage, why in stale_stages(args.out).items()]
+    if repeated:
+        print(f"== {len(repeated)} warning{'s' if len(repeated) > 1 else ''} (also in _stats/<stage>.json and the "
+              "report)", file=sys.stderr, flush=True)
+        warn(repeated)
     if not args.no_report:
         print(f"outputs: {args.out}/  report: {layout.report_dir(args.out)}/report.html")
     return results
