@@ -62,6 +62,13 @@ def _text(counts: Mapping[str, int]) -> list[str]:
     if rejected_files:
         out.append(f"{_n(rejected_files)} of {_n(counts.get('archive.files_indexed', 0))} archive files were "
                    f"rejected ({_top(counts, 'archive.rejected.')}): see rejects/text/ for the file names")
+    bad_rows = sum(v for k, v in counts.items() if k.startswith("local.rejected."))
+    if bad_rows:
+        out.append(f"{_n(bad_rows)} manifest rows were rejected ({_top(counts, 'local.rejected.')}): see "
+                   "rejects/text/ for the files named")
+    if "local.papers_matched" in counts and not counts["local.papers_matched"]:
+        out.append(f"no file of the folder matched any of the {_n(papers)} papers: does the manifest use the papers' "
+                   "DOIs (or are the files named after them, / as _)?")
     if papers and not kept:
         hint = ("with --fetch none only papers whose metadata has an abstract are kept; give their pages "
                 "(--fetch warc:, local:, http)" if not fetched else "no page or PDF gave a usable text")

@@ -20,6 +20,7 @@ from openmsd_build.core.errors import UserError
 from openmsd_build.core.notices import announce, warn
 from openmsd_build.core.stages import DERIVED_FOLDERS, STAGES, record_provenance, stale_stages
 from openmsd_build.papers.sources.registry import SOURCES, add_source_arguments, source_argv, source_globs
+from openmsd_build.text.command import FETCH_HELP
 
 # (stage, module) in build order, from the stage registry.
 STAGE_MODULES = tuple((s.name, s.command) for s in STAGES)
@@ -36,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         default=[],
                         metavar="GLOB", help="OpenCitations Meta CSV, needed for OMID-only citation dumps")
     parser.add_argument("--fetch", default=None,
-                        help="text source: none | http | warc:GLOB (default: the sample's WARC, else none)")
+                        help=f"{FETCH_HELP} (default: the sample's WARC with --inputs, else none)")
     parser.add_argument("--from-stage", choices=[s for s, _ in STAGE_MODULES], default="papers",
                         help="skip the stages before this one (their outputs must exist)")
     parser.add_argument("--to-stage", choices=[s for s, _ in STAGE_MODULES], default="pairs",
@@ -147,7 +148,12 @@ def check_inputs(args: argparse.Namespace, stages: list[str]) -> list[str]:
             from openmsd_build.text.fetch.spec import FetchSpec
 
             fetch = FetchSpec.parse(argv[argv.index("--fetch") + 1])
-            if fetch.globs:
+            if fetch.local:
+                from openmsd_build.text.command import check_local
+
+                check_local(fetch)
+                lines.append(f"--fetch {fetch}: folder found")
+            elif fetch.globs:
                 note(f"--fetch {fetch}", expand_globs(list(fetch.globs), f"--fetch {fetch.mode}:"))
         elif stage == "citations":
             for flag in ("--opencitations", "--meta"):

@@ -426,6 +426,65 @@ class FetchLive(_ExtractingDoFn):
             yield from self._handle(url, url_tasks, result, *where, counts=counts, dated=True)
 
 
+class FetchLocal(_ExtractingDoFn):
+    """`--fetch local:`: `(host_key, [task, ...])` -> each URL answered from the user's folder
+    (`fetch.local_files.LocalFilesBackend`: a matched file's `file://` URL, or a URL a
+    manifest row names; anything else `not_in_folder`), then extracted as `ReplayArchive`
+    does. Nothing is archived: the folder is the user's own copy, and the fetch row names
+    the file read."""
+
+    def __init__(self, spec: str, extract_timeout: float, shards_per_host: int, follow: bool = True,
+                 extract_workers: int = 1):
+        super().__init__(extract_timeout, shards_per_host, follow, extract_workers)
+        self.spec = spec
+
+    def setup(self):
+        from openmsd_build.text.fetch.local_files import LocalFilesBackend
+
+        super().setup()
+        self.backend = LocalFilesBackend(self.spec)
+
+    def _process(self, element, counts: Counter):
+        _, tasks = element
+        by_url: dict[str, list[dict]] = {}
+        for task in sorted(tasks, key=lambda t: (t["url"], t["doi"])):
+            by_url.setdefault(task["url"], []).append(task)  # a file several papers share: read once
+        for url, url_tasks in by_url.items():
+            result = self.backend.fetch(url)
+            path = self.backend.path_for(url) if result.status is not None else None
+            yield from self._handle(url, url_tasks, result, path, None, None, counts=counts, dated=False)
+
+
+class PlanLocalFiles(UntypedDoFn):
+    """`--fetch local:`: a batch of papers -> fetch tasks `(host_key, task)` for the files a
+    manifest or the naming rule matches to each paper (`fetch.local_files.doi_tasks`), the
+    papers' own URLs being planned by `PlanFetches`; counts `local.*` tagged COUNTS."""
+
+    def __init__(self, spec: str, shards_per_host: int):
+        self.spec = spec
+        self.shards_per_host = shards_per_host
+
+    def setup(self):
+        from openmsd_build.text.fetch.local_files import load
+
+        self.source = load(self.spec)
+
+    def process(self, table):
+        from openmsd_build.text.fetch.local_files import doi_tasks
+
+        counts: Counter = Counter()
+        for doi in table.column("doi").to_pylist():
+            tasks = doi_tasks(self.source, doi)
+            counts["local.papers_matched"] += bool(tasks)
+            has_pdf = any(t["kind"] == "pdf" for t in tasks)
+            for task in tasks:
+                counts[f"local.files_matched.{task['kind']}"] += 1
+                yield shard_host(host_key(task["url"]), task["url"], self.shards_per_host), {
+                    **task, "follow": not has_pdf}
+        bump(STAGE, counts)
+        yield beam.pvalue.TaggedOutput(COUNTS_TAG, dict(counts))
+
+
 _SLIM_EXTRACTION = ("kind", "url", "title", "abstract", "abstracts", "content", "pdf_url", "language_hints")
 
 
