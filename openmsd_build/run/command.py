@@ -32,7 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--inputs", metavar="DIR",
                         help="a folder written by `openmsd-build sample` (reads its manifest.json)")
     add_source_arguments(parser)
-    parser.add_argument("--opencitations", action="extend", nargs="+", default=[], metavar="GLOB")
+    parser.add_argument("--opencitations", action="extend", nargs="+", default=[], metavar="GLOB",
+                        help="OpenCitations CSV files, globs or folders (COCI, Index or OMID-only; .csv, .csv.gz, "
+                             ".zip); repeatable (default: the sample's with --inputs)")
     parser.add_argument("--meta", "--opencitations-meta", dest="opencitations_meta", action="extend", nargs="+",
                         default=[],
                         metavar="GLOB", help="OpenCitations Meta CSV, needed for OMID-only citation dumps")

@@ -94,7 +94,9 @@ class WholeRecordFile(io.RawIOBase):
     at its end. Here the writes are held in memory and `flush()` appends them to the file in
     one call, so a Ctrl-C, an exception or a kill in the middle of a record leaves the file
     ending on a complete record: `warc/` is the resume store, and a truncated last record
-    would replay as a short 200 body on the next run. `close()` drops uncommitted bytes.
+    would replay as a short 200 body on the next run. `close()` drops uncommitted bytes. The
+    file is created with its first whole record, so a bundle that archived nothing (a resumed
+    fetch replaying everything, a Ctrl-C before the first response) leaves no empty file.
     Local files are appended to (the name is new per bundle); other schemes (`gs://`) are
     created through Beam's FileSystems and become visible when closed.
     """
@@ -103,16 +105,18 @@ class WholeRecordFile(io.RawIOBase):
         super().__init__()
         self.path = path
         self._pending = bytearray()
-        if "://" in path and not path.startswith("file://"):
+        self._out = None  # opened with the first whole record: a bundle that archives none leaves no file
+
+    def _open(self):
+        if "://" in self.path and not self.path.startswith("file://"):
             from apache_beam.io.filesystem import CompressionTypes
             from apache_beam.io.filesystems import FileSystems
 
-            self._out = FileSystems.create(path, mime_type="application/warc",
-                                           compression_type=CompressionTypes.UNCOMPRESSED)
-        else:
-            local = path[len("file://"):] if path.startswith("file://") else path
-            os.makedirs(os.path.dirname(local) or ".", exist_ok=True)
-            self._out = open(local, "ab")  # noqa: SIM115 - closed in close()
+            return FileSystems.create(self.path, mime_type="application/warc",
+                                      compression_type=CompressionTypes.UNCOMPRESSED)
+        local = self.path[len("file://"):] if self.path.startswith("file://") else self.path
+        os.makedirs(os.path.dirname(local) or ".", exist_ok=True)
+        return open(local, "ab")  # noqa: SIM115 - closed in close()
 
     def writable(self) -> bool:
         """Always writable (until closed)."""
@@ -126,6 +130,8 @@ class WholeRecordFile(io.RawIOBase):
     def flush(self) -> None:
         """A record ended: append it to the file in one write."""
         if self._pending and not self.closed:
+            if self._out is None:
+                self._out = self._open()
             self._out.write(bytes(self._pending))
             self._out.flush()
             self._pending.clear()
@@ -135,7 +141,8 @@ class WholeRecordFile(io.RawIOBase):
         if not self.closed:
             self._pending.clear()
             try:
-                self._out.close()
+                if self._out is not None:
+                    self._out.close()
             finally:
                 super().close()
 
