@@ -172,9 +172,11 @@ def _main(argv: list[str], command: str | None, whole_process: bool) -> int:
             with resources.measured() as figures, progress.reporting(args.command):
                 result = module.run(args, beam_args)
             from openmsd_build.core.notices import announce
+            from openmsd_build.core.stage_inputs import record_inputs
             from openmsd_build.core.stages import record_provenance
 
             record_provenance(args.out, args.command, {"resources": figures})
+            record_inputs(args.out, args.command, args)
             announce(args.out, args.command)
         else:
             result = module.run(args, beam_args)

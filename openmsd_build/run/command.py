@@ -18,6 +18,7 @@ from apache_beam.io.filesystems import FileSystems
 from openmsd_build.core import layout, parquet_io, progress, resources
 from openmsd_build.core.errors import UserError
 from openmsd_build.core.notices import announce, warn
+from openmsd_build.core.stage_inputs import record_inputs
 from openmsd_build.core.stages import DERIVED_FOLDERS, STAGES, record_provenance, stale_stages
 from openmsd_build.papers.sources.registry import SOURCES, add_source_arguments, source_argv, source_globs
 from openmsd_build.text.command import FETCH_HELP
@@ -258,6 +259,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
         with resources.measured() as figures, progress.reporting(stage):
             results[stage] = module.run(stage_args, beam_args) or {}
         record_provenance(args.out, stage, {"resources": figures})
+        record_inputs(args.out, stage, stage_args)
         warnings[stage] = announce(args.out, stage, stale=False)
         timings[stage] = figures
         print(f"   {stage} took {figures['wall_s']:.1f} s (cpu {figures['cpu_s']:.1f} s, "

@@ -65,6 +65,13 @@ def test_empty_citations_warn_report_and_export(empty_citations_build, real_samp
     stats = json.loads(Path(layout.stats_path(out, "citations")).read_text())
     assert any(cause in line for line in stats["warnings"])
     assert json.loads(Path(layout.stats_path(out, "papers")).read_text())["warnings"] == []
+    # every stage's _stats lists the files it read
+    inputs = {s: json.loads(Path(layout.stats_path(out, s)).read_text())["inputs"]
+              for s in ("papers", "text", "citations", "split", "pairs")}
+    assert [(f["source"], f["path"]) for f in inputs["citations"] if f["source"] == "opencitations"] == [
+        ("opencitations", str(real_samples / COCI))]
+    assert {f["source"] for f in inputs["split"]} >= {"text/documents", "citations/citations"}
+    assert inputs["pairs"] and inputs["text"] and inputs["papers"]
     # the report: warnings at the top and a notice instead of tables of zeros
     report = (Path(out) / "report" / "report.md").read_text()
     assert "> **Warning:** citations: citations kept 0 of" in report
