@@ -20,6 +20,7 @@ from openmsd_build.core.inputs import add_out_argument
 from openmsd_build.core.notices import warn
 from openmsd_build.core.parquet_io import join_path
 from openmsd_build.report import render
+from openmsd_build.report.build_card import write_build_card
 from openmsd_build.report.stats import compute_stats
 
 log = logging.getLogger(__name__)
@@ -78,6 +79,7 @@ def build_report(out: str, top: int = DEFAULT_TOP, rate_per_host: float | None =
     _write(join_path(report, "report.md"), render.render_markdown(stats, pngs).encode("utf-8"))
     _write(join_path(report, "report.html"), render.render_html(stats, pngs).encode("utf-8"))
     _write(join_path(report, "stats.json"), json.dumps(stats, indent=2, sort_keys=True).encode("utf-8"))
+    write_build_card(out)  # OUT/README.md: each table's schema, rows and how to load it
     log.info("report written to %s", report)
     return stats
 
