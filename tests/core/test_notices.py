@@ -83,6 +83,9 @@ def test_empty_citations_warn_report_and_export(empty_citations_build, real_samp
     err = capsys.readouterr().err
     assert "export refused: the build has no related pairs" in err and cause in err
     assert not (Path(out) / "export").exists()
+    # a release is allowed (ids of what there is) but says the same
+    assert main(["release", out, *FNAPI]) == 0
+    assert cause in capsys.readouterr().err
 
 
 def test_rerun_says_which_stages_are_stale(empty_citations_build, capsys):
