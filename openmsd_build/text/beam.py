@@ -171,6 +171,8 @@ class IndexArchive(UntypedDoFn):
                     counts["archive.records_indexed"] += 1
                     yield row["url"], (ROW, row)
             except Exception as exc:  # noqa: BLE001 - a damaged archive is the user's input: a reject
+                if isinstance(exc, OSError) and "://" in path:
+                    raise  # a remote read that failed (maybe for now): Beam retries the file
                 problem = (ARCHIVE_UNREADABLE, f"{path}: {type(exc).__name__}: {str(exc).strip()[:500]}")
         if problem is not None:
             # the rows read before the damage stay indexed; the file is named in the reject
