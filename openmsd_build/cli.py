@@ -126,10 +126,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = next((a for a in argv if not a.startswith("-")), None)
     try:
-        return _main(argv, command, whole_process)
+        return _main(argv, command)
     except KeyboardInterrupt:
-        # Ctrl-C before the command's own handler is in place (parsing, the text stage's
-        # children starting, imports) or after it: the same one line, never a traceback
+        # Ctrl-C before the command's own handler is in place (parsing, imports) or after
+        # it: the same one line, never a traceback
         return _interrupted(command if command in COMMANDS else None)
 
 
@@ -141,7 +141,7 @@ def _interrupted(command: str | None) -> int:
     return 130
 
 
-def _main(argv: list[str], command: str | None, whole_process: bool) -> int:
+def _main(argv: list[str], command: str | None) -> int:
     """`main` once the command line is known."""
     if argv[:1] == ["--version"]:
         _print_version()

@@ -47,13 +47,11 @@ def test_run_help_lists_every_fetch_form(capsys):
         assert form in text, form
 
 
-def test_ctrl_c_while_the_text_stage_starts_is_one_line(tmp_path, monkeypatch, capsys):
-    import openmsd_build.text.command as text_command
-
+def test_ctrl_c_while_the_command_starts_is_one_line(tmp_path, monkeypatch, capsys):
     def interrupted(*_args, **_kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(text_command, "start_children", interrupted)
+    monkeypatch.setattr(cli, "split_beam_args", interrupted)  # while Beam and the command load
     code = cli.main(["text", "--out", str(tmp_path), "--fetch", "http"])
     err = capsys.readouterr().err
     assert code == 130
