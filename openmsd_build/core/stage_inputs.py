@@ -36,16 +36,17 @@ def flag_inputs(stage: str, args: argparse.Namespace) -> list[dict]:
         meta = list(getattr(args, "meta", None) or [])
         return files + (_sized(expand_input_files(meta, "--meta"), "opencitations-meta") if meta else [])
     if stage == "text":
-        fetch = getattr(args, "fetch", "none")
-        if fetch.startswith(("warc:", "cc-index:")):
+        from openmsd_build.text.fetch.spec import FetchSpec
+
+        fetch = FetchSpec.parse(getattr(args, "fetch", "none"))
+        if fetch.archive_kind is not None:
             from openmsd_build.text.fetch.warc_backend import expand_paths
 
-            kind, _, globs = fetch.partition(":")
-            return _sized(expand_paths(globs), kind)
-        if fetch.startswith("local:"):
+            return _sized(expand_paths(",".join(fetch.globs)), fetch.mode)
+        if fetch.local:
             from openmsd_build.text.fetch.local_files import parse_spec
 
-            folder, manifest = parse_spec(fetch)
+            folder, manifest = parse_spec(str(fetch))
             return [{"source": "local-folder", "path": folder, "bytes": None}] + (
                 _sized([manifest], "local-manifest") if manifest else [])
     return []
