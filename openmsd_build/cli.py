@@ -124,10 +124,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command line (`sys.argv` when `argv` is None, as the `openmsd-build` program
     does); its exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    command = next((a for a in argv if not a.startswith("-")), None)
+    try:
+        return _main(argv, command)
+    except KeyboardInterrupt:
+        # Ctrl-C before the command's own handler is in place (parsing, imports) or after
+        # it: the same one line, never a traceback
+        return _interrupted(command if command in COMMANDS else None)
+
+
+def _interrupted(command: str | None) -> int:
+    """The message and exit code of a Ctrl-C (130, as a shell reports SIGINT)."""
+    name = f"openmsd-build {command}" if command else "openmsd-build"
+    print(f"{name}: interrupted; the previous outputs are intact, and a re-run resumes (fetched pages are kept "
+          "in OUT/warc/)", file=sys.stderr, flush=True)
+    return 130
+
+
+def _main(argv: list[str], command: str | None) -> int:
+    """`main` once the command line is known."""
     if argv[:1] == ["--version"]:
         _print_version()
         return 0
-    command = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(command if command in COMMANDS else None)
     args, extra = parser.parse_known_args(argv)
     logging.basicConfig(
@@ -153,18 +171,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             with resources.measured() as figures, progress.reporting(args.command):
                 result = module.run(args, beam_args)
+            from openmsd_build.core.notices import announce
+            from openmsd_build.core.stage_inputs import record_inputs
             from openmsd_build.core.stages import record_provenance
 
             record_provenance(args.out, args.command, {"resources": figures})
+            record_inputs(args.out, args.command, args)
+            announce(args.out, args.command)
         else:
             result = module.run(args, beam_args)
     except UserError as exc:
         print(f"openmsd-build {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"openmsd-build {args.command}: interrupted; the previous outputs are intact, "
-              "and a re-run resumes (fetched pages are kept in OUT/warc/)", file=sys.stderr)
-        return 130
+        return _interrupted(args.command)
     return int(result) if isinstance(result, int) else 0
 
 

@@ -30,6 +30,8 @@ shuffled once per pass. Flags and input checks are in `openmsd_build.text.comman
 
 from __future__ import annotations
 
+from collections import Counter
+
 import apache_beam as beam
 
 from openmsd_build.core import layout, parquet_io
@@ -48,10 +50,12 @@ from openmsd_build.text.beam import (
     BuildDocuments,
     DropSharedAbstracts,
     FetchLive,
+    FetchLocal,
     IndexArchive,
     JoinArchiveIndex,
     MetadataDocuments,
     PlanFetches,
+    PlanLocalFiles,
     ReplayArchive,
     slim,
 )
@@ -76,13 +80,15 @@ def archive_sources(fetch: FetchSpec, resume: list[str]) -> tuple[str, list[str]
 
 def index_archives(p, kind: str, files: list[str], warc_prefix: str):
     """`(canonical url, ("row", row))` for every archived response, one Beam element per
-    file (Reshuffle spreads the files over workers), plus the indexing counts."""
+    file (Reshuffle spreads the files over workers), plus the indexing counts and the rejects
+    of files that are not archives."""
     indexed = (
         p | "ArchiveFiles" >> beam.Create(files, reshuffle=False)  # spread once, below
         | "SpreadArchiveFiles" >> beam.Reshuffle()
-        | "IndexArchives" >> beam.ParDo(IndexArchive(kind, warc_prefix)).with_outputs(COUNTS_TAG, main="rows")
+        | "IndexArchives" >> beam.ParDo(IndexArchive(kind, warc_prefix)).with_outputs(
+            COUNTS_TAG, REJECTS_TAG, main="rows")
     )
-    return indexed.rows, indexed[COUNTS_TAG]
+    return indexed.rows, indexed[COUNTS_TAG], indexed[REJECTS_TAG]
 
 
 def resolve_in_archive(tasks, index, hop_index, name: str, max_redirects: int = DEFAULT_MAX_REDIRECTS):
@@ -145,9 +151,9 @@ FETCH_OUTPUTS = (FETCH_TAG, FOLLOW_TAG, REJECTS_TAG, COUNTS_TAG)
 def fetch_pass(tasks, fetch: FetchSpec, fetch_dofn, index, hop_index, host_shards: int, name: str):
     """One pass of fetching / replaying and extracting `(host key, task)` elements;
     returns ({output tag or "ext": PCollection}, hop index). `fetch_dofn(DoFn class,
-    **options)` makes the pass's `ReplayArchive` or `FetchLive`."""
+    **options)` makes the pass's `ReplayArchive`, `FetchLive` or `FetchLocal`."""
     parts = []
-    if index is None:  # live http, nothing archived
+    if index is None:  # live http with nothing archived, or a local folder
         live = tasks | f"Group{name}ByHost" >> beam.GroupByKey()
     else:
         units, hop_index = resolve_in_archive(tasks, index, hop_index, name)
@@ -162,9 +168,29 @@ def fetch_pass(tasks, fetch: FetchSpec, fetch_dofn, index, hop_index, host_shard
                      .with_outputs(*FETCH_OUTPUTS, main="ext"))
     if fetch.live:
         parts.append(live | f"{name}Live" >> beam.ParDo(fetch_dofn(FetchLive)).with_outputs(*FETCH_OUTPUTS, main="ext"))
+    elif fetch.local:  # answered from the user's folder (`FetchLocal`), grouped like live URLs
+        parts.append(live | f"{name}Local" >> beam.ParDo(fetch_dofn(FetchLocal)).with_outputs(*FETCH_OUTPUTS,
+                                                                                               main="ext"))
     outputs = {tag: tuple(part[tag] for part in parts) | f"{name}All{tag}" >> beam.Flatten()
                for tag in ("ext", *FETCH_OUTPUTS)}
     return outputs, hop_index
+
+
+def plan_local_files(p, papers, tasks, fetch: str, problems: list[tuple[str, str, str]], host_shards: int):
+    """`--fetch local:`: the papers' tasks plus one per file matched to a paper; returns
+    (all tasks, [matching counts, manifest problem counts, manifest problem rejects]).
+    `problems`: the manifest rows that cannot be used (checked once, when the source was
+    read: each is a reject naming its file)."""
+    from openmsd_build.core.rejects import make_reject
+
+    matched = papers | "PlanLocalFiles" >> beam.ParDo(PlanLocalFiles(fetch, host_shards)).with_outputs(
+        COUNTS_TAG, main="tasks")
+    rejects = p | "ManifestProblems" >> beam.Create(
+        [make_reject("text", reason, key=key, detail=detail) for reason, key, detail in problems], reshuffle=False)
+    problem_counts = p | "ManifestProblemCounts" >> beam.Create(
+        [dict(Counter(f"local.rejected.{reason}" for reason, _, _ in problems))], reshuffle=False)
+    all_tasks = (tasks, matched.tasks) | "AllTasks" >> beam.Flatten()
+    return all_tasks, [matched[COUNTS_TAG], problem_counts, rejects]
 
 
 def drop_shared_abstracts(keyed):
@@ -202,7 +228,8 @@ def build(
     warc_prefix: str = "",
     extract_workers: int = 1,
 ) -> None:
-    """Add the stage to pipeline `p` (`fetch` is none | http | warc:GLOB | cc-index:GLOB;
+    """Add the stage to pipeline `p` (`fetch` is none | http | warc:GLOB | cc-index:GLOB |
+    local:FOLDER[@MANIFEST];
     `resume` the WARC files of an earlier fetch into `out`; `warc_prefix` where the WARC
     files a cc-index extract names live). `papers/` is read from `out`; documents/, fetch/,
     rejects and stats are written under `dest` (the staging root, default `out`); new WARC
@@ -223,19 +250,31 @@ def build(
         counts = [docs[COUNTS_TAG], checked_counts]
         rejects = []
     else:
+        local = None
+        if fetch.local:
+            from openmsd_build.text.fetch.local_files import load
+
+            local = load(str(fetch))
+            # the papers' own URLs are looked up only in a manifest that lists URLs
+            cap = cap if local.by_url else 0
         planned = papers | "PlanFetches" >> beam.ParDo(PlanFetches(cap, host_shards)).with_outputs(
             META_TAG, COUNTS_TAG, main="tasks")
+        tasks, local_outputs = planned.tasks, []
+        if local is not None:
+            tasks, local_outputs = plan_local_files(p, papers, planned.tasks, str(fetch), local.problems, host_shards)
         sources = archive_sources(fetch, resume)
-        index, index_counts = index_archives(p, *sources, warc_prefix) if sources else (None, None)
+        index, index_counts, index_rejects = index_archives(p, *sources, warc_prefix) if sources else (None,) * 3
         def fetch_dofn(follow: bool):
             def make(dofn, **options):
                 if dofn is FetchLive:
                     options.update(fetch_config=fetch_config, warc_dir=warc_dir)
+                if dofn is FetchLocal:
+                    options.update(spec=str(fetch))
                 return dofn(extract_timeout=extract_timeout, shards_per_host=host_shards, follow=follow,
                             extract_workers=extract_workers, **options)
             return make
 
-        first, hop_index = fetch_pass(planned.tasks, fetch, fetch_dofn(follow), index, None, host_shards, "Fetch")
+        first, hop_index = fetch_pass(tasks, fetch, fetch_dofn(follow), index, None, host_shards, "Fetch")
         second, _ = fetch_pass(first[FOLLOW_TAG], fetch, fetch_dofn(False), index, hop_index, host_shards,
                                "FetchFollowUps")
         extractions = (
@@ -260,7 +299,9 @@ def build(
         counts = [planned[COUNTS_TAG], first[COUNTS_TAG], second[COUNTS_TAG], built[COUNTS_TAG], checked_counts]
         if index_counts is not None:
             counts.append(index_counts)
-        rejects = [first[REJECTS_TAG], second[REJECTS_TAG]]
+        counts += local_outputs[:2]
+        rejects = [first[REJECTS_TAG], second[REJECTS_TAG]] + ([index_rejects] if index_rejects is not None else [])
+        rejects += local_outputs[2:]
     _ = doc_shards | "WriteDocuments" >> WriteParquetShards(docs_dir, DOCUMENTS, num_shards, sort_by=("doi",))
     if rejects:
         _ = tuple(rejects) | "AllRejects" >> beam.Flatten() | "WriteRejects" >> WriteRejects(

@@ -45,6 +45,7 @@ from openmsd_build.citations.beam import (
     STAGE,
 )
 from openmsd_build.core.errors import UserError
+from openmsd_build.core.notices import DEFAULT_MAX_REJECT_RATE, add_reject_rate_argument
 from openmsd_build.core.runner import pipeline_options
 from openmsd_build.core.staging import stage_outputs
 from openmsd_build.core.stats import read_stage_counts, refuse_all_rejected
@@ -57,6 +58,7 @@ def run_citations(
     meta: list[str] | None = None,
     beam_args: Sequence[str] = (),
     shards: int = DEFAULT_SHARDS,
+    max_reject_rate: float | None = DEFAULT_MAX_REJECT_RATE,
 ) -> dict[str, int]:
     """Run the stage and return its counts (also in `_stats/citations.json`)."""
     if shards < 1:
@@ -67,7 +69,8 @@ def run_citations(
             build(pipeline, out, opencitations, meta, shards, dest=dest)
         done = read_stage_counts(dest, STAGE)
         refuse_all_rejected(STAGE, done, done.get("rows_read", 0), done.get("edges_kept", 0),
-                            {k: done.get(k, 0) for k in ("malformed_row", "rows_unrecognized_file", "bad_doi")})
+                            {k: done.get(k, 0) for k in ("malformed_row", "rows_unrecognized_file", "bad_doi")},
+                            dest, max_reject_rate)
     return read_stage_counts(out, STAGE)
 
 
@@ -90,12 +93,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="OpenCitations Meta CSV files/globs (id column with omid: and doi:) to resolve OMID-only rows",
     )
     parser.add_argument("--shards", type=int, default=DEFAULT_SHARDS, help="partitions of the shuffles and output files")
+    add_reject_rate_argument(parser)
 
 
 def run(args: argparse.Namespace, beam_args: Sequence[str]) -> dict[str, int]:
     counts = run_citations(
         args.out, list(args.opencitations), list(args.meta) if getattr(args, "meta", None) else None, beam_args,
-        getattr(args, "shards", DEFAULT_SHARDS),
+        getattr(args, "shards", DEFAULT_SHARDS), getattr(args, "max_reject_rate", DEFAULT_MAX_REJECT_RATE),
     )
     print(summary_line(counts))
     return counts

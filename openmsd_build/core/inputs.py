@@ -9,13 +9,25 @@ from collections.abc import Iterable, Sequence
 from apache_beam.io.filesystems import FileSystems
 
 from openmsd_build.core.errors import UserError
+from openmsd_build.core.folders import folder_files
 
 
 def expand_globs(globs: Iterable[str], what: str) -> list[tuple[str, int]]:
     """Every file matched by `globs` as `(path, size_in_bytes)`, sorted; a glob that
-    matches nothing is an error (a typo must not silently build an empty dataset)."""
+    matches nothing is an error (a typo must not silently build an empty dataset). A
+    folder (local, or remote ending in `/`) stands for every file under it, recursively,
+    for every source alike (`folder_files`)."""
     files: dict[str, int] = {}
     for pattern in globs:
+        if _is_local_folder(pattern):
+            found = folder_files(pattern)
+            if not found:
+                raise UserError(f"{what} input {pattern!r} is a folder with no file in it (folders are read "
+                                "recursively)")
+            files.update(found)
+            continue
+        if "://" in pattern and pattern.endswith("/"):
+            pattern += "**"  # a remote folder: everything under it, as a local one
         try:
             matches = FileSystems.match([pattern])[0].metadata_list
         except Exception as exc:  # noqa: BLE001 - Beam wraps filesystem errors in BeamIOError
@@ -28,6 +40,10 @@ def expand_globs(globs: Iterable[str], what: str) -> list[tuple[str, int]]:
     return sorted(files.items())
 
 
+def _is_local_folder(pattern: str) -> bool:
+    return ("://" not in pattern or pattern.startswith("file://")) and os.path.isdir(pattern.removeprefix("file://"))
+
+
 def default_shards(total_bytes: int, bytes_per_shard: int = 32 << 20, minimum: int = 4, maximum: int = 8192) -> int:
     """Shard count from the input size: ~32 MiB of (compressed) input per shard keeps each
     shard's merge in memory small on any worker, and is deterministic for given inputs."""
@@ -36,14 +52,9 @@ def default_shards(total_bytes: int, bytes_per_shard: int = 32 << 20, minimum: i
 
 
 def expand_input_files(patterns: Sequence[str], what: str = "input") -> list[str]:
-    """Files, globs or local folders -> sorted file list; a pattern matching nothing is a
-    `UserError` (see `expand_globs`)."""
-    expanded: list[str] = []
-    for pattern in patterns:
-        if "://" not in pattern and os.path.isdir(pattern):
-            pattern = os.path.join(pattern, "*")
-        expanded.append(pattern)
-    return [path for path, _ in expand_globs(expanded, what)]
+    """Files, globs or folders (recursively) -> sorted file list; a pattern matching
+    nothing is a `UserError` (see `expand_globs`)."""
+    return [path for path, _ in expand_globs(patterns, what)]
 
 
 def add_out_argument(parser, help_text: str) -> None:

@@ -118,12 +118,18 @@ def reporting(stage: str, interval: float | None = None, stream=None) -> Iterato
 
     thread = threading.Thread(target=loop, name=f"progress-{stage}", daemon=True)
     thread.start()
+    finished = False
     try:
         yield
+        finished = True
     finally:
         stop.set()
         thread.join(timeout=2)
         figures = snapshot(stage)
+        if finished and figures["planned"]:
+            # all planned work is done: "planned" counted tasks (a URL planned by several
+            # papers is one), so the last line says what was done, at 100%
+            figures["planned"] = figures["done"]
         if figures["done"]:
             text = line(stage, figures, time.monotonic() - started)
             stream.write(("\r" + text + "\x1b[K\n") if tty else text + "\n")

@@ -156,6 +156,23 @@ def write_beir(directory: str, corpus: pa.Table, queries: pa.Table, qrels: pa.Ta
 # --------------------------------------------------------------------------- the export
 
 
+def refuse_empty(out: str) -> None:
+    """A `UserError` when the pairs stage wrote no pair at all, with the build's own
+    warnings as the reason (`core.notices`): e.g. citations kept no edge because the
+    OpenCitations rows are about other papers than the metadata."""
+    from openmsd_build.core.notices import build_warnings
+    from openmsd_build.core.stats import read_stage_counts
+
+    counts = read_stage_counts(out, "pairs")
+    if not counts and not FileSystems.exists(layout.stats_path(out, "pairs")):
+        return  # not built: the readers below say what is missing
+    if any(v for k, v in counts.items() if k.startswith(("dc_kept.", "cc_pairs.", "bc_pairs."))):
+        return
+    why = [f"{stage}: {line}" for stage, lines in build_warnings(out).items() for line in lines]
+    raise UserError("export refused: the build has no related pairs, so there is no retrieval task or trainer "
+                    "table to export" + "".join(f"\n  {line}" for line in why or ["(no stage recorded a warning)"]))
+
+
 def export_build(
     out: str,
     dest: str | None = None,
@@ -169,8 +186,11 @@ def export_build(
     detect=None,
     text: str = "raw",
 ) -> dict:
-    """Write the whole export (see the module docstring) and return its counts."""
+    """Write the whole export (see the module docstring) and return its counts. A build
+    without a single related pair is refused (`refuse_empty`): an export of it would have
+    no config, and a card that `datasets` cannot load."""
     require_fresh(out, "export")
+    refuse_empty(out)
     dest = dest or join_path(out, "export")
     configs: list[hf_dataset.Config] = []
     skipped: list[str] = []
@@ -241,6 +261,9 @@ def export_build(
     from openmsd_build.export.pools import export_pools
 
     summary["large_pool"] = export_pools(out, dest) if "://" not in dest else None
+    if not configs:
+        raise UserError(f"export: every table of {out} came out empty ({', '.join(skipped[:6])} ...); nothing "
+                        "a dataset loader could read was written to the card")
     card = hf_dataset.card_markdown(configs, skipped, sorted(languages), PRETTY_NAME, CARD_BODY)
     _write_bytes(join_path(dest, "README.md"), card.encode("utf-8"))
     summary["configs"] = [c.name for c in configs]

@@ -14,6 +14,7 @@ import apache_beam as beam
 
 from openmsd_build.core.errors import UserError
 from openmsd_build.core.inputs import default_shards, expand_globs
+from openmsd_build.core.notices import DEFAULT_MAX_REJECT_RATE, add_reject_rate_argument
 from openmsd_build.core.runner import is_local_runner, pipeline_options
 from openmsd_build.core.staging import stage_outputs
 from openmsd_build.core.stats import read_stage_counts, refuse_all_rejected
@@ -35,11 +36,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "1, i.e. in the Beam worker itself; always 1 on Dataflow, Flink and other distributed runners)")
     parser.add_argument("--shards", type=int, default=0,
                         help="shuffle shards = output files (default: ~1 per 32 MiB of input)")
+    add_reject_rate_argument(parser)
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
     counts = run_papers(args.out, source_globs(args), beam_args, args.shards,
-                        split_over=int(args.split_files_over * (1 << 20)), parse_workers=args.parse_workers)
+                        split_over=int(args.split_files_over * (1 << 20)), parse_workers=args.parse_workers,
+                        max_reject_rate=getattr(args, "max_reject_rate", DEFAULT_MAX_REJECT_RATE))
     print(summary_line(counts))
     return counts
 
@@ -51,6 +54,7 @@ def run_papers(
     shards: int = 0,
     split_over: int = LINE_SPLIT_BYTES,
     parse_workers: int = 0,
+    max_reject_rate: float | None = DEFAULT_MAX_REJECT_RATE,
 ) -> dict:
     """Build `papers/` from snapshot globs per source (`{"unpaywall": [...], ...}`, names
     from the source registry); returns the stage's counts. `parse_workers`: processes that
@@ -86,7 +90,7 @@ def run_papers(
         done = read_stage_counts(dest, "papers")
         refuse_all_rejected(
             "papers", done, sum(v for k, v in done.items() if k.startswith("read.")), done.get("written", 0),
-            {k.split(".", 2)[-1]: v for k, v in done.items() if k.startswith("rejected.")})
+            {k.split(".", 2)[-1]: v for k, v in done.items() if k.startswith("rejected.")}, dest, max_reject_rate)
     counts = read_stage_counts(out, "papers")
     counts["seconds"] = round(time.time() - started, 2)
     return counts

@@ -74,6 +74,10 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
         + f" documents; {len(manifest['files'])} files, {sum(f['bytes'] for f in manifest['files']):,} bytes"
         + f" -> {release}/{MANIFEST}"
     )
+    from openmsd_build.core.notices import build_warnings, warn
+
+    # a release of a build that kept nothing is allowed (ids of what there is), but never silent
+    warn([f"{stage}: {line}" for stage, lines in build_warnings(args.out).items() for line in lines])
     return manifest
 
 

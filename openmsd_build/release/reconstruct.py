@@ -45,13 +45,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("release", help="an id-only release folder (local or gs://) written by `openmsd-build release`")
     parser.add_argument("--out", required=True, help="where to rebuild (a build output root)")
     add_source_arguments(parser)
-    parser.add_argument("--fetch", default="none", help="none | http | warc:GLOB (as the text stage)")
-    parser.add_argument("--max-urls-per-paper", type=int, default=3)
-    parser.add_argument("--rate-per-host", type=float, default=1.0)
-    parser.add_argument("--contact", default=None)
-    parser.add_argument("--allow-network", action="extend", nargs="+", default=[], metavar="CIDR")
-    parser.add_argument("--no-robots", action="store_true")
-    parser.add_argument("--extract-timeout", type=float, default=60.0)
+    parser.add_argument("--fetch", default="none", help="where the pages come from, as the text stage's --fetch: "
+                        "none | http | warc:GLOB | cc-index:GLOB | local:FOLDER[@MANIFEST]")
+    parser.add_argument("--max-urls-per-paper", type=int, default=3, help="fetch at most this many URLs per paper (as text)")
+    parser.add_argument("--rate-per-host", type=float, default=1.0, help="requests per second per host (http)")
+    parser.add_argument("--contact", default=None, help="contact address added to the User-Agent (e.g. mailto:...)")
+    parser.add_argument("--allow-network", action="extend", nargs="+", default=[], metavar="CIDR",
+                        help="allow fetching from this private/loopback network (e.g. 127.0.0.0/8 for tests)")
+    parser.add_argument("--no-robots", action="store_true", help="do not honour robots.txt (only for your own servers)")
+    parser.add_argument("--extract-timeout", type=float, default=60.0, help="hard limit per document extraction (s)")
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> dict:

@@ -17,8 +17,10 @@ from apache_beam.io.filesystems import FileSystems
 from openmsd_build.core import layout
 from openmsd_build.core.errors import UserError
 from openmsd_build.core.inputs import add_out_argument
+from openmsd_build.core.notices import warn
 from openmsd_build.core.parquet_io import join_path
 from openmsd_build.report import render
+from openmsd_build.report.build_card import write_build_card
 from openmsd_build.report.stats import compute_stats
 
 log = logging.getLogger(__name__)
@@ -77,6 +79,7 @@ def build_report(out: str, top: int = DEFAULT_TOP, rate_per_host: float | None =
     _write(join_path(report, "report.md"), render.render_markdown(stats, pngs).encode("utf-8"))
     _write(join_path(report, "report.html"), render.render_html(stats, pngs).encode("utf-8"))
     _write(join_path(report, "stats.json"), json.dumps(stats, indent=2, sort_keys=True).encode("utf-8"))
+    write_build_card(out)  # OUT/README.md: each table's schema, rows and how to load it
     log.info("report written to %s", report)
     return stats
 
@@ -110,5 +113,8 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         log.info("report runs no Beam pipeline; ignoring %s", " ".join(beam_args))
     stats = build_report(args.out, top=args.top, rate_per_host=args.rate_per_host)
     print(headline_table(stats))
+    warn([f"{stage}: {line}" for stage, lines in (stats.get("warnings") or {}).items() for line in lines]
+         + [f"{stage} is stale ({why}): its numbers describe older inputs; re-run with `openmsd-build run ... "
+            f"--from-stage {stage}`" for stage, why in (stats.get("stale") or {}).items()])
     print(f"report: {join_path(layout.report_dir(args.out), 'report.html')}")
     return 0

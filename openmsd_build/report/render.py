@@ -31,7 +31,7 @@ CLASS_LABELS = {
 
 @dataclass
 class Block:
-    """One piece of the report: kind is h1 / h2 / h3 / p / table / figure."""
+    """One piece of the report: kind is h1 / h2 / h3 / p / warning / table / figure."""
 
     kind: str
     text: str = ""
@@ -146,13 +146,22 @@ def blocks(stats: dict, pngs: dict[str, bytes]) -> list[Block]:
     built = ", ".join(f"{k}: {'yes' if v else 'no'}" for k, v in stats["built"].items())
     out.append(Block("p", f"Built parts — {built}."))
     for stage, why in (stats.get("stale") or {}).items():
-        out.append(Block("p", f"STALE: {stage} — {why}; its numbers below describe older inputs. Re-run it."))
+        out.append(Block("warning", f"STALE: {stage} — {why}; its numbers below describe older inputs. Re-run it."))
+    for stage, lines in (stats.get("warnings") or {}).items():
+        out += [Block("warning", f"{stage}: {line}") for line in lines]
     out += _table1(stats)
     out += _abstract_languages(stats)
     out += _figures(stats, pngs)
-    out += _table2(stats)
-    out += _table3(stats)
-    out += _evaluation(stats)
+    if _no_pairs(stats):
+        # tables of zeros would read as a result; the warnings above say why there is none
+        out.append(Block("h2", "Splits, pairs and evaluation"))
+        out.append(Block("warning", "No related pairs: the build has no linked papers (citations kept "
+                         f"{fmt_int((stats.get('table1') or {}).get('citations'))} edges), so Tables 2 and 3 and the "
+                         "evaluation are left out. See the warnings at the top."))
+    else:
+        out += _table2(stats)
+        out += _table3(stats)
+        out += _evaluation(stats)
     out += _recipes(stats)
     from openmsd_build.report.large_pool import large_pool_blocks
 
@@ -161,6 +170,15 @@ def blocks(stats: dict, pngs: dict[str, bytes]) -> list[Block]:
     out += _fetch(stats)
     out += _queue(stats)
     return out
+
+
+def _no_pairs(stats: dict) -> bool:
+    """pairs/ is built and holds no pair in any relation and split."""
+    pairs = stats.get("pairs")
+    if not pairs:
+        return False
+    cells = [pairs[rel][split] for rel in layout.RELATIONS for split in layout.SPLIT_NAMES]
+    return all(not cell or not cell.get("pairs") for cell in cells)
 
 
 def _table1(stats: dict) -> list[Block]:
@@ -190,9 +208,9 @@ def _table1(stats: dict) -> list[Block]:
         crows = [[label] + [fmt_float(classes[c][key]) if key.startswith("avg") else fmt_int(classes[c][key])
                             for c in ("all", "en", "non-en")] for key, label in labels]
         res.append(Block("table", headers=["", "all", "English", "non-English"], rows=crows))
-    coverage = (stats.get("papers") or {}).get("category_coverage")
+    coverage = (stats.get("documents") or {}).get("category_coverage")
     if coverage:
-        res.append(Block("h3", "Category coverage (papers with at least one category)"))
+        res.append(Block("h3", "Category coverage (papers with text, as in Figure 2, with at least one category)"))
         res.append(Block("table", headers=["source", "papers", "with a category", "share"], rows=[
             [r["source"], fmt_int(r["papers"]), fmt_int(r["with_category"]),
              "—" if r["share"] is None else f"{100 * r['share']:.1f}%"] for r in coverage]))
@@ -373,8 +391,11 @@ def _fetch(stats: dict) -> list[Block]:
     res = [Block("h2", "Fetch health")]
     if f is None:
         return res + [Block("p", f"fetch/: {NOT_BUILT} (e.g. a build with --fetch none).")]
+    offline = stats.get("offline")
+    misses = sum(v for k, v in f["by_error"].items() if k in ("not_in_archive", "not_in_folder"))
     summary = [
-        ["URLs fetched", fmt_int(f["urls"])],
+        ["URLs looked up (offline)" if offline else "URLs fetched", fmt_int(f["urls"])],
+        *([["not there (misses)", fmt_int(misses)]] if offline else []),
         ["without error", fmt_int(f["ok"])],
         ["failed", fmt_int(f["failed"])],
         ["success rate", fmt_pct(f["success_rate"])],
@@ -402,6 +423,9 @@ def _fetch(stats: dict) -> list[Block]:
 def _queue(stats: dict) -> list[Block]:
     q = stats["queue"]
     res = [Block("h2", "Fetch queue — dominating hosts and time at the per-host rate")]
+    if stats.get("offline"):
+        return res + [Block("p", "An offline build (replayed from archives or read from a folder): nothing was "
+                                 "fetched, so there is no fetch time to estimate.")]
     if q is None:
         return res + [Block("p", f"papers/ and fetch/: {NOT_BUILT}.")]
     source = "fetch/ (URLs queued)" if q["source"] == "fetch" else "papers/ (every distinct listed URL; an upper bound)"
@@ -451,6 +475,8 @@ def render_markdown(stats: dict, pngs: dict[str, bytes]) -> str:
             lines += ["#" * int(b.kind[1]) + " " + b.text, ""]
         elif b.kind == "p":
             lines += [b.text, ""]
+        elif b.kind == "warning":
+            lines += [f"> **Warning:** {b.text}", ""]
         elif b.kind == "figure":
             lines += [f"![{b.text}]({b.name})", ""]
         elif b.kind == "table":
@@ -473,6 +499,7 @@ th { background: #eaf0f7; }
 td:first-child, th:first-child { text-align: left; }
 td.text, th.text { text-align: left; }
 figure { margin: 8px 0; }
+p.warning { background: #fff4e0; border-left: 5px solid #d9822b; padding: 6px 10px; color: #5c3300; }
 figure img { max-width: 100%; border: 1px solid #dde3ea; }
 """
 
@@ -485,6 +512,8 @@ def render_html(stats: dict, pngs: dict[str, bytes]) -> str:
     for b in blocks(stats, pngs):
         if b.kind in ("h1", "h2", "h3", "p"):
             parts.append(f"<{b.kind}>{e(b.text)}</{b.kind}>")
+        elif b.kind == "warning":
+            parts.append(f'<p class="warning" role="alert"><strong>Warning:</strong> {e(b.text)}</p>')
         elif b.kind == "figure":
             data = base64.b64encode(b.png).decode("ascii")
             parts.append(

@@ -32,6 +32,7 @@ import polars as pl
 from apache_beam.io.filesystems import FileSystems
 
 from openmsd_build.core import layout
+from openmsd_build.core.notices import build_warnings
 from openmsd_build.core.parquet_io import join_path, list_parts, match_paths
 from openmsd_build.core.stages import stale_stages
 from openmsd_build.core.stats import read_json
@@ -156,6 +157,20 @@ def _category_coverage(lf: pl.LazyFrame) -> list[dict]:
     for r in rows:
         r["share"] = r["with_category"] / r["papers"] if r["papers"] else None
     return rows
+
+
+def documents_category_coverage(out: str) -> list[dict] | None:
+    """`_category_coverage` over the papers with text (documents/, the papers Figures 1 and 2
+    count), each with the sources papers/ joined it from; None without documents/."""
+    docs = scan(layout.documents_dir(out), ["doi", "categories"], tables.DOCUMENTS)
+    papers = scan(layout.papers_dir(out), ["doi", "sources"], tables.PAPERS)
+    if docs is None:
+        return None
+    if papers is None:
+        docs = docs.with_columns(pl.lit(None, dtype=pl.List(pl.String)).alias("sources"))
+    else:
+        docs = docs.join(papers, on="doi", how="left")
+    return _category_coverage(docs)
 
 
 def documents_section(out: str, top: int) -> dict | None:
@@ -521,9 +536,16 @@ def funnel(stats: dict) -> list[dict]:
     papers, fetch, docs, splits = stats["papers"], stats["fetch"], stats["documents"], stats["splits"]
     add("papers", "joined papers (one row per DOI)", papers and papers["rows"])
     add("papers.with_urls", "joined papers with an OA URL", papers and papers["with_urls"])
-    add("fetch.urls", "URLs fetched", fetch and fetch["urls"])
-    add("fetch.ok", "URLs fetched without error", fetch and fetch["ok"])
-    add("fetch.dois_ok", "papers with a successful fetch", fetch and fetch["dois_ok"])
+    if stats.get("offline"):  # replayed from archives or read from a folder: nothing was fetched
+        misses = fetch and sum(v for k, v in fetch["by_error"].items() if k in MISS_ERRORS)
+        add("fetch.urls", "URLs looked up in the archives / folder", fetch and fetch["urls"])
+        add("fetch.misses", "URLs not there (misses)", misses)
+        add("fetch.ok", "URLs found and read without error", fetch and fetch["ok"])
+        add("fetch.dois_ok", "papers with a URL found", fetch and fetch["dois_ok"])
+    else:
+        add("fetch.urls", "URLs fetched", fetch and fetch["urls"])
+        add("fetch.ok", "URLs fetched without error", fetch and fetch["ok"])
+        add("fetch.dois_ok", "papers with a successful fetch", fetch and fetch["dois_ok"])
     add("documents", "papers with text (documents)", docs and docs["papers"])
     add("documents.with_abstract", "papers with an abstract", docs and docs["with_abstract"])
     add("splits", "papers with a citation link (in splits)", splits and splits["papers"])
@@ -581,6 +603,16 @@ def large_pool_section(out: str) -> dict | None:
     from openmsd_build.report.large_pool import large_pool_section as section
 
     return section(out)
+MISS_ERRORS = ("not_in_archive", "not_in_folder")
+"""Fetch errors of an offline build that mean "not there", not a failed download."""
+
+
+def _read_stage_stats(out: str, stage: str) -> dict:
+    """`_stats/<stage>.json` as written, {} when absent or unreadable."""
+    try:
+        return read_json(layout.stats_path(out, stage))
+    except Exception:  # noqa: BLE001 - not built
+        return {}
 
 
 def compute_stats(out: str, top: int = 20, rate_per_host: float | None = 1.0) -> dict:
@@ -588,6 +620,8 @@ def compute_stats(out: str, top: int = 20, rate_per_host: float | None = 1.0) ->
     docs = documents_section(out, top)
     cit = citations_section(out)
     hosts = fetch_hosts(out)
+    text_stats = _read_stage_stats(out, "text")
+    offline = text_stats.get("fetch", "http") != "http"  # a replay fetched nothing: no queue time
     stats: dict = {
         "schema_version": SCHEMA_VERSION,
         "out": out,
@@ -599,7 +633,9 @@ def compute_stats(out: str, top: int = 20, rate_per_host: float | None = 1.0) ->
         "splits": splits_section(out),
         "pairs": pairs_section(out),
         "fetch": fetch_section(out, top, hosts),
-        "queue": queue_section(out, top, rate_per_host, hosts),
+        "offline": offline,
+        "queue": None if offline else queue_section(out, top, rate_per_host, hosts),
+        "warnings": build_warnings(out),
         "stage_counts": stage_counts(out),
         "stage_resources": stage_resources(out),
         "rejects": rejects_section(out),
@@ -607,6 +643,8 @@ def compute_stats(out: str, top: int = 20, rate_per_host: float | None = 1.0) ->
         "training_recipes": recipes_section(out),
         "large_pool": large_pool_section(out),
     }
+    if docs is not None:
+        docs["category_coverage"] = documents_category_coverage(out)
     stats["table1"] = table1(docs, cit)
     stats["funnel"] = funnel(stats)
     stats["built"] = {k: stats[k] is not None for k in ("papers", "fetch", "documents", "citations", "splits", "pairs")}

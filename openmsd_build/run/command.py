@@ -11,14 +11,18 @@ import argparse
 import importlib
 import json
 import os
+import sys
 
 from apache_beam.io.filesystems import FileSystems
 
 from openmsd_build.core import layout, parquet_io, progress, resources
 from openmsd_build.core.errors import UserError
 from openmsd_build.core.paths import UnsafePath, confined_path
+from openmsd_build.core.notices import announce, warn
+from openmsd_build.core.stage_inputs import record_inputs
 from openmsd_build.core.stages import DERIVED_FOLDERS, STAGES, record_provenance, stale_stages
 from openmsd_build.papers.sources.registry import SOURCES, add_source_arguments, source_argv, source_globs
+from openmsd_build.text.command import FETCH_HELP
 
 # (stage, module) in build order, from the stage registry.
 STAGE_MODULES = tuple((s.name, s.command) for s in STAGES)
@@ -30,12 +34,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--inputs", metavar="DIR",
                         help="a folder written by `openmsd-build sample` (reads its manifest.json)")
     add_source_arguments(parser)
-    parser.add_argument("--opencitations", action="extend", nargs="+", default=[], metavar="GLOB")
+    parser.add_argument("--opencitations", action="extend", nargs="+", default=[], metavar="GLOB",
+                        help="OpenCitations CSV files, globs or folders (COCI, Index or OMID-only; .csv, .csv.gz, "
+                             ".zip); repeatable (default: the sample's with --inputs)")
     parser.add_argument("--meta", "--opencitations-meta", dest="opencitations_meta", action="extend", nargs="+",
                         default=[],
                         metavar="GLOB", help="OpenCitations Meta CSV, needed for OMID-only citation dumps")
     parser.add_argument("--fetch", default=None,
-                        help="text source: none | http | warc:GLOB (default: the sample's WARC, else none)")
+                        help=f"{FETCH_HELP} (default: the sample's WARC with --inputs, else none)")
     parser.add_argument("--from-stage", choices=[s for s, _ in STAGE_MODULES], default="papers",
                         help="skip the stages before this one (their outputs must exist)")
     parser.add_argument("--to-stage", choices=[s for s, _ in STAGE_MODULES], default="pairs",
@@ -152,7 +158,12 @@ def check_inputs(args: argparse.Namespace, stages: list[str]) -> list[str]:
             from openmsd_build.text.fetch.spec import FetchSpec
 
             fetch = FetchSpec.parse(argv[argv.index("--fetch") + 1])
-            if fetch.globs:
+            if fetch.local:
+                from openmsd_build.text.command import check_local
+
+                check_local(fetch)
+                lines.append(f"--fetch {fetch}: folder found")
+            elif fetch.globs:
                 note(f"--fetch {fetch}", expand_globs(list(fetch.globs), f"--fetch {fetch.mode}:"))
         elif stage == "citations":
             for flag in ("--opencitations", "--meta"):
@@ -169,7 +180,14 @@ def plan_text(args: argparse.Namespace, to_run: list[str], found: list[str]) -> 
     """What `run --plan` prints: nothing is run or written."""
     from openmsd_build.core.stages import stage as stage_entry
 
-    lines = [f"plan for {args.out} (nothing is run)", "inputs:"]
+    lines = [f"plan for {args.out} (nothing is run)"]
+    # the stages this run starts from: stale ones before it would be built on old inputs
+    upstream_stale = {s: why for s, why in stale_stages(args.out).items() if to_run
+                      and STAGE_MODULES_INDEX[s] < STAGE_MODULES_INDEX[to_run[0]]}
+    for name, why in upstream_stale.items():
+        lines.append(f"warning: {name} is stale ({why}): this run would build on its old outputs; "
+                     f"use --from-stage {next(iter(upstream_stale))} instead")
+    lines.append("inputs:")
     lines += [f"  {x}" for x in found] or ["  (none to check)"]
     lines.append("stages, in order, and the outputs each replaces:")
     for name in to_run:
@@ -238,6 +256,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
             FileSystems.delete([path])
     results: dict[str, dict] = {}
     timings: dict[str, dict] = {}
+    warnings: dict[str, list[str]] = {}
     for stage, module_name in STAGE_MODULES[first : last + 1]:
         module = importlib.import_module(module_name)
         parser = argparse.ArgumentParser(prog=f"openmsd-build {stage}")
@@ -247,6 +266,8 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
         with resources.measured() as figures, progress.reporting(stage):
             results[stage] = module.run(stage_args, beam_args) or {}
         record_provenance(args.out, stage, {"resources": figures})
+        record_inputs(args.out, stage, stage_args)
+        warnings[stage] = announce(args.out, stage, stale=False)
         timings[stage] = figures
         print(f"   {stage} took {figures['wall_s']:.1f} s (cpu {figures['cpu_s']:.1f} s, "
               f"peak {figures['peak_rss_mb']:.0f} MB)", flush=True)
@@ -261,8 +282,13 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
         stats = build_report(args.out)
         print(headline_table(stats))
     print(resources.timing_table(timings))
-    for stage, why in stale_stages(args.out).items():
-        print(f"warning: {stage} is stale ({why}); re-run with --from-stage {stage}")
+    repeated = [f"{stage}: {line}" for stage, lines in warnings.items() for line in lines]
+    repeated += [f"{stage} is stale ({why}); re-run with --from-stage {stage}"
+                 for stage, why in stale_stages(args.out).items()]
+    if repeated:
+        print(f"== {len(repeated)} warning{'s' if len(repeated) > 1 else ''} (also in _stats/<stage>.json and the "
+              "report)", file=sys.stderr, flush=True)
+        warn(repeated)
     if not args.no_report:
         print(f"outputs: {args.out}/  report: {layout.report_dir(args.out)}/report.html")
     return results

@@ -94,7 +94,9 @@ class WholeRecordFile(io.RawIOBase):
     at its end. Here the writes are held in memory and `flush()` appends them to the file in
     one call, so a Ctrl-C, an exception or a kill in the middle of a record leaves the file
     ending on a complete record: `warc/` is the resume store, and a truncated last record
-    would replay as a short 200 body on the next run. `close()` drops uncommitted bytes.
+    would replay as a short 200 body on the next run. `close()` drops uncommitted bytes. The
+    file is created with its first whole record, so a bundle that archived nothing (a resumed
+    fetch replaying everything, a Ctrl-C before the first response) leaves no empty file.
     Local files are appended to (the name is new per bundle); other schemes (`gs://`) are
     created through Beam's FileSystems and become visible when closed.
     """
@@ -103,16 +105,18 @@ class WholeRecordFile(io.RawIOBase):
         super().__init__()
         self.path = path
         self._pending = bytearray()
-        if "://" in path and not path.startswith("file://"):
+        self._out = None  # opened with the first whole record: a bundle that archives none leaves no file
+
+    def _open(self):
+        if "://" in self.path and not self.path.startswith("file://"):
             from apache_beam.io.filesystem import CompressionTypes
             from apache_beam.io.filesystems import FileSystems
 
-            self._out = FileSystems.create(path, mime_type="application/warc",
-                                           compression_type=CompressionTypes.UNCOMPRESSED)
-        else:
-            local = path[len("file://"):] if path.startswith("file://") else path
-            os.makedirs(os.path.dirname(local) or ".", exist_ok=True)
-            self._out = open(local, "ab")  # noqa: SIM115 - closed in close()
+            return FileSystems.create(self.path, mime_type="application/warc",
+                                      compression_type=CompressionTypes.UNCOMPRESSED)
+        local = self.path[len("file://"):] if self.path.startswith("file://") else self.path
+        os.makedirs(os.path.dirname(local) or ".", exist_ok=True)
+        return open(local, "ab")  # noqa: SIM115 - closed in close()
 
     def writable(self) -> bool:
         """Always writable (until closed)."""
@@ -126,6 +130,8 @@ class WholeRecordFile(io.RawIOBase):
     def flush(self) -> None:
         """A record ended: append it to the file in one write."""
         if self._pending and not self.closed:
+            if self._out is None:
+                self._out = self._open()
             self._out.write(bytes(self._pending))
             self._out.flush()
             self._pending.clear()
@@ -135,14 +141,16 @@ class WholeRecordFile(io.RawIOBase):
         if not self.closed:
             self._pending.clear()
             try:
-                self._out.close()
+                if self._out is not None:
+                    self._out.close()
             finally:
                 super().close()
 
 
 class IndexArchive(UntypedDoFn):
     """One archive file -> `(canonical url, ("row", index row))` for each archived response
-    (tagged for the redirect rounds' GroupByKey); a count dict tagged COUNTS. `kind` is
+    (tagged for the redirect rounds' GroupByKey); a count dict tagged COUNTS; a file that is
+    empty, not a WARC or unreadable is a reject tagged REJECTS naming it (`archive.rejected.*`). `kind` is
     `warc` (scan a WARC) or `cc-index` (read one Parquet file of a Common Crawl index
     extract, WARC names under `warc_prefix`).
     One element per file, so a crawl's files are indexed in parallel and no worker holds
@@ -153,21 +161,40 @@ class IndexArchive(UntypedDoFn):
         self.warc_prefix = warc_prefix
 
     def process(self, path: str):
-        from openmsd_build.text.fetch import warc_index
+        from openmsd_build.core.paths import describe_failure
+        from openmsd_build.text.fetch.warc_stream import ARCHIVE_UNREADABLE, archive_problem
 
         counts: Counter = Counter({"archive.files_indexed": 1})
-        if self.kind == "warc":
-            rows = warc_index.index_warc_file(path)
-        else:
-            rows = warc_index.read_cc_index(path, self.warc_prefix, counts)  # refused paths counted
-        for row in rows:
-            if self.kind != "warc" and warc_index.needs_location(row):
-                row = warc_index.fill_location(row)  # an extract without fetch_redirect
-                counts["archive.locations_read"] += 1
-            counts["archive.records_indexed"] += 1
-            yield row["url"], (ROW, row)
+        problem = archive_problem(path) if self.kind == "warc" else None
+        if problem is None:
+            try:
+                for row in self._rows(path, counts):
+                    counts["archive.records_indexed"] += 1
+                    yield row["url"], (ROW, row)
+            except Exception as exc:  # noqa: BLE001 - a damaged archive is the user's input: a reject
+                if isinstance(exc, OSError) and "://" in path:
+                    raise  # a remote read that failed (maybe for now): Beam retries the file
+                problem = (ARCHIVE_UNREADABLE, f"{path}: {describe_failure(exc)}")
+        if problem is not None:
+            # the rows read before the damage stay indexed; the file is named in the reject
+            reason, detail = problem
+            counts[f"archive.rejected.{reason}"] += 1
+            yield beam.pvalue.TaggedOutput(REJECTS_TAG, make_reject(STAGE, reason, key=path, detail=detail))
         bump(STAGE, counts)
         yield beam.pvalue.TaggedOutput(COUNTS_TAG, dict(counts))
+
+    def _rows(self, path: str, counts: Counter):
+        """The file's index rows (a cc-index row without its redirect target gets it)."""
+        from openmsd_build.text.fetch import warc_index
+
+        if self.kind == "warc":
+            yield from warc_index.index_warc_file(path)
+            return
+        for row in warc_index.read_cc_index(path, self.warc_prefix, counts):  # refused paths counted
+            if warc_index.needs_location(row):
+                row = warc_index.fill_location(row)  # an extract without fetch_redirect
+                counts["archive.locations_read"] += 1
+            yield row
 
 
 class JoinArchiveIndex(UntypedDoFn):
@@ -407,6 +434,65 @@ class FetchLive(_ExtractingDoFn):
             ref = self._writer().write(result)
             where = (ref.warc_file, ref.offset, ref.length) if ref is not None else (None, None, None)
             yield from self._handle(url, url_tasks, result, *where, counts=counts, dated=True)
+
+
+class FetchLocal(_ExtractingDoFn):
+    """`--fetch local:`: `(host_key, [task, ...])` -> each URL answered from the user's folder
+    (`fetch.local_files.LocalFilesBackend`: a matched file's `file://` URL, or a URL a
+    manifest row names; anything else `not_in_folder`), then extracted as `ReplayArchive`
+    does. Nothing is archived: the folder is the user's own copy, and the fetch row names
+    the file read."""
+
+    def __init__(self, spec: str, extract_timeout: float, shards_per_host: int, follow: bool = True,
+                 extract_workers: int = 1):
+        super().__init__(extract_timeout, shards_per_host, follow, extract_workers)
+        self.spec = spec
+
+    def setup(self):
+        from openmsd_build.text.fetch.local_files import LocalFilesBackend
+
+        super().setup()
+        self.backend = LocalFilesBackend(self.spec)
+
+    def _process(self, element, counts: Counter):
+        _, tasks = element
+        by_url: dict[str, list[dict]] = {}
+        for task in sorted(tasks, key=lambda t: (t["url"], t["doi"])):
+            by_url.setdefault(task["url"], []).append(task)  # a file several papers share: read once
+        for url, url_tasks in by_url.items():
+            result = self.backend.fetch(url)
+            path = self.backend.path_for(url) if result.status is not None else None
+            yield from self._handle(url, url_tasks, result, path, None, None, counts=counts, dated=False)
+
+
+class PlanLocalFiles(UntypedDoFn):
+    """`--fetch local:`: a batch of papers -> fetch tasks `(host_key, task)` for the files a
+    manifest or the naming rule matches to each paper (`fetch.local_files.doi_tasks`), the
+    papers' own URLs being planned by `PlanFetches`; counts `local.*` tagged COUNTS."""
+
+    def __init__(self, spec: str, shards_per_host: int):
+        self.spec = spec
+        self.shards_per_host = shards_per_host
+
+    def setup(self):
+        from openmsd_build.text.fetch.local_files import load
+
+        self.source = load(self.spec)
+
+    def process(self, table):
+        from openmsd_build.text.fetch.local_files import doi_tasks
+
+        counts: Counter = Counter()
+        for doi in table.column("doi").to_pylist():
+            tasks = doi_tasks(self.source, doi)
+            counts["local.papers_matched"] += bool(tasks)
+            has_pdf = any(t["kind"] == "pdf" for t in tasks)
+            for task in tasks:
+                counts[f"local.files_matched.{task['kind']}"] += 1
+                yield shard_host(host_key(task["url"]), task["url"], self.shards_per_host), {
+                    **task, "follow": not has_pdf}
+        bump(STAGE, counts)
+        yield beam.pvalue.TaggedOutput(COUNTS_TAG, dict(counts))
 
 
 _SLIM_EXTRACTION = ("kind", "url", "title", "abstract", "abstracts", "content", "pdf_url", "language_hints")

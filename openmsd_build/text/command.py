@@ -19,12 +19,19 @@ if TYPE_CHECKING:
 
 LOG = logging.getLogger(__name__)
 
+FETCH_HELP = (
+    "where the papers' pages and PDFs come from: none (metadata abstracts only) | http (live, polite) | "
+    "warc:GLOB[,GLOB...] (offline from WARC archives or folders of them: per-record or whole-file gzip, or plain) | "
+    "cc-index:GLOB (offline from a Common Crawl columnar-index extract, Parquet; see --warc-prefix) | "
+    "local:FOLDER (files under FOLDER named after the DOI, / as _: 10.1234_abc.pdf) | "
+    "local:FOLDER@MANIFEST (a CSV or Parquet manifest with doi and/or url, and path under FOLDER)"
+)
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="output root of the build (reads OUT/papers/)")
     parser.add_argument("--fetch", default="none", type=_fetch_spec, metavar=usage().replace(" ", ""),
-                        help="none (metadata only) | http (live, polite) | warc:GLOB (offline from WARC archives) | "
-                             "cc-index:GLOB (offline from a Common Crawl columnar-index extract, Parquet)")
+                        help=FETCH_HELP)
     parser.add_argument("--warc-prefix", default="",
                         help="with --fetch cc-index: where the WARC files the index names (warc_filename) live, "
                              "e.g. /data/commoncrawl or gs://BUCKET/commoncrawl (default: the names as they are)")
@@ -115,6 +122,8 @@ def run_text(
         expand_globs(list(spec.globs), "--fetch warc:")  # a typo must fail before the run
     if spec.mode == "cc-index":
         check_cc_index(spec.globs)
+    if spec.local:
+        check_local(spec)
     num_shards = shards or len(papers_parts)
     warc_dir = layout.warc_dir(out)
     resume = parquet_io.match_paths(parquet_io.join_path(warc_dir, "*.warc.gz")) if spec.live else []
@@ -150,6 +159,17 @@ def default_extract_workers(options) -> int:
 
     workers = cores_per_local_worker(options)
     return workers + 1 if is_local_runner(options) and local_beam_workers(options) == 1 else workers
+
+
+def check_local(spec: FetchSpec) -> None:
+    """The folder (and manifest) of `--fetch local:` exist and the manifest has its columns:
+    a wrong path must fail before the run, naming it."""
+    from openmsd_build.text.fetch.local_files import load
+
+    try:
+        load(str(spec))
+    except (OSError, ValueError) as exc:
+        raise UserError(str(exc)) from exc
 
 
 def check_cc_index(globs: tuple[str, ...]) -> None:

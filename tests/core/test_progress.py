@@ -17,8 +17,10 @@ def test_counts_feed_the_progress_line() -> None:
         time.sleep(0.2)
     lines = [x for x in stream.getvalue().splitlines() if x]
     assert lines, "no progress printed"
-    last = lines[-1]
-    assert last.startswith("text: 4 / 10 URLs (40%)") and "1 errors" in last and "ETA" in last
+    running = lines[-2]  # while the stage runs: done / planned so far
+    assert running.startswith("text: 4 / 10 URLs (40%)") and "1 errors" in running and "ETA" in running
+    # the stage finished: what it did was all there was to do
+    assert lines[-1].startswith("text: 4 / 4 URLs (100%)") and "ETA" not in lines[-1]
 
 
 def test_stage_without_spec_prints_nothing() -> None:

@@ -456,9 +456,20 @@ def test_uncompressed_warc(tmp_path):
 
 
 def test_whole_file_gzip(tmp_path):
-    path = str(tmp_path / "one-member.warc.gz")
-    Path(path).write_bytes(_gz(b"".join(RECORDS[n] for n in ("plain", "redirect", "not_found"))))
-    assert_same(path)
+    """A WARC gzipped as one stream (warcio reads it inflated but will not seek into it) is
+    read as its inflated records are: the same rows, offsets in the inflated stream, the
+    file's own name; each record read from those offsets as from the uncompressed WARC."""
+    raw = b"".join(RECORDS[n] for n in ("plain", "redirect", "not_found"))
+    path, plain = str(tmp_path / "one-member.warc.gz"), str(tmp_path / "inflated.warc")
+    Path(path).write_bytes(_gz(raw))
+    Path(plain).write_bytes(raw)
+    expected = [{**row, "warc_file": path} for row in reference_index(plain)]
+    assert rows_outcome(index_warc_file(path)) == (expected, None)
+    for row in expected:
+        for max_bytes in MAX_BYTES:
+            want = outcome(reference_read, io.BytesIO(raw), row["offset"], max_bytes)
+            assert outcome(read_record, path, row["offset"], max_bytes, row["length"]) == want
+            assert outcome(read_record, path, row["offset"], max_bytes) == want
 
 
 def test_empty_file(tmp_path):

@@ -17,6 +17,7 @@ FORMS: dict[str, tuple[str, bool]] = {
     "http": ("live, polite", False),
     "warc": ("offline from WARC archives", True),
     "cc-index": ("offline from a Common Crawl columnar-index extract (Parquet)", True),
+    "local": ("pages and PDFs on disk: FOLDER (files named after the DOI) or FOLDER@MANIFEST", True),
 }
 
 
@@ -53,6 +54,11 @@ class FetchSpec:
     def live(self) -> bool:
         """Pages are fetched from the web (and archived to `OUT/warc/`, the resume store)."""
         return self.mode == "http"
+
+    @property
+    def local(self) -> bool:
+        """Pages and PDFs are read from a folder on disk (`fetch.local_files`)."""
+        return self.mode == "local"
 
     @property
     def archive_kind(self) -> str | None:

@@ -18,6 +18,7 @@ not resolved.
 from __future__ import annotations
 
 import glob
+import os
 import threading
 from collections.abc import Mapping, Sequence
 from urllib.parse import urljoin
@@ -41,8 +42,9 @@ DEFAULT_REPLAY_MAX_BYTES = 32 * 1024 * 1024
 
 
 def expand_paths(paths: str | Sequence[str]) -> list[str]:
-    """Expand comma-separated paths and globs (local via `glob`, remote via Beam's
-    FileSystems.match), sorted so the index is deterministic."""
+    """Expand comma-separated paths, globs and folders (local via `glob`, a folder
+    recursively as `core.inputs.folder_files`, remote via Beam's FileSystems.match), sorted
+    so the index is deterministic."""
     items = [p.strip() for p in paths.split(",")] if isinstance(paths, str) else list(paths)
     out: list[str] = []
     for item in filter(None, items):
@@ -52,7 +54,11 @@ def expand_paths(paths: str | Sequence[str]) -> list[str]:
             for match in FileSystems.match([item]):
                 out.extend(m.path for m in match.metadata_list)
         elif any(ch in item for ch in "*?["):
-            out.extend(glob.glob(item, recursive=True))
+            out.extend(p for p in glob.glob(item, recursive=True) if not os.path.isdir(p))
+        elif os.path.isdir(item):  # a folder: every file under it, as for every other input
+            from openmsd_build.core.folders import folder_files
+
+            out.extend(folder_files(item))
         else:
             out.append(item)
     return sorted(dict.fromkeys(out))

@@ -38,6 +38,7 @@ from openmsd_build.text.fetch.warc_store import (
     read_record,
     record_status_headers,
 )
+from openmsd_build.text.fetch.warc_stream import is_one_stream, plain_copy
 
 INDEX_FIELDS = ("url", "warc_file", "offset", "length", "status", "content_type", "location")
 LOG = logging.getLogger(__name__)
@@ -56,7 +57,13 @@ def index_warc_file(path: str, target_uri: bool = False) -> Iterator[dict]:
     Members of the common shape are read by `warc_fast` (a tidy member is exactly one
     record, so its offset and length are the member's); a member whose record it is not
     sure about is read alone by warcio, and from the first member that is not a tidy,
-    complete gzip member on warcio reads the rest of the file, as it would have."""
+    complete gzip member on warcio reads the rest of the file, as it would have. A WARC
+    gzipped as one stream is indexed from its inflated copy (`warc_stream`): the rows carry
+    `path` and that copy's offsets, which `read_record` reads the same way."""
+    if is_one_stream(path):
+        for row in index_warc_file(plain_copy(path), target_uri):
+            yield {**row, "warc_file": path}
+        return
     with open_for_read(path) as fh:
         for offset, length, data in iter_members(fh, 0):
             record = parse_member(data) if data is not None else None

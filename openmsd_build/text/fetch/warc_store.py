@@ -347,7 +347,14 @@ def read_record(
     """Re-read the response record at `offset` (from a `WarcRef` / the fetch table) as a
     FetchResult with the archived status, headers and body; `attempts` is 0. With the
     record's `length` (an archive index row) only those bytes are read (`read_range`).
-    The common record shape is read by `warc_fast`; anything else by warcio, seeking back."""
+    The common record shape is read by `warc_fast`; anything else by warcio, seeking back.
+    A WARC gzipped as one stream is read from its inflated copy (`warc_stream`), whose
+    offsets its index rows carry."""
+    if isinstance(source, str):
+        from openmsd_build.text.fetch.warc_stream import is_one_stream, plain_copy
+
+        if is_one_stream(source):
+            source = plain_copy(source)
     if isinstance(source, str) and length and length <= _RANGE_READ_MAX:
         data = read_range(source, offset, length)
         lean = _lean_result(io.BytesIO(data), 0, max_bytes, len(data) or 1)

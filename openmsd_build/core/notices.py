@@ -1,0 +1,210 @@
+"""Warnings a user must not miss: a stage that wrote nothing (or suspiciously little), a
+high reject rate, and later stages left stale by re-running an earlier one.
+
+A build that keeps 0 citation edges still exits 0 at every stage (the inputs may simply be
+from different papers), and a run of five stages scrolls the one telling line away. So
+each stage's counts are judged here (`stage_warnings`, pure: counts in, sentences out),
+the sentences are printed as the stage ends (`announce`), kept in `_stats/<stage>.json`
+(`warnings`), repeated at the end of `run`, and shown by the report and by `export`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping
+
+# A stage keeping less than this share of what it read, from at least SMALL_MIN records, is
+# "suspiciously small" (a real build keeps most of it; a few percent means mismatched inputs).
+SMALL_SHARE = 0.01
+SMALL_MIN = 100
+
+DEFAULT_MAX_REJECT_RATE = 0.5
+"""`--max-reject-rate`'s default: a stage that rejects more than half of the records it read
+fails (its previous outputs are kept), since such a run read the wrong files."""
+LOUD_REJECT_RATE = 0.1
+"""Above this share of rejected records a stage warns, however it ends."""
+
+
+def _n(value: int | float) -> str:
+    return f"{int(value):,}"
+
+
+def _top(counts: Mapping[str, int], prefix: str, n: int = 3) -> str:
+    """The largest counters under `prefix`, as `reason count` phrases."""
+    items = sorted(((v, k[len(prefix):]) for k, v in counts.items() if k.startswith(prefix) and v), reverse=True)
+    return ", ".join(f"{k} {_n(v)}" for v, k in items[:n])
+
+
+def _papers(counts: Mapping[str, int]) -> list[str]:
+    read = sum(v for k, v in counts.items() if k.startswith("read."))
+    written = counts.get("written", 0)
+    if read and not written:
+        return [f"papers wrote 0 papers from {_n(read)} records read: are the snapshot files of the right source?"]
+    if written and not counts.get("with_abstract", 0) and not counts.get("with_urls", 0):
+        return [f"none of the {_n(written)} papers has an abstract or a URL: the text stage will keep none "
+                "(are these snapshots' records complete?)"]
+    return []
+
+
+def _text(counts: Mapping[str, int]) -> list[str]:
+    out: list[str] = []
+    papers, kept = counts.get("papers", 0), counts.get("documents.kept", 0)
+    fetched = sum(v for k, v in counts.items() if k == "fetch.ok" or k.startswith("fetch.error."))
+    missed = counts.get("fetch.error.not_in_archive", 0) + counts.get("fetch.error.not_in_folder", 0)
+    if fetched and not counts.get("fetch.ok", 0):
+        why = ("none of them is in the archives / folder given: are the archives (or the local files) from "
+               "these papers?") if missed else f"errors: {_top(counts, 'fetch.error.')}"
+        out.append(f"0 of {_n(fetched)} URLs planned for the papers were fetched or found; {why}")
+    elif fetched >= SMALL_MIN and missed / fetched > 1 - SMALL_SHARE:
+        out.append(f"only {_n(fetched - missed)} of {_n(fetched)} planned URLs were found in the archives / "
+                   "folder given: are they from these papers?")
+    rejected_files = sum(v for k, v in counts.items() if k.startswith("archive.rejected."))
+    if rejected_files:
+        out.append(f"{_n(rejected_files)} of {_n(counts.get('archive.files_indexed', 0))} archive files were "
+                   f"rejected ({_top(counts, 'archive.rejected.')}): see rejects/text/ for the file names")
+    bad_rows = sum(v for k, v in counts.items() if k.startswith("local.rejected."))
+    if bad_rows:
+        out.append(f"{_n(bad_rows)} manifest rows were rejected ({_top(counts, 'local.rejected.')}): see "
+                   "rejects/text/ for the files named")
+    if "local.papers_matched" in counts and not counts["local.papers_matched"]:
+        out.append(f"no file of the folder matched any of the {_n(papers)} papers: does the manifest use the papers' "
+                   "DOIs (or are the files named after them, / as _)?")
+    if papers and not kept:
+        hint = ("with --fetch none only papers whose metadata has an abstract are kept; give their pages "
+                "(--fetch warc:, local:, http)" if not fetched else "no page or PDF gave a usable text")
+        out.append(f"text kept 0 documents of {_n(papers)} papers ({_top(counts, 'documents.')}): {hint}")
+    return out
+
+
+def _citations(counts: Mapping[str, int]) -> list[str]:
+    read, kept = counts.get("rows_read", 0), counts.get("edges_kept", 0)
+    if not read:
+        return ["citations read 0 rows: are the --opencitations files OpenCitations CSV dumps?"]
+    if kept and (read < SMALL_MIN or kept / read >= SMALL_SHARE):
+        return []
+    documents = counts.get("documents_read", 0)
+    missing = {k: counts.get(k, 0) for k in ("citing_missing", "cited_missing", "no_abstract")}
+    if sum(missing.values()) >= (read - kept) / 2:
+        parts = []
+        if missing["citing_missing"]:
+            parts.append(f"the citing DOI of {_n(missing['citing_missing'])}")
+        if missing["cited_missing"]:
+            parts.append(f"the cited DOI of {_n(missing['cited_missing'])}")
+        if missing["no_abstract"]:
+            parts.append(f"an end without an abstract in {_n(missing['no_abstract'])}")
+        why = (f"{' and '.join(parts)} rows are not among the {_n(documents)} papers with text: are the "
+               "OpenCitations and metadata slices from the same papers?")
+    else:
+        why = f"dropped: {_top(counts, '', 4)}"
+    return [f"citations kept {_n(kept)} of {_n(read)} rows read; {why}"]
+
+
+def _split(counts: Mapping[str, int]) -> list[str]:
+    read = counts.get("documents_read", 0)
+    linked = sum(counts.get(s, 0) for s in ("train", "idt", "odt"))
+    if read and not linked:
+        return [f"split assigned 0 of {_n(read)} documents: none has a kept citation link (see the citations "
+                "stage's warning)"]
+    if linked and not (counts.get("idt", 0) or counts.get("odt", 0)):
+        return [f"split put all {_n(linked)} linked papers in train: IDT and ODT are empty (a small build: "
+                "lower --top-k or raise --min-idt-groups)"]
+    return []
+
+
+def _pairs(counts: Mapping[str, int]) -> list[str]:
+    total = sum(v for k, v in counts.items() if k.startswith(("dc_kept.", "cc_pairs.", "bc_pairs.")))
+    if not total:
+        return ["pairs wrote 0 pairs: the splits hold no linked papers (see the split and citations warnings); "
+                "export has nothing to write"]
+    return []
+
+
+RULES: dict[str, Callable[[Mapping[str, int]], list[str]]] = {
+    "papers": _papers, "text": _text, "citations": _citations, "split": _split, "pairs": _pairs,
+}
+
+
+def reject_rate(stage: str, counts: Mapping[str, int]) -> tuple[int, int]:
+    """(rejected, read) records of a stage's inputs, by its own counters; (0, 0) when the
+    stage has no record-level input count."""
+    if stage == "papers":
+        read = sum(v for k, v in counts.items() if k.startswith("read."))
+        rejected = sum(v for k, v in counts.items() if k.startswith("rejected."))
+        return rejected, read
+    if stage == "citations":
+        read = counts.get("rows_read", 0)
+        bad = ("malformed_row", "rows_unrecognized_file", "bad_doi")
+        return sum(counts.get(k, 0) for k in bad), read
+    return 0, 0
+
+
+def stage_warnings(stage: str, counts: Mapping[str, int]) -> list[str]:
+    """The warnings `stage`'s counts call for (empty when it looks healthy)."""
+    out = list(RULES.get(stage, lambda _c: [])(counts))
+    rejected, read = reject_rate(stage, counts)
+    if read and rejected / read > LOUD_REJECT_RATE:
+        out.append(f"{stage} rejected {_n(rejected)} of {_n(read)} records read ({rejected / read:.0%}): "
+                   f"see rejects/{stage}/ (reasons in _stats/{stage}.json)")
+    return out
+
+
+def check_reject_rate(stage: str, counts: Mapping[str, int], limit: float | None) -> None:
+    """A `UserError` when more than `limit` of the records read were rejected (the stage's
+    outputs are then not swapped in)."""
+    from openmsd_build.core.errors import UserError
+
+    rejected, read = reject_rate(stage, counts)
+    if limit is not None and read and rejected / read > limit:
+        raise UserError(f"{stage}: {_n(rejected)} of {_n(read)} records read were rejected "
+                        f"({rejected / read:.0%} > --max-reject-rate {limit:g}); the previous outputs were kept. "
+                        f"Check the inputs, or raise --max-reject-rate to accept this")
+
+
+def add_reject_rate_argument(parser) -> None:
+    """`--max-reject-rate` of the stages that read raw records (papers, citations)."""
+    parser.add_argument("--max-reject-rate", type=float, default=DEFAULT_MAX_REJECT_RATE, metavar="SHARE",
+                        help="fail (keeping the previous outputs) when more than this share of the records read is "
+                             f"rejected (default {DEFAULT_MAX_REJECT_RATE:g}; 1 accepts any; above "
+                             f"{LOUD_REJECT_RATE:g} the stage warns)")
+
+
+def stale_after(out: str, stage: str) -> list[str]:
+    """The notice after `stage` ran: the later stages its new outputs made stale."""
+    from openmsd_build.core.stages import stale_stages
+
+    stale = [s for s, why in stale_stages(out).items() if s != stage]
+    if not stale:
+        return []
+    return [f"{', '.join(stale)} {'is' if len(stale) == 1 else 'are'} now stale ({stage} was rebuilt after "
+            f"{'it' if len(stale) == 1 else 'they'} ran): re-run with `openmsd-build run ... --from-stage "
+            f"{stale[0]}`; report, release and export show or refuse the stale build until then"]
+
+
+def warn(lines: list[str], prefix: str = "warning") -> None:
+    """Print `lines` to stderr, each as `warning: ...`."""
+    for line in lines:
+        print(f"{prefix}: {line}", file=sys.stderr, flush=True)
+
+
+def announce(out: str, stage: str, stale: bool = True) -> list[str]:
+    """After `stage` ran into `out`: judge its counts, keep the warnings in its `_stats`
+    (`warnings`, [] when none), print them and (`stale`: a stage run alone) the later stages
+    now stale; returns the stage's warnings (without the stale notice)."""
+    from openmsd_build.core.stats import read_stage_counts, update_stage_stats
+
+    lines = stage_warnings(stage, read_stage_counts(out, stage))
+    update_stage_stats(out, stage, {"warnings": lines})
+    warn(lines + (stale_after(out, stage) if stale else []))
+    return lines
+
+
+def build_warnings(out: str) -> dict[str, list[str]]:
+    """Every stage's recorded warnings (stage -> lines), in build order."""
+    from openmsd_build.core.stages import STAGE_NAMES, _read_stats
+
+    found: dict[str, list[str]] = {}
+    for name in STAGE_NAMES:
+        stats = _read_stats(out, name) or {}
+        if stats.get("warnings"):
+            found[name] = list(stats["warnings"])
+    return found

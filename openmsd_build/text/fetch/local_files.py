@@ -1,0 +1,269 @@
+"""A folder of pages and PDFs as the text stage's source (`--fetch local:FOLDER[@MANIFEST]`).
+
+A user may already hold the papers' files: a repository dump, an earlier crawl, a
+publisher's bulk delivery. This module matches those files to papers and answers the text
+stage's `fetch(url) -> FetchResult` contract from them, as `WarcBackend` answers it from
+archives, so each file's body is extracted exactly as a fetched body would be and counted
+and rejected the same way.
+
+Two ways to say which file is which paper's:
+
+* a **manifest** (`local:FOLDER@MANIFEST`): a CSV (header `doi,path` or `url,path`, or
+  all three columns; a row gives a DOI or a URL or both) or Parquet file with those columns.
+  A DOI row gives the paper that DOI names one more document; a URL row answers that URL
+  when a paper lists it (or a landing page's `citation_pdf_url` points to it). Relative
+  paths are read under FOLDER;
+* a **file-naming rule** (`local:FOLDER`, no manifest): a file anywhere under FOLDER whose
+  name, without its extension and in any case, is the paper's DOI with each `/` written as
+  `_` (`10.2903_j.efsa.2014.3550.pdf`) or percent-encoded (`10.2903%2Fj.efsa.2014.3550.pdf`).
+
+Only `.pdf`, `.html`, `.htm` and `.xhtml` files are documents (the media type comes from the
+extension; a body starting `%PDF-` is a PDF whatever its name). Every path must stay inside
+FOLDER once resolved (symbolic links and `..` included). A manifest row whose file is
+missing, outside the folder or of another type is a counted reject naming it
+(`manifest_problems`); a URL nobody put in the folder answers `not_in_folder` (a miss, as
+`not_in_archive` is for archives).
+
+The stage turns every DOI match into a task for the file's own `file://` URL (`doi_tasks`),
+so a file matched to several papers (or listed twice) is read and extracted once, like one
+URL planned by several papers. Pure functions and one small class; no Beam.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import quote, unquote, urlsplit
+
+from openmsd_build.text.fetch.plan import canonical_url
+from openmsd_build.text.fetch.result import FetchResult
+
+PREFIX = "local:"
+NOT_IN_FOLDER = "not_in_folder"
+MEDIA_TYPES = {".pdf": "application/pdf", ".html": "text/html", ".htm": "text/html",
+               ".xhtml": "application/xhtml+xml"}
+KINDS = {"application/pdf": "pdf"}  # anything else listed is a landing page
+
+MISSING = "local_file_missing"
+OUTSIDE = "local_path_outside_folder"
+NOT_A_DOCUMENT = "local_file_not_a_document"
+BAD_ROW = "local_manifest_bad_row"
+DEFAULT_MAX_BYTES = 32 * 1024 * 1024
+
+
+def is_local(spec: str) -> bool:
+    """Whether a `--fetch` value names a local folder."""
+    return spec.startswith(PREFIX)
+
+
+def doi_file_stems(doi: str) -> tuple[str, ...]:
+    """The file names (without extension, lower case) the naming rule accepts for `doi`."""
+    doi = doi.strip().lower()
+    return tuple(dict.fromkeys((doi.replace("/", "_"), quote(doi, safe="").lower())))
+
+
+def file_url(path: str) -> str:
+    """The `file://` URL a local document is planned, fetched and recorded under."""
+    return Path(path).resolve().as_uri()
+
+
+def _media_type(path: str) -> str | None:
+    return MEDIA_TYPES.get(os.path.splitext(path)[1].lower())
+
+
+@dataclass
+class LocalSource:
+    """What `local:FOLDER[@MANIFEST]` names: the folder, DOI -> files and URL -> file, and
+    the manifest rows that could not be used (reason, key, detail)."""
+
+    folder: str
+    manifest: str | None = None
+    by_doi: dict[str, list[str]] = field(default_factory=dict)
+    by_url: dict[str, str] = field(default_factory=dict)
+    problems: list[tuple[str, str, str]] = field(default_factory=list)
+
+
+def parse_spec(spec: str) -> tuple[str, str | None]:
+    """`local:FOLDER[@MANIFEST]` -> (folder, manifest or None); a ValueError says what is wrong."""
+    if not is_local(spec):
+        raise ValueError(f"not a local fetch spec: {spec!r}")
+    folder, _, manifest = spec[len(PREFIX):].partition("@")
+    if not folder:
+        raise ValueError("--fetch local: needs a folder (local:FOLDER or local:FOLDER@MANIFEST.csv)")
+    if not os.path.isdir(folder):
+        raise ValueError(f"--fetch local: {folder} is not a folder")
+    if manifest and not os.path.isfile(manifest):
+        raise ValueError(f"--fetch local: manifest {manifest} not found")
+    return folder, manifest or None
+
+
+def inside(folder: str, path: str) -> str | None:
+    """`path` (relative paths under `folder`) resolved, when it stays inside `folder`; else None."""
+    root = os.path.realpath(folder)
+    full = os.path.realpath(os.path.join(root, path))
+    return full if full == root or full.startswith(root + os.sep) else None
+
+
+def _manifest_rows(manifest: str) -> Iterator[dict]:
+    """The manifest's rows as dicts of `doi`, `url`, `path` (missing columns None)."""
+    if manifest.lower().endswith(".parquet"):
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(manifest)
+        names = set(table.column_names)
+        if "path" not in names or not names & {"doi", "url"}:
+            raise ValueError(f"{manifest}: a manifest needs a path column and a doi or url column, has {sorted(names)}")
+        for row in table.to_pylist():
+            yield {k: row.get(k) for k in ("doi", "url", "path")}
+        return
+    with open(manifest, encoding="utf-8-sig", newline="") as fh:
+        reader = csv.DictReader(fh)
+        names = {n.strip().lower() for n in reader.fieldnames or ()}
+        if "path" not in names or not names & {"doi", "url"}:
+            raise ValueError(f"{manifest}: a manifest needs a header with path and doi and/or url, has "
+                             f"{sorted(names)}")
+        for row in reader:
+            clean = {(k or "").strip().lower(): (v or "").strip() for k, v in row.items()}
+            yield {k: clean.get(k) or None for k in ("doi", "url", "path")}
+
+
+def load(spec: str) -> LocalSource:
+    """Read what `spec` names: the manifest's rows, or the folder's document files by name.
+    Manifest rows are checked here, once (file present, inside the folder, a document)."""
+    from openmsd_build.core.doi import try_normalize_doi
+
+    folder, manifest = parse_spec(spec)
+    source = LocalSource(folder=folder, manifest=manifest)
+    if manifest is None:
+        for path in sorted(_documents_under(folder)):
+            stem = os.path.splitext(os.path.basename(path))[0].lower()
+            source.by_doi.setdefault(stem, []).append(path)
+        return source
+    for n, row in enumerate(_manifest_rows(manifest), start=2):
+        key = row["doi"] or row["url"] or f"{manifest}:{n}"
+        doi = try_normalize_doi(row["doi"]) if row["doi"] else None
+        if not row["path"] or (row["doi"] and doi is None) or not (doi or row["url"]):
+            source.problems.append((BAD_ROW, key, f"{manifest} row {n}: needs a path and a valid doi or url"))
+            continue
+        full = inside(folder, row["path"])
+        if full is None:
+            source.problems.append((OUTSIDE, key, f"{row['path']} is outside {folder}"))
+            continue
+        if not os.path.isfile(full):
+            source.problems.append((MISSING, key, f"{row['path']} not found under {folder}"))
+            continue
+        if _media_type(full) is None:
+            source.problems.append((NOT_A_DOCUMENT, key, f"{row['path']}: only {', '.join(MEDIA_TYPES)} files"))
+            continue
+        if doi:
+            paths = source.by_doi.setdefault(doi, [])
+            if full not in paths:
+                paths.append(full)
+        if row["url"]:
+            source.by_url[canonical_url(row["url"])] = full
+    return source
+
+
+def _documents_under(folder: str) -> Iterator[str]:
+    """Document files anywhere under `folder` (recursively), resolved and inside it."""
+    for top, _dirs, files in os.walk(folder, followlinks=False):
+        for name in files:
+            full = inside(folder, os.path.join(top, name))
+            if full is not None and _media_type(full) is not None and os.path.isfile(full):
+                yield full
+
+
+def files_for(source: LocalSource, doi: str) -> list[str]:
+    """The files matched to the paper `doi` (manifest DOI rows, or the naming rule)."""
+    if source.manifest is not None:
+        return list(source.by_doi.get(doi.lower(), ()))
+    found: list[str] = []
+    for stem in doi_file_stems(doi):
+        found += [p for p in source.by_doi.get(stem, ()) if p not in found]
+    return found
+
+
+def doi_tasks(source: LocalSource, doi: str) -> list[dict]:
+    """Fetch tasks for the files matched to `doi`: one per file, under its `file://` URL,
+    its kind from its media type (PDFs first, as the planner orders a paper's URLs)."""
+    tasks = [{"doi": doi, "url": file_url(p), "kind": KINDS.get(_media_type(p) or "", "landing")}
+             for p in files_for(source, doi)]
+    return sorted(tasks, key=lambda t: (t["kind"] != "pdf", t["url"]))
+
+
+class LocalFilesBackend:
+    """`fetch(url) -> FetchResult` from the files of a `LocalSource`: a `file://` URL of a
+    matched file, or a URL a manifest row names; anything else `not_in_folder`. Picklable
+    (only the spec travels; the source is read again on the worker)."""
+
+    def __init__(self, spec: str, max_bytes: int | None = DEFAULT_MAX_BYTES, source: LocalSource | None = None):
+        self.spec = spec
+        self.max_bytes = max_bytes
+        self._source = source
+
+    def __getstate__(self) -> dict:
+        return {"spec": self.spec, "max_bytes": self.max_bytes, "_source": None}
+
+    @property
+    def source(self) -> LocalSource:
+        if self._source is None:
+            self._source = load(self.spec)
+        return self._source
+
+    def path_for(self, url: str) -> str | None:
+        """The file that answers `url`, if any."""
+        if url.startswith("file:"):
+            path = unquote(urlsplit(url).path)
+            return inside(self.source.folder, path) if self._known(path) else None
+        return self.source.by_url.get(canonical_url(url))
+
+    def _known(self, path: str) -> bool:
+        """A `file://` URL is answered only for a file the source matched (never any path)."""
+        full = os.path.realpath(path)
+        return any(full in paths for paths in self.source.by_doi.values()) or full in self.source.by_url.values()
+
+    def fetch(self, url: str) -> FetchResult:
+        """The file's body as a 200 response (media type from its name, or `%PDF-`), or
+        `not_in_folder`; a file larger than `max_bytes` answers `too_large`; an unreadable
+        one `local_file_unreadable` (a file removed since the manifest was read)."""
+        from openmsd_build.text.fetch.result import TOO_LARGE
+
+        result = FetchResult(url=url, final_url=url)
+        path = self.path_for(url)
+        if path is None:
+            result.error = NOT_IN_FOLDER
+            return result
+        try:
+            size = os.path.getsize(path)
+            if self.max_bytes is not None and size > self.max_bytes:
+                result.error = TOO_LARGE
+                return result
+            with open(path, "rb") as fh:
+                body = fh.read()
+            mtime = os.path.getmtime(path)
+        except OSError as exc:
+            result.error = "local_file_unreadable"
+            result.headers = {"x-error": str(exc)}
+            return result
+        content_type = "application/pdf" if body.startswith(b"%PDF-") else (_media_type(path) or "")
+        result.status = 200
+        result.headers = {"Content-Type": content_type, "Content-Length": str(len(body))}
+        result.content_type = content_type
+        result.body = body
+        result.fetched_at = datetime.fromtimestamp(mtime, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return result
+
+
+def write_manifest_csv(rows: Iterable[dict], path: str) -> None:
+    """A manifest CSV (`doi,url,path`) from dicts: for tests and for users' scripts."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=["doi", "url", "path"], lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: row.get(k) or "" for k in ("doi", "url", "path")})
+    Path(path).write_text(out.getvalue(), encoding="utf-8")

@@ -1,0 +1,29 @@
+"""A folder given where a file glob is expected is read the same way for every source:
+every file under it, recursively (hidden ones left out); an empty folder is an error."""
+
+from __future__ import annotations
+
+import pytest
+
+from openmsd_build.core.errors import UserError
+from openmsd_build.core.inputs import expand_globs, expand_input_files
+from openmsd_build.text.fetch.warc_backend import expand_paths
+
+
+def test_folders_are_read_recursively_by_every_expander(tmp_path):
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / ".git").mkdir()
+    for name in ("one.gz", "a/two.gz", "a/b/three.gz", ".hidden", ".git/config"):
+        (tmp_path / name).write_bytes(b"x")
+    want = [str(tmp_path / n) for n in ("a/b/three.gz", "a/two.gz", "one.gz")]
+    assert [p for p, _ in expand_globs([str(tmp_path)], "--unpaywall")] == want  # papers' sources
+    assert expand_input_files([str(tmp_path)], "--opencitations") == want  # citations
+    assert expand_paths(str(tmp_path)) == want  # --fetch warc: / cc-index:
+    # a glob that matches a folder reads no folder as a file
+    assert expand_paths(str(tmp_path / "*")) == [str(tmp_path / "one.gz")]
+
+
+def test_an_empty_folder_is_an_error_that_says_so(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(UserError, match="is a folder with no file in it"):
+        expand_globs([str(tmp_path / "empty")], "--crossref")

@@ -1,0 +1,103 @@
+"""Empty results are never silent: a stage that keeps nothing warns with the likely cause,
+records it in its `_stats`, `run` repeats it at the end, the report shows a notice instead
+of tables of zeros, and `export` refuses the build with that reason; a high reject rate is
+loud and `--max-reject-rate` stops it; re-running a stage says which later ones are stale."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from openmsd_build.cli import main
+from openmsd_build.core import layout
+from openmsd_build.core.errors import UserError
+from openmsd_build.core.notices import check_reject_rate, stage_warnings
+
+FNAPI = ["--runner=apache_beam.runners.portability.fn_api_runner.FnApiRunner"]
+COCI = "opencitations/coci_rows_from_citecorp_api.csv"
+
+
+def test_citations_warning_names_the_cause():
+    counts = {"rows_read": 135, "citing_missing": 133, "duplicate_edge": 2, "documents_read": 125}
+    [line] = stage_warnings("citations", counts)
+    assert line.startswith("citations kept 0 of 135 rows read; the citing DOI of 133 rows are not among the 125")
+    assert "are the OpenCitations and metadata slices from the same papers?" in line
+    # a healthy stage says nothing; a suspiciously small one does
+    assert stage_warnings("citations", {"rows_read": 1000, "edges_kept": 900, "documents_read": 50}) == []
+    assert stage_warnings("citations", {"rows_read": 1000, "edges_kept": 3, "cited_missing": 990})
+    assert stage_warnings("pairs", {}) and stage_warnings("split", {"documents_read": 9, "no_link": 9})
+    assert stage_warnings("text", {"papers": 10, "documents.no_text": 10})
+
+
+def test_high_reject_rate_is_loud_and_limited():
+    counts = {"read.crossref": 100, "rejected.crossref.bad_doi": 60, "written": 40}
+    assert any("rejected 60 of 100 records read (60%)" in line for line in stage_warnings("papers", counts))
+    with pytest.raises(UserError, match="--max-reject-rate 0.5"):
+        check_reject_rate("papers", counts, 0.5)
+    check_reject_rate("papers", counts, 1.0)
+    check_reject_rate("papers", {**counts, "rejected.crossref.bad_doi": 5}, 0.5)
+
+
+@pytest.fixture(scope="module")
+def empty_citations_build(tmp_path_factory, real_samples):
+    """`run` on a generated sample with real OpenCitations rows (other papers): 0 edges."""
+    root = tmp_path_factory.mktemp("empty-citations")
+    assert main(["sample", "--out", str(root / "inputs"), "--papers", "60", "--seed", "3"]) == 0
+    return root
+
+
+def test_empty_citations_warn_report_and_export(empty_citations_build, real_samples, capsys):
+    root = empty_citations_build
+    out = str(root / "build")
+    code = main(["run", "--inputs", str(root / "inputs"), "--out", out, "--fetch", "none",
+                 "--opencitations", str(real_samples / COCI), "--top-k", "5", *FNAPI])
+    assert code == 0
+    captured = capsys.readouterr()
+    err = captured.err
+    # said when the stage ends, and again at the end of the run
+    cause = "are the OpenCitations and metadata slices from the same papers?"
+    assert err.count(cause) == 2, err
+    tail = err[err.index("warnings (also in _stats"):]
+    assert "citations: citations kept 0 of" in tail and "pairs: pairs wrote 0 pairs" in tail
+    stats = json.loads(Path(layout.stats_path(out, "citations")).read_text())
+    assert any(cause in line for line in stats["warnings"])
+    assert json.loads(Path(layout.stats_path(out, "papers")).read_text())["warnings"] == []
+    # every stage's _stats lists the files it read
+    inputs = {s: json.loads(Path(layout.stats_path(out, s)).read_text())["inputs"]
+              for s in ("papers", "text", "citations", "split", "pairs")}
+    assert [(f["source"], f["path"]) for f in inputs["citations"] if f["source"] == "opencitations"] == [
+        ("opencitations", str(real_samples / COCI))]
+    assert {f["source"] for f in inputs["split"]} >= {"text/documents", "citations/citations"}
+    assert inputs["pairs"] and inputs["text"] and inputs["papers"]
+    # the report: warnings at the top and a notice instead of tables of zeros
+    report = (Path(out) / "report" / "report.md").read_text()
+    assert "> **Warning:** citations: citations kept 0 of" in report
+    assert "No related pairs" in report and "Table 3" not in report
+    html = (Path(out) / "report" / "report.html").read_text()
+    assert 'class="warning"' in html
+    # export refuses, naming the reason
+    assert main(["export", "--out", out]) == 2
+    err = capsys.readouterr().err
+    assert "export refused: the build has no related pairs" in err and cause in err
+    assert not (Path(out) / "export").exists()
+    # a release is allowed (ids of what there is) but says the same
+    assert main(["release", out, *FNAPI]) == 0
+    assert cause in capsys.readouterr().err
+
+
+def test_rerun_says_which_stages_are_stale(empty_citations_build, capsys):
+    root = empty_citations_build
+    out = root / "stale"
+    shutil.copytree(root / "build", out)
+    inputs = root / "inputs"
+    assert main(["papers", "--out", str(out), "--unpaywall", str(inputs / "unpaywall" / "*.jsonl.gz"), *FNAPI]) == 0
+    err = capsys.readouterr().err
+    assert "warning: text, citations, split, pairs are now stale (papers was rebuilt after they ran)" in err
+    assert main(["report", str(out)]) == 0
+    assert "warning: text is stale (upstream papers was rebuilt after text ran)" in capsys.readouterr().err
+    assert main(["run", "--inputs", str(inputs), "--out", str(out), "--from-stage", "citations", "--plan"]) == 0
+    plan = capsys.readouterr().out
+    assert "text is stale" in plan and "--from-stage text" in plan

@@ -1,0 +1,36 @@
+"""The build's own dataset card (`OUT/README.md`, written by `report`): every table's
+schema and row count, and every config it lists loads with `datasets` as counted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+from test_report import ALL, _build
+
+from openmsd_build.export.hf_dataset import parse_configs
+from openmsd_build.report.command import build_report
+
+
+def test_build_card_lists_every_table_and_datasets_loads_each(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    import datasets
+
+    out = tmp_path / "build"
+    _build(out, ALL)
+    build_report(str(out))
+    card = (out / "README.md").read_text(encoding="utf-8")
+    configs = parse_configs(card)
+    assert {"papers", "fetch", "documents", "citations", "splits", "pairs-dc"} <= set(configs)
+    for folder in ("papers", "documents", "citations"):
+        rows = sum(pq.ParquetFile(p).metadata.num_rows for p in (out / folder).glob("*.parquet"))
+        assert f"| `{folder}` | `{folder}/*.parquet` |" in card and f"| {rows:,} |" in card
+    assert "- `documents`" in card and "  - `abstracts`:" in card  # schemas
+    assert "pl.read_parquet(" in card and "duckdb.sql(" in card and "datasets.load_dataset(" in card
+    for name, files in configs.items():
+        ds = datasets.load_dataset(str(out), name, cache_dir=str(tmp_path / "cache"))
+        for split, pattern in files.items():
+            want = sum(pq.ParquetFile(p).metadata.num_rows for p in Path(out).glob(pattern))
+            assert ds[split].num_rows == want > 0, (name, split)

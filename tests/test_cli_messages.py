@@ -1,0 +1,99 @@
+"""What a user reads on the command line: every flag of every command has a help text,
+`run --help` names every --fetch form, a Ctrl-C at any moment is one line (no traceback),
+the last progress line of a finished stage says 100%, and a bundle that archived nothing
+leaves no empty WARC file."""
+
+from __future__ import annotations
+
+import argparse
+import io
+
+import pytest
+
+from openmsd_build import cli
+from openmsd_build.core import progress
+
+
+def _parsers(parser: argparse.ArgumentParser, path: str):
+    """`parser` and every subparser under it, with their command paths."""
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _parsers(sub, f"{path} {name}")
+
+
+@pytest.mark.parametrize("command", [None, *cli.COMMANDS])
+def test_every_flag_of_every_command_has_a_help_text(command):
+    parser = cli.build_parser(command)
+    undocumented = []
+    for path, sub in _parsers(parser, "openmsd-build"):
+        if command is not None and path != f"openmsd-build {command}" and path != "openmsd-build":
+            continue
+        for action in sub._actions:
+            if isinstance(action, argparse._HelpAction | argparse._SubParsersAction):
+                continue
+            text = action.help
+            if not text or text == argparse.SUPPRESS or not str(text).strip():
+                undocumented.append(f"{path} {'/'.join(action.option_strings) or action.dest}")
+    assert undocumented == []
+
+
+def test_run_help_lists_every_fetch_form(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["run", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for form in ("none", "http", "warc:GLOB", "cc-index:GLOB", "local:FOLDER", "local:FOLDER@MANIFEST"):
+        assert form in text, form
+
+
+def test_ctrl_c_while_the_command_starts_is_one_line(tmp_path, monkeypatch, capsys):
+    def interrupted(*_args, **_kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "split_beam_args", interrupted)  # while Beam and the command load
+    code = cli.main(["text", "--out", str(tmp_path), "--fetch", "http"])
+    err = capsys.readouterr().err
+    assert code == 130
+    assert err.startswith("openmsd-build text: interrupted; the previous outputs are intact")
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+
+
+def test_ctrl_c_while_parsing_is_one_line(monkeypatch, capsys):
+    def interrupted(*_args, **_kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_parser", interrupted)
+    assert cli.main(["papers", "--out", "x"]) == 130
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_finished_stage_progress_ends_at_100_percent():
+    stream = io.StringIO()
+    with progress.reporting("text", interval=3600, stream=stream):
+        # three tasks planned, two URLs done: one URL was planned by two papers
+        progress.add("text", {"planned.pdf": 3, "fetch.ok": 1, "fetch.error.not_in_archive": 1})
+    last = stream.getvalue().strip().splitlines()[-1]
+    assert "2 / 2 URLs (100%)" in last, last
+
+
+def test_interrupted_stage_progress_keeps_its_share():
+    stream = io.StringIO()
+    with pytest.raises(KeyboardInterrupt), progress.reporting("text", interval=3600, stream=stream):
+        progress.add("text", {"planned.pdf": 4, "fetch.ok": 1})
+        raise KeyboardInterrupt
+    assert "1 / 4 URLs (25%)" in stream.getvalue()
+
+
+def test_a_bundle_that_archives_nothing_leaves_no_file(tmp_path):
+    from openmsd_build.text.beam import WholeRecordFile
+
+    empty = WholeRecordFile(str(tmp_path / "warc" / "a.warc.gz"))
+    empty.write(b"half a record")  # cut short: dropped
+    empty.close()
+    assert not (tmp_path / "warc").exists()
+    kept = WholeRecordFile(str(tmp_path / "warc" / "b.warc.gz"))
+    kept.write(b"a record")
+    kept.flush()
+    kept.close()
+    assert (tmp_path / "warc" / "b.warc.gz").read_bytes() == b"a record"

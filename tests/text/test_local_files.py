@@ -1,0 +1,180 @@
+"""`--fetch local:FOLDER[@MANIFEST]`: papers' pages and PDFs read from disk, matched by a
+manifest or by file name, extracted as fetched bodies, with the same counts and rejects;
+and the README's example of it, run exactly as written."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+from pathlib import Path
+
+import pytest
+
+from openmsd_build.cli import main
+from openmsd_build.core import layout, parquet_io
+from openmsd_build.schemas import DOCUMENTS, PAPERS, REJECTS
+from openmsd_build.text.command import run_text
+from openmsd_build.text.fetch import WarcWriter
+from openmsd_build.text.fetch.local_files import (
+    MISSING,
+    NOT_A_DOCUMENT,
+    NOT_IN_FOLDER,
+    OUTSIDE,
+    LocalFilesBackend,
+    doi_tasks,
+    file_url,
+    load,
+    write_manifest_csv,
+)
+from openmsd_build.text.fetch.result import FetchResult
+
+FNAPI = ["--runner=apache_beam.runners.portability.fn_api_runner.FnApiRunner"]
+README = Path(__file__).resolve().parents[2] / "README.md"
+PDFS = {"10.2903/j.efsa.2014.3550": "pdf/crminer__10.2903_j.efsa.2014.3550.pdf",
+        "10.3897/compcytogen.v10i4.9536": "pdf/crminer__10.3897.compcytogen.v10i4.9536.pdf"}
+PAGE = "html/papis__HAL_THESES_tel_02083632v1.html"
+
+
+def test_naming_rule_matches_dois_anywhere_under_the_folder(tmp_path):
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "10.1000_ABC.def.PDF").write_bytes(b"%PDF-1.4 x")
+    (tmp_path / "10.1000%2Fabc.def.html").write_bytes(b"<html></html>")
+    (tmp_path / "10.1000_abc.def.txt").write_bytes(b"not a document")
+    (tmp_path / "10.2000_other.pdf").write_bytes(b"%PDF-1.4 y")
+    source = load(f"local:{tmp_path}")
+    tasks = doi_tasks(source, "10.1000/abc.def")
+    assert [t["kind"] for t in tasks] == ["pdf", "landing"]
+    assert {t["url"] for t in tasks} == {file_url(str(tmp_path / "a/b/10.1000_ABC.def.PDF")),
+                                         file_url(str(tmp_path / "10.1000%2Fabc.def.html"))}
+    assert doi_tasks(source, "10.9/none") == []
+    backend = LocalFilesBackend(f"local:{tmp_path}")
+    answer = backend.fetch(tasks[0]["url"])
+    assert (answer.status, answer.content_type, answer.body, answer.error) == (200, "application/pdf", b"%PDF-1.4 x",
+                                                                              None)
+    # only matched files are answered: no other path of the disk, and no http URL
+    assert backend.fetch((tmp_path / "10.1000_abc.def.txt").as_uri()).error == NOT_IN_FOLDER
+    assert backend.fetch("file:///etc/passwd").error == NOT_IN_FOLDER
+    assert backend.fetch("https://example.org/10.1000/abc.def").error == NOT_IN_FOLDER
+
+
+def test_manifest_rows_and_their_rejects(tmp_path):
+    folder = tmp_path / "files"
+    folder.mkdir()
+    (folder / "p.pdf").write_bytes(b"%PDF-1.4 p")
+    (folder / "page.htm").write_bytes(b"<html>page</html>")
+    (folder / "notes.txt").write_text("x")
+    (tmp_path / "secret.pdf").write_bytes(b"%PDF-1.4 secret")
+    os.symlink(tmp_path / "secret.pdf", folder / "link.pdf")
+    manifest = tmp_path / "m.csv"
+    write_manifest_csv([
+        {"doi": "10.1000/p", "path": "p.pdf"},
+        {"doi": "https://doi.org/10.1000/Q", "url": "https://pub.example/q", "path": "page.htm"},
+        {"doi": "10.1000/missing", "path": "gone.pdf"},
+        {"doi": "10.1000/up", "path": "../secret.pdf"},
+        {"doi": "10.1000/link", "path": "link.pdf"},
+        {"doi": "10.1000/txt", "path": "notes.txt"},
+        {"doi": "not a doi", "path": "p.pdf"},
+    ], str(manifest))
+    source = load(f"local:{folder}@{manifest}")
+    assert [(reason, key) for reason, key, _ in source.problems] == [
+        (MISSING, "10.1000/missing"), (OUTSIDE, "10.1000/up"), (OUTSIDE, "10.1000/link"), (NOT_A_DOCUMENT, "10.1000/txt"),
+        ("local_manifest_bad_row", "not a doi")]
+    assert [t["url"] for t in doi_tasks(source, "10.1000/p")] == [file_url(str(folder / "p.pdf"))]
+    assert [t["kind"] for t in doi_tasks(source, "10.1000/q")] == ["landing"]
+    backend = LocalFilesBackend(f"local:{folder}@{manifest}")
+    assert backend.fetch("HTTPS://pub.example:443/q").body == b"<html>page</html>"
+    with pytest.raises(ValueError, match="is not a folder"):
+        load(f"local:{tmp_path / 'nope'}")
+
+
+def _papers(out: Path, rows: list[dict]) -> None:
+    full = [{"doi": r["doi"], "sources": ["unpaywall"], "n_records": 1, "categories": [], "relations": [],
+             "urls": r.get("urls", [])} for r in rows]
+    parquet_io.write_table(parquet_io.table_from_rows(full, PAPERS), parquet_io.part_path(layout.papers_dir(str(out)),
+                                                                                          0, 1))
+
+
+def _docs(out: Path) -> dict[str, dict]:
+    rows = parquet_io.read_table(layout.documents_dir(str(out)), schema=DOCUMENTS).to_pylist()
+    return {r["doi"]: {k: r[k] for k in ("title", "abstract", "content", "language", "content_source")} for r in rows}
+
+
+def test_local_files_extract_as_the_same_bodies_replayed(tmp_path, real_samples):
+    """The same real PDFs and page, once in a WARC under URLs the papers list and once in a
+    folder matched by DOI (one file shared by two papers, read once): the same documents."""
+    files = {**PDFS, "10.5555/page": PAGE, "10.5555/page-again": PAGE}
+    warc_out, local_out = tmp_path / "warc-build", tmp_path / "local-build"
+    urls = {doi: f"https://repo.example/{rel}" for doi, rel in files.items()}
+    with WarcWriter(str(tmp_path / "same.warc.gz")) as writer:
+        for rel in sorted(set(files.values())):
+            ctype = "application/pdf" if rel.endswith(".pdf") else "text/html"
+            url = f"https://repo.example/{rel}"
+            writer.write(FetchResult(url=url, final_url=url, status=200, headers={"Content-Type": ctype},
+                                     body=(real_samples / rel).read_bytes(), content_type=ctype,
+                                     fetched_at="2024-01-01T00:00:00Z"))
+    _papers(warc_out, [{"doi": d, "urls": [{"url": urls[d], "kind": "pdf" if f.endswith(".pdf") else "landing",
+                                             "host_type": "repository", "license": None, "version": None,
+                                             "source": "unpaywall", "rank": 0}]} for d, f in files.items()])
+    run_text(str(warc_out), f"warc:{tmp_path / 'same.warc.gz'}", FNAPI)
+    _papers(local_out, [{"doi": d} for d in files])
+    write_manifest_csv([{"doi": d, "path": f} for d, f in files.items()], str(tmp_path / "m.csv"))
+    counts = run_text(str(local_out), f"local:{real_samples}@{tmp_path / 'm.csv'}", FNAPI)
+    assert _docs(local_out) == _docs(warc_out) and len(_docs(local_out)) == 4
+    assert counts["fetch.ok"] == 3 and counts["extracted.pdf"] == 2 and counts["extracted.landing"] == 1
+    assert counts["local.papers_matched"] == 4
+
+
+def _readme_example() -> list[str]:
+    text = README.read_text(encoding="utf-8")
+    block = re.search(r"<!-- local-example -->\n```sh\n(.*?)```\n<!-- /local-example -->", text, re.S)
+    assert block, "README lost its local-folder example"
+    return block.group(1).splitlines()
+
+
+def _run_shell_lines(lines: list[str], cwd: Path, samples: Path) -> None:
+    """The example's commands as a user types them from the repository: heredocs write
+    files, `.venv/bin/openmsd-build` lines run through `main` (in this process)."""
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        heredoc = re.match(r"cat > (\S+) <<'EOF'$", line)
+        if heredoc:
+            end = lines.index("EOF", i)
+            (cwd / heredoc.group(1)).write_text("\n".join(lines[i + 1:end]) + "\n", encoding="utf-8")
+            i = end + 1
+            continue
+        command = line
+        while command.endswith("\\"):
+            i += 1
+            command = command[:-1] + " " + lines[i].strip()
+        i += 1
+        argv = shlex.split(command.replace("../shared/real-samples", str(samples)))
+        assert argv[0] == ".venv/bin/openmsd-build", command
+        assert main(argv[1:] + FNAPI) == 0, command
+
+
+def test_readme_local_example_end_to_end(tmp_path, real_samples, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    _run_shell_lines(_readme_example(), tmp_path, real_samples)
+    out = tmp_path / "local-build"
+    stats = json.loads((out / "_stats" / "text.json").read_text())
+    counts = stats["counts"]
+    assert counts["documents.kept"] == 127 and counts["with_content"] == 2 and counts["text_source.pdf"] == 2
+    docs = _docs(out)
+    for doi in PDFS:
+        assert docs[doi]["content_source"] == "pdf" and len(docs[doi]["content"]) > 1000
+    rejects = parquet_io.read_table(layout.rejects_dir(str(out), "text"), schema=REJECTS).to_pylist()
+    assert [(r["reason"], r["key"]) for r in rejects] == [(MISSING, "10.3897/phytokeys.136.47386")]
+    assert "pdf/phytokeys.136.47386.pdf not found under" in rejects[0]["detail"]
+    assert any("manifest rows were rejected" in w for w in stats["warnings"])
+    assert "warning: 1 manifest rows were rejected" in capsys.readouterr().err
+
+
+def test_folder_outside_reads_are_refused_before_the_run(tmp_path):
+    out = tmp_path / "b"
+    _papers(out, [{"doi": "10.1000/x"}])
+    assert main(["text", "--out", str(out), "--fetch", f"local:{tmp_path / 'absent'}", *FNAPI]) == 2
+    shutil.rmtree(out)

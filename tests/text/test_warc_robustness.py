@@ -1,0 +1,100 @@
+"""`--fetch warc:` on archives as users have them: a WARC gzipped as one stream (not one
+member per record) is read as warcio reads it, and a file that is not a WARC, or is empty,
+is a counted reject naming the file instead of a stopped stage."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+from archive_samples import REDIRECT_URLS, add_papers, fetch_rows, write_redirect_warcs
+from warcio.archiveiterator import ArchiveIterator
+
+from openmsd_build.core import layout, parquet_io
+from openmsd_build.schemas import DOCUMENTS, REJECTS
+from openmsd_build.text.command import run_text
+from openmsd_build.text.fetch import WarcBackend, read_record
+from openmsd_build.text.fetch.warc_index import index_warc_file
+from openmsd_build.text.fetch.warc_stream import archive_problem, is_one_stream
+
+FNAPI = ["--runner=apache_beam.runners.portability.fn_api_runner.FnApiRunner"]
+
+
+def _one_stream(warcs: list[str], path: Path) -> str:
+    """The records of `warcs`, inflated and gzipped again as ONE stream (as `gzip file.warc` does)."""
+    path.write_bytes(gzip.compress(b"".join(gzip.decompress(Path(w).read_bytes()) for w in warcs)))
+    return str(path)
+
+
+def _warcio_urls(path: str) -> list[str]:
+    """What a standard reader finds in the file (warcio refuses to seek into a one-stream
+    gzip, but reads it from an inflated stream)."""
+    with gzip.open(path, "rb") as fh:
+        return [r.rec_headers.get_header("WARC-Target-URI") for r in ArchiveIterator(fh) if r.rec_type == "response"]
+
+
+def test_one_stream_warc_indexes_and_reads_as_per_record(tmp_path):
+    warcs = write_redirect_warcs(tmp_path / "members")
+    one = _one_stream(warcs[:1], tmp_path / "one.warc.gz")
+    assert is_one_stream(one) and not is_one_stream(warcs[0])
+    rows, reference = list(index_warc_file(one)), list(index_warc_file(warcs[0]))
+    assert [r["url"] for r in rows] == [r["url"] for r in reference]
+    assert len(rows) == len(_warcio_urls(one))
+    assert {r["warc_file"] for r in rows} == {one}
+    for row, ref in zip(rows, reference, strict=True):
+        got, want = read_record(one, row["offset"], None, row["length"]), read_record(warcs[0], ref["offset"], None)
+        assert (got.status, got.headers, got.body) == (want.status, want.headers, want.body)
+    # the whole-archive reference backend answers the same from either packing
+    for url in REDIRECT_URLS:
+        a, b = WarcBackend([one]).fetch(url), WarcBackend(warcs[:1]).fetch(url)
+        assert (a.status, a.error, a.sha1) == (b.status, b.error, b.sha1)
+
+
+def test_archive_problem_names_the_file(tmp_path):
+    empty, text, gz_text = tmp_path / "empty.warc.gz", tmp_path / "notes.warc", tmp_path / "data.warc.gz"
+    empty.write_bytes(b"")
+    text.write_text("url,doi\nhttp://x,10.1/x\n")
+    gz_text.write_bytes(gzip.compress(b'{"doi": "10.1/x"}\n' * 50))
+    assert archive_problem(str(empty)) == ("archive_empty", f"{empty}: an empty file, not a WARC archive")
+    for path in (text, gz_text):
+        reason, detail = archive_problem(str(path))
+        assert reason == "archive_not_warc" and detail.startswith(f"{path}: not a WARC archive")
+    assert archive_problem(write_redirect_warcs(tmp_path / "ok")[0]) is None
+
+
+def test_stage_reads_one_stream_and_rejects_non_warcs(tmp_path):
+    warcs = write_redirect_warcs(tmp_path / "members")
+    reference_out = tmp_path / "reference"
+    add_papers(reference_out, REDIRECT_URLS)
+    run_text(str(reference_out), "warc:" + ",".join(warcs), FNAPI)
+
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    _one_stream(warcs[:1], mixed / "a-one-stream.warc.gz")
+    (mixed / "b-second.warc.gz").write_bytes(Path(warcs[1]).read_bytes())
+    (mixed / "c-empty.warc.gz").write_bytes(b"")
+    (mixed / "d-notes.warc.gz").write_bytes(gzip.compress(b"not an archive at all\n" * 20))
+    (mixed / "e-page.warc").write_bytes(b"<html><body>a saved page</body></html>")
+    out = tmp_path / "out"
+    add_papers(out, REDIRECT_URLS)
+    counts = run_text(str(out), f"warc:{mixed}/*", FNAPI)
+
+    assert counts["archive.files_indexed"] == 5
+    assert counts["archive.rejected.archive_empty"] == 1
+    assert counts["archive.rejected.archive_not_warc"] == 2
+    rejects = parquet_io.read_table(layout.rejects_dir(str(out), "text"), schema=REJECTS).to_pylist()
+    named = {r["key"]: r["reason"] for r in rejects if r["reason"].startswith("archive_")}
+    assert named == {str(mixed / "c-empty.warc.gz"): "archive_empty",
+                     str(mixed / "d-notes.warc.gz"): "archive_not_warc",
+                     str(mixed / "e-page.warc"): "archive_not_warc"}
+    # every URL answers as from the per-record archives; only the file names differ
+    def _answers(rows):
+        return {r["url"]: (r["status"], r["error"], r["sha1"]) for r in rows}
+
+    assert _answers(fetch_rows(out)) == _answers(fetch_rows(reference_out))
+
+    def _docs(where):
+        return {r["doi"]: r["title"] for r in parquet_io.read_table(
+            layout.documents_dir(str(where)), schema=DOCUMENTS).to_pylist()}
+
+    assert _docs(out) == _docs(reference_out) and _docs(out)
