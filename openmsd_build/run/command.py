@@ -17,8 +17,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from openmsd_build.core import layout, parquet_io, progress, resources
 from openmsd_build.core.errors import UserError
-from openmsd_build.core.paths import UnsafePath, confined_path
 from openmsd_build.core.notices import announce, warn
+from openmsd_build.core.paths import UnsafePath, confined_path
 from openmsd_build.core.stage_inputs import record_inputs
 from openmsd_build.core.stages import DERIVED_FOLDERS, STAGES, record_provenance, stale_stages
 from openmsd_build.papers.sources.registry import SOURCES, add_source_arguments, source_argv, source_globs
