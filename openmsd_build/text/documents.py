@@ -40,6 +40,12 @@ MAX_ABSTRACTS = 6
 MIN_PARAGRAPH_LETTERS = 60
 """Paragraphs shorter than this are not language-identified alone (they join their neighbour)."""
 MAX_PARAGRAPHS_SPLIT = 8
+MIN_SPLIT_RUN_TOKENS = 60
+"""A part split off an abstract by a change of language (not its first part) is kept as an
+abstract of its own when it has this many tokens or half as many as the first part: a
+translation is about as long as the abstract it translates, while the short texts a heading's
+block runs into (an epigraph, an affiliation or funding footnote, a quotation) are not.
+Other parts are dropped with the reason `split_part_short`."""
 
 # A reference line, not an abstract: "In: Scriptorium, Tome 22, 1968, pp. 3-12".
 _CITATION_RE = re.compile(
@@ -53,6 +59,9 @@ _CHROME_RE = re.compile(  # whole words: "design involving" holds "sign in"
     re.IGNORECASE,
 )
 _TOC_RE = re.compile(r"(?:\.\s?){5,}|…{3,}")
+# A numbered list of section titles run together ("1. Does the Directive ... – 2. The limited
+# scope ... – 3. ..."): an article's own contents printed under "Summary", not an abstract.
+_ENUMERATED_RE = re.compile(r"(?:^|[–—;]\s*|\n\s*)(\d{1,2})\.\s+(?=[^\W\d_])")
 
 # Extraction kinds in order of preference for each field.
 _TITLE_ORDER = ("landing", "pdf")
@@ -81,11 +90,18 @@ def wrong_abstract_reason(text: str, title: str = "") -> str | None:
         return "citation"
     if len(text) < 600 and _CHROME_RE.search(head):
         return "page_chrome"
-    if len(_TOC_RE.findall(text)) >= 3:
+    if len(_TOC_RE.findall(text)) >= 3 or _enumerated_sections(text):
         return "table_of_contents"
     if title and re.sub(r"\W+", "", text.lower()) == re.sub(r"\W+", "", title.lower()):
         return "title_again"
     return None
+
+
+def _enumerated_sections(text: str) -> bool:
+    """Whether `text` opens as a numbered list of sections (1., 2., 3. in order, each after a
+    dash, a semicolon or a line break): a contents list, not running prose."""
+    numbers = [int(n) for n in _ENUMERATED_RE.findall(text[:3000])]
+    return numbers[:3] == [1, 2, 3]
 
 
 _SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[^\W\d_])")
@@ -172,9 +188,15 @@ def abstract_entries(paper: dict, extractions: list[dict], title: str = "") -> t
         if reason:
             dropped.append((source, reason))
             continue
-        for language, reliable, part in _language_runs(text):
+        first_tokens = 0
+        for index, (language, reliable, part) in enumerate(_language_runs(text)):
+            n_part = count_tokens(part)
+            first_tokens = first_tokens or n_part
             key = re.sub(r"\W+", "", part.lower())
-            if count_tokens(part) < MIN_ABSTRACT_TOKENS or any(key[:80] in k or k[:80] in key for k in seen):
+            if n_part < MIN_ABSTRACT_TOKENS or any(key[:80] in k or k[:80] in key for k in seen):
+                continue
+            if index and n_part < MIN_SPLIT_RUN_TOKENS and 2 * n_part < first_tokens:
+                dropped.append((source, "split_part_short"))
                 continue
             seen.append(key)
             entries.append({"text": part, "language": language, "source": source, "reliable": reliable})

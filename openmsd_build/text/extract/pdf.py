@@ -83,16 +83,45 @@ _ABSTRACT_GLUED_RE = re.compile(
 _ABSTRACT_UPPER_GLUED_RE = re.compile(r"^\s*(?:ABSTRACT|RESUMO|RESUMEN|RÉSUMÉ|SUMMARY|ZUSAMMENFASSUNG|RIASSUNTO)\s+(?=\S)")
 # A letter-spaced line ("A B S T R A C T", "R E S U M O"): every token one or two letters.
 _LETTER_SPACED_RE = re.compile(r"^(?:\w{1,2} ){2,}\w{1,2}\s*[:.：]?$")
+# The keywords label in the languages of the world's journals (one list: the abstract ends at
+# it, and the unlabelled paragraph above it is an abstract, `_abstract_before_keywords`).
+_KEYWORD_WORDS = (
+    r"key\s?words?|key\s?phrases|index terms|palavras[- ]chave|descritores|palabras[- ]clave|descriptores|"
+    r"mots[- ]cl[ée]s|schl[üu]sselw[öo]rter|stichw[öo]rter|parole chiave|paraules clau|s[łl]owa kluczowe|"
+    r"trefwoorden|sleutelwoorden|kata[- ]kata kunci|kata kunci|anahtar (?:kelimeler|sözcükler)|"
+    r"ключевые слова|ключові слова|ключови думи|кључне речи|клучни зборови|түйін сөздер|"
+    r"kl[íi]čov[áa] slova|kľúčové slová|kulcsszavak|cuvinte[- ]cheie|klju[čc]ne (?:rije[čc]i|besede)|"
+    r"λέξεις[- ]κλειδιά|nyckelord|emneord|n[øo]gleord|asiasanat|avainsanat|märksõnad|atslēgvārdi|"
+    r"raktažodžiai|açar sözlər|t[ừu] kh[óo]a|คำสำคัญ|मुख्य शब्द|מילות מפתח|"
+    r"关键词|关键字|關鍵詞|關鍵字|キーワード|주제어|핵심어|검색어|الكلمات المفتاحية|الكلمات الدالة|"
+    r"کلید ?واژه(?:ها)?|واژگان کلیدی|کلمات کلیدی"
+)
+# Front-matter and back-matter headings that are never inside an abstract: a thesis puts its
+# acknowledgements, dedication, declaration and contents right after the abstract page, an
+# article its history and correspondence lines.
+_FRONT_MATTER_WORDS = (
+    r"acknowledge?ments?|ringraziamenti|agradecimentos|agradecimientos|remerciements|danksagung|dank|"
+    r"podzi[ęe]kowania|te[şs]ekk[üu]r|благодарности|подяк[аи]|dankwoord|tack|kiitokset|köszönetnyilvánítás|"
+    r"致谢|致謝|謝辞|감사의 ?글|تشکر و قدردانی|سپاسگزاری|شكر وتقدير|ucapan terima kasih|kata pengantar|"
+    r"dedicat(?:ion|oria)|dedica|dédicace|widmung|dedicat[óo]ria|declaration|declara[çc][ãa]o|erkl[äa]rung|"
+    r"o[śs]wiadczenie|table of contents|contents|indice|índice|sum[áa]rio|sommaire|inhalt(?:sverzeichnis)?|"
+    r"spis tre[śs]ci|содержание|зміст|目录|目錄|目次|목차|فهرست(?: مطالب)?|daftar isi|i[çc]indekiler|"
+    r"list of (?:figures|tables|abbreviations)|elenco delle (?:figure|tabelle)|lista de (?:figuras|tabelas|tablas)|"
+    r"liste des (?:figures|tableaux)|abbildungsverzeichnis|tabellenverzeichnis|preface|prefácio|prefacio|"
+    r"pr[ée]face|vorwort|prefazione|foreword|funding|financiamento|financiación|conflicts? of interest"
+)
 # Headings that end an abstract (alone on their line, or "Keywords: ..." glued).
 _STOP_WORDS = (
-    r"key\s?words?|index terms|palavras[- ]chave|descritores|palabras clave|descriptores|mots[- ]cl[ée]s|"
-    r"schl[üu]sselw[öo]rter|stichw[öo]rter|parole chiave|s[łl]owa kluczowe|trefwoorden|kata kunci|"
-    r"anahtar kelimeler|ключевые слова|ключові слова|关键词|關鍵詞|キーワード|주제어|الكلمات المفتاحية|"
+    _KEYWORD_WORDS + "|" + _FRONT_MATTER_WORDS + "|"
     r"introduction|introdu[çc][ãa]o|introducci[óo]n|einleitung|einf[üu]hrung|introduzione|wprowadzenie|"
     r"inleiding|giri[şs]|pendahuluan|введение|вступ|引言|前言|はじめに|서론|مقدمة|background and aims|"
-    r"jel classification|msc|ams subject classification|citation|copyright|©|received|correspondence|"
-    r"\*\s*correspond|how to cite|article history|highlights|graphical abstract|contents"
+    r"jel classification|msc|ams subject classification|citation|copyright|©|received|recebido|recibido|re[çc]u|"
+    r"eingegangen|ricevuto|поступила|correspondence|"
+    r"\*\s*correspond|how to cite|article history|highlights|graphical abstract"
 )
+# A footnote line at a page foot: a marker (*, †, ‡, §, a superscript digit) then a word: an
+# affiliation, a funding note or a correspondence address, never the abstract's next line.
+_FOOTNOTE_LINE_RE = re.compile(r"^\s*(?:\*{1,3}|[†‡§¶]|[¹²³⁴⁵⁶⁷⁸⁹]+)\s*[^\W\d_]")
 _STOP_RE = re.compile(rf"^\s*(?:{_STOP_WORDS})(?!\w)", re.IGNORECASE)
 _NUMBER_PREFIX = r"^\s*(?:\d{1,2}(?:\.\d{1,2})*\.?|[IVX]{1,4}\.)\s+"
 _NUMBERED_HEADING_RE = re.compile(_NUMBER_PREFIX + r"\S.{0,80}$")
@@ -243,7 +272,7 @@ def _cut_references(lines: list[str]) -> tuple[list[str], bool]:
 
 
 def _is_abstract_end(line: str, heading_text: str) -> bool:
-    if _STOP_RE.match(line):
+    if _STOP_RE.match(line) or _FOOTNOTE_LINE_RE.match(line):
         return True
     if _NUMBERED_HEADING_RE.match(line) and _looks_like_heading(re.sub(_NUMBER_PREFIX, "", line)):
         return True
@@ -308,12 +337,7 @@ _TRAILING_HEADING_RE = re.compile(
     r"|(?:摘\s?要|要\s?旨|초\s?록|요\s?약))\s*[:.：]?\s*$"
     r"|(?<=\S)\s+((?:摘\s?要|要\s?旨|초\s?록|요\s?약))\s*[:：]?\s*$"
 )
-_KEYWORDS_RE = re.compile(
-    r"^\s*(?:key\s?words?|palavras[- ]chave|palabras clave|mots[- ]cl[ée]s|schl[üu]sselw[öo]rter|stichw[öo]rter|"
-    r"parole chiave|s[łl]owa kluczowe|trefwoorden|kata kunci|anahtar (?:kelimeler|sözcükler)|ключевые слова|"
-    r"ключові слова|关键词|關鍵詞|キーワード|주제어|핵심어|الكلمات المفتاحية|کلید ?واژه|واژگان کلیدی)(?!\w)",
-    re.IGNORECASE,
-)
+_KEYWORDS_RE = re.compile(rf"^\s*(?:{_KEYWORD_WORDS})(?!\w)", re.IGNORECASE)
 KEYWORDS_ABSTRACT_PAGES = 3
 """Pages (from the start) where a paragraph right above a keywords line is taken as an
 unlabelled abstract."""
