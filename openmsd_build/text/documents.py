@@ -24,6 +24,7 @@ Every field keeps where it came from (`*_source`: crossref, openalex, unpaywall,
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable
 
 from openmsd_build.core.language import UND, detect_language, normalize_language_code
@@ -62,6 +63,86 @@ _TOC_RE = re.compile(r"(?:\.\s?){5,}|…{3,}")
 # A numbered list of section titles run together ("1. Does the Directive ... – 2. The limited
 # scope ... – 3. ..."): an article's own contents printed under "Summary", not an abstract.
 _ENUMERATED_RE = re.compile(r"(?:^|[–—;]\s*|\n\s*)(\d{1,2})\.\s+(?=[^\W\d_])")
+
+# --- evidence: does a fetched document print the paper's title? -------------------------------
+
+TITLE_MATCH_MIN = 0.5
+"""Below this agreement between the metadata title and a fetched document (its printed title
+and the start of its text), the document is taken for another text (a journal issue's front
+matter, a cover sheet, another paper's page) when both titles are in one language: its
+abstracts are not kept (reason `title_mismatch`)."""
+MATCH_TEXT_CHARS = 20_000
+"""How far into a fetched document's text the metadata title is looked for."""
+MIN_EVIDENCE_TITLE_CHARS = 20
+"""A metadata title shorter than this ("Editorial", "Introduction") is too common to be
+evidence either way."""
+
+
+def _squash_title(text: str | None) -> str:
+    import unicodedata
+
+    return re.sub(r"[\W_]+", "", unicodedata.normalize("NFKC", text or "").casefold())
+
+
+def _bigrams(text: str) -> Counter:
+    return Counter(text[i:i + 2] for i in range(len(text) - 1))
+
+
+def title_similarity(a: str | None, b: str | None) -> float:
+    """Agreement of two titles in [0, 1] on their letters and digits only (case, spaces,
+    punctuation and markup differences do not count): 1.0 when equal or when one holds the
+    other and is at least 60 % of it (a subtitle printed or left out), else the Dice
+    coefficient of their character bigrams (works for every script, CJK included)."""
+    x, y = _squash_title(a), _squash_title(b)
+    if not x or not y:
+        return 0.0
+    if x == y:
+        return 1.0
+    short, long_ = sorted((x, y), key=len)
+    if short in long_ and len(short) >= 0.6 * len(long_):
+        return 1.0
+    bx, by = _bigrams(x), _bigrams(y)
+    total = sum(bx.values()) + sum(by.values())
+    return round(2.0 * sum((bx & by).values()) / total, 4) if total else 0.0
+
+
+def _metadata_titles(paper: dict) -> list[str]:
+    """Every title the metadata gives the paper (the main one first), long enough to be
+    evidence."""
+    titles = [paper.get("title") or ""] + list(paper.get("titles") or [])
+    out: list[str] = []
+    for title in titles:
+        title = clean_title(title)
+        if len(_squash_title(title)) >= MIN_EVIDENCE_TITLE_CHARS and title not in out:
+            out.append(title)
+    return out
+
+
+def extraction_title_match(titles: list[str], extraction: dict) -> float | None:
+    """How well a fetched document agrees with the paper's metadata titles: 1.0 when one of
+    them is printed in the first `MATCH_TEXT_CHARS` of its text (title page, article page),
+    else the best `title_similarity` with the title the extractor found; None when there is
+    no metadata title or the document has neither a title nor text."""
+    if not titles:
+        return None
+    found = extraction.get("title") or ""
+    head = _squash_title((extraction.get("content") or "")[:MATCH_TEXT_CHARS])
+    if not found and not head:
+        return None
+    if head and any(_squash_title(t) in head for t in titles):
+        return 1.0
+    return max((title_similarity(t, found) for t in titles), default=0.0) if found else 0.0
+
+
+def _other_text(titles: list[str], extraction: dict, match: float | None) -> bool:
+    """Whether the fetched document is another text than the paper: its agreement is under
+    `TITLE_MATCH_MIN` and its printed title is in the language of a metadata title (a paper
+    whose metadata gives only a translated title is not taken for another text)."""
+    if match is None or match >= TITLE_MATCH_MIN or not extraction.get("title"):
+        return False
+    found_language = detect_language(extraction["title"])[0]
+    return found_language != UND and any(detect_language(t)[0] == found_language for t in titles)
+
 
 # Extraction kinds in order of preference for each field.
 _TITLE_ORDER = ("landing", "pdf")
@@ -161,26 +242,47 @@ def _language_runs(text: str) -> list[tuple[str, bool, str]]:
     return out
 
 
-def abstract_entries(paper: dict, extractions: list[dict], title: str = "") -> tuple[list[dict], list[tuple[str, str]]]:
-    """(every abstract of the paper as {"text", "language", "source"} in order of trust,
-    [(source, reason), ...] for the ones dropped as wrong). The metadata abstract comes first,
-    then each extraction's (`abstracts` list, or its `abstract`) in `_ABSTRACT_ORDER`; texts
-    that repeat an earlier one, or are too short, are skipped without a reason."""
-    raw: list[tuple[str, str]] = []
+def _abstract_rule(item: dict | str, extraction: dict) -> str:
+    """The extractor rule behind one abstract of an extraction ("citation_abstract",
+    "abstract_heading:Resumo", "before_keywords"), or "extracted" when it did not say."""
+    if isinstance(item, dict) and item.get("rule"):
+        heading = item.get("heading")
+        if item["rule"] == "abstract_heading" and not heading:
+            return "unlabelled"
+        return f"{item['rule']}:{heading}" if heading else str(item["rule"])
+    return str((extraction.get("rules") or {}).get("abstract") or "extracted")
+
+
+def abstract_entries(paper: dict, extractions: list[dict], title: str = "",
+                     skip: Iterable[int] = ()) -> tuple[list[dict], list[tuple[str, str]]]:
+    """(every abstract of the paper as {"text", "language", "source", "rule"} in order of
+    trust, [(source, reason), ...] for the ones dropped as wrong). The metadata abstract comes
+    first, then each extraction's (`abstracts` list, or its `abstract`) in `_ABSTRACT_ORDER`;
+    texts that repeat an earlier one, or are too short, are skipped without a reason. The
+    extractions at the indexes `skip` (documents found to be another text) give none: each of
+    their abstracts is dropped with the reason `title_mismatch`."""
+    raw: list[tuple[str, str, str]] = []
+    dropped: list[tuple[str, str]] = []
+    skip = set(skip)
     if (paper.get("abstract") or "").strip():
-        raw.append((paper["abstract"], paper.get("abstract_source") or "metadata"))
+        raw.append((paper["abstract"], paper.get("abstract_source") or "metadata", "metadata"))
     for kind in _ABSTRACT_ORDER:
-        for e in extractions:
+        for index, e in enumerate(extractions):
             if e.get("kind") != kind:
                 continue
-            items = [a.get("text") if isinstance(a, dict) else a for a in (e.get("abstracts") or [])]
+            items = [a for a in (e.get("abstracts") or []) if (a.get("text") if isinstance(a, dict) else a)]
             if not items and e.get("abstract"):
                 items = [e["abstract"]]
-            raw += [(t, kind) for t in items if t and t.strip()]
+            if index in skip:
+                dropped += [(kind, "title_mismatch") for _ in items]
+                continue
+            for item in items:
+                text = item.get("text") if isinstance(item, dict) else item
+                if text and text.strip():
+                    raw.append((text, kind, _abstract_rule(item, e)))
     entries: list[dict] = []
-    dropped: list[tuple[str, str]] = []
     seen: list[str] = []
-    for text, source in raw:
+    for text, source, rule in raw:
         text = clean_abstract(text)
         if count_tokens(text) < MIN_ABSTRACT_TOKENS:
             continue
@@ -199,7 +301,7 @@ def abstract_entries(paper: dict, extractions: list[dict], title: str = "") -> t
                 dropped.append((source, "split_part_short"))
                 continue
             seen.append(key)
-            entries.append({"text": part, "language": language, "source": source, "reliable": reliable})
+            entries.append({"text": part, "language": language, "source": source, "reliable": reliable, "rule": rule})
     return entries[:MAX_ABSTRACTS], dropped
 
 
@@ -228,6 +330,15 @@ def _own_language(title: str, entries: list[dict], content: str, hints: list[str
     return languages[0] if languages else title_language
 
 
+def _extraction_rule(extractions: list[dict], kind: str, value: str, field: str) -> str:
+    """The extractor rule that produced `value` of `field` in the extraction of `kind` that
+    holds it ("citation_title", "largest_font"), or "extracted"."""
+    for e in extractions:
+        if e.get("kind") == kind and e.get(field) == value:
+            return str((e.get("rules") or {}).get(field) or "extracted")
+    return "extracted"
+
+
 def build_document(paper: dict, extractions: Iterable[dict] = (), dropped: list[tuple[str, str]] | None = None
                    ) -> tuple[dict | None, str]:
     """(document row, "kept") or (None, drop reason) for one paper.
@@ -240,19 +351,33 @@ def build_document(paper: dict, extractions: Iterable[dict] = (), dropped: list[
     Drop reasons: `no_text` (nothing fetched or extracted and no metadata abstract),
     `abstract_too_short` / `content_too_short` (text found, all of it under the minimum),
     `abstract_wrong` (the only abstracts were citation lines, page chrome or contents),
-    `nothing_extracted` (pages fetched, no text in them). `dropped`, when given, receives
+    `nothing_extracted` (pages fetched, no text in them), `title_mismatch` (every fetched
+    document is another text than the paper, `_other_text`). `dropped`, when given, receives
     (source, reason) of every abstract dropped as wrong (`wrong_abstract_reason`), kept
     paper or not, so the stage can count them by reason."""
     extractions = sorted(extractions, key=lambda e: (e.get("kind") or "", e.get("url") or ""))
+    # evidence: how well each fetched document agrees with the paper's metadata title; a
+    # document that is another text gives the paper neither title, abstracts nor content
+    titles = _metadata_titles(paper)
+    matches = [extraction_title_match(titles, e) for e in extractions]
+    other = {k for k, e in enumerate(extractions) if _other_text(titles, e, matches[k])}
+    usable = [e for k, e in enumerate(extractions) if k not in other]
+    known = [m for m in matches if m is not None]
+    title_match = max(known) if known else None
 
-    title, title_source = "", None
-    for raw, source in _candidates(paper, extractions, "title", _TITLE_ORDER):
+    title, title_source, title_rule = "", None, None
+    for raw, source in _candidates(paper, usable, "title", _TITLE_ORDER):
         title = clean_title(raw)
         if title:
             title_source = source
+            title_rule = "metadata" if source not in _TITLE_ORDER else _extraction_rule(usable, source, raw, "title")
             break
 
-    entries, _dropped = abstract_entries(paper, extractions, title)
+    entries, _dropped = abstract_entries(paper, extractions, title, skip=other)
+    if other:
+        _dropped += [(extractions[k].get("kind") or "", "title_mismatch_content") for k in sorted(other)
+                     if extractions[k].get("content")]
+    extractions = usable
     if dropped is not None:
         dropped.extend(_dropped)
     abstracts = _candidates(paper, extractions, "abstract", _ABSTRACT_ORDER)
@@ -275,9 +400,12 @@ def build_document(paper: dict, extractions: Iterable[dict] = (), dropped: list[
     chosen = next((e for e in entries if e["language"] == own or not e["reliable"]), entries[0] if entries else None)
     abstract = chosen["text"] if chosen else ""
     abstract_source = chosen["source"] if chosen else None
+    abstract_rule = chosen["rule"] if chosen else None
     n_abstract = count_tokens(abstract)
 
     if not abstract and not content:
+        if other and not extractions and not entries:
+            return None, "title_mismatch"
         if _dropped and not entries:
             return None, "abstract_wrong"
         if abstracts:
@@ -296,6 +424,7 @@ def build_document(paper: dict, extractions: Iterable[dict] = (), dropped: list[
         "title": title or None,
         "abstract": abstract or None,
         "abstracts": _column(entries),
+        "abstract_rules": [e["rule"] for e in entries] or None,
         "content": content or None,
         "language": language,
         "language_prob": float(probability),
@@ -304,6 +433,9 @@ def build_document(paper: dict, extractions: Iterable[dict] = (), dropped: list[
         "title_source": title_source,
         "abstract_source": abstract_source,
         "content_source": content_source,
+        "title_rule": title_rule,
+        "abstract_rule": abstract_rule,
+        "title_match": title_match,
         "text_source": content_source or abstract_source,
         "n_tokens_title": count_tokens(title),
         "n_tokens_abstract": n_abstract,
@@ -352,7 +484,10 @@ def drop_shared_abstract(row: dict) -> tuple[dict | None, str]:
     else (None, `SHARED_ABSTRACT`). The language is re-detected on the new text unless the
     PDF body decided it."""
     source = row.get("abstract_source")
-    entries = [e for e in (row.get("abstracts") or []) if e.get("source") != source]
+    all_entries = row.get("abstracts") or []
+    rules = list(row.get("abstract_rules") or [None] * len(all_entries))
+    kept = [k for k, e in enumerate(all_entries) if e.get("source") != source]
+    entries = [{**all_entries[k], "rule": rules[k] if k < len(rules) else None} for k in kept]
     chosen = next((e for e in entries if e.get("language") == row.get("language")), entries[0] if entries else None)
     abstract = chosen["text"] if chosen else ""
     content = row.get("content") or ""
@@ -362,7 +497,9 @@ def drop_shared_abstract(row: dict) -> tuple[dict | None, str]:
     out.update({
         "abstract": abstract or None,
         "abstracts": _column(entries) if entries else None,
+        "abstract_rules": [e["rule"] for e in entries] or None,
         "abstract_source": chosen["source"] if chosen else None,
+        "abstract_rule": chosen.get("rule") if chosen else None,
         "n_tokens_abstract": count_tokens(abstract),
         "text_source": row.get("content_source") or (chosen["source"] if chosen else None),
     })

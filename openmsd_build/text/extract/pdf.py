@@ -403,6 +403,20 @@ def _abstract_before_keywords(lines: list[str]) -> str:
     return ""
 
 
+MAX_KEYWORD_LINES = 4
+
+
+def _after_keywords(lines: list[str], k: int) -> int:
+    """Index of the line after the keywords line `lines[k]` and its continuation lines (up to
+    `MAX_KEYWORD_LINES` in all, the last one ending with a full stop or none)."""
+    end = k
+    while end < len(lines) and end - k < MAX_KEYWORD_LINES:
+        end += 1
+        if _SENTENCE_END_RE.search(lines[end - 1]) or not lines[end - 1]:
+            break
+    return end
+
+
 def _find_abstracts(lines: list[str], limit: int = 4) -> list[tuple[str, str]]:
     """Every abstract in `lines` as (text, heading word), in document order (see the module
     docstring): a bilingual paper prints two or three, a thesis prints them after its cover
@@ -432,6 +446,12 @@ def _find_abstracts(lines: list[str], limit: int = 4) -> list[tuple[str, str]]:
         while j < len(lines):
             nxt = lines[j]
             if nxt:
+                if _KEYWORDS_RE.match(nxt) and len(" ".join(body)) < MIN_ABSTRACT_CHARS:
+                    # keywords printed first, under the heading (a Ukrainian or Russian
+                    # "реферат" opens with the work's size and its keywords): the keywords
+                    # line and its continuations are passed over, the abstract follows
+                    j = _after_keywords(lines, j)
+                    continue
                 if _is_abstract_end(nxt, heading_word):
                     break
                 body.append(nxt)
