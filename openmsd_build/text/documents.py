@@ -106,7 +106,7 @@ def title_similarity(a: str | None, b: str | None) -> float:
     return round(2.0 * sum((bx & by).values()) / total, 4) if total else 0.0
 
 
-def _metadata_titles(paper: dict) -> list[str]:
+def metadata_titles(paper: dict) -> list[str]:
     """Every title the metadata gives the paper (the main one first), long enough to be
     evidence."""
     titles = [paper.get("title") or ""] + list(paper.get("titles") or [])
@@ -136,12 +136,19 @@ def extraction_title_match(titles: list[str], extraction: dict) -> float | None:
 
 def _other_text(titles: list[str], extraction: dict, match: float | None) -> bool:
     """Whether the fetched document is another text than the paper: its agreement is under
-    `TITLE_MATCH_MIN` and its printed title is in the language of a metadata title (a paper
-    whose metadata gives only a translated title is not taken for another text)."""
-    if match is None or match >= TITLE_MATCH_MIN or not extraction.get("title"):
+    `TITLE_MATCH_MIN` and its text (a slice of the body, else its abstract or printed title)
+    is reliably in the language of a metadata title. A paper whose metadata gives only a
+    translated title is not taken for another text; nor is a document whose language cannot
+    be told."""
+    if match is None or match >= TITLE_MATCH_MIN:
         return False
-    found_language = detect_language(extraction["title"])[0]
-    return found_language != UND and any(detect_language(t)[0] == found_language for t in titles)
+    content = extraction.get("content") or ""
+    sample = content[len(content) // 3:][:LANGUAGE_TEXT_CHARS] if content else (
+        extraction.get("abstract") or extraction.get("title") or "")
+    language, _prob, reliable = detect_language(None, sample)
+    if language == UND or not reliable:
+        return False
+    return any(detect_language(t)[0] == language for t in titles)
 
 
 # Extraction kinds in order of preference for each field.
@@ -358,7 +365,7 @@ def build_document(paper: dict, extractions: Iterable[dict] = (), dropped: list[
     extractions = sorted(extractions, key=lambda e: (e.get("kind") or "", e.get("url") or ""))
     # evidence: how well each fetched document agrees with the paper's metadata title; a
     # document that is another text gives the paper neither title, abstracts nor content
-    titles = _metadata_titles(paper)
+    titles = metadata_titles(paper)
     matches = [extraction_title_match(titles, e) for e in extractions]
     other = {k for k, e in enumerate(extractions) if _other_text(titles, e, matches[k])}
     usable = [e for k, e in enumerate(extractions) if k not in other]
