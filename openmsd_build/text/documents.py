@@ -84,6 +84,13 @@ def _squash_title(text: str | None) -> str:
     return re.sub(r"[\W_]+", "", unicodedata.normalize("NFKC", text or "").casefold())
 
 
+def _squash_clean(text: str | None) -> str:
+    """`_squash_title` of a title that may still hold markup or entities."""
+    if text and ("<" in text or "&" in text):
+        text = clean_title(text)
+    return _squash_title(text)
+
+
 def _bigrams(text: str) -> Counter:
     return Counter(text[i:i + 2] for i in range(len(text) - 1))
 
@@ -93,7 +100,7 @@ def title_similarity(a: str | None, b: str | None) -> float:
     punctuation and markup differences do not count): 1.0 when equal or when one holds the
     other and is at least 60 % of it (a subtitle printed or left out), else the Dice
     coefficient of their character bigrams (works for every script, CJK included)."""
-    x, y = _squash_title(a), _squash_title(b)
+    x, y = _squash_clean(a), _squash_clean(b)
     if not x or not y:
         return 0.0
     if x == y:
@@ -137,9 +144,9 @@ def extraction_title_match(titles: list[str], extraction: dict) -> float | None:
 def _other_text(titles: list[str], extraction: dict, match: float | None) -> bool:
     """Whether the fetched document is another text than the paper: its agreement is under
     `TITLE_MATCH_MIN` and its text (a slice of the body, else its abstract or printed title)
-    is reliably in the language of a metadata title. A paper whose metadata gives only a
-    translated title is not taken for another text; nor is a document whose language cannot
-    be told."""
+    and a metadata title are both reliably in one language. A paper whose metadata gives
+    only a translated title is not taken for another text; nor is a document or a title whose
+    language CLD3 cannot tell (short titles often): when unsure, the document is used."""
     if match is None or match >= TITLE_MATCH_MIN:
         return False
     content = extraction.get("content") or ""
@@ -148,7 +155,7 @@ def _other_text(titles: list[str], extraction: dict, match: float | None) -> boo
     language, _prob, reliable = detect_language(None, sample)
     if language == UND or not reliable:
         return False
-    return any(detect_language(t)[0] == language for t in titles)
+    return any(detect_language(t)[:3:2] == (language, True) for t in titles)
 
 
 # Extraction kinds in order of preference for each field.

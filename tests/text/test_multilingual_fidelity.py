@@ -86,6 +86,27 @@ def test_multilingual_set_fidelity(real_samples: Path) -> None:
             assert row["all"][0] / row["all"][1] >= 0.90, (key, _table)
     lang_ok, lang_n = summary["ALL"]["language"]
     assert lang_ok / lang_n >= 0.95
+    # precision first: every entry of `abstracts` is an abstract of the paper (>= 98 %;
+    # measured 86 % before the abstract-boundary rules, 100 % after)
+    precision_ok, precision_n = summary["ALL"]["precision"]
+    assert precision_n and precision_ok / precision_n >= 0.98, _table
+
+
+def test_fidelity_halves_are_deterministic_and_stratified() -> None:
+    bench = _bench()
+    truth = [{"file": f"d/{lang}{k}.pdf", "lang": lang} for lang in ("pt", "zh", "ar") for k in range(5)]
+    halves = [bench.half_of(doc, truth) for doc in truth]
+    assert halves == [bench.half_of(doc, list(reversed(truth))) for doc in truth]  # order does not matter
+    for lang in ("pt", "zh", "ar"):  # each language split 3/2 or 2/3
+        mine = [h for doc, h in zip(truth, halves, strict=True) if doc["lang"] == lang]
+        assert sorted((mine.count("dev"), mine.count("held"))) == [2, 3]
+
+
+def test_abstract_precision_check_matches_entries_to_truth_starts() -> None:
+    bench = _bench()
+    truth = [{"lang": "pt", "start": PT[:80]}]
+    assert bench.abstract_is_true("RESUMO " + PT, truth)
+    assert not bench.abstract_is_true("* Pesquisadora da Universidade de São Paulo, bolsista do CNPq.", truth)
 
 
 def test_chrome_words_match_whole_words_only() -> None:

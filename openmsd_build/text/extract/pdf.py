@@ -448,9 +448,11 @@ def _find_abstracts(lines: list[str], limit: int = 4) -> list[tuple[str, str]]:
             if nxt:
                 if _KEYWORDS_RE.match(nxt) and len(" ".join(body)) < MIN_ABSTRACT_CHARS:
                     # keywords printed first, under the heading (a Ukrainian or Russian
-                    # "реферат" opens with the work's size and its keywords): the keywords
-                    # line and its continuations are passed over, the abstract follows
-                    j = _after_keywords(lines, j)
+                    # "реферат" opens with the work's size and its keywords, as its standard
+                    # asks): they are part of it as printed, and the abstract goes on after
+                    end = _after_keywords(lines, j)
+                    body += [ln for ln in lines[j:end] if ln]
+                    j = end
                     continue
                 if _is_abstract_end(nxt, heading_word):
                     break
