@@ -110,3 +110,14 @@ def test_keywords_printed_first_under_the_heading_do_not_end_the_abstract() -> N
              "втрат hinge loss, яка фігурує в контексті задачі бінарної класифікації методом опорних векторів."]
     found = _find_abstracts(lines)
     assert found and found[0][0].startswith("Обсяг роботи") and "SCIKIT" in found[0][0] and "Об’єктом роботи" in found[0][0]
+
+
+def test_a_cover_page_gives_way_to_the_title_above_the_abstract(real_samples) -> None:
+    # a journal issue's cover (journal name, class, year: a dozen words), its masthead and
+    # contents come before the article: the title is the one printed above the abstract
+    from openmsd_build.text.extract.pdf import extract_pdf
+
+    path = real_samples / "pdf-multilingual" / "mpilhlt__10.26321_a.facchinetti.01.2025.05.pdf"
+    result = extract_pdf(path.read_bytes())
+    assert result["rules"]["title"] == "title_above_abstract"
+    assert result["title"].startswith("DOES THE EU CORPORATE SUSTAINABILITY DUE DILIGENCE DIRECTIVE")

@@ -948,6 +948,49 @@ def _squash(text: str) -> str:
     return _NON_WORD_RE.sub("", text.lower())
 
 
+COVER_MAX_WORDS = 25
+"""A first page with at most this many words is a cover (journal, series, publisher), not the
+article's title page."""
+
+
+def _words(lines: list[str]) -> int:
+    text = " ".join(lines)
+    return len(text.split()) + len(_WIDE_CHAR_RE.findall(text)) // 2
+
+
+def _title_above_abstract(data: bytes, pages: list[list[str]], abstract: str) -> str:
+    """The title printed above the abstract on the page that holds it (after a cover page):
+    that page's lines with their sizes, cut where the abstract's first words start (its
+    heading is within the two lines before), through `_title_from_font`; "" when the
+    abstract is not on a front page after the first or nothing above it reads as a title."""
+    import pypdfium2 as pdfium
+
+    head = _squash(abstract)[:60]
+    if not head:
+        return ""
+    page_index = next((k for k in range(1, min(len(pages), ABSTRACT_FRONT_PAGES))
+                       if head in _squash(" ".join(pages[k]))), None)
+    if page_index is None:
+        return ""
+    doc = pdfium.PdfDocument(data)
+    try:
+        page = doc[page_index]
+        textpage = page.get_textpage()
+        try:
+            sized = _first_page_lines_with_size(textpage)
+        finally:
+            textpage.close()
+            page.close()
+    finally:
+        doc.close()
+    start = _squash(abstract)[:20]
+    cut = next((k for k, (text, _s, _t) in enumerate(sized) if start and start in _squash(text)
+                or _heading_at(text) is not None), None)
+    if not cut:
+        return ""
+    return _title_from_font(sized[:cut])
+
+
 def extract_pdf(data: bytes, max_pages: int = MAX_PAGES) -> dict[str, Any]:
     """Fields of one PDF: `{"title", "abstract", "content", "pdf_url": None,
     "language_hints": [], "rules", "n_pages"}` (missing fields None). Raises `PdfParseError`
@@ -1035,6 +1078,14 @@ def extract_pdf(data: bytes, max_pages: int = MAX_PAGES) -> dict[str, Any]:
     if abstract:
         rules["abstract"] = "abstract_heading"
         rules["abstract_heading"] = found[0][1]
+
+    # a cover page (a journal issue's cover, a publisher's cover sheet: a few words on page one)
+    # names the journal, not the article: the title is the one printed above the abstract,
+    # on the page where the abstract is (the abstract is near the title, under it)
+    if found and pages and _words(pages[0]) <= COVER_MAX_WORDS:
+        above = _title_above_abstract(data, pages, found[0][0])
+        if above and _squash(above) != _squash(title):
+            title, rules["title"] = above, "title_above_abstract"
 
     # content: every page, references cut
     all_lines = [ln for lines in pages for ln in lines]
