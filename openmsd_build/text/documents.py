@@ -324,17 +324,32 @@ def _column(entries: list[dict]) -> list[dict] | None:
     return [{"text": e["text"], "language": e["language"], "source": e["source"]} for e in entries] or None
 
 
-def _own_language(title: str, entries: list[dict], content: str, hints: list[str]) -> str:
+def _sample_language(content: str) -> tuple[str, bool]:
+    """CLD3 on a slice of a long text (a third of the way in, past the front matter)."""
+    sample = content[len(content) // 3: len(content) // 3 + LANGUAGE_TEXT_CHARS] if len(content) > 3 * LANGUAGE_TEXT_CHARS else content[:LANGUAGE_TEXT_CHARS]
+    language, _prob, reliable = detect_language(None, sample)
+    return language, reliable
+
+
+def _own_language(title: str, entries: list[dict], content: str, hints: list[str], page_text: str = "") -> str:
     """The paper's own language: the body's when there is a PDF body (front matter and
     translated abstracts say less about it; a landing page's text is the page, with its
-    interface and every abstract, not the paper), else the title's if one of the abstracts is in it, else a
-    publisher hint that one of the abstracts is in, else the first abstract's."""
+    interface and every abstract, not the paper); else, for abstracts in several languages,
+    a landing page's main text when its language is also the publisher's tag and one of the
+    abstracts'; else the title's if one of the abstracts is in it, else a publisher hint that
+    one of the abstracts is in, else the first abstract's."""
     if content:
-        sample = content[len(content) // 3: len(content) // 3 + LANGUAGE_TEXT_CHARS] if len(content) > 3 * LANGUAGE_TEXT_CHARS else content[:LANGUAGE_TEXT_CHARS]
-        language, _prob, reliable = detect_language(None, sample)
+        language, reliable = _sample_language(content)
         if language != UND and reliable:
             return language
     languages = [e["language"] for e in entries if e["reliable"]]
+    if page_text and hints and len(set(languages)) > 1:
+        # a page's main text alone may be its interface; agreeing with the publisher's
+        # language tag and one of the abstracts, it is the paper's body (an English title
+        # over a French article does not make it English)
+        language, reliable = _sample_language(page_text)
+        if reliable and language in hints and language in languages:
+            return language
     title_language = detect_language(title)[0] if title else UND
     if title_language != UND and (title_language in languages or not languages):
         return title_language
@@ -408,7 +423,8 @@ def build_document(paper: dict, extractions: Iterable[dict] = (), dropped: list[
     hints = [h for e in extractions for h in (e.get("language_hints") or [])]
     publisher = normalize_language_code(paper.get("publisher_language"))
     body = content if content_source == "pdf" else ""
-    own = _own_language(title, entries, body, hints + ([publisher] if publisher else []))
+    page_text = content if content_source == "landing" else ""
+    own = _own_language(title, entries, body, hints + ([publisher] if publisher else []), page_text)
     # the first abstract in the paper's language; one whose language CLD3 could not tell
     # reliably is not passed over for a later one (metadata comes first for a reason)
     chosen = next((e for e in entries if e["language"] == own or not e["reliable"]), entries[0] if entries else None)

@@ -121,3 +121,21 @@ def test_a_cover_page_gives_way_to_the_title_above_the_abstract(real_samples) ->
     result = extract_pdf(path.read_bytes())
     assert result["rules"]["title"] == "title_above_abstract"
     assert result["title"].startswith("DOES THE EU CORPORATE SUSTAINABILITY DUE DILIGENCE DIRECTIVE")
+
+
+FR = ("Du point de vue de la création, c'est-à-dire du point de vue de ce qui relie la diversité de ce que je fais, "
+      "il y a une relation au vivant, à l'imaginaire et au contemporain que cet essai cherche à décrire.")
+EN_FR = ("From the point of view of creation, that is to say from the point of view of what connects the diversity "
+         "of what I do, there is a relationship to the living, the imaginary and the contemporary.")
+
+
+def test_a_page_body_agreeing_with_the_publisher_tag_outweighs_an_english_title() -> None:
+    body = " ".join([FR.replace("Du point", "Le point")] * 15)
+    page = {"kind": "landing", "url": "u", "title": "How can a place enter our skin down to the very verb of us",
+            "abstracts": [{"text": EN_FR, "rule": "citation_abstract"}, {"text": FR, "rule": "citation_abstract"}],
+            "content": body, "language_hints": ["fr"]}
+    row, _ = build_document({"doi": "10.1/g"}, [page])
+    assert row["language"] == "fr" and row["abstract"] == FR
+    # without the publisher's tag the page text alone does not decide (it may be the interface)
+    row, _ = build_document({"doi": "10.1/h"}, [{**page, "language_hints": []}])
+    assert row["language"] == "en"
