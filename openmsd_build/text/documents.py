@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from openmsd_build.core.language import UND, detect_language, normalize_language_code
-from openmsd_build.core.textclean import clean_abstract, clean_title, count_tokens, normalize_text
+from openmsd_build.core.textclean import clean_abstract, clean_title, count_tokens, normalize_text, text_layer_damage
 
 MIN_ABSTRACT_TOKENS = 15
 MIN_CONTENT_TOKENS = 150
@@ -178,8 +178,11 @@ def _candidates(paper: dict, extractions: list[dict], field: str, order: tuple[s
 
 
 def wrong_abstract_reason(text: str, title: str = "") -> str | None:
-    """Why `text` is not an abstract of the paper, or None: a citation line, page chrome, a
-    table of contents, or the title again."""
+    """Why `text` is not an abstract of the paper, or None: a damaged text layer (glyph codes,
+    not letters: `text_layer_damage`), a citation line, page chrome, a table of contents, or
+    the title again."""
+    if text_layer_damage(text):
+        return "text_layer_damaged"
     head = text[:400]
     if len(text) < 400 and (_CITATION_RE.search(head) or len(_CITATION_PARTS_RE.findall(head)) >= 3):
         return "citation"
@@ -299,6 +302,8 @@ def abstract_entries(paper: dict, extractions: list[dict], title: str = "",
     for text, source, rule in raw:
         text = clean_abstract(text)
         if count_tokens(text) < MIN_ABSTRACT_TOKENS:
+            if text_layer_damage(text):  # glyph codes hold few word characters: still counted
+                dropped.append((source, "text_layer_damaged"))
             continue
         reason = wrong_abstract_reason(text, title)
         if reason:
@@ -395,8 +400,12 @@ def build_document(paper: dict, extractions: Iterable[dict] = (), dropped: list[
     title_match = max(known) if known else None
 
     title, title_source, title_rule = "", None, None
+    _damaged: list[tuple[str, str]] = []  # page / PDF text refused as a damaged text layer
     for raw, source in _candidates(paper, usable, "title", _TITLE_ORDER):
         title = clean_title(raw)
+        if title and source in _TITLE_ORDER and text_layer_damage(title):
+            _damaged.append((source, "title_text_layer_damaged"))
+            title = ""
         if title:
             title_source = source
             title_rule = "metadata" if source not in _TITLE_ORDER else _extraction_rule(usable, source, raw, "title")
@@ -409,12 +418,17 @@ def build_document(paper: dict, extractions: Iterable[dict] = (), dropped: list[
     extractions = usable
     if dropped is not None:
         dropped.extend(_dropped)
+        dropped.extend(_damaged)  # title and content refusals below join it as they happen
     abstracts = _candidates(paper, extractions, "abstract", _ABSTRACT_ORDER)
     longest = max((count_tokens(e["text"]) for e in entries), default=0)
     content, content_source, n_content = "", None, 0
     contents = _candidates({}, extractions, "content", _CONTENT_ORDER)
     for raw, source in contents:
         text = normalize_text(raw)
+        if text_layer_damage(text):
+            if dropped is not None:
+                dropped.append((source, "content_text_layer_damaged"))
+            continue
         n_text = count_tokens(text)
         if n_text >= MIN_CONTENT_TOKENS and n_text >= CONTENT_OVER_ABSTRACT * longest:
             content, content_source, n_content = text, source, n_text

@@ -139,3 +139,22 @@ def test_a_page_body_agreeing_with_the_publisher_tag_outweighs_an_english_title(
     # without the publisher's tag the page text alone does not decide (it may be the interface)
     row, _ = build_document({"doi": "10.1/h"}, [{**page, "language_hints": []}])
     assert row["language"] == "en"
+
+
+def test_a_damaged_text_layer_is_refused_with_a_reason() -> None:
+    from openmsd_build.core.textclean import text_layer_damage
+
+    glyphs = " ".join("\ue001\ue002\ue003\ue004" for _ in range(40))
+    assert text_layer_damage(glyphs) == "private_use_glyphs"
+    assert text_layer_damage("Ã©tude de la rÃ©gion prÃ¨s de la cÃ´te") == "utf8_read_as_latin1"
+    assert text_layer_damage("!\"#$%&'()*+,-./0123 456789:;<=>?@[]^_`{|}~!\"#$%&") == "symbols_not_letters"
+    assert text_layer_damage("The value x = 3.5 ± 0.2 (p < 0.05) was 12% higher than the 2019 data [1-3].") is None
+    assert text_layer_damage(EN) is None and text_layer_damage(PT) is None
+    dropped: list[tuple[str, str]] = []
+    pdf = {"kind": "pdf", "url": "u", "title": "\ue001\ue002\ue003 \ue004\ue005\ue006 \ue007\ue008\ue009\ue00a",
+           "abstracts": [{"text": glyphs, "rule": "abstract_heading", "heading": "Abstract"}, {"text": EN}],
+           "content": glyphs * 30}
+    row, outcome = build_document({"doi": "10.1/i"}, [pdf], dropped)
+    assert outcome == "kept" and row["title"] is None and row["abstract"] == EN and row["content"] is None
+    assert {reason for _, reason in dropped} == {"text_layer_damaged", "title_text_layer_damaged",
+                                                 "content_text_layer_damaged"}
