@@ -125,29 +125,45 @@ def metadata_titles(paper: dict) -> list[str]:
     return out
 
 
+_TITLE_WORD_RE = re.compile(r"[^\W\d_]{4,}")
+
+
+def _word_coverage(title: str, head_words: set[str]) -> float:
+    """Share of the title's words of four letters or more found among `head_words` (0.0 for
+    a title with fewer than three such words: a CJK title, a short one)."""
+    words = {w.casefold() for w in _TITLE_WORD_RE.findall(title)}
+    if len(words) < 3:
+        return 0.0
+    return round(sum(w in head_words for w in words) / len(words), 4)
+
+
 def extraction_title_match(titles: list[str], extraction: dict) -> float | None:
-    """How well a fetched document agrees with the paper's metadata titles: 1.0 when one of
-    them is printed in the first `MATCH_TEXT_CHARS` of its text (title page, article page),
-    else the best `title_similarity` with the title the extractor found; None when there is
-    no metadata title or the document has neither a title nor text."""
+    """How well a fetched document agrees with the paper's metadata titles, in [0, 1]: 1.0
+    when one of them is printed in the first `MATCH_TEXT_CHARS` of its text (title page,
+    article page), else the best of the `title_similarity` with the title the extractor found
+    and the share of the title's words found in that text (line breaks, hyphenation and
+    formulas make a printed title differ from the metadata's). None when there is no
+    metadata title or the document has neither a title nor text."""
     if not titles:
         return None
     found = extraction.get("title") or ""
-    head = _squash_title((extraction.get("content") or "")[:MATCH_TEXT_CHARS])
-    if not found and not head:
+    text = (extraction.get("content") or "")[:MATCH_TEXT_CHARS]
+    if not found and not text:
         return None
+    head = _squash_title(text)
     if head and any(_squash_title(t) in head for t in titles):
         return 1.0
-    return max((title_similarity(t, found) for t in titles), default=0.0) if found else 0.0
+    head_words = {w.casefold() for w in _TITLE_WORD_RE.findall(text)}
+    return max(max(title_similarity(t, found) if found else 0.0, _word_coverage(t, head_words)) for t in titles)
 
 
 def _other_text(titles: list[str], extraction: dict, match: float | None) -> bool:
-    """Whether the fetched document is another text than the paper: its agreement is under
-    `TITLE_MATCH_MIN` and its text (a slice of the body, else its abstract or printed title)
+    """Whether the fetched document is another text than the paper: it prints a title of its
+    own, its agreement is under `TITLE_MATCH_MIN`, and its text (a slice of the body, else its abstract or printed title)
     and a metadata title are both reliably in one language. A paper whose metadata gives
     only a translated title is not taken for another text; nor is a document or a title whose
     language CLD3 cannot tell (short titles often): when unsure, the document is used."""
-    if match is None or match >= TITLE_MATCH_MIN:
+    if match is None or match >= TITLE_MATCH_MIN or not extraction.get("title"):
         return False
     content = extraction.get("content") or ""
     sample = content[len(content) // 3:][:LANGUAGE_TEXT_CHARS] if content else (
@@ -340,18 +356,20 @@ def _own_language(title: str, entries: list[dict], content: str, hints: list[str
     """The paper's own language: the body's when there is a PDF body (front matter and
     translated abstracts say less about it; a landing page's text is the page, with its
     interface and every abstract, not the paper); else, for abstracts in several languages,
-    a landing page's main text when its language is also the publisher's tag and one of the
-    abstracts'; else the title's if one of the abstracts is in it, else a publisher hint that
+    a landing page's long main text when its language is also the publisher's one language
+    tag and one of the abstracts'; else the title's if one of the abstracts is in it, else a publisher hint that
     one of the abstracts is in, else the first abstract's."""
     if content:
         language, reliable = _sample_language(content)
         if language != UND and reliable:
             return language
     languages = [e["language"] for e in entries if e["reliable"]]
-    if page_text and hints and len(set(languages)) > 1:
-        # a page's main text alone may be its interface; agreeing with the publisher's
-        # language tag and one of the abstracts, it is the paper's body (an English title
-        # over a French article does not make it English)
+    longest = max((count_tokens(e["text"]) for e in entries), default=0)
+    if page_text and len(set(hints)) == 1 and len(set(languages)) > 1 and count_tokens(page_text) >= 5 * longest:
+        # a page's main text alone may be its interface; several times longer than the
+        # abstracts and agreeing with the publisher's one language tag and one of the
+        # abstracts, it is the paper's body (an English title over a French article does not
+        # make it English; a repository page tagging two languages decides nothing)
         language, reliable = _sample_language(page_text)
         if reliable and language in hints and language in languages:
             return language
