@@ -64,7 +64,8 @@ def merge_frame(records: pa.Table) -> tuple[pa.Table, dict[str, int]]:
     """PROJECTED rows of any number of DOIs -> (`papers` table sorted by DOI, counts).
 
     Counts as in `paper_join.merge_shard`: written, merged_records, merged_duplicates.<src>,
-    joined.<sources>, with_abstract, with_urls."""
+    joined.<sources>, with_abstract, with_urls, abstracts_too_short (metadata abstracts passed
+    over, records), paratext.<reason> (papers flagged, `paratext.paratext_reason`)."""
     if records.num_rows == 0:
         return PAPERS.empty_table(), {}
     df = pl.from_arrow(records.cast(PROJECTED)).with_columns(
