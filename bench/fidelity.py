@@ -291,7 +291,7 @@ def derived_truth(samples: Path) -> list[dict[str, Any]]:
     skipped: a metadata record's language is often the journal's, not the paper's). A
     metadata abstract is often a translation or a shortened form of the printed one, so a
     miss here is a lead, not a proof."""
-    from openmsd_build.text.language import detect_language
+    from openmsd_build.core.language import detect_language
 
     index = _metadata_index(samples)
     docs = []
