@@ -43,6 +43,9 @@ PAPERS = pa.schema(
         ("relations", pa.list_(RELATION_STRUCT)),
         ("sources", pa.list_(pa.string())),
         ("n_records", pa.int32()),  # source records merged into this row (duplicates incl.)
+        # why the record is not a paper (papers/paratext.py): test_doi, issue, component,
+        # front_matter, table_of_contents, index, erratum; null for a paper. Flagged, not dropped
+        ("paratext", pa.string()),
     ]
 )
 
@@ -81,6 +84,16 @@ DOCUMENTS = pa.schema(
         ("abstract_source", pa.string()),
         ("content_source", pa.string()),
         ("text_source", pa.string()),  # where the kept text came from overall
+        # evidence and provenance (text/documents.py): the rule that produced the kept title
+        # ("metadata", or the extractor's: "citation_title", "largest_font") and abstract
+        # ("metadata", "citation_abstract", "abstract_heading:Resumo", "unlabelled" ...), the
+        # rule of each `abstracts` entry (same order), and how well the fetched pages / PDFs
+        # agree with the metadata title (1.0: printed in them; null: no metadata title or
+        # nothing fetched); a document that is another text is not used (`title_mismatch`)
+        ("title_rule", pa.string()),
+        ("abstract_rule", pa.string()),
+        ("abstract_rules", pa.list_(pa.string())),
+        ("title_match", pa.float32()),
         ("n_tokens_title", pa.int32()),
         ("n_tokens_abstract", pa.int32()),
         ("n_tokens_content", pa.int32()),

@@ -478,3 +478,44 @@ def is_breadcrumb_line(line: str) -> bool:
         and sum(ch.isalpha() for ch in s) >= 2
         for s in segments
     )
+
+
+# --- damaged text layers ------------------------------------------------------------------------
+
+DAMAGE_SAMPLE_CHARS = 4000
+"""Characters of a text looked at to tell a damaged text layer (enough for a title or an
+abstract; a long content is judged on its start and middle)."""
+_PRIVATE_USE_RE = re.compile("[\ue000-\uf8ff]")
+_DAMAGE_CONTROL_RE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_UTF8_AS_LATIN1_RE = re.compile("[ÃÂ][\u0080-\u00bf]|â€")
+
+
+def text_layer_damage(text: str | None) -> str | None:
+    """Why `text` is not readable text but the output of a damaged text layer, or None.
+
+    A PDF whose fonts carry no usable Unicode map gives glyph codes instead of letters: Private
+    Use Area characters, U+FFFD replacement characters, control characters, or a run of
+    symbols with hardly a letter in it; a page decoded with the wrong charset gives UTF-8
+    read as Latin-1 ("Ã©", "â€™"). Such text must not go out as a title, abstract or body.
+    Each sign is measured on the letters and symbols of (a sample of) the text, so one stray
+    symbol in a formula does not condemn a paragraph."""
+    if not text:
+        return None
+    if len(text) > DAMAGE_SAMPLE_CHARS:
+        middle = len(text) // 2
+        text = text[: DAMAGE_SAMPLE_CHARS // 2] + text[middle: middle + DAMAGE_SAMPLE_CHARS // 2]
+    visible = sum(1 for ch in text if not ch.isspace())
+    if visible < 4:
+        return None
+    if len(_PRIVATE_USE_RE.findall(text)) * 20 > visible:
+        return "private_use_glyphs"
+    if text.count("\ufffd") * 30 > visible:
+        return "replacement_characters"
+    if len(_DAMAGE_CONTROL_RE.findall(text)) * 30 > visible:
+        return "control_characters"
+    if visible >= 12 and len(_UTF8_AS_LATIN1_RE.findall(text)) * 40 > visible:
+        return "utf8_read_as_latin1"
+    alnum = sum(1 for ch in text if ch.isalnum())
+    if visible >= 40 and alnum * 3 < visible:
+        return "symbols_not_letters"
+    return None

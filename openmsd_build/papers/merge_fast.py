@@ -14,11 +14,18 @@ import pyarrow as pa
 
 from openmsd_build.papers.caps import MERGED_LIST_CAPS
 from openmsd_build.papers.merge_reference import _PRECEDENCE, _URL_SOURCE_ORDER, SOURCE_ORDER
+from openmsd_build.papers.paratext import (
+    MIN_METADATA_ABSTRACT_TOKENS,
+    PARATEXT_TITLE_PATTERNS,
+    PARATEXT_TYPES,
+    TEST_DOI_PREFIXES,
+    TOKEN_PATTERN_RUST,
+)
 from openmsd_build.schemas import PAPERS, RELATION_STRUCT, URL_STRUCT
 
 # One source record, projected to what the merge needs (the shuffle's row format): the
 # `papers` columns a source can fill, plus the record's source, origin and completeness.
-_MERGED_ONLY = ("doi", "title_source", "abstract_source", "sources", "n_records")
+_MERGED_ONLY = ("doi", "title_source", "abstract_source", "sources", "n_records", "paratext")
 PROJECTED = pa.schema(
     [("doi", pa.string()), ("source", pa.string()), ("origin", pa.string()), ("completeness", pa.int8())]
     + [PAPERS.field(name) for name in PAPERS.names if name not in _MERGED_ONLY]
@@ -38,15 +45,30 @@ def _non_empty(field: str) -> pl.Expr:
         return col.is_not_null() & (col.list.len() > 0)
     if field in ("year", "is_oa"):
         return col.is_not_null()
+    if field == "abstract":  # "International audience", "Errata": not an abstract
+        return col.is_not_null() & (col.str.count_matches(TOKEN_PATTERN_RUST) >= MIN_METADATA_ABSTRACT_TOKENS)
     return col.is_not_null() & (col != "")
+
+
+def paratext_expr() -> pl.Expr:
+    """`paratext.paratext_reason` on the merged columns doi, title, type."""
+    title = pl.col("title").fill_null("")
+    expr = pl.when(pl.col("doi").str.to_lowercase().str.starts_with(TEST_DOI_PREFIXES[0])).then(pl.lit("test_doi"))
+    for work_type, reason in PARATEXT_TYPES.items():
+        expr = expr.when(pl.col("type") == work_type).then(pl.lit(reason))
+    for reason, pattern in PARATEXT_TITLE_PATTERNS.items():
+        expr = expr.when((title.str.len_chars() <= 300) & title.str.contains("(?i)" + pattern)).then(pl.lit(reason))
+    return expr.otherwise(pl.lit(None, pl.String))
 
 
 def merge_frame(records: pa.Table) -> tuple[pa.Table, dict[str, int]]:
     """PROJECTED rows of any number of DOIs -> (`papers` table sorted by DOI, counts).
 
     Counts as in `paper_join.merge_shard`: written, merged_records, merged_duplicates.<src>,
-    joined.<sources>, with_abstract, with_urls; and truncated.merged.<field> (rows whose
-    `urls` / `relations` union was cut to `caps.MERGED_LIST_CAPS`)."""
+    joined.<sources>, with_abstract, with_urls, abstracts_too_short (metadata abstracts passed
+    over, records), paratext.<reason> (papers flagged, `paratext.paratext_reason`); and
+    truncated.merged.<field> (rows whose `urls` / `relations` union was cut to
+    `caps.MERGED_LIST_CAPS`)."""
     if records.num_rows == 0:
         return PAPERS.empty_table(), {}
     df = pl.from_arrow(records.cast(PROJECTED)).with_columns(
@@ -91,6 +113,7 @@ def merge_frame(records: pa.Table) -> tuple[pa.Table, dict[str, int]]:
                 for s in SOURCE_ORDER
             ]).list.drop_nulls().alias("sources"),
         )
+        .with_columns(paratext_expr().alias("paratext"))
         .sort("doi")
     )
     counts = _counts(df, merged)
@@ -140,6 +163,12 @@ def _counts(df: pl.DataFrame, merged: pl.DataFrame) -> dict[str, int]:
         "with_abstract": int(merged.select(pl.col("abstract").is_not_null().sum()).item()),
         "with_urls": int(merged.select((pl.col("urls").list.len() > 0).sum()).item()),
     }
+    # metadata abstracts passed over as too short (records), papers flagged as paratext
+    short = df.filter(pl.col("abstract").is_not_null() & (pl.col("abstract") != "") & ~_non_empty("abstract")).height
+    if short:
+        counts["abstracts_too_short"] = int(short)
+    for reason, n in merged.filter(pl.col("paratext").is_not_null()).group_by("paratext").len().iter_rows():
+        counts[f"paratext.{reason}"] = int(n)
     dups = df.group_by(["doi", "source"]).len().filter(pl.col("len") > 1)
     for source, extra in dups.group_by("source").agg((pl.col("len") - 1).sum()).iter_rows():
         counts[f"merged_duplicates.{source}"] = int(extra)

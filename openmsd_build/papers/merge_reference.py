@@ -18,6 +18,9 @@ order a runner delivers records in):
 `urls` and `relations` are unions over all the DOI's records, so they are capped again on
 the merged row (`caps.MERGED_LIST_CAPS`: the first 100 URLs by rank, the first 100 relations
 in (type, DOI) order): one DOI repeated in many records must not make one huge row.
+
+An abstract under `paratext.MIN_METADATA_ABSTRACT_TOKENS` tokens is not an abstract and is
+passed over; `paratext` flags a record that is not a paper (`paratext.paratext_reason`).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from openmsd_build.papers.caps import MERGED_LIST_CAPS
+from openmsd_build.papers.paratext import abstract_long_enough, paratext_reason
 from openmsd_build.papers.sources.registry import precedence
 
 # Generated from the source registry's ranks (the table above states the result).
@@ -64,7 +68,7 @@ def merge_records(records: Iterable[dict]) -> dict:
     def pick(field: str) -> tuple[object, str | None]:
         for source in _PRECEDENCE[field]:
             for rec in by_source.get(source, ()):
-                if not _is_empty(rec.get(field)):
+                if not _is_empty(rec.get(field)) and (field != "abstract" or abstract_long_enough(rec[field])):
                     return rec[field], source
         return None, None
 
@@ -81,6 +85,7 @@ def merge_records(records: Iterable[dict]) -> dict:
     row["relations"] = _union_relations(records, row["doi"])[: MERGED_LIST_CAPS["relations"]]
     row["sources"] = [s for s in SOURCE_ORDER if s in by_source]
     row["n_records"] = len(records)
+    row["paratext"] = paratext_reason(row["doi"], row["title"], row["type"])
     return row
 
 

@@ -151,6 +151,7 @@ def blocks(stats: dict, pngs: dict[str, bytes]) -> list[Block]:
         out += [Block("warning", f"{stage}: {line}") for line in lines]
     out += _table1(stats)
     out += _abstract_languages(stats)
+    out += _evidence(stats)
     out += _figures(stats, pngs)
     if _no_pairs(stats):
         # tables of zeros would read as a result; the warnings above say why there is none
@@ -236,6 +237,22 @@ def _abstract_languages(stats: dict) -> list[Block]:
     rows = [[r["pair"], fmt_int(r["papers"])] for r in info["by_pair"]]
     rows.append(["all", fmt_int(info["papers"])])
     return res + [Block("table", headers=["languages", "papers"], rows=rows)]
+
+
+def _evidence(stats: dict) -> list[Block]:
+    """How the kept titles and abstracts were found (the rule behind each), how well the
+    fetched documents agree with the metadata title, and the metadata records flagged as
+    paratext (not papers)."""
+    evidence = (stats.get("documents") or {}).get("evidence") or {}
+    paratext = (stats.get("papers") or {}).get("paratext") or {}
+    if not evidence and not paratext:
+        return []
+    res = [Block("h3", "Text evidence: rules behind titles and abstracts, title agreement, paratext")]
+    rows = [[f"title: {rule}", fmt_int(n)] for rule, n in (evidence.get("title_rule") or {}).items()]
+    rows += [[f"abstract: {rule}", fmt_int(n)] for rule, n in (evidence.get("abstract_rule") or {}).items()]
+    rows += [[f"title match with metadata: {name}", fmt_int(n)] for name, n in (evidence.get("title_match") or {}).items()]
+    rows += [[f"papers/ flagged paratext: {reason}", fmt_int(n)] for reason, n in paratext.items()]
+    return res + [Block("table", headers=["", "papers"], rows=rows)]
 
 
 def _figures(stats: dict, pngs: dict[str, bytes]) -> list[Block]:

@@ -124,10 +124,11 @@ def _ranked(df: pl.DataFrame, key: str, count: str, top: int | None, total: int 
 
 def papers_section(out: str) -> dict | None:
     """Stage 1's table: how many DOIs were joined, and how many carry what later stages need."""
-    lf = scan(layout.papers_dir(out), ["doi", "abstract", "urls", "categories", "sources"], tables.PAPERS)
+    lf = scan(layout.papers_dir(out), ["doi", "abstract", "urls", "categories", "sources", "paratext"], tables.PAPERS)
     if lf is None:
         return None
     coverage = _category_coverage(lf)
+    paratext = _collect(lf.filter(pl.col("paratext").is_not_null()).group_by("paratext").agg(pl.len().alias("n")))
     row = _collect(
         lf.select(
             pl.len().alias("rows"),
@@ -136,7 +137,9 @@ def papers_section(out: str) -> dict | None:
             (pl.col("urls").list.len().fill_null(0) > 0).sum().alias("with_urls"),
         )
     ).row(0, named=True)
-    return {**{k: _int(v) for k, v in row.items()}, "category_coverage": coverage}
+    return {**{k: _int(v) for k, v in row.items()}, "category_coverage": coverage,
+            # records that are not papers (papers/paratext.py), flagged by reason
+            "paratext": {str(r["paratext"]): _int(r["n"]) for r in paratext.sort("paratext").iter_rows(named=True)}}
 
 
 def _category_coverage(lf: pl.LazyFrame) -> list[dict]:
@@ -228,12 +231,40 @@ def documents_section(out: str, top: int) -> dict | None:
         .group_by("category")
         .agg(pl.len().alias("papers"))
     )
+    section["evidence"] = _evidence(out, top)
     section["by_language_class"] = _by_language_class(lf, tok, has_abs, has_content)
     section["abstract_languages"] = _abstract_language_pairs(lf, top)
     section["n_categories"] = cats.height
     section["top_languages"] = _ranked(langs, "language", "papers", top, section["papers"])
     section["top_categories"] = _ranked(cats, "category", "papers", top, section["papers"])
     return section
+
+
+TITLE_MATCH_BUCKETS = ((0.5, "below 0.5"), (0.9, "0.5 to 0.9"), (1.01, "0.9 or more"))
+
+
+def _evidence(out: str, top: int) -> dict:
+    """How each kept title and abstract was found (`title_rule`, `abstract_rule`: papers per
+    rule) and how well the fetched documents agree with the metadata title (`title_match`
+    in buckets; "none" when there was no metadata title or nothing fetched)."""
+    lf = scan(layout.documents_dir(out), ["title_rule", "abstract_rule", "title_match"], tables.DOCUMENTS)
+    if lf is None:
+        return {}
+    result: dict = {}
+    for column in ("title_rule", "abstract_rule"):
+        counts = _collect(lf.filter(pl.col(column).is_not_null()).group_by(column).agg(pl.len().alias("papers")))
+        rows = sorted(counts.iter_rows(named=True), key=lambda r: (-r["papers"], str(r[column])))[:top]
+        result[column] = {str(r[column]): _int(r["papers"]) for r in rows}
+    match = pl.col("title_match").cast(pl.Float64)
+    bucket = pl.when(match.is_null()).then(pl.lit("none"))
+    low = -1.0
+    for high, name in TITLE_MATCH_BUCKETS:
+        bucket = bucket.when((match >= low) & (match < high)).then(pl.lit(name))
+        low = high
+    counts = _collect(lf.select(bucket.otherwise(pl.lit("none")).alias("b")).group_by("b").agg(pl.len().alias("n")))
+    found = {r["b"]: _int(r["n"]) for r in counts.iter_rows(named=True)}
+    result["title_match"] = {name: found.get(name, 0) for name in ("none", *(n for _, n in TITLE_MATCH_BUCKETS))}
+    return result
 
 
 def _by_language_class(lf: pl.LazyFrame, tok: dict, has_abs: pl.Expr, has_content: pl.Expr) -> dict:

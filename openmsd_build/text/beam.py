@@ -55,7 +55,7 @@ SHARED_TAG = "shared"
 # and one GroupByKey (a CoGroupByKey adds a tagging Map per input and a regrouping Map).
 ROW, TASK, UNIT, TARGET = "row", "task", "unit", "target"
 META_FIELDS = (
-    "doi", "title", "title_source", "abstract", "abstract_source", "publisher_language",
+    "doi", "title", "title_source", "titles", "abstract", "abstract_source", "publisher_language",
     "year", "venue", "type", "categories", "relations",
 )
 
@@ -495,7 +495,7 @@ class PlanLocalFiles(UntypedDoFn):
         yield beam.pvalue.TaggedOutput(COUNTS_TAG, dict(counts))
 
 
-_SLIM_EXTRACTION = ("kind", "url", "title", "abstract", "abstracts", "content", "pdf_url", "language_hints")
+_SLIM_EXTRACTION = ("kind", "url", "title", "abstract", "abstracts", "content", "pdf_url", "language_hints", "rules")
 
 
 def slim(extraction: dict) -> dict:

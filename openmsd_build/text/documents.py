@@ -24,10 +24,11 @@ Every field keeps where it came from (`*_source`: crossref, openalex, unpaywall,
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable
 
 from openmsd_build.core.language import UND, detect_language, normalize_language_code
-from openmsd_build.core.textclean import clean_abstract, clean_title, count_tokens, normalize_text
+from openmsd_build.core.textclean import clean_abstract, clean_title, count_tokens, normalize_text, text_layer_damage
 
 MIN_ABSTRACT_TOKENS = 15
 MIN_CONTENT_TOKENS = 150
@@ -40,6 +41,12 @@ MAX_ABSTRACTS = 6
 MIN_PARAGRAPH_LETTERS = 60
 """Paragraphs shorter than this are not language-identified alone (they join their neighbour)."""
 MAX_PARAGRAPHS_SPLIT = 8
+MIN_SPLIT_RUN_TOKENS = 60
+"""A part split off an abstract by a change of language (not its first part) is kept as an
+abstract of its own when it has this many tokens or half as many as the first part: a
+translation is about as long as the abstract it translates, while the short texts a heading's
+block runs into (an epigraph, an affiliation or funding footnote, a quotation) are not.
+Other parts are dropped with the reason `split_part_short`."""
 
 # A reference line, not an abstract: "In: Scriptorium, Tome 22, 1968, pp. 3-12".
 _CITATION_RE = re.compile(
@@ -53,6 +60,119 @@ _CHROME_RE = re.compile(  # whole words: "design involving" holds "sign in"
     re.IGNORECASE,
 )
 _TOC_RE = re.compile(r"(?:\.\s?){5,}|…{3,}")
+# A numbered list of section titles run together ("1. Does the Directive ... – 2. The limited
+# scope ... – 3. ..."): an article's own contents printed under "Summary", not an abstract.
+_ENUMERATED_RE = re.compile(r"(?:^|[–—;]\s*|\n\s*)(\d{1,2})\.\s+(?=[^\W\d_])")
+
+# --- evidence: does a fetched document print the paper's title? -------------------------------
+
+TITLE_MATCH_MIN = 0.5
+"""Below this agreement between the metadata title and a fetched document (its printed title
+and the start of its text), the document is taken for another text (a journal issue's front
+matter, a cover sheet, another paper's page) when both titles are in one language: its
+abstracts are not kept (reason `title_mismatch`)."""
+MATCH_TEXT_CHARS = 20_000
+"""How far into a fetched document's text the metadata title is looked for."""
+MIN_EVIDENCE_TITLE_CHARS = 20
+"""A metadata title shorter than this ("Editorial", "Introduction") is too common to be
+evidence either way."""
+
+
+def _squash_title(text: str | None) -> str:
+    import unicodedata
+
+    return re.sub(r"[\W_]+", "", unicodedata.normalize("NFKC", text or "").casefold())
+
+
+def _squash_clean(text: str | None) -> str:
+    """`_squash_title` of a title that may still hold markup or entities."""
+    if text and ("<" in text or "&" in text):
+        text = clean_title(text)
+    return _squash_title(text)
+
+
+def _bigrams(text: str) -> Counter:
+    return Counter(text[i:i + 2] for i in range(len(text) - 1))
+
+
+def title_similarity(a: str | None, b: str | None) -> float:
+    """Agreement of two titles in [0, 1] on their letters and digits only (case, spaces,
+    punctuation and markup differences do not count): 1.0 when equal or when one holds the
+    other and is at least 60 % of it (a subtitle printed or left out), else the Dice
+    coefficient of their character bigrams (works for every script, CJK included)."""
+    x, y = _squash_clean(a), _squash_clean(b)
+    if not x or not y:
+        return 0.0
+    if x == y:
+        return 1.0
+    short, long_ = sorted((x, y), key=len)
+    if short in long_ and len(short) >= 0.6 * len(long_):
+        return 1.0
+    bx, by = _bigrams(x), _bigrams(y)
+    total = sum(bx.values()) + sum(by.values())
+    return round(2.0 * sum((bx & by).values()) / total, 4) if total else 0.0
+
+
+def metadata_titles(paper: dict) -> list[str]:
+    """Every title the metadata gives the paper (the main one first), long enough to be
+    evidence."""
+    titles = [paper.get("title") or ""] + list(paper.get("titles") or [])
+    out: list[str] = []
+    for title in titles:
+        title = clean_title(title)
+        if len(_squash_title(title)) >= MIN_EVIDENCE_TITLE_CHARS and title not in out:
+            out.append(title)
+    return out
+
+
+_TITLE_WORD_RE = re.compile(r"[^\W\d_]{4,}")
+
+
+def _word_coverage(title: str, head_words: set[str]) -> float:
+    """Share of the title's words of four letters or more found among `head_words` (0.0 for
+    a title with fewer than three such words: a CJK title, a short one)."""
+    words = {w.casefold() for w in _TITLE_WORD_RE.findall(title)}
+    if len(words) < 3:
+        return 0.0
+    return round(sum(w in head_words for w in words) / len(words), 4)
+
+
+def extraction_title_match(titles: list[str], extraction: dict) -> float | None:
+    """How well a fetched document agrees with the paper's metadata titles, in [0, 1]: 1.0
+    when one of them is printed in the first `MATCH_TEXT_CHARS` of its text (title page,
+    article page), else the best of the `title_similarity` with the title the extractor found
+    and the share of the title's words found in that text (line breaks, hyphenation and
+    formulas make a printed title differ from the metadata's). None when there is no
+    metadata title or the document has neither a title nor text."""
+    if not titles:
+        return None
+    found = extraction.get("title") or ""
+    text = (extraction.get("content") or "")[:MATCH_TEXT_CHARS]
+    if not found and not text:
+        return None
+    head = _squash_title(text)
+    if head and any(_squash_title(t) in head for t in titles):
+        return 1.0
+    head_words = {w.casefold() for w in _TITLE_WORD_RE.findall(text)}
+    return max(max(title_similarity(t, found) if found else 0.0, _word_coverage(t, head_words)) for t in titles)
+
+
+def _other_text(titles: list[str], extraction: dict, match: float | None) -> bool:
+    """Whether the fetched document is another text than the paper: it prints a title of its
+    own, its agreement is under `TITLE_MATCH_MIN`, and its text (a slice of the body, else its abstract or printed title)
+    and a metadata title are both reliably in one language. A paper whose metadata gives
+    only a translated title is not taken for another text; nor is a document or a title whose
+    language CLD3 cannot tell (short titles often): when unsure, the document is used."""
+    if match is None or match >= TITLE_MATCH_MIN or not extraction.get("title"):
+        return False
+    content = extraction.get("content") or ""
+    sample = content[len(content) // 3:][:LANGUAGE_TEXT_CHARS] if content else (
+        extraction.get("abstract") or extraction.get("title") or "")
+    language, _prob, reliable = detect_language(None, sample)
+    if language == UND or not reliable:
+        return False
+    return any(detect_language(t)[:3:2] == (language, True) for t in titles)
+
 
 # Extraction kinds in order of preference for each field.
 _TITLE_ORDER = ("landing", "pdf")
@@ -74,18 +194,28 @@ def _candidates(paper: dict, extractions: list[dict], field: str, order: tuple[s
 
 
 def wrong_abstract_reason(text: str, title: str = "") -> str | None:
-    """Why `text` is not an abstract of the paper, or None: a citation line, page chrome, a
-    table of contents, or the title again."""
+    """Why `text` is not an abstract of the paper, or None: a damaged text layer (glyph codes,
+    not letters: `text_layer_damage`), a citation line, page chrome, a table of contents, or
+    the title again."""
+    if text_layer_damage(text):
+        return "text_layer_damaged"
     head = text[:400]
     if len(text) < 400 and (_CITATION_RE.search(head) or len(_CITATION_PARTS_RE.findall(head)) >= 3):
         return "citation"
     if len(text) < 600 and _CHROME_RE.search(head):
         return "page_chrome"
-    if len(_TOC_RE.findall(text)) >= 3:
+    if len(_TOC_RE.findall(text)) >= 3 or _enumerated_sections(text):
         return "table_of_contents"
     if title and re.sub(r"\W+", "", text.lower()) == re.sub(r"\W+", "", title.lower()):
         return "title_again"
     return None
+
+
+def _enumerated_sections(text: str) -> bool:
+    """Whether `text` opens as a numbered list of sections (1., 2., 3. in order, each after a
+    dash, a semicolon or a line break): a contents list, not running prose."""
+    numbers = [int(n) for n in _ENUMERATED_RE.findall(text[:3000])]
+    return numbers[:3] == [1, 2, 3]
 
 
 _SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[^\W\d_])")
@@ -145,39 +275,68 @@ def _language_runs(text: str) -> list[tuple[str, bool, str]]:
     return out
 
 
-def abstract_entries(paper: dict, extractions: list[dict], title: str = "") -> tuple[list[dict], list[tuple[str, str]]]:
-    """(every abstract of the paper as {"text", "language", "source"} in order of trust,
-    [(source, reason), ...] for the ones dropped as wrong). The metadata abstract comes first,
-    then each extraction's (`abstracts` list, or its `abstract`) in `_ABSTRACT_ORDER`; texts
-    that repeat an earlier one, or are too short, are skipped without a reason."""
-    raw: list[tuple[str, str]] = []
+def _abstract_rule(item: dict | str, extraction: dict) -> str:
+    """The extractor rule behind one abstract of an extraction ("citation_abstract",
+    "abstract_heading:Resumo", "before_keywords"), or "extracted" when it did not say."""
+    if isinstance(item, dict) and item.get("rule"):
+        heading = item.get("heading")
+        if item["rule"] == "abstract_heading" and not heading:
+            return "unlabelled"
+        return f"{item['rule']}:{heading}" if heading else str(item["rule"])
+    return str((extraction.get("rules") or {}).get("abstract") or "extracted")
+
+
+def abstract_entries(paper: dict, extractions: list[dict], title: str = "",
+                     skip: Iterable[int] = ()) -> tuple[list[dict], list[tuple[str, str]]]:
+    """(every abstract of the paper as {"text", "language", "source", "rule"} in order of
+    trust, [(source, reason), ...] for the ones dropped as wrong). The metadata abstract comes
+    first, then each extraction's (`abstracts` list, or its `abstract`) in `_ABSTRACT_ORDER`;
+    texts that repeat an earlier one, or are too short, are skipped without a reason. The
+    extractions at the indexes `skip` (documents found to be another text) give none: each of
+    their abstracts is dropped with the reason `title_mismatch`."""
+    raw: list[tuple[str, str, str]] = []
+    dropped: list[tuple[str, str]] = []
+    skip = set(skip)
     if (paper.get("abstract") or "").strip():
-        raw.append((paper["abstract"], paper.get("abstract_source") or "metadata"))
+        raw.append((paper["abstract"], paper.get("abstract_source") or "metadata", "metadata"))
     for kind in _ABSTRACT_ORDER:
-        for e in extractions:
+        for index, e in enumerate(extractions):
             if e.get("kind") != kind:
                 continue
-            items = [a.get("text") if isinstance(a, dict) else a for a in (e.get("abstracts") or [])]
+            items = [a for a in (e.get("abstracts") or []) if (a.get("text") if isinstance(a, dict) else a)]
             if not items and e.get("abstract"):
                 items = [e["abstract"]]
-            raw += [(t, kind) for t in items if t and t.strip()]
+            if index in skip:
+                dropped += [(kind, "title_mismatch") for _ in items]
+                continue
+            for item in items:
+                text = item.get("text") if isinstance(item, dict) else item
+                if text and text.strip():
+                    raw.append((text, kind, _abstract_rule(item, e)))
     entries: list[dict] = []
-    dropped: list[tuple[str, str]] = []
     seen: list[str] = []
-    for text, source in raw:
+    for text, source, rule in raw:
         text = clean_abstract(text)
         if count_tokens(text) < MIN_ABSTRACT_TOKENS:
+            if text_layer_damage(text):  # glyph codes hold few word characters: still counted
+                dropped.append((source, "text_layer_damaged"))
             continue
         reason = wrong_abstract_reason(text, title)
         if reason:
             dropped.append((source, reason))
             continue
-        for language, reliable, part in _language_runs(text):
+        first_tokens = 0
+        for index, (language, reliable, part) in enumerate(_language_runs(text)):
+            n_part = count_tokens(part)
+            first_tokens = first_tokens or n_part
             key = re.sub(r"\W+", "", part.lower())
-            if count_tokens(part) < MIN_ABSTRACT_TOKENS or any(key[:80] in k or k[:80] in key for k in seen):
+            if n_part < MIN_ABSTRACT_TOKENS or any(key[:80] in k or k[:80] in key for k in seen):
+                continue
+            if index and n_part < MIN_SPLIT_RUN_TOKENS and 2 * n_part < first_tokens:
+                dropped.append((source, "split_part_short"))
                 continue
             seen.append(key)
-            entries.append({"text": part, "language": language, "source": source, "reliable": reliable})
+            entries.append({"text": part, "language": language, "source": source, "reliable": reliable, "rule": rule})
     return entries[:MAX_ABSTRACTS], dropped
 
 
@@ -186,17 +345,34 @@ def _column(entries: list[dict]) -> list[dict] | None:
     return [{"text": e["text"], "language": e["language"], "source": e["source"]} for e in entries] or None
 
 
-def _own_language(title: str, entries: list[dict], content: str, hints: list[str]) -> str:
+def _sample_language(content: str) -> tuple[str, bool]:
+    """CLD3 on a slice of a long text (a third of the way in, past the front matter)."""
+    sample = content[len(content) // 3: len(content) // 3 + LANGUAGE_TEXT_CHARS] if len(content) > 3 * LANGUAGE_TEXT_CHARS else content[:LANGUAGE_TEXT_CHARS]
+    language, _prob, reliable = detect_language(None, sample)
+    return language, reliable
+
+
+def _own_language(title: str, entries: list[dict], content: str, hints: list[str], page_text: str = "") -> str:
     """The paper's own language: the body's when there is a PDF body (front matter and
     translated abstracts say less about it; a landing page's text is the page, with its
-    interface and every abstract, not the paper), else the title's if one of the abstracts is in it, else a
-    publisher hint that one of the abstracts is in, else the first abstract's."""
+    interface and every abstract, not the paper); else, for abstracts in several languages,
+    a landing page's long main text when its language is also the publisher's one language
+    tag and one of the abstracts'; else the title's if one of the abstracts is in it, else a publisher hint that
+    one of the abstracts is in, else the first abstract's."""
     if content:
-        sample = content[len(content) // 3: len(content) // 3 + LANGUAGE_TEXT_CHARS] if len(content) > 3 * LANGUAGE_TEXT_CHARS else content[:LANGUAGE_TEXT_CHARS]
-        language, _prob, reliable = detect_language(None, sample)
+        language, reliable = _sample_language(content)
         if language != UND and reliable:
             return language
     languages = [e["language"] for e in entries if e["reliable"]]
+    longest = max((count_tokens(e["text"]) for e in entries), default=0)
+    if page_text and len(set(hints)) == 1 and len(set(languages)) > 1 and count_tokens(page_text) >= 5 * longest:
+        # a page's main text alone may be its interface; several times longer than the
+        # abstracts and agreeing with the publisher's one language tag and one of the
+        # abstracts, it is the paper's body (an English title over a French article does not
+        # make it English; a repository page tagging two languages decides nothing)
+        language, reliable = _sample_language(page_text)
+        if reliable and language in hints and language in languages:
+            return language
     title_language = detect_language(title)[0] if title else UND
     if title_language != UND and (title_language in languages or not languages):
         return title_language
@@ -204,6 +380,15 @@ def _own_language(title: str, entries: list[dict], content: str, hints: list[str
         if hint in languages:
             return hint
     return languages[0] if languages else title_language
+
+
+def _extraction_rule(extractions: list[dict], kind: str, value: str, field: str) -> str:
+    """The extractor rule that produced `value` of `field` in the extraction of `kind` that
+    holds it ("citation_title", "largest_font"), or "extracted"."""
+    for e in extractions:
+        if e.get("kind") == kind and e.get(field) == value:
+            return str((e.get("rules") or {}).get(field) or "extracted")
+    return "extracted"
 
 
 def build_document(paper: dict, extractions: Iterable[dict] = (), dropped: list[tuple[str, str]] | None = None
@@ -218,27 +403,50 @@ def build_document(paper: dict, extractions: Iterable[dict] = (), dropped: list[
     Drop reasons: `no_text` (nothing fetched or extracted and no metadata abstract),
     `abstract_too_short` / `content_too_short` (text found, all of it under the minimum),
     `abstract_wrong` (the only abstracts were citation lines, page chrome or contents),
-    `nothing_extracted` (pages fetched, no text in them). `dropped`, when given, receives
+    `nothing_extracted` (pages fetched, no text in them), `title_mismatch` (every fetched
+    document is another text than the paper, `_other_text`). `dropped`, when given, receives
     (source, reason) of every abstract dropped as wrong (`wrong_abstract_reason`), kept
     paper or not, so the stage can count them by reason."""
     extractions = sorted(extractions, key=lambda e: (e.get("kind") or "", e.get("url") or ""))
+    # evidence: how well each fetched document agrees with the paper's metadata title; a
+    # document that is another text gives the paper neither title, abstracts nor content
+    titles = metadata_titles(paper)
+    matches = [extraction_title_match(titles, e) for e in extractions]
+    other = {k for k, e in enumerate(extractions) if _other_text(titles, e, matches[k])}
+    usable = [e for k, e in enumerate(extractions) if k not in other]
+    known = [m for m in matches if m is not None]
+    title_match = max(known) if known else None
 
-    title, title_source = "", None
-    for raw, source in _candidates(paper, extractions, "title", _TITLE_ORDER):
+    title, title_source, title_rule = "", None, None
+    _damaged: list[tuple[str, str]] = []  # page / PDF text refused as a damaged text layer
+    for raw, source in _candidates(paper, usable, "title", _TITLE_ORDER):
         title = clean_title(raw)
+        if title and source in _TITLE_ORDER and text_layer_damage(title):
+            _damaged.append((source, "title_text_layer_damaged"))
+            title = ""
         if title:
             title_source = source
+            title_rule = "metadata" if source not in _TITLE_ORDER else _extraction_rule(usable, source, raw, "title")
             break
 
-    entries, _dropped = abstract_entries(paper, extractions, title)
+    entries, _dropped = abstract_entries(paper, extractions, title, skip=other)
+    if other:
+        _dropped += [(extractions[k].get("kind") or "", "title_mismatch_content") for k in sorted(other)
+                     if extractions[k].get("content")]
+    extractions = usable
     if dropped is not None:
         dropped.extend(_dropped)
+        dropped.extend(_damaged)  # title and content refusals below join it as they happen
     abstracts = _candidates(paper, extractions, "abstract", _ABSTRACT_ORDER)
     longest = max((count_tokens(e["text"]) for e in entries), default=0)
     content, content_source, n_content = "", None, 0
     contents = _candidates({}, extractions, "content", _CONTENT_ORDER)
     for raw, source in contents:
         text = normalize_text(raw)
+        if text_layer_damage(text):
+            if dropped is not None:
+                dropped.append((source, "content_text_layer_damaged"))
+            continue
         n_text = count_tokens(text)
         if n_text >= MIN_CONTENT_TOKENS and n_text >= CONTENT_OVER_ABSTRACT * longest:
             content, content_source, n_content = text, source, n_text
@@ -247,15 +455,19 @@ def build_document(paper: dict, extractions: Iterable[dict] = (), dropped: list[
     hints = [h for e in extractions for h in (e.get("language_hints") or [])]
     publisher = normalize_language_code(paper.get("publisher_language"))
     body = content if content_source == "pdf" else ""
-    own = _own_language(title, entries, body, hints + ([publisher] if publisher else []))
+    page_text = content if content_source == "landing" else ""
+    own = _own_language(title, entries, body, hints + ([publisher] if publisher else []), page_text)
     # the first abstract in the paper's language; one whose language CLD3 could not tell
     # reliably is not passed over for a later one (metadata comes first for a reason)
     chosen = next((e for e in entries if e["language"] == own or not e["reliable"]), entries[0] if entries else None)
     abstract = chosen["text"] if chosen else ""
     abstract_source = chosen["source"] if chosen else None
+    abstract_rule = chosen["rule"] if chosen else None
     n_abstract = count_tokens(abstract)
 
     if not abstract and not content:
+        if other and not extractions and not entries:
+            return None, "title_mismatch"
         if _dropped and not entries:
             return None, "abstract_wrong"
         if abstracts:
@@ -274,6 +486,7 @@ def build_document(paper: dict, extractions: Iterable[dict] = (), dropped: list[
         "title": title or None,
         "abstract": abstract or None,
         "abstracts": _column(entries),
+        "abstract_rules": [e["rule"] for e in entries] or None,
         "content": content or None,
         "language": language,
         "language_prob": float(probability),
@@ -282,6 +495,9 @@ def build_document(paper: dict, extractions: Iterable[dict] = (), dropped: list[
         "title_source": title_source,
         "abstract_source": abstract_source,
         "content_source": content_source,
+        "title_rule": title_rule,
+        "abstract_rule": abstract_rule,
+        "title_match": title_match,
         "text_source": content_source or abstract_source,
         "n_tokens_title": count_tokens(title),
         "n_tokens_abstract": n_abstract,
@@ -330,7 +546,10 @@ def drop_shared_abstract(row: dict) -> tuple[dict | None, str]:
     else (None, `SHARED_ABSTRACT`). The language is re-detected on the new text unless the
     PDF body decided it."""
     source = row.get("abstract_source")
-    entries = [e for e in (row.get("abstracts") or []) if e.get("source") != source]
+    all_entries = row.get("abstracts") or []
+    rules = list(row.get("abstract_rules") or [None] * len(all_entries))
+    kept = [k for k, e in enumerate(all_entries) if e.get("source") != source]
+    entries = [{**all_entries[k], "rule": rules[k] if k < len(rules) else None} for k in kept]
     chosen = next((e for e in entries if e.get("language") == row.get("language")), entries[0] if entries else None)
     abstract = chosen["text"] if chosen else ""
     content = row.get("content") or ""
@@ -340,7 +559,9 @@ def drop_shared_abstract(row: dict) -> tuple[dict | None, str]:
     out.update({
         "abstract": abstract or None,
         "abstracts": _column(entries) if entries else None,
+        "abstract_rules": [e["rule"] for e in entries] or None,
         "abstract_source": chosen["source"] if chosen else None,
+        "abstract_rule": chosen.get("rule") if chosen else None,
         "n_tokens_abstract": count_tokens(abstract),
         "text_source": row.get("content_source") or (chosen["source"] if chosen else None),
     })

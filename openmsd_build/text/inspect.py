@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from openmsd_build.core.errors import UserError
-from openmsd_build.text.documents import build_document
+from openmsd_build.text.documents import build_document, extraction_title_match, metadata_titles
 from openmsd_build.text.extract.pool import DEFAULT_MAX_BYTES, ExtractorPool
 from openmsd_build.text.fetch.config import FetchConfig
 from openmsd_build.text.fetch.http import HttpFetcher
@@ -35,6 +35,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-bytes", type=int, default=DEFAULT_MAX_BYTES, help=f"largest document accepted (default {DEFAULT_MAX_BYTES})"
     )
+    # the evidence the text stage has for a fetched document: its paper's DOI and metadata title
+    parser.add_argument("--doi", default=None, help="the paper's DOI (recorded in the output)")
+    parser.add_argument("--title", default=None,
+                        help="the paper's metadata title: kept as the title, as the stage does, and checked "
+                             "against the document (title_match; a document that is another text gives no text)")
     parser.add_argument("--max-chars", type=int, default=600, help="summary only: characters shown per field")
     # The text stage's fetch policy, with the same flags and defaults.
     parser.add_argument("--allow-network", action="extend", nargs="+", default=[], metavar="CIDR",
@@ -81,6 +86,8 @@ def inspect_document(
     extractor: ExtractorPool | None = None,
     timeout: float = 30.0,
     content_type: str | None = None,
+    doi: str | None = None,
+    title: str | None = None,
 ) -> dict[str, Any]:
     """Extract one document's bytes and decide its fields exactly as the text stage does: the
     same sniffing (`document_kind`), the same isolated extractor, then the stage's own
@@ -119,6 +126,11 @@ def inspect_document(
         "n_tokens_title": 0,
         "n_tokens_abstract": 0,
         "n_tokens_content": 0,
+        "doi": doi,
+        "title_match": None,
+        "title_rule": None,
+        "abstract_rule": None,
+        "abstract_rules": [],
     }
     if result is None:
         return out
@@ -127,14 +139,18 @@ def inspect_document(
     out["language_hints"] = result.get("language_hints") or []
     out["rules"] = dict(result.get("rules") or {})
     extraction = {**result, "kind": text_source, "url": url or ""}
-    row, why = build_document({"doi": "inspect"}, [extraction])
+    paper = {"doi": doi or "inspect", "title": title, "title_source": "metadata" if title else None}
+    out["title_match"] = extraction_title_match(metadata_titles(paper), extraction)
+    row, why = build_document(paper, [extraction])
     if row is None:
         out["dropped"] = why
         return out
     out["abstracts"] = row["abstracts"] or []
     for key in ("title", "abstract", "content", "language", "language_prob", "language_reliable",
-                "n_tokens_title", "n_tokens_abstract", "n_tokens_content"):
+                "n_tokens_title", "n_tokens_abstract", "n_tokens_content", "title_match", "title_rule",
+                "abstract_rule"):
         out[key] = row[key]
+    out["abstract_rules"] = row["abstract_rules"] or []
     out["language_prob"] = round(float(out["language_prob"]), 4)
     out["rules"]["language"] = "cld3:title+abstract" if row["abstract"] else "cld3:title+content"
     return out
@@ -164,6 +180,8 @@ def format_summary(report: dict[str, Any], max_chars: int = 600) -> str:
         f"language:  {report['language']} p={report['language_prob']:.3f} reliable={report['language_reliable']}"
         f"   [{rules.get('language')}]  hints={','.join(report.get('language_hints') or []) or '-'}",
         f"tokens:    title={report['n_tokens_title']} abstract={report['n_tokens_abstract']} content={report['n_tokens_content']}",
+        f"evidence:  title_match={report.get('title_match')} title_rule={report.get('title_rule')} "
+        f"abstract_rule={report.get('abstract_rule')}" + (f" dropped={report['dropped']}" if report.get("dropped") else ""),
     ]
     extra = {k: v for k, v in rules.items() if k not in ("title", "abstract", "content", "pdf_url", "language")}
     if extra:
@@ -180,7 +198,8 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     data, fetched_url, content_type = read_source(args.source, args.max_bytes, config)
     extractor = ExtractorPool(timeout=args.timeout, max_bytes=args.max_bytes)
     try:
-        report = inspect_document(data, url=args.url or fetched_url, extractor=extractor, content_type=content_type)
+        report = inspect_document(data, url=args.url or fetched_url, extractor=extractor, content_type=content_type,
+                                  doi=args.doi, title=args.title)
     finally:
         extractor.close()
     report = {"source": args.source, **report}

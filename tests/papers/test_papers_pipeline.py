@@ -55,7 +55,7 @@ def bad_inputs(tmp_path: Path) -> dict[str, list[str]]:
     cr = tmp_path / "crossref"
     cr.mkdir()
     items = [
-        _crossref("10.1000/U1", "<jats:title>Abstract</jats:title><jats:p>Alpha <jats:italic>beta</jats:italic> gamma.</jats:p>"),
+        _crossref("10.1000/U1", "<jats:title>Abstract</jats:title><jats:p>Alpha <jats:italic>beta</jats:italic> gamma delta epsilon.</jats:p>"),
         _crossref("10.1000/c-only"),
         {"title": ["no DOI"]},
     ]
@@ -84,7 +84,7 @@ def test_bad_input_is_rejected_with_reasons_and_counts_reconcile(tmp_path, bad_i
     assert dois == sorted(dois) or len(parquet_io.list_parts(layout.papers_dir(out))) > 1
     assert len(dois) == len(set(dois))
     rows = {r["doi"]: r for r in papers.to_pylist()}
-    assert rows["10.1000/u1"]["abstract"] == "Alpha beta gamma."
+    assert rows["10.1000/u1"]["abstract"] == "Alpha beta gamma delta epsilon."
     assert rows["10.1000/u1"]["sources"] == ["crossref", "unpaywall"]
     assert rows["10.1000/u1"]["title"] == "Crossref title"
     assert rows["10.1000/u0"]["n_records"] == 2

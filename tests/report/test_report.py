@@ -268,6 +268,8 @@ def test_papers_section(full):
     _, stats = full
     papers = _papers()
     coverage = stats["papers"].pop("category_coverage")
+    paratext = stats["papers"].pop("paratext")
+    assert paratext == dict(sorted(Counter(p["paratext"] for p in papers if p.get("paratext")).items()))
     assert stats["papers"] == {
         "rows": len(papers),
         "distinct_dois": len({p["doi"] for p in papers}),

@@ -76,7 +76,8 @@ def test_multilingual_set_fidelity(real_samples: Path, real_sample) -> None:
     truth = json.loads(truth_path.read_text(encoding="utf-8"))
     _table, summary = bench.summarize(bench.score(real_samples, truth))
     ok, n = summary["ALL"]["all"]
-    # measured 192/197 (97.5 %), every language group >= 90 %; 160/197 (81 %) and 120/197
+    # measured 195/197 (99.0 %) after issue 33, 192/197 (97.5 %) before, every language
+    # group >= 90 %; 160/197 (81 %) and 120/197
     # (61 %) in earlier rounds: a regression guard
     assert ok / n >= 0.95, _table
     for key, row in summary.items():
@@ -84,6 +85,29 @@ def test_multilingual_set_fidelity(real_samples: Path, real_sample) -> None:
             assert row["all"][0] / row["all"][1] >= 0.90, (key, _table)
     lang_ok, lang_n = summary["ALL"]["language"]
     assert lang_ok / lang_n >= 0.95
+    # precision first: every entry of `abstracts` is an abstract of the paper. Measured 86 %
+    # (63/73) before the abstract-boundary rules of issue 33, 95.5 % (64/67) after: the
+    # dev half 100 %, the held half 91 %; the issue's target, 98 %, is not reached yet, so
+    # this guards the level reached
+    precision_ok, precision_n = summary["ALL"]["precision"]
+    assert precision_n and precision_ok / precision_n >= 0.95, _table
+
+
+def test_fidelity_halves_are_deterministic_and_stratified() -> None:
+    bench = _bench()
+    truth = [{"file": f"d/{lang}{k}.pdf", "lang": lang} for lang in ("pt", "zh", "ar") for k in range(5)]
+    halves = [bench.half_of(doc, truth) for doc in truth]
+    assert halves == [bench.half_of(doc, list(reversed(truth))) for doc in truth]  # order does not matter
+    for lang in ("pt", "zh", "ar"):  # each language split 3/2 or 2/3
+        mine = [h for doc, h in zip(truth, halves, strict=True) if doc["lang"] == lang]
+        assert sorted((mine.count("dev"), mine.count("held"))) == [2, 3]
+
+
+def test_abstract_precision_check_matches_entries_to_truth_starts() -> None:
+    bench = _bench()
+    truth = [{"lang": "pt", "start": PT[:80]}]
+    assert bench.abstract_is_true("RESUMO " + PT, truth)
+    assert not bench.abstract_is_true("* Pesquisadora da Universidade de São Paulo, bolsista do CNPq.", truth)
 
 
 def test_chrome_words_match_whole_words_only() -> None:

@@ -84,16 +84,45 @@ _ABSTRACT_GLUED_RE = re.compile(
 _ABSTRACT_UPPER_GLUED_RE = re.compile(r"^\s*(?:ABSTRACT|RESUMO|RESUMEN|RÉSUMÉ|SUMMARY|ZUSAMMENFASSUNG|RIASSUNTO)\s+(?=\S)")
 # A letter-spaced line ("A B S T R A C T", "R E S U M O"): every token one or two letters.
 _LETTER_SPACED_RE = re.compile(r"^(?:\w{1,2} ){2,}\w{1,2}\s*[:.：]?$")
+# The keywords label in the languages of the world's journals (one list: the abstract ends at
+# it, and the unlabelled paragraph above it is an abstract, `_abstract_before_keywords`).
+_KEYWORD_WORDS = (
+    r"key\s?words?|key\s?phrases|index terms|palavras[- ]chave|descritores|palabras[- ]clave|descriptores|"
+    r"mots[- ]cl[ée]s|schl[üu]sselw[öo]rter|stichw[öo]rter|parole chiave|paraules clau|s[łl]owa kluczowe|"
+    r"trefwoorden|sleutelwoorden|kata[- ]kata kunci|kata kunci|anahtar (?:kelimeler|sözcükler)|"
+    r"ключевые слова|ключові слова|ключови думи|кључне речи|клучни зборови|түйін сөздер|"
+    r"kl[íi]čov[áa] slova|kľúčové slová|kulcsszavak|cuvinte[- ]cheie|klju[čc]ne (?:rije[čc]i|besede)|"
+    r"λέξεις[- ]κλειδιά|nyckelord|emneord|n[øo]gleord|asiasanat|avainsanat|märksõnad|atslēgvārdi|"
+    r"raktažodžiai|açar sözlər|t[ừu] kh[óo]a|คำสำคัญ|मुख्य शब्द|מילות מפתח|"
+    r"关键词|关键字|關鍵詞|關鍵字|キーワード|주제어|핵심어|검색어|الكلمات المفتاحية|الكلمات الدالة|"
+    r"کلید ?واژه(?:ها)?|واژگان کلیدی|کلمات کلیدی"
+)
+# Front-matter and back-matter headings that are never inside an abstract: a thesis puts its
+# acknowledgements, dedication, declaration and contents right after the abstract page, an
+# article its history and correspondence lines.
+_FRONT_MATTER_WORDS = (
+    r"acknowledge?ments?|ringraziamenti|agradecimentos|agradecimientos|remerciements|danksagung|dank|"
+    r"podzi[ęe]kowania|te[şs]ekk[üu]r|благодарности|подяк[аи]|dankwoord|tack|kiitokset|köszönetnyilvánítás|"
+    r"致谢|致謝|謝辞|감사의 ?글|تشکر و قدردانی|سپاسگزاری|شكر وتقدير|ucapan terima kasih|kata pengantar|"
+    r"dedicat(?:ion|oria)|dedica|dédicace|widmung|dedicat[óo]ria|declaration|declara[çc][ãa]o|erkl[äa]rung|"
+    r"o[śs]wiadczenie|table of contents|contents|indice|índice|sum[áa]rio|sommaire|inhalt(?:sverzeichnis)?|"
+    r"spis tre[śs]ci|содержание|зміст|目录|目錄|目次|목차|فهرست(?: مطالب)?|daftar isi|i[çc]indekiler|"
+    r"list of (?:figures|tables|abbreviations)|elenco delle (?:figure|tabelle)|lista de (?:figuras|tabelas|tablas)|"
+    r"liste des (?:figures|tableaux)|abbildungsverzeichnis|tabellenverzeichnis|preface|prefácio|prefacio|"
+    r"pr[ée]face|vorwort|prefazione|foreword|funding|financiamento|financiación|conflicts? of interest"
+)
 # Headings that end an abstract (alone on their line, or "Keywords: ..." glued).
 _STOP_WORDS = (
-    r"key\s?words?|index terms|palavras[- ]chave|descritores|palabras clave|descriptores|mots[- ]cl[ée]s|"
-    r"schl[üu]sselw[öo]rter|stichw[öo]rter|parole chiave|s[łl]owa kluczowe|trefwoorden|kata kunci|"
-    r"anahtar kelimeler|ключевые слова|ключові слова|关键词|關鍵詞|キーワード|주제어|الكلمات المفتاحية|"
+    _KEYWORD_WORDS + "|" + _FRONT_MATTER_WORDS + "|"
     r"introduction|introdu[çc][ãa]o|introducci[óo]n|einleitung|einf[üu]hrung|introduzione|wprowadzenie|"
     r"inleiding|giri[şs]|pendahuluan|введение|вступ|引言|前言|はじめに|서론|مقدمة|background and aims|"
-    r"jel classification|msc|ams subject classification|citation|copyright|©|received|correspondence|"
-    r"\*\s*correspond|how to cite|article history|highlights|graphical abstract|contents"
+    r"jel classification|msc|ams subject classification|citation|copyright|©|received|recebido|recibido|re[çc]u|"
+    r"eingegangen|ricevuto|поступила|correspondence|"
+    r"\*\s*correspond|how to cite|article history|highlights|graphical abstract"
 )
+# A footnote line at a page foot: a marker (*, †, ‡, §, a superscript digit) then a word: an
+# affiliation, a funding note or a correspondence address, never the abstract's next line.
+_FOOTNOTE_LINE_RE = re.compile(r"^\s*(?:\*{1,3}|[†‡§¶]|[¹²³⁴⁵⁶⁷⁸⁹]+)\s*[^\W\d_]")
 _STOP_RE = re.compile(rf"^\s*(?:{_STOP_WORDS})(?!\w)", re.IGNORECASE)
 _NUMBER_PREFIX = r"^\s*(?:\d{1,2}(?:\.\d{1,2})*\.?|[IVX]{1,4}\.)\s+"
 _NUMBERED_HEADING_RE = re.compile(_NUMBER_PREFIX + r"\S.{0,80}$")
@@ -244,7 +273,7 @@ def _cut_references(lines: list[str]) -> tuple[list[str], bool]:
 
 
 def _is_abstract_end(line: str, heading_text: str) -> bool:
-    if _STOP_RE.match(line):
+    if _STOP_RE.match(line) or _FOOTNOTE_LINE_RE.match(line):
         return True
     if _NUMBERED_HEADING_RE.match(line) and _looks_like_heading(re.sub(_NUMBER_PREFIX, "", line)):
         return True
@@ -309,12 +338,7 @@ _TRAILING_HEADING_RE = re.compile(
     r"|(?:摘\s?要|要\s?旨|초\s?록|요\s?약))\s*[:.：]?\s*$"
     r"|(?<=\S)\s+((?:摘\s?要|要\s?旨|초\s?록|요\s?약))\s*[:：]?\s*$"
 )
-_KEYWORDS_RE = re.compile(
-    r"^\s*(?:key\s?words?|palavras[- ]chave|palabras clave|mots[- ]cl[ée]s|schl[üu]sselw[öo]rter|stichw[öo]rter|"
-    r"parole chiave|s[łl]owa kluczowe|trefwoorden|kata kunci|anahtar (?:kelimeler|sözcükler)|ключевые слова|"
-    r"ключові слова|关键词|關鍵詞|キーワード|주제어|핵심어|الكلمات المفتاحية|کلید ?واژه|واژگان کلیدی)(?!\w)",
-    re.IGNORECASE,
-)
+_KEYWORDS_RE = re.compile(rf"^\s*(?:{_KEYWORD_WORDS})(?!\w)", re.IGNORECASE)
 KEYWORDS_ABSTRACT_PAGES = 3
 """Pages (from the start) where a paragraph right above a keywords line is taken as an
 unlabelled abstract."""
@@ -380,6 +404,20 @@ def _abstract_before_keywords(lines: list[str]) -> str:
     return ""
 
 
+MAX_KEYWORD_LINES = 4
+
+
+def _after_keywords(lines: list[str], k: int) -> int:
+    """Index of the line after the keywords line `lines[k]` and its continuation lines (up to
+    `MAX_KEYWORD_LINES` in all, the last one ending with a full stop or none)."""
+    end = k
+    while end < len(lines) and end - k < MAX_KEYWORD_LINES:
+        end += 1
+        if _SENTENCE_END_RE.search(lines[end - 1]) or not lines[end - 1]:
+            break
+    return end
+
+
 def _find_abstracts(lines: list[str], limit: int = 4) -> list[tuple[str, str]]:
     """Every abstract in `lines` as (text, heading word), in document order (see the module
     docstring): a bilingual paper prints two or three, a thesis prints them after its cover
@@ -409,6 +447,14 @@ def _find_abstracts(lines: list[str], limit: int = 4) -> list[tuple[str, str]]:
         while j < len(lines):
             nxt = lines[j]
             if nxt:
+                if _KEYWORDS_RE.match(nxt) and len(" ".join(body)) < MIN_ABSTRACT_CHARS:
+                    # keywords printed first, under the heading (a Ukrainian or Russian
+                    # "реферат" opens with the work's size and its keywords, as its standard
+                    # asks): they are part of it as printed, and the abstract goes on after
+                    end = _after_keywords(lines, j)
+                    body += [ln for ln in lines[j:end] if ln]
+                    j = end
+                    continue
                 if _is_abstract_end(nxt, heading_word):
                     break
                 body.append(nxt)
@@ -903,6 +949,49 @@ def _squash(text: str) -> str:
     return _NON_WORD_RE.sub("", text.lower())
 
 
+COVER_MAX_WORDS = 25
+"""A first page with at most this many words is a cover (journal, series, publisher), not the
+article's title page."""
+
+
+def _words(lines: list[str]) -> int:
+    text = " ".join(lines)
+    return len(text.split()) + len(_WIDE_CHAR_RE.findall(text)) // 2
+
+
+def _title_above_abstract(data: bytes, pages: list[list[str]], abstract: str) -> str:
+    """The title printed above the abstract on the page that holds it (after a cover page):
+    that page's lines with their sizes, cut where the abstract's first words start (its
+    heading is within the two lines before), through `_title_from_font`; "" when the
+    abstract is not on a front page after the first or nothing above it reads as a title."""
+    import pypdfium2 as pdfium
+
+    head = _squash(abstract)[:60]
+    if not head:
+        return ""
+    page_index = next((k for k in range(1, min(len(pages), ABSTRACT_FRONT_PAGES))
+                       if head in _squash(" ".join(pages[k]))), None)
+    if page_index is None:
+        return ""
+    doc = pdfium.PdfDocument(data)
+    try:
+        page = doc[page_index]
+        textpage = page.get_textpage()
+        try:
+            sized = _first_page_lines_with_size(textpage)
+        finally:
+            textpage.close()
+            page.close()
+    finally:
+        doc.close()
+    start = _squash(abstract)[:20]
+    cut = next((k for k, (text, _s, _t) in enumerate(sized) if start and start in _squash(text)
+                or _heading_at(text) is not None), None)
+    if not cut:
+        return ""
+    return _title_from_font(sized[:cut])
+
+
 def extract_pdf(data: bytes, max_pages: int = MAX_PAGES) -> dict[str, Any]:
     """Fields of one PDF: `{"title", "abstract", "content", "pdf_url": None,
     "language_hints": [], "rules", "n_pages"}` (missing fields None). Raises `PdfParseError`
@@ -996,6 +1085,14 @@ def extract_pdf(data: bytes, max_pages: int = MAX_PAGES) -> dict[str, Any]:
     if abstract:
         rules["abstract"] = "abstract_heading"
         rules["abstract_heading"] = found[0][1]
+
+    # a cover page (a journal issue's cover, a publisher's cover sheet: a few words on page one)
+    # names the journal, not the article: the title is the one printed above the abstract,
+    # on the page where the abstract is (the abstract is near the title, under it)
+    if found and pages and _words(pages[0]) <= COVER_MAX_WORDS:
+        above = _title_above_abstract(data, pages, found[0][0])
+        if above and _squash(above) != _squash(title):
+            title, rules["title"] = above, "title_above_abstract"
 
     # content: every page, references cut
     all_lines = [ln for lines in pages for ln in lines]

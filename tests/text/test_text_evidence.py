@@ -1,0 +1,160 @@
+"""The evidence a document is built with (the paper's metadata title against what was fetched),
+the provenance columns (which rule produced the kept title and abstracts), and the precision
+rules of abstracts: an entry of `abstracts` must be an abstract, and when unsure it is left out
+with a counted reason."""
+
+from __future__ import annotations
+
+from openmsd_build.text.documents import (
+    build_document,
+    extraction_title_match,
+    title_similarity,
+    wrong_abstract_reason,
+)
+from openmsd_build.text.extract.pdf import _find_abstracts
+
+PT = ("Este estudo avalia a utilização do índice-h como medida do impacto bibliográfico da produção "
+      "científica de pesquisadores brasileiros, comparando três fontes de dados diferentes e seus resultados.")
+EN = ("This study evaluates the use of the h-index as a measure of the bibliographic impact of the "
+      "scientific production of Brazilian researchers, comparing three different data sources and results.")
+EN_BODY = " ".join(["The survey of forest soils in the northern valleys measured carbon, nitrogen and the "
+                    "microbial biomass of every plot twice a year, and the results were compared across sites."] * 20)
+TITLE = "Soil microbial biomass in the northern valleys"
+
+
+def test_title_similarity_ignores_case_spacing_and_subtitles() -> None:
+    assert title_similarity("Soil <i>microbial</i> biomass", "SOIL MICROBIAL BIOMASS") == 1.0
+    assert title_similarity(TITLE, TITLE + ": a survey") == 1.0
+    assert title_similarity("基于多通道LSTM的不平衡情绪分类方法", "基于多通道LSTM的不平衡情绪分类") == 1.0
+    assert title_similarity(TITLE, "Freedom, Security & Justice: European Legal Studies") < 0.3
+    assert title_similarity("", TITLE) == 0.0
+
+
+def test_title_match_is_one_when_the_document_prints_the_metadata_title() -> None:
+    extraction = {"kind": "pdf", "title": "Journal of Valleys", "content": f"Journal of Valleys\n{TITLE}\n{EN_BODY}"}
+    assert extraction_title_match([TITLE], extraction) == 1.0
+    assert extraction_title_match([], extraction) is None
+    row, outcome = build_document({"doi": "10.1/a", "title": TITLE}, [extraction])
+    assert outcome == "kept" and row["title_match"] == 1.0
+    assert row["title"] == TITLE and row["title_rule"] == "metadata"
+
+
+def test_another_text_in_the_same_language_gives_no_text_and_is_counted() -> None:
+    other = {"kind": "pdf", "url": "u", "title": "Front matter of volume 12", "abstract": EN,
+             "abstracts": [{"text": EN, "rule": "abstract_heading", "heading": "Abstract"}], "content": EN_BODY}
+    dropped: list[tuple[str, str]] = []
+    title = "Quantum error correction with cat qubits in cavities and what they tell us about coherence"
+    row, outcome = build_document({"doi": "10.1/b", "title": title}, [other], dropped)
+    assert row is None and outcome == "title_mismatch"
+    assert ("pdf", "title_mismatch") in dropped
+
+
+def test_another_text_is_only_declared_when_the_languages_are_sure() -> None:
+    # a short metadata title CLD3 cannot place: the document is kept (precision of the rule)
+    other = {"kind": "pdf", "url": "u", "title": "Front matter of volume 12", "content": EN_BODY}
+    row, outcome = build_document({"doi": "10.1/b2", "title": "Quantum error correction with cat qubits"}, [other])
+    assert outcome == "kept" and row["title_match"] < 0.5
+
+
+def test_a_translated_metadata_title_is_not_taken_for_another_text() -> None:
+    body = " ".join([PT] * 12)
+    doc = {"kind": "pdf", "url": "u", "title": "Diferenças entre as medidas do índice-h", "content": body,
+           "abstracts": [{"text": PT, "rule": "abstract_heading", "heading": "Resumo"}], "rules": {"title": "largest_font"}}
+    row, outcome = build_document({"doi": "10.1/c", "title": "Differences between h-index measures of Brazilian researchers"},
+                                  [doc])
+    assert outcome == "kept" and row["title_match"] < 0.5
+    assert row["abstract"] == PT and row["abstract_rule"] == "abstract_heading:Resumo"
+    assert row["abstract_rules"] == ["abstract_heading:Resumo"]
+
+
+def test_rules_of_page_titles_and_unlabelled_abstracts_are_recorded() -> None:
+    page = {"kind": "landing", "url": "u", "title": TITLE, "rules": {"title": "citation_title"},
+            "abstracts": [{"text": EN, "rule": "citation_abstract"}], "content": None}
+    pdf = {"kind": "pdf", "url": "p", "abstracts": [{"text": PT, "rule": "abstract_heading", "heading": ""}]}
+    row, _ = build_document({"doi": "10.1/d"}, [page, pdf])
+    assert row["title_rule"] == "citation_title" and row["title_match"] is None
+    assert row["abstract_rules"] == ["citation_abstract", "unlabelled"]
+
+
+def test_a_short_part_of_another_language_is_not_an_abstract() -> None:
+    epigraph = "The consciousness of loving and being loved brings a warmth and a richness to life. Oscar Wilde"
+    italian = " ".join(["Il presente documento descrive il lavoro svolto durante il periodo di stage presso "
+                        "l'azienda, con la progettazione di una base di dati a grafo per una applicazione antifrode."] * 3)
+    dropped: list[tuple[str, str]] = []
+    row, _ = build_document({"doi": "10.1/e"}, [{"kind": "pdf", "url": "u", "abstract": f"{italian}\n\n{epigraph}"}], dropped)
+    assert [a["language"] for a in row["abstracts"]] == ["it"]
+    assert ("pdf", "split_part_short") in dropped
+    # a translation about as long as the abstract stays (a 34-word German and 33-word English pair)
+    row, _ = build_document({"doi": "10.1/f"}, [{"kind": "pdf", "url": "u", "abstract": f"{PT}\n\n{EN}"}])
+    assert [a["language"] for a in row["abstracts"]] == ["pt", "en"]
+
+
+def test_a_numbered_list_of_sections_is_a_table_of_contents() -> None:
+    text = ("1. Does the Directive protect indigenous peoples' right to food? – 2. The limited scope ratione materiae "
+            "of the Directive – 3. The definition of adverse impacts – 4. Concluding remarks on future prospects.")
+    assert wrong_abstract_reason(text) == "table_of_contents"
+    assert wrong_abstract_reason("In 1. the first group and 2. the second group were compared; 3. none.") is None
+
+
+def test_pdf_abstract_ends_at_front_matter_headings_and_footnotes() -> None:
+    for stop in ("Ringraziamenti", "Acknowledgements", "Indice", "Elenco delle figure", "Agradecimentos", "Danksagung",
+                 "Anahtar Sözcükler: PISA", "* Ricercatrice in Diritto internazionale, Università di Milano",
+                 "Kulcsszavak: oktatás", "Palabras-clave: salud"):
+        found = _find_abstracts(["Title", "Abstract", EN, EN, stop, "Text that is not the abstract at all."])
+        assert found and found[0][0] == f"{EN} {EN}", stop
+
+
+def test_keywords_printed_first_under_the_heading_do_not_end_the_abstract() -> None:
+    lines = ["РЕФЕРАТ", "Обсяг роботи 30 сторінок, 13 ілюстрацій.", "Ключові слова: SVM, КЛАСИФІКАЦІЯ,",
+             "HINGE LOSS, SCIKIT-LEARN.", "Об’єктом роботи є субградієнтний метод, недиференційовна опукла функція",
+             "втрат hinge loss, яка фігурує в контексті задачі бінарної класифікації методом опорних векторів."]
+    found = _find_abstracts(lines)
+    assert found and found[0][0].startswith("Обсяг роботи") and "SCIKIT" in found[0][0] and "Об’єктом роботи" in found[0][0]
+
+
+def test_a_cover_page_gives_way_to_the_title_above_the_abstract(real_samples) -> None:
+    # a journal issue's cover (journal name, class, year: a dozen words), its masthead and
+    # contents come before the article: the title is the one printed above the abstract
+    from openmsd_build.text.extract.pdf import extract_pdf
+
+    path = real_samples / "pdf-multilingual" / "mpilhlt__10.26321_a.facchinetti.01.2025.05.pdf"
+    result = extract_pdf(path.read_bytes())
+    assert result["rules"]["title"] == "title_above_abstract"
+    assert result["title"].startswith("DOES THE EU CORPORATE SUSTAINABILITY DUE DILIGENCE DIRECTIVE")
+
+
+FR = ("Du point de vue de la création, c'est-à-dire du point de vue de ce qui relie la diversité de ce que je fais, "
+      "il y a une relation au vivant, à l'imaginaire et au contemporain que cet essai cherche à décrire.")
+EN_FR = ("From the point of view of creation, that is to say from the point of view of what connects the diversity "
+         "of what I do, there is a relationship to the living, the imaginary and the contemporary.")
+
+
+def test_a_page_body_agreeing_with_the_publisher_tag_outweighs_an_english_title() -> None:
+    body = " ".join([FR.replace("Du point", "Le point")] * 15)
+    page = {"kind": "landing", "url": "u", "title": "How can a place enter our skin down to the very verb of us",
+            "abstracts": [{"text": EN_FR, "rule": "citation_abstract"}, {"text": FR, "rule": "citation_abstract"}],
+            "content": body, "language_hints": ["fr"]}
+    row, _ = build_document({"doi": "10.1/g"}, [page])
+    assert row["language"] == "fr" and row["abstract"] == FR
+    # without the publisher's tag the page text alone does not decide (it may be the interface)
+    row, _ = build_document({"doi": "10.1/h"}, [{**page, "language_hints": []}])
+    assert row["language"] == "en"
+
+
+def test_a_damaged_text_layer_is_refused_with_a_reason() -> None:
+    from openmsd_build.core.textclean import text_layer_damage
+
+    glyphs = " ".join("\ue001\ue002\ue003\ue004" for _ in range(40))
+    assert text_layer_damage(glyphs) == "private_use_glyphs"
+    assert text_layer_damage("Ã©tude de la rÃ©gion prÃ¨s de la cÃ´te") == "utf8_read_as_latin1"
+    assert text_layer_damage("!\"#$%&'()*+,-./0123 456789:;<=>?@[]^_`{|}~!\"#$%&") == "symbols_not_letters"
+    assert text_layer_damage("The value x = 3.5 ± 0.2 (p < 0.05) was 12% higher than the 2019 data [1-3].") is None
+    assert text_layer_damage(EN) is None and text_layer_damage(PT) is None
+    dropped: list[tuple[str, str]] = []
+    pdf = {"kind": "pdf", "url": "u", "title": "\ue001\ue002\ue003 \ue004\ue005\ue006 \ue007\ue008\ue009\ue00a",
+           "abstracts": [{"text": glyphs, "rule": "abstract_heading", "heading": "Abstract"}, {"text": EN}],
+           "content": glyphs * 30}
+    row, outcome = build_document({"doi": "10.1/i"}, [pdf], dropped)
+    assert outcome == "kept" and row["title"] is None and row["abstract"] == EN and row["content"] is None
+    assert {reason for _, reason in dropped} == {"text_layer_damaged", "title_text_layer_damaged",
+                                                 "content_text_layer_damaged"}
