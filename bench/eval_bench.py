@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import pickle
 import resource
 import subprocess
 import sys
@@ -34,6 +33,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data"
@@ -43,9 +44,9 @@ DIM = 256
 
 
 def _texts(n: int) -> Path:
-    """Synthetic texts of `n` papers, tokenized once (interned, so the pickle shares strings);
-    the tokenization time is recorded with them (it is the same for every engine)."""
-    path = DATA / f"eval_tokens_{n}.pkl"
+    """Synthetic texts of `n` papers, tokenized once into a Parquet file (a list of tokens a
+    paper); the tokenization time is kept in its metadata (it is the same for every engine)."""
+    path = DATA / f"eval_tokens_{n}.parquet"
     if not path.exists():
         from openmsd_build.evaluate.synthetic import synthetic_papers
         from openmsd_build.evaluate.tokenize import tokenize
@@ -55,9 +56,20 @@ def _texts(n: int) -> Path:
         t = time.perf_counter()
         tokens = [[sys.intern(w) for w in tokenize(f"{a}\n{b}", lg)]
                   for a, b, lg in zip(p["titles"], p["abstracts"], p["languages"], strict=True)]
-        with open(path, "wb") as f:
-            pickle.dump({"tokens": tokens, "tokenize_s": round(time.perf_counter() - t, 2)}, f)
+        table = pa.table({"tokens": pa.array(tokens, type=pa.list_(pa.string()))})
+        table = table.replace_schema_metadata({"tokenize_s": str(round(time.perf_counter() - t, 2))})
+        pq.write_table(table, path)
     return path
+
+
+def _load_tokens(path: Path) -> tuple[list[list[str]], float]:
+    """The token lists of `_texts`, interned batch by batch (the engines share the strings, and
+    no second full copy is held while loading), and the recorded tokenization time."""
+    parquet = pq.ParquetFile(path)
+    tokens: list[list[str]] = []
+    for batch in parquet.iter_batches(batch_size=20_000):
+        tokens.extend([sys.intern(w) for w in doc] for doc in batch.column(0).to_pylist())
+    return tokens, float(parquet.schema_arrow.metadata[b"tokenize_s"])
 
 
 def _peak_mb() -> float:
@@ -71,9 +83,7 @@ def one(engine: str, n: int, queries: int) -> dict:
     rng = np.random.default_rng(5)
     out: dict = {"engine": engine, "candidates": n, "queries": queries}
     if engine.startswith("bm25"):
-        with open(_texts(n), "rb") as f:
-            d = pickle.load(f)
-        tokens, out["tokenize_s"] = d["tokens"], d["tokenize_s"]
+        tokens, out["tokenize_s"] = _load_tokens(_texts(n))
         qs = rng.choice(n, size=queries, replace=False)
         if engine == "bm25":
             from openmsd_build.evaluate.sparse_bm25 import SparseBM25

@@ -28,7 +28,7 @@ def test_every_form_reads_into_one_value_and_spells_back(text, mode, globs, live
 def test_anything_else_is_an_error_naming_the_forms(text) -> None:
     with pytest.raises(UserError, match=re.escape(f"--fetch must be {usage()}, not {text!r}")):
         FetchSpec.parse(text)
-    assert usage() == "none | http | warc:GLOB | cc-index:GLOB"
+    assert usage() == "none | http | warc:GLOB | cc-index:GLOB | local:FOLDER[@MANIFEST]"
 
 
 def test_the_command_line_gives_the_command_a_fetch_spec() -> None:

@@ -19,6 +19,8 @@ FORMS: dict[str, tuple[str, bool]] = {
     "cc-index": ("offline from a Common Crawl columnar-index extract (Parquet)", True),
     "local": ("pages and PDFs on disk: FOLDER (files named after the DOI) or FOLDER@MANIFEST", True),
 }
+# What follows `prefix:` in the help, where it is not comma-separated globs.
+ARGUMENTS = {"local": "FOLDER[@MANIFEST]"}
 
 
 @dataclass(frozen=True)
@@ -68,4 +70,5 @@ class FetchSpec:
 
 def usage() -> str:
     """The forms, for help texts and errors."""
-    return " | ".join(f"{form}:GLOB" if globs else form for form, (_what, globs) in FORMS.items())
+    return " | ".join(f"{form}:{ARGUMENTS.get(form, 'GLOB')}" if globs else form
+                      for form, (_what, globs) in FORMS.items())
