@@ -73,3 +73,36 @@ def test_ligature_sites_are_the_words_next_to_a_ligature() -> None:
         assert T._ligature_sites(text, parts) == want, text
         found += len(want)
     assert found > 10_000
+
+
+_ABSTRACT = "We study X in 2,000 sites of a large basin.\n\nWe find that Y explains most of X."
+
+
+@pytest.mark.parametrize("tail", [
+    "\n\nKeywords: a; b; c",
+    "\n\nKey words: a, b\n\nAbbreviations: X, x",
+    "\n\nPALAVRAS-CHAVE: a; b",
+    "\n\n关键词：甲；乙",
+])
+def test_a_keywords_paragraph_under_the_abstract_is_cut_with_what_follows(tail):
+    assert clean_abstract(_ABSTRACT + tail) == _ABSTRACT
+    html = "".join(f"<p>{p}</p>" for p in (_ABSTRACT + tail).split("\n\n"))
+    assert clean_abstract(html) == _ABSTRACT
+
+
+@pytest.mark.parametrize("raw", [
+    "Keywords: a first paragraph that is all there is.",
+    "Keywords are important in our study of X.\n\nWe find Y.",
+    "We study X.\n\nKeywords play a role in Y.",
+    "Extent: 30 pages.\n\nKeywords: a; b.\n\nThe aim of the work is X; the method is Y; the result is Z.",
+])
+def test_the_keywords_word_inside_the_text_is_kept(raw):
+    assert clean_abstract(raw) == strip_markup(raw, keep_paragraphs=True).strip()
+
+
+def test_a_length_floor_is_fair_to_cjk_text():
+    from openmsd_build.core.textclean import weighted_length
+
+    japanese = "本稿では、気候リスクの認知と湿地の生物多様性との関係について検討した。二つの群の間に有意な差は見られなかった。"
+    assert len(japanese) < 100 <= weighted_length(japanese)
+    assert weighted_length("Too short to be an abstract.") == len("Too short to be an abstract.")

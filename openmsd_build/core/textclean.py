@@ -326,9 +326,41 @@ def clean_title(title: str | None) -> str:
     return strip_markup(title, keep_paragraphs=False)
 
 
+# The keywords label in the languages of the world's journals. One list for every source: an
+# abstract ends at it (`clean_abstract`, the PDF rules), and in a PDF the unlabelled paragraph
+# above it is an abstract.
+KEYWORD_LABELS = (
+    r"key\s?words?|key\s?phrases|index terms|palavras[- ]chave|descritores|palabras[- ]clave|descriptores|"
+    r"mots[- ]cl[ée]s|schl[üu]sselw[öo]rter|stichw[öo]rter|parole chiave|paraules clau|s[łl]owa kluczowe|"
+    r"trefwoorden|sleutelwoorden|kata[- ]kata kunci|kata kunci|anahtar (?:kelimeler|sözcükler)|"
+    r"ключевые слова|ключові слова|ключови думи|кључне речи|клучни зборови|түйін сөздер|"
+    r"kl[íi]čov[áa] slova|kľúčové slová|kulcsszavak|cuvinte[- ]cheie|klju[čc]ne (?:rije[čc]i|besede)|"
+    r"λέξεις[- ]κλειδιά|nyckelord|emneord|n[øo]gleord|asiasanat|avainsanat|märksõnad|atslēgvārdi|"
+    r"raktažodžiai|açar sözlər|t[ừu] kh[óo]a|คำสำคัญ|मुख्य शब्द|מילות מפתח|"
+    r"关键词|关键字|關鍵詞|關鍵字|キーワード|주제어|핵심어|검색어|الكلمات المفتاحية|الكلمات الدالة|"
+    r"کلید ?واژه(?:ها)?|واژگان کلیدی|کلمات کلیدی"
+)
+# A paragraph (not the first) that opens with the keywords label -- "Keywords: a; b", or the
+# label alone on its first line -- is the keyword list printed under the abstract, and what
+# follows it (abbreviations, classification codes) is not the abstract either.
+_KEYWORDS_PARAGRAPH_RE = re.compile(rf"\n\s*\n\s*(?:{KEYWORD_LABELS})\s*(?:[:：.—–-]|\n)", re.IGNORECASE)
+
+
+def _without_keywords(text: str) -> str:
+    """`text` cut before its keywords paragraph when that paragraph, with what follows it, is
+    the tail of the text (shorter than what precedes it). Some abstracts print the keywords
+    early, after an extent line ("Обсяг роботи 30 сторінок ... Ключові слова: ...") and before
+    the body: those are kept whole."""
+    found = _KEYWORDS_PARAGRAPH_RE.search(text)
+    if found is None or len(text) - found.start() >= found.start():
+        return text
+    return text[: found.start()]
+
+
 def clean_abstract(abstract: str | None) -> str:
     """An abstract from any source: markup stripped, paragraphs kept, a leading
-    "Abstract" heading (in several languages) dropped."""
+    "Abstract" heading (in several languages) dropped, and a keywords paragraph printed under
+    it cut off with what follows (`_without_keywords`)."""
     if not abstract:
         return ""
     if len(abstract) > MAX_RAW_ABSTRACT_CHARS:
@@ -348,7 +380,19 @@ def clean_abstract(abstract: str | None) -> str:
         if stripped == text:
             break
         text = stripped.lstrip()
-    return text.strip()
+    return _without_keywords(text).strip()
+
+
+CJK_CHAR_WEIGHT = 4
+"""A Chinese, Japanese or Korean character carries about what four Latin characters do (a
+word of one or two characters against a word and its space), so a length floor written in
+Latin characters admits a CJK text of a quarter the characters (`weighted_length`)."""
+
+
+def weighted_length(text: str) -> int:
+    """`len(text)` with each CJK character counted `CJK_CHAR_WEIGHT` times: a length floor
+    that is fair to every script (a three-sentence Japanese abstract is ~90 characters)."""
+    return len(text) + (CJK_CHAR_WEIGHT - 1) * len(_CJK_RE.findall(text))
 
 
 def count_tokens(text: str | None) -> int:

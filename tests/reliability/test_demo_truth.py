@@ -37,10 +37,11 @@ from openmsd_build.schemas import tables
 
 pytestmark = pytest.mark.timeout(1800)  # builds the demo once (the session's fixture)
 
-# Exact agreement measured on the demo (seed 7, 2,000 papers): titles 1,887/1,887, languages
-# 1,887/1,887, abstracts 1,340/1,860 (72.0%: landing pages' abstracts keep the "Keywords: ..."
-# line that follows them, Crossref's structured abstracts keep their section headings).
-FLOORS = {"title": 0.99, "abstract": 0.70, "language": 0.99}
+# Exact agreement measured on the demo (seed 7, 2,000 papers): titles 1,888/1,888, languages
+# 1,888/1,888, abstracts 1,731/1,866 (92.8%; the rest are mostly Crossref's structured
+# abstracts, which keep their section headings). Before keywords paragraphs were cut from
+# abstracts (`textclean.clean_abstract`) it was 1,340/1,860 (72.0%).
+FLOORS = {"title": 0.99, "abstract": 0.90, "language": 0.99}
 MAX_DEGREE = 1000  # the pairs stage's default cap (a C with more members is skipped)
 
 

@@ -19,8 +19,9 @@ Thresholds (why):
   rejected when they look generic (cookies, sign in, "abstract page for"), start with a
   citation "(2013). Title. Journal", or are truncated ("…") — a truncated teaser is not the
   paper's abstract.
-* `MIN_SECTION_CHARS` (100) / `MAX_SECTION_CHARS` (20,000) for an abstract found in the body:
-  a container larger than that is the whole article, not its abstract.
+* `MIN_SECTION_CHARS` (100, CJK characters counting four: `textclean.weighted_length`) /
+  `MAX_SECTION_CHARS` (20,000) for an abstract found in the body: a container larger than
+  that is the whole article, not its abstract.
 * `MIN_CONTENT_CHARS` (300): shorter "main text" is a cookie wall or a menu.
 """
 
@@ -45,6 +46,7 @@ from openmsd_build.core.textclean import (
     is_tex_source_line,
     normalize_text,
     strip_markup,
+    weighted_length,
 )
 from openmsd_build.text.charset import UndecodableText, decode_page
 from openmsd_build.text.extract.caps import cap_extraction
@@ -294,7 +296,7 @@ def _abstracts_after_headings(tree: lxml.html.HtmlElement, limit: int = 4) -> li
             # an inline label ("<label>摘要：</label><span>text</span>", "<b>Resumo:</b> text")
             # followed by the abstract inside the same parent
             inline = _text_after_label(heading)
-            if MIN_SECTION_CHARS <= len(inline) <= MAX_SECTION_CHARS:
+            if MIN_SECTION_CHARS <= weighted_length(inline) and len(inline) <= MAX_SECTION_CHARS:
                 found.append(inline)
                 continue
         parts: list[str] = []
@@ -319,7 +321,7 @@ def _abstracts_after_headings(tree: lxml.html.HtmlElement, limit: int = 4) -> li
             if sum(len(p) for p in parts) > MAX_SECTION_CHARS:
                 break
         text = clean_abstract("\n\n".join(parts))
-        if MIN_SECTION_CHARS <= len(text) <= MAX_SECTION_CHARS:
+        if MIN_SECTION_CHARS <= weighted_length(text) and len(text) <= MAX_SECTION_CHARS:
             found.append(text)
     return found
 
@@ -355,7 +357,7 @@ def _body_abstracts(tree: lxml.html.HtmlElement) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for node in _abstract_candidates(tree):
         text = clean_abstract(_node_text(node))
-        if MIN_SECTION_CHARS <= len(text) <= MAX_SECTION_CHARS:
+        if MIN_SECTION_CHARS <= weighted_length(text) and len(text) <= MAX_SECTION_CHARS:
             out.append((text, "schema.org" if node.get("itemprop") in ("abstract", "description") else "abstract_section"))
         if len(out) >= 4:
             break

@@ -48,6 +48,7 @@ from collections.abc import Callable
 from typing import Any
 
 from openmsd_build.core.textclean import (
+    KEYWORD_LABELS,
     clean_abstract,
     clean_title,
     collapse_letter_spacing,
@@ -84,19 +85,10 @@ _ABSTRACT_GLUED_RE = re.compile(
 _ABSTRACT_UPPER_GLUED_RE = re.compile(r"^\s*(?:ABSTRACT|RESUMO|RESUMEN|RÉSUMÉ|SUMMARY|ZUSAMMENFASSUNG|RIASSUNTO)\s+(?=\S)")
 # A letter-spaced line ("A B S T R A C T", "R E S U M O"): every token one or two letters.
 _LETTER_SPACED_RE = re.compile(r"^(?:\w{1,2} ){2,}\w{1,2}\s*[:.：]?$")
-# The keywords label in the languages of the world's journals (one list: the abstract ends at
-# it, and the unlabelled paragraph above it is an abstract, `_abstract_before_keywords`).
-_KEYWORD_WORDS = (
-    r"key\s?words?|key\s?phrases|index terms|palavras[- ]chave|descritores|palabras[- ]clave|descriptores|"
-    r"mots[- ]cl[ée]s|schl[üu]sselw[öo]rter|stichw[öo]rter|parole chiave|paraules clau|s[łl]owa kluczowe|"
-    r"trefwoorden|sleutelwoorden|kata[- ]kata kunci|kata kunci|anahtar (?:kelimeler|sözcükler)|"
-    r"ключевые слова|ключові слова|ключови думи|кључне речи|клучни зборови|түйін сөздер|"
-    r"kl[íi]čov[áa] slova|kľúčové slová|kulcsszavak|cuvinte[- ]cheie|klju[čc]ne (?:rije[čc]i|besede)|"
-    r"λέξεις[- ]κλειδιά|nyckelord|emneord|n[øo]gleord|asiasanat|avainsanat|märksõnad|atslēgvārdi|"
-    r"raktažodžiai|açar sözlər|t[ừu] kh[óo]a|คำสำคัญ|मुख्य शब्द|מילות מפתח|"
-    r"关键词|关键字|關鍵詞|關鍵字|キーワード|주제어|핵심어|검색어|الكلمات المفتاحية|الكلمات الدالة|"
-    r"کلید ?واژه(?:ها)?|واژگان کلیدی|کلمات کلیدی"
-)
+# The keywords label in the languages of the world's journals: `textclean.KEYWORD_LABELS` (one
+# list: the abstract ends at it, and the unlabelled paragraph above it is an abstract,
+# `_abstract_before_keywords`).
+_KEYWORD_WORDS = KEYWORD_LABELS
 # Front-matter and back-matter headings that are never inside an abstract: a thesis puts its
 # acknowledgements, dedication, declaration and contents right after the abstract page, an
 # article its history and correspondence lines.
