@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import NoReturn
 
@@ -62,3 +64,21 @@ def real_sample(real_samples: Path) -> Callable[[str], Path]:
 def beam_args() -> list[str]:
     """Pass-through Beam arguments for pipeline tests: the in-process FnApiRunner."""
     return ["--runner=apache_beam.runners.portability.fn_api_runner.FnApiRunner"]
+
+
+@pytest.fixture()
+def serve_http() -> Iterator[Callable[[type[BaseHTTPRequestHandler]], str]]:
+    """Starts a threaded HTTP server on 127.0.0.1 for a handler class and answers its base URL
+    (`http://127.0.0.1:PORT`); every server the test started is stopped at its end."""
+    servers: list[ThreadingHTTPServer] = []
+
+    def start(handler: type[BaseHTTPRequestHandler]) -> str:
+        server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        servers.append(server)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        return f"http://127.0.0.1:{server.server_address[1]}"
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()

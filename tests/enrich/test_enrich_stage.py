@@ -146,9 +146,8 @@ def test_none_summarizer_enriches_nothing_and_calls_nothing(tmp_path):
     assert parquet_io.read_table(enriched_dir(out)).num_rows == 0
 
 
-def test_retry_after_longer_than_allowed_is_a_reject_not_a_wait(tmp_path):
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+def test_retry_after_longer_than_allowed_is_a_reject_not_a_wait(tmp_path, serve_http):
+    from http.server import BaseHTTPRequestHandler
 
     class Busy(BaseHTTPRequestHandler):
         def log_message(self, *a):
@@ -161,17 +160,12 @@ def test_retry_after_longer_than_allowed_is_a_reject_not_a_wait(tmp_path):
             self.send_header("Content-Length", "0")
             self.end_headers()
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Busy)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        out = str(tmp_path / "build")
-        write_documents(out, DOCS[2:4])
-        # Retry-After: 3600 is not waited for (that would run into the per-test timeout)
-        stats = command.run_enrich(out, chat(f"http://127.0.0.1:{server.server_address[1]}/v1", retries=3))
-        assert stats["counts"]["rejected_rate_limited"] == 2
-    finally:
-        server.shutdown()
-        server.server_close()
+    base = serve_http(Busy)
+    out = str(tmp_path / "build")
+    write_documents(out, DOCS[2:4])
+    # Retry-After: 3600 is not waited for (that would run into the per-test timeout)
+    stats = command.run_enrich(out, chat(f"{base}/v1", retries=3))
+    assert stats["counts"]["rejected_rate_limited"] == 2
 
 
 def test_cli_demo_stub_and_user_errors(tmp_path, capsys):

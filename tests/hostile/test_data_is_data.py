@@ -11,8 +11,7 @@
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pyarrow as pa
 import pytest
@@ -81,15 +80,8 @@ class _Endpoint(BaseHTTPRequestHandler):
 
 
 @pytest.fixture()
-def endpoint():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Endpoint)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
+def endpoint(serve_http):
+    return serve_http(_Endpoint) + "/v1"
 
 
 GERMAN = ("Wir untersuchen die Wirkung von Schlafqualität auf die psychische Gesundheit von Studierenden "

@@ -6,8 +6,6 @@ import argparse
 import functools
 import http.server
 import json
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -68,21 +66,14 @@ def test_user_errors(tmp_path: Path) -> None:
 
 
 @pytest.fixture()
-def local_server(real_samples: Path) -> Iterator[str]:
+def local_server(real_samples: Path, serve_http) -> str:
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(real_samples / "html"))
 
     class Quiet(handler.func):  # type: ignore[misc, name-defined]
         def log_message(self, *args: object) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(real_samples / "html")))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    return serve_http(functools.partial(Quiet, directory=str(real_samples / "html")))
 
 
 def test_fetch_from_local_server(local_server: str, capsys: pytest.CaptureFixture[str]) -> None:
