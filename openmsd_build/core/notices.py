@@ -200,11 +200,11 @@ def announce(out: str, stage: str, stale: bool = True) -> list[str]:
 
 def build_warnings(out: str) -> dict[str, list[str]]:
     """Every stage's recorded warnings (stage -> lines), in build order."""
-    from openmsd_build.core.stages import STAGE_NAMES, _read_stats
+    from openmsd_build.core.stages import STAGE_NAMES, read_stage_stats
 
     found: dict[str, list[str]] = {}
     for name in STAGE_NAMES:
-        stats = _read_stats(out, name) or {}
+        stats = read_stage_stats(out, name) or {}
         if stats.get("warnings"):
             found[name] = list(stats["warnings"])
     return found

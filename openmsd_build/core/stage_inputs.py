@@ -64,10 +64,10 @@ def stage_inputs(out: str, stage: str, args: argparse.Namespace) -> list[dict]:
 
 def record_inputs(out: str, stage: str, args: argparse.Namespace) -> None:
     """Write `inputs` into `_stats/<stage>.json` unless the stage recorded them itself."""
-    from openmsd_build.core.stages import _read_stats
+    from openmsd_build.core.stages import read_stage_stats
     from openmsd_build.core.stats import update_stage_stats
 
-    stats = _read_stats(out, stage)
+    stats = read_stage_stats(out, stage)
     if stats is None or "inputs" in stats:
         return
     update_stage_stats(out, stage, {"inputs": stage_inputs(out, stage, args)})

@@ -67,7 +67,8 @@ def downstream(name: str) -> tuple[str, ...]:
 DERIVED_FOLDERS = ("evaluation", "export", "release", "report")  # built from a whole build
 
 
-def _read_stats(out: str, name: str) -> dict | None:
+def read_stage_stats(out: str, name: str) -> dict | None:
+    """`_stats/<name>.json` as written, None when the stage was not built (absent or unreadable)."""
     from openmsd_build.core import layout
     from openmsd_build.core.stats import read_json
 
@@ -94,7 +95,7 @@ def record_provenance(out: str, name: str, extra: dict | None = None) -> None:
     `extra` fields (the stage's `resources`) go in with the same write."""
     from openmsd_build.core.stats import update_stage_stats
 
-    built_from = {u: fingerprint(s) for u in stage(name).upstream if (s := _read_stats(out, u)) is not None}
+    built_from = {u: fingerprint(s) for u in stage(name).upstream if (s := read_stage_stats(out, u)) is not None}
     update_stage_stats(out, name, {"built_from": built_from, **(extra or {})})
 
 
@@ -104,7 +105,7 @@ def stale_stages(out: str) -> dict[str, str]:
     A stage without `built_from` (a build from before provenance was recorded) is not judged."""
     stale: dict[str, str] = {}
     for s in STAGES:
-        stats = _read_stats(out, s.name)
+        stats = read_stage_stats(out, s.name)
         if stats is None or "built_from" not in stats:
             continue
         recorded = stats["built_from"]
@@ -112,7 +113,7 @@ def stale_stages(out: str) -> dict[str, str]:
             if u in stale:
                 stale[s.name] = f"upstream {u} is stale"
                 break
-            current = _read_stats(out, u)
+            current = read_stage_stats(out, u)
             if current is None:
                 stale[s.name] = f"upstream {u} has no outputs"
                 break

@@ -60,7 +60,7 @@ def _count_matrix(token_lists: list[list[str]], vocab: dict[str, int], grow: boo
 
 
 class SparseBM25:
-    """A BM25 index of `texts` (the candidates); `score_texts` scores outside queries."""
+    """A BM25 index of `texts` (the candidates); `score_tokens` scores outside queries."""
 
     def __init__(self, texts: list[str], languages: list[str | None], k1: float = K1, b: float = B,
                  token_lists: list[list[str]] | None = None):
@@ -122,6 +122,3 @@ class SparseBM25:
         q = q.copy()
         q.data[:] = 1.0
         return np.asarray((q @ self.weights).toarray(), dtype=np.float32)
-
-    def score_texts(self, texts: list[str], languages: list[str | None]) -> np.ndarray:
-        return self.score_tokens([tokenize(t, lg) for t, lg in zip(texts, languages, strict=True)])

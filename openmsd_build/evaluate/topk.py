@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from openmsd_build.evaluate import metrics
+
 DEFAULT_TOP_K = 500
 DEFAULT_RECALL_K = 30
 
@@ -57,10 +59,9 @@ def query_metrics(ranked: np.ndarray, relevant: np.ndarray, recall_ks: dict[str,
     ranked = ranked[ranked >= 0]
     r_total = len(relevant)
     hits = np.flatnonzero(np.isin(ranked, relevant)) + 1  # 1-based ranks
-    ap = float(np.sum(np.arange(1, len(hits) + 1) / hits) / r_total) if len(hits) else 0.0
-    dcg = float(np.sum(1.0 / np.log2(hits + 1.0)))
-    idcg = float(np.sum(1.0 / np.log2(np.arange(1, min(r_total, k_cut) + 1) + 1.0)))
-    out = {"map": ap, "ndcg": dcg / idcg if idcg else 0.0, "mrr": float(1.0 / hits[0]) if len(hits) else 0.0}
+    out = {"map": metrics.average_precision(hits, n_relevant=r_total),
+           "ndcg": metrics.ndcg_at_k(hits, n_relevant=r_total, k=k_cut),
+           "mrr": float(1.0 / hits[0]) if len(hits) else 0.0}
     for name, k in recall_ks.items():
         out[name] = float(np.sum(hits <= k) / r_total)
     return out

@@ -7,7 +7,6 @@ shard with pyarrow, so no step holds more than one shard and nothing relies on o
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 
 import apache_beam as beam
@@ -21,6 +20,7 @@ from openmsd_build.core.beam_io import bump
 from openmsd_build.core.layout import SPLIT_NAMES
 from openmsd_build.release.hashes import compare_shard, release_ids, shard_table
 from openmsd_build.release.schema import NO_SPLIT, RELEASE_IDS
+from openmsd_build.release.verify import file_digest
 from openmsd_build.schemas import PAPERS
 
 NAMESPACE = "release"
@@ -90,20 +90,12 @@ class FileChecksum(beam.DoFn):
         self.root = root.rstrip("/")
 
     def process(self, path):
-        digest = hashlib.sha256()
-        size = 0
-        with FileSystems.open(path, compression_type="uncompressed") as f:
-            while True:
-                chunk = f.read(1 << 22)
-                if not chunk:
-                    break
-                digest.update(chunk)
-                size += len(chunk)
+        sha256, size = file_digest(path)
         rows = None
         if path.endswith(".parquet"):
             with FileSystems.open(path, compression_type="uncompressed") as f:
                 rows = pq.ParquetFile(f).metadata.num_rows
-        yield {"path": relative(path, self.root), "bytes": size, "sha256": digest.hexdigest(), "rows": rows}
+        yield {"path": relative(path, self.root), "bytes": size, "sha256": sha256, "rows": rows}
 
 
 def relative(path: str, root: str) -> str:

@@ -24,7 +24,8 @@ _CHUNK = 1 << 22
 
 
 def file_digest(path: str) -> tuple[str, int]:
-    """(sha256 hex, size) of a local or remote file, read in 4 MB chunks."""
+    """(sha256 hex, size) of a local or remote file, read in 4 MB chunks: what the release
+    manifest records (`beam.FileChecksum`) and what `check_entry` verifies."""
     digest = hashlib.sha256()
     size = 0
     with FileSystems.open(path, compression_type="uncompressed") as f:

@@ -34,7 +34,7 @@ from apache_beam.io.filesystems import FileSystems
 from openmsd_build.core import layout
 from openmsd_build.core.notices import build_warnings
 from openmsd_build.core.parquet_io import join_path, list_parts, match_paths
-from openmsd_build.core.stages import stale_stages
+from openmsd_build.core.stages import read_stage_stats, stale_stages
 from openmsd_build.core.stats import read_json
 from openmsd_build.schemas import tables
 
@@ -166,9 +166,9 @@ def documents_category_coverage(out: str) -> list[dict] | None:
     """`_category_coverage` over the papers with text (documents/, the papers Figures 1 and 2
     count), each with the sources papers/ joined it from; None without documents/."""
     docs = scan(layout.documents_dir(out), ["doi", "categories"], tables.DOCUMENTS)
-    papers = scan(layout.papers_dir(out), ["doi", "sources"], tables.PAPERS)
     if docs is None:
         return None
+    papers = scan(layout.papers_dir(out), ["doi", "sources"], tables.PAPERS)
     if papers is None:
         docs = docs.with_columns(pl.lit(None, dtype=pl.List(pl.String)).alias("sources"))
     else:
@@ -638,20 +638,12 @@ MISS_ERRORS = ("not_in_archive", "not_in_folder")
 """Fetch errors of an offline build that mean "not there", not a failed download."""
 
 
-def _read_stage_stats(out: str, stage: str) -> dict:
-    """`_stats/<stage>.json` as written, {} when absent or unreadable."""
-    try:
-        return read_json(layout.stats_path(out, stage))
-    except Exception:  # noqa: BLE001 - not built
-        return {}
-
-
 def compute_stats(out: str, top: int = 20, rate_per_host: float | None = 1.0) -> dict:
     """All numbers of the report for the output root `out` (local path or gs://)."""
     docs = documents_section(out, top)
     cit = citations_section(out)
     hosts = fetch_hosts(out)
-    text_stats = _read_stage_stats(out, "text")
+    text_stats = read_stage_stats(out, "text") or {}
     offline = text_stats.get("fetch", "http") != "http"  # a replay fetched nothing: no queue time
     stats: dict = {
         "schema_version": SCHEMA_VERSION,
