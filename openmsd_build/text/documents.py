@@ -24,6 +24,7 @@ Every field keeps where it came from (`*_source`: crossref, openalex, unpaywall,
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable
 
@@ -79,8 +80,7 @@ evidence either way."""
 
 
 def _squash_title(text: str | None) -> str:
-    import unicodedata
-
+    """`text` for comparing titles: NFKC, case folded, without spaces and punctuation."""
     return re.sub(r"[\W_]+", "", unicodedata.normalize("NFKC", text or "").casefold())
 
 

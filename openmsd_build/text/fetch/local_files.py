@@ -32,6 +32,7 @@ URL planned by several papers. Pure functions and one small class; no Beam.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import os
 from collections.abc import Iterable, Iterator
@@ -40,6 +41,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
 
+from openmsd_build.core import paths
 from openmsd_build.text.fetch.plan import canonical_url
 from openmsd_build.text.fetch.result import FetchResult
 
@@ -87,6 +89,11 @@ class LocalSource:
     by_url: dict[str, str] = field(default_factory=dict)
     problems: list[tuple[str, str, str]] = field(default_factory=list)
 
+    @functools.cached_property
+    def known_paths(self) -> frozenset[str]:
+        """Every file matched to a DOI or a URL: the only files a `file://` URL may name."""
+        return frozenset(p for files in self.by_doi.values() for p in files) | frozenset(self.by_url.values())
+
 
 def parse_spec(spec: str) -> tuple[str, str | None]:
     """`local:FOLDER[@MANIFEST]` -> (folder, manifest or None); a ValueError says what is wrong."""
@@ -104,9 +111,8 @@ def parse_spec(spec: str) -> tuple[str, str | None]:
 
 def inside(folder: str, path: str) -> str | None:
     """`path` (relative paths under `folder`) resolved, when it stays inside `folder`; else None."""
-    root = os.path.realpath(folder)
-    full = os.path.realpath(os.path.join(root, path))
-    return full if full == root or full.startswith(root + os.sep) else None
+    full = os.path.realpath(os.path.join(folder, path))
+    return full if paths.inside(folder, full) else None
 
 
 def _manifest_rows(manifest: str) -> Iterator[dict]:
@@ -161,9 +167,9 @@ def load(spec: str) -> LocalSource:
             source.problems.append((NOT_A_DOCUMENT, key, f"{row['path']}: only {', '.join(MEDIA_TYPES)} files"))
             continue
         if doi:
-            paths = source.by_doi.setdefault(doi, [])
-            if full not in paths:
-                paths.append(full)
+            files = source.by_doi.setdefault(doi, [])
+            if full not in files:
+                files.append(full)
         if row["url"]:
             source.by_url[canonical_url(row["url"])] = full
     return source
@@ -224,8 +230,7 @@ class LocalFilesBackend:
 
     def _known(self, path: str) -> bool:
         """A `file://` URL is answered only for a file the source matched (never any path)."""
-        full = os.path.realpath(path)
-        return any(full in paths for paths in self.source.by_doi.values()) or full in self.source.by_url.values()
+        return os.path.realpath(path) in self.source.known_paths
 
     def fetch(self, url: str) -> FetchResult:
         """The file's body as a 200 response (media type from its name, or `%PDF-`), or
