@@ -106,3 +106,12 @@ def test_a_length_floor_is_fair_to_cjk_text():
     japanese = "本稿では、気候リスクの認知と湿地の生物多様性との関係について検討した。二つの群の間に有意な差は見られなかった。"
     assert len(japanese) < 100 <= weighted_length(japanese)
     assert weighted_length("Too short to be an abstract.") == len("Too short to be an abstract.")
+
+
+@pytest.mark.timeout(30)  # a hang guard: the keywords search was cubic in a run of blank lines
+def test_a_long_run_of_blank_lines_is_searched_in_linear_time():
+    from openmsd_build.core.textclean import _without_keywords
+
+    text = "We study X." + "\n" * 200_000 + "We find Y."
+    assert _without_keywords(text) == text
+    assert _without_keywords(text + "\n\nKeywords: a") == text

@@ -343,7 +343,9 @@ KEYWORD_LABELS = (
 # A paragraph (not the first) that opens with the keywords label -- "Keywords: a; b", or the
 # label alone on its first line -- is the keyword list printed under the abstract, and what
 # follows it (abbreviations, classification codes) is not the abstract either.
-_KEYWORDS_PARAGRAPH_RE = re.compile(rf"\n\s*\n\s*(?:{KEYWORD_LABELS})\s*(?:[:：.—–-]|\n)", re.IGNORECASE)
+# The match starts at the last blank line before the label and takes no run of line breaks
+# into a quantifier: a text of many blank lines costs linear time, not cubic.
+_KEYWORDS_PARAGRAPH_RE = re.compile(rf"\n[ \t]*\n[ \t]*+(?:{KEYWORD_LABELS})[ \t]*+(?:[:：.—–-]|\n)", re.IGNORECASE)
 
 
 def _without_keywords(text: str) -> str:
