@@ -30,8 +30,10 @@ stage's extractor + `build_document`, without a process start per file.
 
 Measuring generalisation: `--half dev|held` scores one half of a truth set, split by a hash of
 the file name within each language (`half_of`); the dev half is the one read while writing
-rules, the held half is only scored (its failures are not listed, nor written by `--json`).
-`--set journals` is held out the same way. `--set derived` is truth nobody wrote: the Crossref
+rules, the held half is only scored (its failures are not listed, nor written by `--json`, also
+when the whole set is scored).
+`--set journals` is held out as a whole, and split the same way: its dev half (`--set journals
+--half dev`) lists its failures, its held half and the whole set do not. `--set derived` is truth nobody wrote: the Crossref
 / OpenAlex title and abstract of every sample page or PDF whose DOI has a metadata record among
 the samples (`derived_truth`).
 
@@ -360,8 +362,11 @@ def _rate(ok: int, n: int) -> str:
     return f"{ok}/{n} {100.0 * ok / n:5.1f}%" if n else "-"
 
 
-def summarize(results: list[dict[str, Any]], failures: bool = True) -> tuple[str, dict[str, Any]]:
-    """Per-check rates overall, per language group and per language, as a table and a dict."""
+def summarize(results: list[dict[str, Any]], failures: bool = True,
+              listed: set[str] | None = None) -> tuple[str, dict[str, Any]]:
+    """Per-check rates overall, per language group and per language, as a table and a dict.
+    Failures are listed when `failures`, and then only those of the files in `listed` when it
+    is given (the dev half of a whole set: the held half's are counted, not shown)."""
     tally: dict[str, Counter] = defaultdict(Counter)
     docs: Counter = Counter()
     for r in results:
@@ -384,6 +389,11 @@ def summarize(results: list[dict[str, Any]], failures: bool = True) -> tuple[str
     failed = [f"  FAIL {r['file']} [{c['check']}] {c['detail']}" for r in results for c in r["checks"] if not c["ok"]]
     if not failures:  # a held-out set: its failures are not read document by document
         failed = [f"  ({len(failed)} failed checks not listed: held-out)"] if failed else []
+    elif listed is not None:
+        hidden = sum(1 for r in results if r["file"] not in listed for c in r["checks"] if not c["ok"])
+        failed = [f"  FAIL {r['file']} [{c['check']}] {c['detail']}" for r in results if r["file"] in listed
+                  for c in r["checks"] if not c["ok"]]
+        failed += [f"  ({hidden} failed checks of the held half not listed)"] if hidden else []
     return "\n".join(lines + (["", "failed checks:"] + failed if failed else [])), summary
 
 
@@ -478,7 +488,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.samples.is_dir():
         print(f"no real samples at {args.samples} (set OPENMSD_REAL_SAMPLES)", file=sys.stderr)
         return 2
-    held_out = args.half == "held" or args.set in HELD_OUT_SETS
+    held_out = args.half == "held" or (args.set in HELD_OUT_SETS and args.half != "dev")
     if args.earlier:
         truth = earlier_truth(args.samples)
     elif args.set == "derived":
@@ -486,15 +496,20 @@ def main(argv: list[str] | None = None) -> int:
     else:
         path = args.truth or args.samples / TRUTH_SETS[args.set or "multilingual"]
         truth = json.loads(path.read_text(encoding="utf-8"))
+    whole = truth
     if args.half:
-        truth = [d for d in truth if half_of(d, truth) == args.half]
+        truth = [d for d in truth if half_of(d, whole) == args.half]
     if args.only:
         truth = [d for d in truth if args.only in d["file"]]
     results = score(args.samples, truth)
-    table, summary = summarize(results, failures=not held_out)
+    # a whole truth set lists the failures of its dev half only: the held half stays unread
+    listed = ({d["file"] for d in whole if half_of(d, whole) == "dev"}
+              if not held_out and args.half is None and not args.earlier and args.set != "derived" else None)
+    table, summary = summarize(results, failures=not held_out, listed=listed)
     print(table)
-    if args.json and held_out:
-        results = [{"file": r["file"], "lang": r["lang"], "group": r["group"],
+    if args.json and (held_out or listed is not None):  # no details of held documents
+        results = [r if listed is not None and r["file"] in listed else
+                   {"file": r["file"], "lang": r["lang"], "group": r["group"],
                     "checks": [{"check": c["check"], "ok": c["ok"]} for c in r["checks"]]} for r in results]
     if args.json:
         args.json.write_text(json.dumps({"summary": summary, "documents": results}, ensure_ascii=False, indent=1))

@@ -16,6 +16,7 @@ from openmsd_build.text.extract.pdf import (
     _page_lines,
     _remove_headers_footers,
     extract_pdf,
+    resolve_breaks,
 )
 
 # file -> title as given in the MANIFEST pdf/ table
@@ -96,7 +97,9 @@ def test_no_page_numbers_or_soft_hyphens(extracted: dict) -> None:
 
 
 def test_dehyphenation() -> None:
-    assert _page_lines("appro\ufffe\r\npriately done") == ["appropriately done"]
+    # a break between lower-case letters is joined when the document has no such compound
+    assert resolve_breaks(_page_lines("appro\ufffe\r\npriately done"), "") == ["appropriately done"]
+    assert resolve_breaks(_page_lines("long\ufffe\r\nterm care"), "a long-term study") == ["long-term care"]
     assert _page_lines("FISH\ufffe\r\nbased") == ["FISH-based"]
     assert _join_lines(["the experi-", "ments were run"]) == "the experiments were run"
     assert _join_lines(["FISH-", "based karyotype"]) == "FISH-\nbased karyotype"

@@ -61,6 +61,17 @@ _CHROME_RE = re.compile(  # whole words: "design involving" holds "sign in"
     re.IGNORECASE,
 )
 _TOC_RE = re.compile(r"(?:\.\s?){5,}|…{3,}")
+# A reference list, not an abstract (a heading's block that ran past the abstract into the
+# bibliography): entries name an author "Surname, Given" or "Surname AB," and close their
+# year the way reference styles do ("1971. Title", "(2019).", ", 2007.", "2019;12:").
+_YEAR = r"(?:1[5-9]\d\d|20\d\d)[a-z]?"
+_ENTRY_YEAR_RE = re.compile(rf"\b{_YEAR}\.\s|\({_YEAR}\)[.,:]?\s|,\s{_YEAR}[.,;]\s|\b{_YEAR};\s?\d")
+_ENTRY_AUTHOR_RE = re.compile(
+    r"(?:^|(?<=[.\]]\s)|\n)\s*\[?\d{0,3}\]?\s*[A-ZÀ-ÖØ-ÞĀ-Ž][\w'’-]+(?:,\s+[A-ZÀ-Ö][\w'’.-]*|\s[A-Z]{1,2}[,.])")
+BIBLIOGRAPHY_MIN_ENTRIES = 3
+"""Entry years (and at least two entry authors) that make a text a reference list, at one
+per 40 words or denser: an abstract cites a few years in running prose ("Oreg (2003)"), not
+one every sentence after an author name."""
 # A numbered list of section titles run together ("1. Does the Directive ... – 2. The limited
 # scope ... – 3. ..."): an article's own contents printed under "Summary", not an abstract.
 _ENUMERATED_RE = re.compile(r"(?:^|[–—;]\s*|\n\s*)(\d{1,2})\.\s+(?=[^\W\d_])")
@@ -206,9 +217,31 @@ def wrong_abstract_reason(text: str, title: str = "") -> str | None:
         return "page_chrome"
     if len(_TOC_RE.findall(text)) >= 3 or _enumerated_sections(text):
         return "table_of_contents"
+    if looks_like_bibliography(text):
+        return "bibliography"
     if title and re.sub(r"\W+", "", text.lower()) == re.sub(r"\W+", "", title.lower()):
         return "title_again"
     return None
+
+
+def looks_like_bibliography(text: str) -> bool:
+    """Whether `text` reads as reference-list entries (`_ENTRY_YEAR_RE`, `_ENTRY_AUTHOR_RE`)."""
+    years = len(_ENTRY_YEAR_RE.findall(text))
+    if years < BIBLIOGRAPHY_MIN_ENTRIES or 40 * years < len(text.split()):
+        return False
+    return len(_ENTRY_AUTHOR_RE.findall(text)) >= 2
+
+
+def _cut_bibliography(text: str) -> tuple[str, bool]:
+    """(`text` up to its first paragraph that reads as a reference list, whether one was cut):
+    a heading's block that ran on into the bibliography keeps the abstract above it."""
+    if "\n\n" not in text or len(_ENTRY_YEAR_RE.findall(text)) < BIBLIOGRAPHY_MIN_ENTRIES:
+        return text, False
+    paragraphs = text.split("\n\n")
+    for k, paragraph in enumerate(paragraphs):
+        if k and looks_like_bibliography(paragraph):
+            return "\n\n".join(paragraphs[:k]).rstrip(), True
+    return text, False
 
 
 def _enumerated_sections(text: str) -> bool:
@@ -294,11 +327,11 @@ def abstract_entries(paper: dict, extractions: list[dict], title: str = "",
     texts that repeat an earlier one, or are too short, are skipped without a reason. The
     extractions at the indexes `skip` (documents found to be another text) give none: each of
     their abstracts is dropped with the reason `title_mismatch`."""
-    raw: list[tuple[str, str, str]] = []
+    raw: list[tuple[str, str, str, bool]] = []
     dropped: list[tuple[str, str]] = []
     skip = set(skip)
     if (paper.get("abstract") or "").strip():
-        raw.append((paper["abstract"], paper.get("abstract_source") or "metadata", "metadata"))
+        raw.append((paper["abstract"], paper.get("abstract_source") or "metadata", "metadata", False))
     for kind in _ABSTRACT_ORDER:
         for index, e in enumerate(extractions):
             if e.get("kind") != kind:
@@ -312,11 +345,15 @@ def abstract_entries(paper: dict, extractions: list[dict], title: str = "",
             for item in items:
                 text = item.get("text") if isinstance(item, dict) else item
                 if text and text.strip():
-                    raw.append((text, kind, _abstract_rule(item, e)))
+                    capped = bool(isinstance(item, dict) and item.get("capped"))
+                    raw.append((text, kind, _abstract_rule(item, e), capped))
     entries: list[dict] = []
     seen: list[str] = []
-    for text, source, rule in raw:
-        text = clean_abstract(text)
+    headings: set[tuple[str, str, str]] = set()  # (source, language, heading) of kept entries
+    for text, source, rule, capped in raw:
+        text, cut = _cut_bibliography(clean_abstract(text))
+        if cut:
+            dropped.append((source, "bibliography"))
         if count_tokens(text) < MIN_ABSTRACT_TOKENS:
             if text_layer_damage(text):  # glyph codes hold few word characters: still counted
                 dropped.append((source, "text_layer_damaged"))
@@ -326,18 +363,39 @@ def abstract_entries(paper: dict, extractions: list[dict], title: str = "",
             dropped.append((source, reason))
             continue
         first_tokens = 0
-        for index, (language, reliable, part) in enumerate(_language_runs(text)):
+        runs = _language_runs(text)
+        for index, (language, reliable, part) in enumerate(runs):
             n_part = count_tokens(part)
             first_tokens = first_tokens or n_part
             key = re.sub(r"\W+", "", part.lower())
             if n_part < MIN_ABSTRACT_TOKENS or any(key[:80] in k or k[:80] in key for k in seen):
                 continue
-            if index and n_part < MIN_SPLIT_RUN_TOKENS and 2 * n_part < first_tokens:
-                dropped.append((source, "split_part_short"))
+            reason = _wrong_run_reason(index, n_part, first_tokens, part, title, capped) if len(runs) > 1 else None
+            heading = (source, language, re.sub(r"\W+", "", rule.lower())) if rule.startswith("abstract_heading:") else None
+            if reason is None and heading in headings:
+                reason = "repeated_heading"
+            if reason:
+                dropped.append((source, reason))
                 continue
+            if heading:
+                headings.add(heading)
             seen.append(key)
             entries.append({"text": part, "language": language, "source": source, "reliable": reliable, "rule": rule})
     return entries[:MAX_ABSTRACTS], dropped
+
+
+def _wrong_run_reason(index: int, n_part: int, first_tokens: int, part: str, title: str, capped: bool) -> str | None:
+    """Why one language run of an abstract split at its language changes is not an abstract:
+
+    * `ran_past_end`: a later run of a block cut at the extractor's word cap (it never reached
+      a heading, keywords or a footnote, so past its first run it may be the body);
+    * `split_part_short`: a later run much shorter than the first (an epigraph, a footnote);
+    * any `wrong_abstract_reason` of the run alone (a bibliography the block ran into)."""
+    if index and capped:
+        return "ran_past_end"
+    if index and n_part < MIN_SPLIT_RUN_TOKENS and 2 * n_part < first_tokens:
+        return "split_part_short"
+    return wrong_abstract_reason(part, title)
 
 
 def _column(entries: list[dict]) -> list[dict] | None:

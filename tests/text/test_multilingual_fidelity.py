@@ -40,7 +40,7 @@ def test_letter_spaced_and_multilingual_pdf_headings() -> None:
     lines = ["Some title", "摘 要", "本文设计并实现了一个基于微服务架构的动态负载均衡选课系统，重点解决了传统选课系统在高并发场景下的稳定性、安全性和用户体验问题。" * 2,
              "关键词：微服务", "A B S T R A C T", EN, "Keywords: h-index", "Contents", "Abstract ........ 2"]
     found = _find_abstracts(lines)
-    assert [h for _, h in found] == ["摘 要", "A B S T R A C T"]
+    assert [f.heading for f in found] == ["摘 要", "A B S T R A C T"]
 
 
 def test_every_abstract_kept_with_its_language_and_own_language_chosen() -> None:
@@ -85,12 +85,26 @@ def test_multilingual_set_fidelity(real_samples: Path, real_sample) -> None:
             assert row["all"][0] / row["all"][1] >= 0.90, (key, _table)
     lang_ok, lang_n = summary["ALL"]["language"]
     assert lang_ok / lang_n >= 0.95
-    # precision first: every entry of `abstracts` is an abstract of the paper. Measured 86 %
-    # (63/73) before the abstract-boundary rules of issue 33, 95.5 % (64/67) after: the
-    # dev half 100 %, the held half 91 %; the issue's target, 98 %, is not reached yet, so
-    # this guards the level reached
+    # precision first: every entry of `abstracts` is an abstract of the paper (the issue's
+    # target, 98 %). Measured 86 % (63/73) before the abstract-boundary rules, 95.5 % (64/67)
+    # with them, 100 % (64/64) once a block cut at the word cap keeps only its first
+    # language run, a heading printed twice gives one abstract and a reference list is cut
     precision_ok, precision_n = summary["ALL"]["precision"]
-    assert precision_n and precision_ok / precision_n >= 0.95, _table
+    assert precision_n and precision_ok / precision_n >= 0.98, _table
+
+
+def test_journals_set_fidelity(real_samples: Path, real_sample) -> None:
+    """The journals set (29 articles and pages, 12 languages; its held half never read): the
+    issue's acceptance bar, >= 95 % overall and every language with three documents or more
+    >= 90 %. Measured 92.6 % when it arrived, 96.7 % (118/122) now."""
+    truth = json.loads(real_sample("multilingual-journals-truth.json").read_text(encoding="utf-8"))
+    bench = _bench()
+    table, summary = bench.summarize(bench.score(real_samples, truth), failures=False)
+    ok, n = summary["ALL"]["all"]
+    assert ok / n >= 0.95, table
+    for key, row in summary.items():
+        if key.startswith("lang:") and row["docs"] >= 3:
+            assert row["all"][0] / row["all"][1] >= 0.90, (key, table)
 
 
 def test_fidelity_halves_are_deterministic_and_stratified() -> None:

@@ -21,9 +21,11 @@ _SPECIAL = ["İ", "ı", "ſ", "\u212a", "ᲀ", "ᲄ", "Σ", "ß", "ǅ"]
 
 
 def _reference_title_line_ok(text: str) -> bool:
-    """`_title_line_ok` as it was written before the fast paths."""
+    """`_title_line_ok` written plainly, without the fast paths."""
     return (
         sum(ch.isalpha() for ch in text) >= 4
+        and not P._FOOTNOTE_LINE_RE.match(text)
+        and not P._AUTHOR_LIST_RE.search(text)
         and not P._NOT_TITLE_LINE_RE.search(text)
         and not P._STOP_RE.match(text)
         and P._heading_at(text) is None

@@ -45,7 +45,7 @@ import re
 import statistics
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from openmsd_build.core.textclean import (
     KEYWORD_LABELS,
@@ -57,6 +57,7 @@ from openmsd_build.core.textclean import (
     normalize_text,
 )
 from openmsd_build.text.extract.caps import MAX_CONTENT_CHARS, cap_extraction
+from openmsd_build.text.extract.legacy_fonts import choose_encoding, decode_text, legacy_signs
 
 MAX_PAGES = 300
 """Pages read per PDF: enough for any paper or thesis body, bounded for a 5,000-page scan."""
@@ -77,8 +78,10 @@ _ABSTRACT_WORDS = (
     r"özet|öz|ملخص|الملخص|چکیده|abstrak|intisari|sammanfattning|sammendrag|tiivistelmä|souhrn|absztrakt|"
     r"περίληψη|tóm tắt|บทคัดย่อ|सारांश|extended summary"
 )
-# "Abstract" alone on its line (":" / "." allowed), or glued to the first sentence.
-_ABSTRACT_ALONE_RE = re.compile(rf"^\s*(?:{_ABSTRACT_WORDS})\s*[:.：]?\s*$", re.IGNORECASE)
+# "Abstract" alone on its line (":" / "." allowed), or glued to the first sentence. A heading
+# numbered as the first section ("I. Özet", "1. Abstract", "0 Summary") is one too: an
+# abstract opens a paper, so a later number ("7. Summary") is a closing section, not one.
+_ABSTRACT_ALONE_RE = re.compile(rf"^\s*(?:(?:[01]|I)[.)]?\s+)?(?:{_ABSTRACT_WORDS})\s*[:.：]?\s*$", re.IGNORECASE)
 _ABSTRACT_GLUED_RE = re.compile(
     rf"^\s*(?:{_ABSTRACT_WORDS})\s*(?:[:.：—–|-]\s*|\s+(?=[A-ZÀ-ÝА-ЯЁІЇЄ]))(?=\S)", re.IGNORECASE
 )
@@ -161,16 +164,36 @@ _LONE_CR_RE = re.compile(r"\r(?!\n)")
 # PDFium sometimes keeps the line break after the U+FFFE hyphen and sometimes drops it.
 _WORD_BREAK_RE = re.compile(r"(?<=[a-zà-ÿа-я])\ufffe\s*(?:\r?\n)?\s*(?=[a-zà-ÿа-я])")
 _BREAK_HYPHEN_RE = re.compile(r"\ufffe\s*(?:\r?\n)?\s*")
+_JOINED_BREAK_RE = re.compile(r"(\w+)\ufffe(\w+)")
+_COMPOUND_RE = re.compile(r"\w+-\w+")
+
+
+def resolve_breaks(texts: list[str], evidence: str) -> list[str]:
+    """`texts` with each word joined at a line-break hyphen (``a\\ufffeb``) written as the
+    document writes it elsewhere: "сервис-ориентированными" keeps its hyphen when `evidence`
+    (the document's text) holds that compound with a hyphen, "ориенти-рованными" is joined.
+    The document is the only dictionary that knows its own compounds."""
+    if not any("\ufffe" in t for t in texts):
+        return texts
+    compounds = {c.lower() for c in _COMPOUND_RE.findall(evidence)} if "-" in evidence else set()
+
+    def join(m: re.Match[str]) -> str:
+        hyphenated = f"{m.group(1)}-{m.group(2)}"
+        return hyphenated if hyphenated.lower() in compounds else m.group(1) + m.group(2)
+
+    return [_JOINED_BREAK_RE.sub(join, t).replace("\ufffe", "") if "\ufffe" in t else t for t in texts]
 
 
 def _page_lines(text: str) -> list[str]:
-    """One page's text as stripped lines, U+FFFE word-break hyphens resolved. PDFium ends a
-    line with CR LF; a lone CR is a word separator of some Word exports ("word\\t\\r\\xa0word"),
-    not a line break."""
+    """One page's text as stripped lines. PDFium marks a hyphen at a line break with U+FFFE:
+    between lower-case letters the word is joined and the mark kept for `resolve_breaks` (a
+    hyphenated compound keeps its hyphen); any other mark is a hyphen. PDFium ends a line with
+    CR LF; a lone CR is a word separator of some Word exports ("word\\t\\r\\xa0word"), not a
+    line break."""
     text = _LONE_CR_RE.sub(" ", text)
     if "\ufffe" in text:  # most pages have none: two scans saved
-        text = _WORD_BREAK_RE.sub("", text)
-        text = _BREAK_HYPHEN_RE.sub("-", text)
+        text = _WORD_BREAK_RE.sub("\ufffe", text)
+        text = _BREAK_HYPHEN_RE.sub(lambda m: m.group() if m.group() == "\ufffe" else "-", text)
     text = fix_text_layer(text)
     # lone CRs are gone (above), so the line ends left are CR LF and LF: str methods split
     # there as the regex `\r\n|\r|\n` did, in a fifth of its time
@@ -382,7 +405,7 @@ def _abstract_before_keywords(lines: list[str]) -> str:
             if not ln:
                 i -= 1
                 continue
-            if _heading_at(ln) or _STOP_RE.match(ln) or _NOT_CONTINUATION_RE.search(ln):
+            if _heading_at(ln) or _STOP_RE.match(ln) or _NOT_CONTINUATION_RE.search(ln) or _FOOTNOTE_LINE_RE.match(ln):
                 break
             if len(ln) < 0.6 * typical and body:
                 break
@@ -410,13 +433,23 @@ def _after_keywords(lines: list[str], k: int) -> int:
     return end
 
 
-def _find_abstracts(lines: list[str], limit: int = 4) -> list[tuple[str, str]]:
-    """Every abstract in `lines` as (text, heading word), in document order (see the module
+class FoundAbstract(NamedTuple):
+    """One abstract found under a heading: its text, the heading word ("" when unlabelled),
+    and whether it was cut at `MAX_ABSTRACT_WORDS` instead of ending at a heading, keywords or
+    a footnote (then what follows its first language run may be the body: `documents`)."""
+
+    text: str
+    heading: str
+    capped: bool = False
+
+
+def _find_abstracts(lines: list[str], limit: int = 4) -> list[FoundAbstract]:
+    """Every abstract in `lines` (`FoundAbstract`), in document order (see the module
     docstring): a bilingual paper prints two or three, a thesis prints them after its cover
     and before or after its contents. A heading whose text is a table of contents (dot
     leaders, page numbers) or that repeats an abstract already found is skipped."""
     lines = _split_trailing_headings(lines)
-    found: list[tuple[str, str]] = []
+    found: list[FoundAbstract] = []
     seen: list[str] = []
     headless_end = -10  # where the last abstract found without a heading ended
     i = 0
@@ -436,6 +469,7 @@ def _find_abstracts(lines: list[str], limit: int = 4) -> list[tuple[str, str]]:
         body = [first] if first else []
         words = len(first.split())
         j = i + 1
+        capped = False
         while j < len(lines):
             nxt = lines[j]
             if nxt:
@@ -453,13 +487,14 @@ def _find_abstracts(lines: list[str], limit: int = 4) -> list[tuple[str, str]]:
                 words += len(nxt.split()) + sum(1 for ch in nxt if "\u3040" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af") // 2
                 if words >= MAX_ABSTRACT_WORDS:
                     j += 1
+                    capped = True
                     break
             j += 1
         leaders = sum(1 for ln in body if _DOT_LEADER_RE.search(ln))
         text = clean_abstract(_join_lines(body))
         key = re.sub(r"\W+", "", text.lower())[:200]
         if len(text) >= MIN_ABSTRACT_CHARS and leaders <= len(body) // 4 and not any(key[:80] in k for k in seen):
-            found.append((text, heading_word))
+            found.append(FoundAbstract(text, heading_word, capped))
             seen.append(key)
             headless_end = j if not heading else -10
             i = j
@@ -471,7 +506,7 @@ def _find_abstracts(lines: list[str], limit: int = 4) -> list[tuple[str, str]]:
 def _find_abstract(lines: list[str]) -> tuple[str, str | None]:
     """(first abstract, heading as found) from `lines`, or ("", None)."""
     found = _find_abstracts(lines, limit=1)
-    return found[0] if found else ("", None)
+    return (found[0].text, found[0].heading) if found else ("", None)
 
 
 # Glyph boxes read per first-page line: every glyph of a short line (a title line, where one
@@ -510,6 +545,7 @@ def _first_page_lines_with_size(textpage: Any) -> list[tuple[str, float, float]]
     # the checks a line needs only when the page holds the characters they look for
     page_accents = _has_accent(text_all)
     page_fix = page_accents or _may_need_layer_fix(text_all)
+    page_encoding = choose_encoding(text_all) if page_fix else None
     first_word, start = 0, 0
     for stop in [m.start() for m in _LINE_BREAK_RE.finditer(text_all)] + [n]:
         last_word = bisect.bisect_left(word_starts, stop, first_word)
@@ -539,7 +575,7 @@ def _first_page_lines_with_size(textpage: Any) -> list[tuple[str, float, float]]
         if accents:
             spans = [boxes.get(start + k, (0.0, 0.0)) for k in range(len(segment))]
             segment = _compose_accents(list(segment), spans)
-        text = collapse_letter_spacing((fix_text_layer(segment) if page_fix else segment).strip())
+        text = collapse_letter_spacing((fix_text_layer(segment, page_encoding) if page_fix else segment).strip())
         if text:
             height, top = _median_rounded(heights), max(tops)
             if lines and abs(lines[-1][1] - height) <= 0.6 and abs(lines[-1][2] - top) <= 0.3 * height:
@@ -665,13 +701,19 @@ def _has_fix_accent(text: str) -> bool:
 def _may_need_layer_fix(text: str) -> bool:
     """False when `fix_text_layer` leaves `text` and every part of it unchanged: each repair
     needs a character this looks for (an alef, a bracket with an Arabic letter, a spacing
-    accent)."""
-    return _has_alef(text) or _may_be_mirrored(text) or _has_fix_accent(text)
+    accent, a sign inside a word)."""
+    return _has_alef(text) or _may_be_mirrored(text) or _has_fix_accent(text) or legacy_signs(text) > 0
 
 
-def fix_text_layer(text: str) -> str:
-    """Repairs of broken text layers that are safe without context:
+_DECIDE = "decide"
 
+
+def fix_text_layer(text: str, encoding: str | None = _DECIDE) -> str:
+    """Repairs of broken text layers:
+
+    * lines in a legacy 8-bit font encoding (TCVN3 Vietnamese, LaTeX T1) read as the letters
+      they draw (`legacy_fonts`); `encoding` is the one chosen for the page when `text` is
+      one of its lines, else it is chosen from `text` itself;
     * the Arabic lam-alef ligature that Word exports as alef before lam ("االلكتروني" for
       "الالكتروني", "آالینده" for "آلاینده"): two alefs in a row never occur in Arabic or
       Persian spelling;
@@ -679,6 +721,10 @@ def fix_text_layer(text: str) -> str:
       ")گلیوما(" is "(گلیوما)", and a Latin run inside comes out as ")ATCS )";
     * a TeX spacing accent before its letter ("te´orica", "Econom´ıa") composed with it.
     """
+    if encoding == _DECIDE:
+        encoding = choose_encoding(text)
+    if encoding is not None:
+        text = decode_text(text, encoding)
     if _has_alef(text):
         text = _ALEF_PAIR_RE.sub("\\1\u0644\\2", text)
     if _may_be_mirrored(text):
@@ -788,12 +834,20 @@ def _not_title_line(text: str) -> bool:
     return _NOT_TITLE_LINE_RE.search(text) is not None
 
 
+# An author list: names closed by affiliation markers and separated by commas ("Lee* , Ryu*",
+# "Silva¹, Souza²"), or a line opened by a marker (an affiliation or a footnote).
+_AUTHOR_LIST_RE = re.compile(r"[^\W\d_][*†‡§¶⁎¹²³⁴⁵⁶⁷⁸⁹]+\s*,\s*[^\W\d_]")
+
+
 def _title_line_ok(text: str) -> bool:
     """A line that may be part of a title: some letters, no journal / cover chrome, not a
-    section label (Keywords, Abstract), not a place-and-year line."""
+    section label (Keywords, Abstract), not a place-and-year line, not an author list or an
+    affiliation opened by its marker."""
     return (
         has_letters(text, 4)
         and not _STOP_RE.match(text)
+        and not _FOOTNOTE_LINE_RE.match(text)
+        and not _AUTHOR_LIST_RE.search(text)
         and not (_YEAR_RE.search(text) and _PLACE_YEAR_RE.match(text))
         and not _NUMBERED_HEADING_RE.match(text)
         and _heading_at(text) is None
@@ -873,6 +927,20 @@ def _split_by_language(block: list[str]) -> list[list[str]]:
     return [block]
 
 
+MAX_TITLE_WORDS = 35
+"""Titles run to about 30 words (a long Portuguese title with its subtitle); a block longer
+than this is a paragraph set in the title's size."""
+_SENTENCE_CLOSE_RE = re.compile(r"(?<![.\s])\s?[.。]\s*$")
+
+
+def _reads_as_prose(lines: list[str]) -> bool:
+    """Whether a title candidate is running text (the first sentence of a paragraph in the
+    title's size): longer than any title, or ten words or more closed by a full stop, which a
+    title does not end with ("Title. Subtitle" stops inside, not at its end)."""
+    n = _words(lines)
+    return n > MAX_TITLE_WORDS or (n >= 10 and _SENTENCE_CLOSE_RE.search(lines[-1]) is not None)
+
+
 def _title_text(lines: list[str]) -> str:
     """Joined title lines (at most `MAX_TITLE_LINES`), cleaned."""
     return clean_title(" ".join(lines[:MAX_TITLE_LINES]))
@@ -905,7 +973,8 @@ def _title_from_font(lines: list[tuple[str, float, float]],
             return ""
         size = max(s for _, s in wordy)
         top = [b for b, s in wordy if s >= size - 0.6]
-        parts = [part for b in top for part in _split_by_language(b) if len(part) <= MAX_TITLE_LINES]
+        parts = [part for b in top for part in _split_by_language(b)
+                 if len(part) <= MAX_TITLE_LINES and not _reads_as_prose(part)]
         if parts:
             break
         wordy = [(b, s) for b, s in wordy if s < size - 0.6]
@@ -1024,6 +1093,11 @@ def extract_pdf(data: bytes, max_pages: int = MAX_PAGES) -> dict[str, Any]:
         doc.close()
 
     pages = _remove_headers_footers(pages)
+    if any("\ufffe" in ln for lines in pages for ln in lines) or any("\ufffe" in t for t, _s, _y in size_lines):
+        evidence = "\n".join(ln for lines in pages for ln in lines)
+        pages = [resolve_breaks(lines, evidence) for lines in pages]
+        size_lines = list(zip(resolve_breaks([t for t, _s, _y in size_lines], evidence),
+                              [s for _t, s, _y in size_lines], [y for _t, _s, y in size_lines], strict=True))
 
     # title; the body's language (CLD3 on a slice of the body) is found only when a rule
     # below needs it: most PDFs have one title block and no metadata title to weigh
@@ -1070,19 +1144,20 @@ def extract_pdf(data: bytes, max_pages: int = MAX_PAGES) -> dict[str, Any]:
     unlabelled = _abstract_before_keywords([ln for lines in pages[:KEYWORDS_ABSTRACT_PAGES] for ln in lines])
     if unlabelled:
         head = _squash(unlabelled)[:200]
-        if not any(head in _squash(text) for text, _ in found):
-            found.append((unlabelled, ""))
-    abstracts = [{"text": text, "rule": "abstract_heading", "heading": heading} for text, heading in found]
-    abstract = found[0][0] if found else ""
+        if not any(head in _squash(f.text) for f in found):
+            found.append(FoundAbstract(unlabelled, ""))
+    abstracts = [{"text": f.text, "rule": "abstract_heading", "heading": f.heading, **({"capped": True} if f.capped else {})}
+                 for f in found]
+    abstract = found[0].text if found else ""
     if abstract:
         rules["abstract"] = "abstract_heading"
-        rules["abstract_heading"] = found[0][1]
+        rules["abstract_heading"] = found[0].heading
 
     # a cover page (a journal issue's cover, a publisher's cover sheet: a few words on page one)
     # names the journal, not the article: the title is the one printed above the abstract,
     # on the page where the abstract is (the abstract is near the title, under it)
     if found and pages and _words(pages[0]) <= COVER_MAX_WORDS:
-        above = _title_above_abstract(data, pages, found[0][0])
+        above = _title_above_abstract(data, pages, found[0].text)
         if above and _squash(above) != _squash(title):
             title, rules["title"] = above, "title_above_abstract"
 

@@ -1,0 +1,123 @@
+"""Text layers that need reading before any rule can use them (legacy 8-bit font encodings,
+hyphens at line breaks) and the precision rules of `abstracts` (a block that ran past its end,
+a heading printed twice, a reference list): small made-up inputs, plus the real PDFs that show
+each class in ../shared/real-samples."""
+
+from __future__ import annotations
+
+import pytest
+
+from openmsd_build.text.documents import abstract_entries, looks_like_bibliography, wrong_abstract_reason
+from openmsd_build.text.extract.legacy_fonts import choose_encoding, decode_line, decode_text, legacy_signs
+from openmsd_build.text.extract.pdf import (
+    _ABSTRACT_ALONE_RE,
+    _reads_as_prose,
+    _title_line_ok,
+    extract_pdf,
+    resolve_breaks,
+)
+
+TCVN3_TITLE = "nghiªn cøu ¶nh h-ëng cña chÕ ®é c¾t ®Õn ®é nh¸m bÒ mÆt\nkhi mµi trßn ngoµi thÐp"
+VI_TITLE = "nghiên cứu ảnh hưởng của chế độ cắt đến độ nhám bề mặt\nkhi mài tròn ngoài thép"
+EN = ("This study evaluates the use of the h-index as a measure of the bibliographic impact of the "
+      "scientific production of Brazilian researchers, comparing three different data sources and results. ")
+DE = ("Seit dem Ende des siebzehnten Jahrhunderts etablierte sich in zahlreichen Territorien des Alten Reichs "
+      "eine neue Gattung periodischer Schriften, die Staatskalender, Adresskalender und Amtshandbücher. ")
+REFERENCES = ("Chang, Chung-Yuan. 1971. Original Teachings of Ch'an Buddhism. New York: Pantheon Books. "
+              "Dumoulin, Heinrich. 1988. Zen Buddhism: A History. New York: Macmillan. "
+              "Yampolsky, Philip B. 1967. The Platform Sutra of the Sixth Patriarch. New York: Columbia University Press. "
+              "McRae, John R. 2003. Seeing through Zen. Berkeley: University of California Press. "
+              "Faure, Bernard. 1991. The Rhetoric of Immediacy: A Cultural Critique of Chan/Zen Buddhism. "
+              "Princeton: Princeton University Press.")
+
+
+def test_a_tcvn3_line_reads_as_the_vietnamese_it_draws() -> None:
+    page = f"{TCVN3_TITLE}\nTóm tắt: Mài thường được chọn là nguyên công gia công lần cuối các bề mặt."
+    assert legacy_signs(page) >= 2
+    assert choose_encoding(page) == "tcvn3"
+    decoded = decode_text(page, "tcvn3")
+    assert decoded.split("\n")[:2] == VI_TITLE.split("\n")
+    assert decoded.split("\n")[2] == page.split("\n")[2]  # a Unicode line is left alone
+
+
+def test_t1_reads_central_european_letters() -> None:
+    assert decode_line("Zakon o za²titi okoli²a i ºivotinja ¢e biti", "t1") == "Zakon o zaštiti okoliša i životinja će biti"
+    assert choose_encoding("Zakon o za²titi okoli²a i ºivotinja u Republici Hrvatskoj ¢e biti donesen") == "t1"
+
+
+@pytest.mark.parametrize("text", [
+    "La col·lecció de la intel·ligència artificial i la col·laboració entre universitats catalanes",
+    "A 1ª edição da revista nº 3 foi publicada em 2019 pela editora da universidade",
+    "Copyright © 2020 the authors; published under CC BY 4.0 «open access» terms",
+    "te´orica e Econom´ıa: a TeX spacing accent is the accent repair's, not an encoding",
+])
+def test_real_orthographies_are_not_read_as_a_legacy_encoding(text: str) -> None:
+    assert choose_encoding(text) is None
+
+
+def test_a_line_break_hyphen_keeps_a_compound_the_document_writes_with_one() -> None:
+    evidence = "архитектура сервис-ориентированных приложений; данные ориентированы на пользователя"
+    lines = ["управления сервис\ufffeориентированными научными", "ориенти\ufffeрованными", "plain"]
+    assert resolve_breaks(lines, evidence + " сервис-ориентированными") == [
+        "управления сервис-ориентированными научными", "ориентированными", "plain"]
+    assert resolve_breaks(["сервис\ufffeориентированными"], "no evidence here") == ["сервисориентированными"]
+
+
+def test_a_heading_numbered_as_the_first_section_opens_an_abstract() -> None:
+    for heading in ("I. Özet", "1. Abstract", "0 Summary", "Resumo"):
+        assert _ABSTRACT_ALONE_RE.match(heading), heading
+    for heading in ("7. Summary", "III. Resumo", "2 Abstract"):
+        assert not _ABSTRACT_ALONE_RE.match(heading), heading
+
+
+def test_author_lists_affiliations_and_prose_are_not_titles() -> None:
+    assert not _title_line_ok("이수정* , 류경록* , 이승예O")
+    assert not _title_line_ok("Soojung Lee* , GyeoungRok Ryu* , SeungYe Lee")
+    assert not _title_line_ok("Ana Silva¹, Carlos Souza²")
+    assert not _title_line_ok("*Dept. of Computer Science, Inha Technical College")
+    assert _title_line_ok("Retriever: Arama Amaçlı RAG Modülü")
+    assert _reads_as_prose(["In this paper we present a new method for the analysis of data and results."])
+    assert not _reads_as_prose(["La dialettica dell'Illuminismo prima di Horkheimer e Adorno.", "Aspetti del processo"])
+    assert not _reads_as_prose(["A short title."])
+
+
+def test_a_reference_list_is_not_an_abstract() -> None:
+    assert looks_like_bibliography(REFERENCES)
+    assert wrong_abstract_reason(REFERENCES) == "bibliography"
+    cited = ("The theoretical framework is based on Oreg's resistance to change theory (2003), Bass's leadership "
+             "theory (1990), Bandura's self-efficacy theory (2007) and Peplau and Perlman's loneliness theory (1982).")
+    assert not looks_like_bibliography(cited)
+
+
+def _entries(items: list[dict]) -> tuple[list[dict], list[tuple[str, str]]]:
+    return abstract_entries({"doi": "10.1/x", "title": "T"}, [{"kind": "pdf", "url": "u", "abstracts": items}])
+
+
+def test_a_block_cut_at_the_word_cap_keeps_only_its_first_language_run() -> None:
+    block = f"{EN * 4}\n\n{DE * 4}"
+    kept, dropped = _entries([{"text": block, "rule": "abstract_heading", "heading": "Abstract", "capped": True}])
+    assert [e["language"] for e in kept] == ["en"] and dropped == [("pdf", "ran_past_end")]
+    kept, dropped = _entries([{"text": block, "rule": "abstract_heading", "heading": "Abstract"}])
+    assert sorted(e["language"] for e in kept) == ["de", "en"] and not dropped  # a bilingual block that ended
+
+
+def test_a_heading_printed_twice_in_one_language_gives_one_abstract() -> None:
+    later = ("Users open the web application with their student number and password, then connect a wallet "
+             "and vote; the contract records each ballot and the page shows the running totals to everyone. ")
+    kept, dropped = _entries([{"text": EN * 2, "rule": "abstract_heading", "heading": "Summary"},
+                              {"text": later * 2, "rule": "abstract_heading", "heading": "SUMMARY"}])
+    assert [e["text"][:20] for e in kept] == [EN[:20]] and dropped == [("pdf", "repeated_heading")]
+
+
+def test_a_reference_list_the_block_ran_into_is_dropped() -> None:
+    kept, dropped = _entries([{"text": f"{EN * 3}\n\n{REFERENCES}", "rule": "abstract_heading", "heading": "Abstract"}])
+    assert [e["text"] for e in kept] == [(EN * 3).strip()] and dropped == [("pdf", "bibliography")]
+
+
+def test_real_pdfs_of_each_class(real_sample) -> None:
+    grinding = extract_pdf(real_sample("multilingual-journals/uneti-tapchikhcn__2016-11-grinding.pdf").read_bytes())
+    assert grinding["title"].lower().startswith("nghiên cứu ảnh hưởng của chế độ cắt")
+    ru = extract_pdf(real_sample("multilingual-journals/docs_extractor__demo_ru7.pdf").read_bytes())
+    assert "сервис-ориентированными" in ru["title"]
+    tr = extract_pdf(real_sample("multilingual-journals/tamerbayr__makale.pdf").read_bytes())
+    assert tr["abstract"].startswith("Bu çalışma, hassas alanlarda")
