@@ -348,15 +348,37 @@ KEYWORD_LABELS = (
 _KEYWORDS_PARAGRAPH_RE = re.compile(rf"\n[ \t]*\n[ \t]*+(?:{KEYWORD_LABELS})[ \t]*+(?:[:：.—–-]|\n)", re.IGNORECASE)
 
 
+# The same label run into the abstract's last paragraph (a deposit that lost its line breaks:
+# "... subjects. Keywords Education on Climate Change; Teaching ..."): after a sentence end, a
+# capitalised label, then a separator or a capitalised term list (a ";" before any full stop).
+# Case-insensitive only inside the labels, so the engine skips to sentence ends in C.
+_KEYWORDS_INLINE_RE = re.compile(
+    rf"[.!?。][ \t]+(?=[^\W\d_a-zß-ÿа-я])(?i:{KEYWORD_LABELS})"
+    r"(?:[ \t]*[:：—–]|[ \t]+(?=[A-ZÀ-ÖØ-ÞА-ЯЁ][^.;\n]{0,120};))"
+)
+_INLINE_SEPARATORS = (":", "：", ";", "—", "–")
+
+
+def _inline_keywords(text: str) -> int | None:
+    """Where a keywords label run into the text starts (`_KEYWORDS_INLINE_RE`), or None (at
+    once when the text holds none of the separators the label needs)."""
+    if not any(sep in text for sep in _INLINE_SEPARATORS):
+        return None
+    found = _KEYWORDS_INLINE_RE.search(text)
+    return found.start() + 1 if found is not None else None
+
+
 def _without_keywords(text: str) -> str:
-    """`text` cut before its keywords paragraph when that paragraph, with what follows it, is
-    the tail of the text (shorter than what precedes it). Some abstracts print the keywords
-    early, after an extent line ("Обсяг роботи 30 сторінок ... Ключові слова: ...") and before
-    the body: those are kept whole."""
+    """`text` cut before its keywords paragraph (or its keywords label run into the last
+    paragraph, `_KEYWORDS_INLINE_RE`) when that label, with what follows it, is the tail of
+    the text (shorter than what precedes it). Some abstracts print the keywords early, after
+    an extent line ("Обсяг роботи 30 сторінок ... Ключові слова: ...") and before the body:
+    those are kept whole."""
     found = _KEYWORDS_PARAGRAPH_RE.search(text)
-    if found is None or len(text) - found.start() >= found.start():
+    start = found.start() if found is not None else _inline_keywords(text)
+    if start is None or len(text) - start >= start:
         return text
-    return text[: found.start()]
+    return text[:start]
 
 
 def clean_abstract(abstract: str | None) -> str:

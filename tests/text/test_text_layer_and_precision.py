@@ -121,3 +121,15 @@ def test_real_pdfs_of_each_class(real_sample) -> None:
     assert "сервис-ориентированными" in ru["title"]
     tr = extract_pdf(real_sample("multilingual-journals/tamerbayr__makale.pdf").read_bytes())
     assert tr["abstract"].startswith("Bu çalışma, hassas alanlarda")
+
+
+def test_a_keywords_label_run_into_the_last_paragraph_is_cut_with_what_follows() -> None:
+    from openmsd_build.core.textclean import clean_abstract
+
+    head = ("So education on climate change should be integrated in the teaching and learning of subjects, "
+            "and this article designs a biology lesson that does it.")
+    deposit = f"{head} Keywords Education on Climate Change; Teaching and Learning Biology References 1. Hoành (2003)."
+    assert clean_abstract(deposit) == head
+    assert clean_abstract(f"{head} KEYWORDS: climate; biology") == head
+    kept = f"{head} Keywords were extracted from each lesson; their counts follow."  # a sentence, not a label
+    assert clean_abstract(kept) == kept

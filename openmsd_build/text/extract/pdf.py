@@ -168,20 +168,26 @@ _JOINED_BREAK_RE = re.compile(r"(\w+)\ufffe(\w+)")
 _COMPOUND_RE = re.compile(r"\w+-\w+")
 
 
-def resolve_breaks(texts: list[str], evidence: str) -> list[str]:
+def resolve_breaks(texts: list[str], evidence: str | set[str]) -> list[str]:
     """`texts` with each word joined at a line-break hyphen (``a\\ufffeb``) written as the
     document writes it elsewhere: "сервис-ориентированными" keeps its hyphen when `evidence`
-    (the document's text) holds that compound with a hyphen, "ориенти-рованными" is joined.
-    The document is the only dictionary that knows its own compounds."""
+    (the document's text, or the lower-cased compounds found in it: `break_compounds`) holds
+    that compound with a hyphen; "ориенти-рованными" is joined. The document is the only
+    dictionary that knows its own compounds."""
     if not any("\ufffe" in t for t in texts):
         return texts
-    compounds = {c.lower() for c in _COMPOUND_RE.findall(evidence)} if "-" in evidence else set()
+    compounds = break_compounds(evidence) if isinstance(evidence, str) else evidence
 
     def join(m: re.Match[str]) -> str:
         hyphenated = f"{m.group(1)}-{m.group(2)}"
         return hyphenated if hyphenated.lower() in compounds else m.group(1) + m.group(2)
 
     return [_JOINED_BREAK_RE.sub(join, t).replace("\ufffe", "") if "\ufffe" in t else t for t in texts]
+
+
+def break_compounds(evidence: str) -> set[str]:
+    """The hyphenated compounds of `evidence`, lower-cased (`resolve_breaks`' dictionary)."""
+    return {c.lower() for c in _COMPOUND_RE.findall(evidence)} if "-" in evidence else set()
 
 
 def _page_lines(text: str) -> list[str]:
@@ -1094,9 +1100,9 @@ def extract_pdf(data: bytes, max_pages: int = MAX_PAGES) -> dict[str, Any]:
 
     pages = _remove_headers_footers(pages)
     if any("\ufffe" in ln for lines in pages for ln in lines) or any("\ufffe" in t for t, _s, _y in size_lines):
-        evidence = "\n".join(ln for lines in pages for ln in lines)
-        pages = [resolve_breaks(lines, evidence) for lines in pages]
-        size_lines = list(zip(resolve_breaks([t for t, _s, _y in size_lines], evidence),
+        compounds = break_compounds("\n".join(ln for lines in pages for ln in lines))
+        pages = [resolve_breaks(lines, compounds) for lines in pages]
+        size_lines = list(zip(resolve_breaks([t for t, _s, _y in size_lines], compounds),
                               [s for _t, s, _y in size_lines], [y for _t, _s, y in size_lines], strict=True))
 
     # title; the body's language (CLD3 on a slice of the body) is found only when a rule
