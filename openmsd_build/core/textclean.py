@@ -368,15 +368,39 @@ def _inline_keywords(text: str) -> int | None:
     return found.start() + 1 if found is not None else None
 
 
+# A reference list, not an abstract (a heading's block that ran past the abstract into the
+# bibliography): entries name an author "Surname, Given" or "Surname AB," and close their
+# year the way reference styles do ("1971. Title", "(2019).", ", 2007.", "2019;12:").
+_YEAR = r"(?:1[5-9]\d\d|20\d\d)[a-z]?"
+ENTRY_YEAR_RE = re.compile(rf"\b{_YEAR}\.\s|\({_YEAR}\)[.,:]?\s|,\s{_YEAR}[.,;]\s|\b{_YEAR};\s?\d")
+_ENTRY_AUTHOR_RE = re.compile(
+    r"(?:^|(?<=[.\]]\s)|\n)\s*\[?\d{0,3}\]?\s*[A-ZÀ-ÖØ-ÞĀ-Ž][\w'’-]+(?:,\s+[A-ZÀ-Ö][\w'’.-]*|\s[A-Z]{1,2}[,.])")
+# a numbered entry: "1. Trần Bá Hoành (2003).", "[12] Smith J, Lee K. Title. 2019;"
+_NUMBERED_ENTRY_RE = re.compile(rf"(?:^|(?<=[\s.]))\[?\d{{1,3}}[\].]\s*[^\W\d_][^\n]{{0,80}}?\(?{_YEAR}\)?[.,:;]")
+BIBLIOGRAPHY_MIN_ENTRIES = 3
+"""Entry years (and at least two entry authors) that make a text a reference list, at one
+per 40 words or denser: an abstract cites a few years in running prose ("Oreg (2003)"), not
+one every sentence after an author name."""
+
+
+def looks_like_bibliography(text: str) -> bool:
+    """Whether `text` reads as reference-list entries (`ENTRY_YEAR_RE`, and `_ENTRY_AUTHOR_RE`
+    or `_NUMBERED_ENTRY_RE` for their starts)."""
+    years = len(ENTRY_YEAR_RE.findall(text))
+    if years < BIBLIOGRAPHY_MIN_ENTRIES or 40 * years < len(text.split()):
+        return False
+    return len(_ENTRY_AUTHOR_RE.findall(text)) + len(_NUMBERED_ENTRY_RE.findall(text)) >= 2
+
+
 def _without_keywords(text: str) -> str:
     """`text` cut before its keywords paragraph (or its keywords label run into the last
     paragraph, `_KEYWORDS_INLINE_RE`) when that label, with what follows it, is the tail of
-    the text (shorter than what precedes it). Some abstracts print the keywords early, after
+    the text (shorter than what precedes it, or a reference list). Some abstracts print the keywords early, after
     an extent line ("Обсяг роботи 30 сторінок ... Ключові слова: ...") and before the body:
     those are kept whole."""
     found = _KEYWORDS_PARAGRAPH_RE.search(text)
     start = found.start() if found is not None else _inline_keywords(text)
-    if start is None or len(text) - start >= start:
+    if start is None or (len(text) - start >= start and not looks_like_bibliography(text[start:])):
         return text
     return text[:start]
 

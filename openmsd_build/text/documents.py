@@ -29,7 +29,16 @@ from collections import Counter
 from collections.abc import Iterable
 
 from openmsd_build.core.language import UND, detect_language, normalize_language_code
-from openmsd_build.core.textclean import clean_abstract, clean_title, count_tokens, normalize_text, text_layer_damage
+from openmsd_build.core.textclean import (
+    BIBLIOGRAPHY_MIN_ENTRIES,
+    ENTRY_YEAR_RE,
+    clean_abstract,
+    clean_title,
+    count_tokens,
+    looks_like_bibliography,
+    normalize_text,
+    text_layer_damage,
+)
 
 MIN_ABSTRACT_TOKENS = 15
 MIN_CONTENT_TOKENS = 150
@@ -61,17 +70,6 @@ _CHROME_RE = re.compile(  # whole words: "design involving" holds "sign in"
     re.IGNORECASE,
 )
 _TOC_RE = re.compile(r"(?:\.\s?){5,}|…{3,}")
-# A reference list, not an abstract (a heading's block that ran past the abstract into the
-# bibliography): entries name an author "Surname, Given" or "Surname AB," and close their
-# year the way reference styles do ("1971. Title", "(2019).", ", 2007.", "2019;12:").
-_YEAR = r"(?:1[5-9]\d\d|20\d\d)[a-z]?"
-_ENTRY_YEAR_RE = re.compile(rf"\b{_YEAR}\.\s|\({_YEAR}\)[.,:]?\s|,\s{_YEAR}[.,;]\s|\b{_YEAR};\s?\d")
-_ENTRY_AUTHOR_RE = re.compile(
-    r"(?:^|(?<=[.\]]\s)|\n)\s*\[?\d{0,3}\]?\s*[A-ZÀ-ÖØ-ÞĀ-Ž][\w'’-]+(?:,\s+[A-ZÀ-Ö][\w'’.-]*|\s[A-Z]{1,2}[,.])")
-BIBLIOGRAPHY_MIN_ENTRIES = 3
-"""Entry years (and at least two entry authors) that make a text a reference list, at one
-per 40 words or denser: an abstract cites a few years in running prose ("Oreg (2003)"), not
-one every sentence after an author name."""
 # A numbered list of section titles run together ("1. Does the Directive ... – 2. The limited
 # scope ... – 3. ..."): an article's own contents printed under "Summary", not an abstract.
 _ENUMERATED_RE = re.compile(r"(?:^|[–—;]\s*|\n\s*)(\d{1,2})\.\s+(?=[^\W\d_])")
@@ -224,18 +222,10 @@ def wrong_abstract_reason(text: str, title: str = "") -> str | None:
     return None
 
 
-def looks_like_bibliography(text: str) -> bool:
-    """Whether `text` reads as reference-list entries (`_ENTRY_YEAR_RE`, `_ENTRY_AUTHOR_RE`)."""
-    years = len(_ENTRY_YEAR_RE.findall(text))
-    if years < BIBLIOGRAPHY_MIN_ENTRIES or 40 * years < len(text.split()):
-        return False
-    return len(_ENTRY_AUTHOR_RE.findall(text)) >= 2
-
-
 def _cut_bibliography(text: str) -> tuple[str, bool]:
     """(`text` up to its first paragraph that reads as a reference list, whether one was cut):
     a heading's block that ran on into the bibliography keeps the abstract above it."""
-    if "\n\n" not in text or len(_ENTRY_YEAR_RE.findall(text)) < BIBLIOGRAPHY_MIN_ENTRIES:
+    if "\n\n" not in text or len(ENTRY_YEAR_RE.findall(text)) < BIBLIOGRAPHY_MIN_ENTRIES:
         return text, False
     paragraphs = text.split("\n\n")
     for k, paragraph in enumerate(paragraphs):

@@ -133,3 +133,8 @@ def test_a_keywords_label_run_into_the_last_paragraph_is_cut_with_what_follows()
     assert clean_abstract(f"{head} KEYWORDS: climate; biology") == head
     kept = f"{head} Keywords were extracted from each lesson; their counts follow."  # a sentence, not a label
     assert clean_abstract(kept) == kept
+    # a tail longer than the abstract is cut when it is a reference list
+    references = " ".join(f"{k}. Trần Văn An ({2000 + k}), Dạy học tích hợp, Nxb Giáo dục, Hà Nội." for k in range(1, 9))
+    assert clean_abstract(f"{head} Keywords Climate Change; Biology References {references}") == head
+    thesis = ("Обсяг роботи 30 сторінок, 13 ілюстрацій. Ключові слова: SVM, класифікація. " + "Об'єктом роботи є метод. " * 20)
+    assert clean_abstract(thesis) == thesis.strip()  # keywords early, the body after them: kept whole
