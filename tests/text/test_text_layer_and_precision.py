@@ -138,3 +138,33 @@ def test_a_keywords_label_run_into_the_last_paragraph_is_cut_with_what_follows()
     assert clean_abstract(f"{head} Keywords Climate Change; Biology References {references}") == head
     thesis = ("Обсяг роботи 30 сторінок, 13 ілюстрацій. Ключові слова: SVM, класифікація. " + "Об'єктом роботи є метод. " * 20)
     assert clean_abstract(thesis) == thesis.strip()  # keywords early, the body after them: kept whole
+
+
+AR = "يقدم هذا التقرير إطار عمل يعتمد على تقنية البلوك تشين لتحسين نظام التصويت الالكتروني في الجامعات العربية"
+
+
+def _as_drawn(logical: str) -> str:
+    """`logical` as a presentation-form text layer stores it: isolated forms, drawing order."""
+    import unicodedata
+
+    from openmsd_build.text.extract.presentation_forms import turn_line
+
+    def form(ch: str) -> str:
+        try:
+            return unicodedata.lookup(unicodedata.name(ch) + " ISOLATED FORM")
+        except (KeyError, ValueError):
+            return ch
+
+    return turn_line("".join(form(ch) for ch in logical))
+
+
+def test_presentation_forms_in_drawing_order_read_as_letters_in_reading_order() -> None:
+    from openmsd_build.text.extract.pdf import fix_text_layer
+    from openmsd_build.text.extract.presentation_forms import read_presentation_forms, turn_line
+
+    drawn = _as_drawn(AR)
+    assert drawn != AR and read_presentation_forms(drawn) == AR
+    assert fix_text_layer(f"Title line\n{drawn}").split("\n") == ["Title line", AR]
+    assert read_presentation_forms(AR) == AR  # letters already: nothing to do
+    mixed = "نظام 2019 BlockChain التصويت"
+    assert turn_line(turn_line(mixed)) == mixed and "2019 BlockChain" in turn_line(mixed)

@@ -58,6 +58,7 @@ from openmsd_build.core.textclean import (
 )
 from openmsd_build.text.extract.caps import MAX_CONTENT_CHARS, cap_extraction
 from openmsd_build.text.extract.legacy_fonts import choose_encoding, decode_text, legacy_signs
+from openmsd_build.text.extract.presentation_forms import has_presentation_forms, read_presentation_forms
 
 MAX_PAGES = 300
 """Pages read per PDF: enough for any paper or thesis body, bounded for a 5,000-page scan."""
@@ -707,8 +708,9 @@ def _has_fix_accent(text: str) -> bool:
 def _may_need_layer_fix(text: str) -> bool:
     """False when `fix_text_layer` leaves `text` and every part of it unchanged: each repair
     needs a character this looks for (an alef, a bracket with an Arabic letter, a spacing
-    accent, a sign inside a word)."""
-    return _has_alef(text) or _may_be_mirrored(text) or _has_fix_accent(text) or legacy_signs(text) > 0
+    accent, a sign inside a word, an Arabic presentation form)."""
+    return (_has_alef(text) or _may_be_mirrored(text) or _has_fix_accent(text) or legacy_signs(text) > 0
+            or has_presentation_forms(text))
 
 
 _DECIDE = "decide"
@@ -720,6 +722,8 @@ def fix_text_layer(text: str, encoding: str | None = _DECIDE) -> str:
     * lines in a legacy 8-bit font encoding (TCVN3 Vietnamese, LaTeX T1) read as the letters
       they draw (`legacy_fonts`); `encoding` is the one chosen for the page when `text` is
       one of its lines, else it is chosen from `text` itself;
+    * Arabic-script lines in presentation forms read as letters in reading order
+      (`presentation_forms`);
     * the Arabic lam-alef ligature that Word exports as alef before lam ("االلكتروني" for
       "الالكتروني", "آالینده" for "آلاینده"): two alefs in a row never occur in Arabic or
       Persian spelling;
@@ -727,6 +731,8 @@ def fix_text_layer(text: str, encoding: str | None = _DECIDE) -> str:
       ")گلیوما(" is "(گلیوما)", and a Latin run inside comes out as ")ATCS )";
     * a TeX spacing accent before its letter ("te´orica", "Econom´ıa") composed with it.
     """
+    if has_presentation_forms(text):
+        text = read_presentation_forms(text)
     if encoding == _DECIDE:
         encoding = choose_encoding(text)
     if encoding is not None:
