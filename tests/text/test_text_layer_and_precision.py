@@ -168,3 +168,10 @@ def test_presentation_forms_in_drawing_order_read_as_letters_in_reading_order() 
     assert read_presentation_forms(AR) == AR  # letters already: nothing to do
     mixed = "نظام 2019 BlockChain التصويت"
     assert turn_line(turn_line(mixed)) == mixed and "2019 BlockChain" in turn_line(mixed)
+
+
+def test_accents_that_hang_below_a_letter_compose_with_the_letter_before() -> None:
+    from openmsd_build.text.extract.pdf import fix_text_layer
+
+    assert fix_text_layer("sa˛d i wie˛zi, franc¸ais, te´orica") == "sąd i więzi, français, teórica"
+    assert fix_text_layer("x¸ 3˛") == "x¸ 3˛"  # no composed letter exists: left as it is

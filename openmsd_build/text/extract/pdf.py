@@ -641,7 +641,7 @@ def _median_rounded(values: list[float]) -> float:
 # letter: the text layer gives "Econom´ıa" or even "PREDICCION ´" (the accent last on the
 # line), and the letter under the accent's box is the one it belongs to.
 _SPACING_ACCENTS = {"´": "\u0301", "`": "\u0300", "˜": "\u0303", "¨": "\u0308", "ˆ": "\u0302", "ˇ": "\u030c",
-                    "¸": "\u0327", "˘": "\u0306", "˚": "\u030a", "˙": "\u0307", "˝": "\u030b"}
+                    "¸": "\u0327", "˘": "\u0306", "˚": "\u030a", "˙": "\u0307", "˝": "\u030b", "˛": "\u0328"}
 _ACCENT_RE = re.compile("[" + re.escape("".join(_SPACING_ACCENTS)) + "]")
 
 
@@ -681,6 +681,16 @@ _MIRRORED_LATIN_RE = re.compile(r"\(([A-Za-z0-9][^()\n]{0,80}?)\s?\(")
 _FIX_ACCENT_CHARS = "´˜¨ˆˇ˘˚˙˝"  # the spacing accents `fix_text_layer` composes with the letter after
 _FIX_ACCENT_RE = re.compile(f"[{_FIX_ACCENT_CHARS}]")
 _ACCENT_BEFORE_RE = re.compile(f"([{_FIX_ACCENT_CHARS}])([A-Za-zıȷ])")
+# the accents that hang below a letter come after it in the text layer ("a˛" for "ą", "c¸" for "ç")
+_BELOW_ACCENTS = "˛¸"
+_ACCENT_AFTER_RE = re.compile(f"([A-Za-z])([{_BELOW_ACCENTS}])")
+
+
+def _compose_after(match: re.Match[str]) -> str:
+    import unicodedata
+
+    composed = unicodedata.normalize("NFC", match.group(1) + _SPACING_ACCENTS[match.group(2)])
+    return composed if len(composed) == 1 else match.group()
 
 
 def _compose_before(match: re.Match[str]) -> str:
@@ -700,9 +710,12 @@ def _may_be_mirrored(text: str) -> bool:
     return ("(" in text or ")" in text) and _ARABIC_LETTER_RE.search(text) is not None
 
 
+_ANY_FIX_ACCENT_RE = re.compile(f"[{_FIX_ACCENT_CHARS}{_BELOW_ACCENTS}]")
+
+
 def _has_fix_accent(text: str) -> bool:
     # a regex scan, not `isdisjoint`, which makes a string object of every character
-    return _FIX_ACCENT_RE.search(text) is not None
+    return _ANY_FIX_ACCENT_RE.search(text) is not None
 
 
 def _may_need_layer_fix(text: str) -> bool:
@@ -729,7 +742,8 @@ def fix_text_layer(text: str, encoding: str | None = _DECIDE) -> str:
       Persian spelling;
     * brackets in right-to-left lines, which the text layer gives as drawn (mirrored):
       ")گلیوما(" is "(گلیوما)", and a Latin run inside comes out as ")ATCS )";
-    * a TeX spacing accent before its letter ("te´orica", "Econom´ıa") composed with it.
+    * a TeX spacing accent before its letter ("te´orica", "Econom´ıa") composed with it, and
+      an ogonek or cedilla after its letter ("a˛", "c¸": they hang below it).
     """
     if has_presentation_forms(text):
         text = read_presentation_forms(text)
@@ -748,6 +762,7 @@ def fix_text_layer(text: str, encoding: str | None = _DECIDE) -> str:
         text = "\n".join(lines)
     if _has_fix_accent(text):
         text = _ACCENT_BEFORE_RE.sub(_compose_before, text)
+        text = _ACCENT_AFTER_RE.sub(_compose_after, text)
     return text
 
 
