@@ -405,10 +405,36 @@ def _without_keywords(text: str) -> str:
     return text[:start]
 
 
+# A paragraph under an abstract that is page furniture, not prose: a subject-heading list
+# ("Physics Subject Headings (PhySH)", "Dynamo theory"), a date, DOI or copyright line.
+MAX_FURNITURE_CHARS = 80
+_SENTENCE_END_RE = re.compile(r"[.!?。！？…]\W{0,3}$")
+_FURNITURE_START_RE = re.compile(
+    r"^(?:received|accepted|published|revised|available online|doi\b|https?://|©|\(c\) ?\d|copyright)", re.IGNORECASE)
+
+
+def _without_trailing_furniture(text: str) -> str:
+    """`text` without the short paragraphs that end it and are not prose (no sentence end, under
+    `MAX_FURNITURE_CHARS` weighted characters; or a date / DOI / copyright line), keeping at
+    least its first paragraph."""
+    if "\n\n" not in text:
+        return text
+    paragraphs = text.split("\n\n")
+    end = len(paragraphs)
+    while end > 1:
+        last = paragraphs[end - 1].strip()
+        if last and not _FURNITURE_START_RE.match(last) and (
+                weighted_length(last) >= MAX_FURNITURE_CHARS or _SENTENCE_END_RE.search(last)):
+            break
+        end -= 1
+    return text if end == len(paragraphs) else "\n\n".join(paragraphs[:end])
+
+
 def clean_abstract(abstract: str | None) -> str:
     """An abstract from any source: markup stripped, paragraphs kept, a leading
     "Abstract" heading (in several languages) dropped, and a keywords paragraph printed under
-    it cut off with what follows (`_without_keywords`)."""
+    it cut off with what follows (`_without_keywords`), and the furniture paragraphs under it
+    (subject headings, date, DOI and copyright lines: `_without_trailing_furniture`)."""
     if not abstract:
         return ""
     if len(abstract) > MAX_RAW_ABSTRACT_CHARS:
@@ -428,7 +454,7 @@ def clean_abstract(abstract: str | None) -> str:
         if stripped == text:
             break
         text = stripped.lstrip()
-    return _without_keywords(text).strip()
+    return _without_trailing_furniture(_without_keywords(text).strip()).strip()
 
 
 CJK_CHAR_WEIGHT = 4

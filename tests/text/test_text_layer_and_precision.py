@@ -175,3 +175,51 @@ def test_accents_that_hang_below_a_letter_compose_with_the_letter_before() -> No
 
     assert fix_text_layer("sa˛d i wie˛zi, franc¸ais, te´orica") == "sąd i więzi, français, teórica"
     assert fix_text_layer("x¸ 3˛") == "x¸ 3˛"  # no composed letter exists: left as it is
+
+
+def test_furniture_under_an_abstract_is_cut() -> None:
+    from openmsd_build.core.textclean import clean_abstract
+
+    body = "Turbulence in a conducting plasma can amplify seed magnetic fields, as the simulations show."
+    page = (f"{body}\n\nReceived 26 September 2018\n\nDOI:https://doi.org/10.1103/PhysRevLett.122.145901\n\n"
+            "© 2019 American Physical Society\n\nPhysics Subject Headings (PhySH)\n\nDynamo theory\n\nPlasma turbulence")
+    assert clean_abstract(page) == body
+    two = f"{body}\n\nA second paragraph closes the abstract with its own finding, stated plainly."
+    assert clean_abstract(two) == two  # prose paragraphs stay
+    assert clean_abstract("Dynamo theory\n\nPlasma turbulence") == "Dynamo theory"  # the first paragraph stays
+
+
+def test_another_papers_abstract_boxes_on_a_landing_page_are_not_the_papers() -> None:
+    from openmsd_build.text.extract.landing import extract_landing
+
+    own = "We compute the potential energy curve of the chromium dimer with a new perturbation treatment. " * 3
+    other = "A reinvestigation of several isotopic species by cavity ringdown yields a new frequency value. " * 3
+    page = (f"<html><head><title>T</title></head><body><article><div class='abstract author'><p>{own}</p></div>"
+            f"<section id='preview-section-cited-by'><ul><li><div class='abstract reference-abstract'>{other}</div>"
+            f"</li></ul></section><div class='related-articles'><div class='abstract'>{other}</div></div>"
+            "</article></body></html>")
+    texts = [a["text"] for a in extract_landing(page.encode(), "https://example.org/a")["abstracts"]]
+    assert texts and all(t.startswith("We compute") for t in texts)
+
+
+def test_a_boxed_structured_abstract_resumes_after_the_text_the_layer_put_inside_it() -> None:
+    from openmsd_build.text.extract.pdf import _find_abstracts
+
+    lines = ["Abstract", "Objective", "To detect tuberculosis disease among contacts of patients.",
+             "Controle de comunicantes", "Caldeira ZMR et al", "INTRODUÇÃO", "O controle de comunicantes tem papel",
+             "importante na identificação de casos.", "Methods", "Cross-sectional study with 184 child contacts;",
+             "received chemoprophylaxis when infected.", "Conclusions", "Contact control must be emphasized.",
+             "MÉTODOS", "Estudo descritivo, transversal."]
+    found = _find_abstracts(lines)
+    assert len(found) == 1
+    text = found[0].text
+    assert text.startswith("Objective") and "Cross-sectional study" in text and "received chemoprophylaxis" in text
+    assert "Contact control must be emphasized." in text
+    assert "Caldeira" not in text and "Estudo descritivo" not in text and "O controle" not in text
+
+
+def test_a_one_character_line_on_every_page_edge_is_furniture() -> None:
+    from openmsd_build.text.extract.pdf import _remove_headers_footers
+
+    pages = [["!", f"Text of page {k} that says something different each time {'x' * k}."] for k in range(5)]
+    assert all(lines[0] != "!" for lines in _remove_headers_footers(pages))

@@ -257,20 +257,44 @@ def _is_usable_description(text: str, title: str) -> bool:
     )
 
 
+# Containers of other papers: a reference list, "cited by" and "recommended" boxes, whose
+# items carry their own "show abstract" boxes (ScienceDirect's `reference-abstract` inside
+# `citing-articles`); an abstract box inside one, or inside a list item, is another paper's.
+_OTHER_PAPERS_TOKEN_RE = re.compile(
+    r"(?:^|[-_])(?:ref(?:erence)?s?|bibliograph\w*|citing|cited|citations?|related|recommend\w*|similar|"
+    r"more-?like\w*|also-?read|trending|popular|most-?read)(?:$|[-_])",
+    re.IGNORECASE,
+)
+
+
+def _another_papers(node: lxml.html.HtmlElement) -> bool:
+    """Whether `node` sits in a list item or a container of other papers (`_OTHER_PAPERS_TOKEN_RE`
+    on its own class / id or an ancestor's)."""
+    for element in (node, *node.iterancestors()):
+        if element.tag == "li":
+            return True
+        tokens = f"{element.get('class') or ''} {element.get('id') or ''}".split()
+        if any(_OTHER_PAPERS_TOKEN_RE.search(t) for t in tokens):
+            return True
+    return False
+
+
 def _abstract_candidates(tree: lxml.html.HtmlElement) -> list[lxml.html.HtmlElement]:
-    """Elements whose class / id says "abstract" (and not a part next to it), innermost first
-    in document order: the outer `Abstracts` box of ScienceDirect also holds the highlights,
-    the inner `abstract author` holds only the abstract."""
+    """Elements whose class / id says "abstract" (and not a part next to it, nor another
+    paper's: `_another_papers`), innermost first in document order: the outer `Abstracts` box
+    of ScienceDirect also holds the highlights, the inner `abstract author` holds only the
+    abstract."""
     found = []
     for node in tree.iter("section", "div", "article", "blockquote", "p", "span"):
         tokens = f"{node.get('class') or ''} {node.get('id') or ''}".split()
         if node.get("itemprop") in ("abstract", "description") and node.tag != "meta":
-            found.append(node)
+            if not _another_papers(node):
+                found.append(node)
             continue
         if any(_ABSTRACT_TOKEN_RE.search(t) for t in tokens) and not any(
             _NOT_ABSTRACT_TOKEN_RE.search(t) for t in tokens
         ):
-            if not any(a.tag in ("nav", "footer", "header", "aside") for a in node.iterancestors()):
+            if not any(a.tag in ("nav", "footer", "header", "aside") for a in node.iterancestors()) and not _another_papers(node):
                 found.append(node)
     inner = []
     found_set = set(found)

@@ -221,7 +221,7 @@ def _remove_headers_footers(pages: list[list[str]]) -> list[list[str]]:
         page_edges.append(edges)
         counts.update(set(edges.values()))
     threshold = max(REPEAT_MIN_PAGES, (len(pages) + 1) // 2)
-    repeated = {k for k, c in counts.items() if c >= threshold and len(k) > 1} if len(pages) >= REPEAT_MIN_PAGES else set()
+    repeated = {k for k, c in counts.items() if c >= threshold} if len(pages) >= REPEAT_MIN_PAGES else set()
     cleaned = []
     for lines, edges in zip(pages, page_edges, strict=True):
         cleaned.append(
@@ -294,8 +294,16 @@ def _cut_references(lines: list[str]) -> tuple[list[str], bool]:
     return lines, False
 
 
+_LABEL_CLOSE_RE = re.compile(r"\s*(?:[:：.]|$)")
+
+
 def _is_abstract_end(line: str, heading_text: str) -> bool:
-    if _STOP_RE.match(line) or _FOOTNOTE_LINE_RE.match(line):
+    stop = _STOP_RE.match(line)
+    # a lower-case line continues a sentence ("received chemoprophylaxis."), unless the word
+    # stands as a label ("keywords: ...", "received")
+    if stop and (not line.lstrip()[:1].islower() or _LABEL_CLOSE_RE.match(line, stop.end())):
+        return True
+    if _FOOTNOTE_LINE_RE.match(line):
         return True
     if _NUMBERED_HEADING_RE.match(line) and _looks_like_heading(re.sub(_NUMBER_PREFIX, "", line)):
         return True
@@ -324,21 +332,52 @@ def _heading_at(line: str) -> tuple[str, str] | None:
 # Structured abstracts printed without an "Abstract" heading (SciELO, PAHO, medical
 # journals): the objective label opens the abstract and a methods label follows within a few
 # lines. Labels stay in the text, as printed ("Objetivos. Con el propósito ...").
-_OBJECTIVE_LABEL_RE = re.compile(
-    r"^\s*(?:objetivos?|objective?s?|purpose|aims?|background|context|contexto|fundamentos?|antecedentes|"
+_OBJECTIVE_WORDS = (
+    r"objetivos?|objective?s?|purpose|aims?|background|context|contexto|fundamentos?|antecedentes|"
     r"introdu[cç][ãa]o|introducci[óo]n|objectifs?|contexte|ziele?|hintergrund|fragestellung|obiettiv[oi]|scopo|"
-    r"premessa|cel(?: pracy)?|wst[eę]p|цель|мета|актуальность|amaç|doel(?:stelling)?|achtergrond|tujuan|latar belakang)"
-    r"\s*(?:[.:：]|\s[-–—])\s*\S",
-    re.IGNORECASE,
+    r"premessa|cel(?: pracy)?|wst[eę]p|цель|мета|актуальность|amaç|doel(?:stelling)?|achtergrond|tujuan|latar belakang"
 )
-_METHODS_LABEL_RE = re.compile(
-    r"^\s*(?:m[ée]todos?|methods?|methodology|materials? and methods|material(?:es)? y m[ée]todos|"
+_METHODS_WORDS = (
+    r"m[ée]todos?|methods?|methodology|materials? and methods|material(?:es)? y m[ée]todos|"
     r"materiais e m[ée]todos|m[ée]thodes?|methoden|metodi|metod[ay]|методы|методи|yöntem|metode|"
-    r"design|diseño|delineamento|desenho|study design|participants|setting)\s*(?:[.:：]|\s[-–—])",
-    re.IGNORECASE,
+    r"design|diseño|delineamento|desenho|study design|participants|setting"
 )
+_OBJECTIVE_LABEL_RE = re.compile(rf"^\s*(?:{_OBJECTIVE_WORDS})\s*(?:[.:：]|\s[-–—])\s*\S", re.IGNORECASE)
+_METHODS_LABEL_RE = re.compile(rf"^\s*(?:{_METHODS_WORDS})\s*(?:[.:：]|\s[-–—])", re.IGNORECASE)
+# the same labels alone on their line, as boxed structured abstracts print them ("Objective")
+_BARE_OBJECTIVE_RE = re.compile(rf"^\s*(?:{_OBJECTIVE_WORDS})\s*[.:：]?\s*$", re.IGNORECASE)
+_BARE_METHODS_RE = re.compile(rf"^\s*(?:{_METHODS_WORDS})\s*[.:：]?\s*$", re.IGNORECASE)
 STRUCTURED_LOOKAHEAD = 25
 """Lines after an objective label within which a methods label must follow."""
+
+
+CONTINUATION_LOOKAHEAD = 40
+"""Lines after a one-section structured abstract within which its methods label may resume it."""
+
+
+def _structured_continuation(lines: list[str], body: list[str], j: int) -> tuple[list[str], int]:
+    """(the rest of a structured abstract, where it ends) when `body` is only its first section
+    (a bare objective label, its text and maybe page furniture; no methods label) and the
+    methods label follows alone within
+    `CONTINUATION_LOOKAHEAD` lines: a boxed abstract that the text layer interleaves with the
+    other column or the next page's text ("Objective ... patients." | running head, body
+    text | "Methods ..."). The rest runs to the abstract's end or the next methods label
+    (the body's own "MÉTODOS" section). ([], j) otherwise."""
+    if not body or not _BARE_OBJECTIVE_RE.match(body[0]) or len(body) > 12 or any(
+            _BARE_METHODS_RE.match(ln) or _METHODS_LABEL_RE.match(ln) for ln in body):
+        return [], j
+    start = next((k for k in range(j, min(len(lines), j + CONTINUATION_LOOKAHEAD)) if _BARE_METHODS_RE.match(lines[k])), None)
+    if start is None:
+        return [], j
+    rest, k = [lines[start]], start + 1
+    while k < len(lines) and len(rest) < 60:
+        line = lines[k]
+        if line and (_is_abstract_end(line, "") or _BARE_METHODS_RE.match(line)):
+            break
+        if line:
+            rest.append(line)
+        k += 1
+    return rest, k
 
 
 def _structured_start(lines: list[str], i: int) -> bool:
@@ -497,6 +536,12 @@ def _find_abstracts(lines: list[str], limit: int = 4) -> list[FoundAbstract]:
                     capped = True
                     break
             j += 1
+        if not capped:
+            rest, j = _structured_continuation(lines, body, j)
+            if rest:  # what the text layer put between the two parts (a running head) goes
+                while len(body) > 1 and not _SENTENCE_END_RE.search(body[-1]):
+                    body.pop()
+                body += rest
         leaders = sum(1 for ln in body if _DOT_LEADER_RE.search(ln))
         text = clean_abstract(_join_lines(body))
         key = re.sub(r"\W+", "", text.lower())[:200]
