@@ -64,8 +64,14 @@ MIN_SIGNS_PER_PAGE = 2
 font's odd glyph is not an encoding."""
 
 
+_ANY_SIGN_RE = re.compile(f"[{_SIGNS}]")
+
+
 def legacy_signs(text: str) -> int:
-    """How many times a Latin-1 sign or C1 code sits between two letters in `text`."""
+    """How many times a Latin-1 sign or C1 code sits between two letters in `text` (0 at once
+    when it holds no sign at all, as most pages do)."""
+    if _ANY_SIGN_RE.search(text) is None:
+        return 0
     return len(_SIGN_IN_WORD_RE.findall(text))
 
 

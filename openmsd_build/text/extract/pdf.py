@@ -165,8 +165,21 @@ _LONE_CR_RE = re.compile(r"\r(?!\n)")
 # PDFium sometimes keeps the line break after the U+FFFE hyphen and sometimes drops it.
 _WORD_BREAK_RE = re.compile(r"(?<=[a-zà-ÿа-я])\ufffe\s*(?:\r?\n)?\s*(?=[a-zà-ÿа-я])")
 _BREAK_HYPHEN_RE = re.compile(r"\ufffe\s*(?:\r?\n)?\s*")
-_JOINED_BREAK_RE = re.compile(r"(\w+)\ufffe(\w+)")
-_COMPOUND_RE = re.compile(r"\w+-\w+")
+_WORD_END_RE = re.compile(r"\w+$")
+_WORD_START_RE = re.compile(r"\w+")
+
+
+def _broken_words(line: str) -> list[tuple[str, str, str]]:
+    """(text before, the word's two halves ...) for `line` split at its joined line-break
+    marks: [(piece, left half, right half), ...] plus the last piece as (piece, "", "")."""
+    pieces = line.split("\ufffe")
+    out = []
+    for k, piece in enumerate(pieces[:-1]):
+        left = _WORD_END_RE.search(piece[-60:])
+        right = _WORD_START_RE.match(pieces[k + 1])
+        out.append((piece, left.group() if left else "", right.group() if right else ""))
+    out.append((pieces[-1], "", ""))
+    return out
 
 
 def resolve_breaks(texts: list[str], evidence: str | set[str]) -> list[str]:
@@ -175,20 +188,31 @@ def resolve_breaks(texts: list[str], evidence: str | set[str]) -> list[str]:
     (the document's text, or the lower-cased compounds found in it: `break_compounds`) holds
     that compound with a hyphen; "ориенти-рованными" is joined. The document is the only
     dictionary that knows its own compounds."""
-    if not any("\ufffe" in t for t in texts):
-        return texts
-    compounds = break_compounds(evidence) if isinstance(evidence, str) else evidence
+    compounds = break_compounds(texts, evidence) if isinstance(evidence, str) else evidence
+    out = []
+    for text in texts:
+        if "\ufffe" in text:
+            text = "".join(piece + ("-" if a and b and f"{a}-{b}".lower() in compounds else "")
+                           for piece, a, b in _broken_words(text))
+        out.append(text)
+    return out
 
-    def join(m: re.Match[str]) -> str:
-        hyphenated = f"{m.group(1)}-{m.group(2)}"
-        return hyphenated if hyphenated.lower() in compounds else m.group(1) + m.group(2)
 
-    return [_JOINED_BREAK_RE.sub(join, t).replace("\ufffe", "") if "\ufffe" in t else t for t in texts]
-
-
-def break_compounds(evidence: str) -> set[str]:
-    """The hyphenated compounds of `evidence`, lower-cased (`resolve_breaks`' dictionary)."""
-    return {c.lower() for c in _COMPOUND_RE.findall(evidence)} if "-" in evidence else set()
+def break_compounds(texts: list[str], evidence: str) -> set[str]:
+    """The compounds broken at a line end in `texts` that `evidence` writes with a hyphen,
+    lower-cased (`resolve_breaks`' dictionary): the words around each hyphen of `evidence`,
+    so a document pays for its hyphens, not for its length times its breaks."""
+    wanted = {f"{a}-{b}".lower() for t in texts if "\ufffe" in t for _p, a, b in _broken_words(t) if a and b}
+    if not wanted or "-" not in evidence:
+        return set()
+    found = set()
+    pieces = evidence.split("-")
+    for left, right in zip(pieces, pieces[1:], strict=False):
+        b = _WORD_START_RE.match(right)
+        a = _WORD_END_RE.search(left[-60:]) if b else None
+        if a and f"{a.group()}-{b.group()}".lower() in wanted:
+            found.add(f"{a.group()}-{b.group()}".lower())
+    return found
 
 
 def _page_lines(text: str) -> list[str]:
@@ -199,8 +223,10 @@ def _page_lines(text: str) -> list[str]:
     line break."""
     text = _LONE_CR_RE.sub(" ", text)
     if "\ufffe" in text:  # most pages have none: two scans saved
-        text = _WORD_BREAK_RE.sub("\ufffe", text)
-        text = _BREAK_HYPHEN_RE.sub(lambda m: m.group() if m.group() == "\ufffe" else "-", text)
+        # joined breaks wait as U+FFFF (a noncharacter no text layer holds) while the others
+        # become hyphens, then take the mark `resolve_breaks` reads
+        text = _WORD_BREAK_RE.sub("\uffff", text)
+        text = _BREAK_HYPHEN_RE.sub("-", text).replace("\uffff", "\ufffe")
     text = fix_text_layer(text)
     # lone CRs are gone (above), so the line ends left are CR LF and LF: str methods split
     # there as the regex `\r\n|\r|\n` did, in a fifth of its time
@@ -1146,6 +1172,7 @@ def extract_pdf(data: bytes, max_pages: int = MAX_PAGES) -> dict[str, Any]:
         pages: list[list[str]] = []
         size_lines: list[tuple[str, float, float]] = []
         budget = MAX_CONTENT_CHARS  # characters read over all pages (see `caps`)
+        breaks = False  # whether any page has a line-break hyphen (`resolve_breaks`)
         for index in range(min(n_pages, max_pages)):
             if budget <= 0:
                 rules["pages_capped"] = index
@@ -1155,7 +1182,9 @@ def extract_pdf(data: bytes, max_pages: int = MAX_PAGES) -> dict[str, Any]:
             try:
                 count = min(textpage.count_chars(), budget)
                 budget -= count
-                pages.append(_page_lines(textpage.get_text_range(0, count) if count > 0 else ""))
+                page_text = textpage.get_text_range(0, count) if count > 0 else ""
+                breaks = breaks or "\ufffe" in page_text
+                pages.append(_page_lines(page_text))
                 if index == 0:
                     size_lines = _first_page_lines_with_size(textpage)
             finally:
@@ -1165,8 +1194,9 @@ def extract_pdf(data: bytes, max_pages: int = MAX_PAGES) -> dict[str, Any]:
         doc.close()
 
     pages = _remove_headers_footers(pages)
-    if any("\ufffe" in ln for lines in pages for ln in lines) or any("\ufffe" in t for t, _s, _y in size_lines):
-        compounds = break_compounds("\n".join(ln for lines in pages for ln in lines))
+    if breaks:
+        compounds = break_compounds([ln for lines in pages for ln in lines] + [t for t, _s, _y in size_lines],
+                                    "\n".join(ln for lines in pages for ln in lines))
         pages = [resolve_breaks(lines, compounds) for lines in pages]
         size_lines = list(zip(resolve_breaks([t for t, _s, _y in size_lines], compounds),
                               [s for _t, s, _y in size_lines], [y for _t, _s, y in size_lines], strict=True))
