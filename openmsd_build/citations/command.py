@@ -112,3 +112,13 @@ _DROPS = ("rows_unrecognized_file", "malformed_row", "bad_doi", "no_doi", "self_
 def summary_line(counts: dict) -> str:
     drops = {k: counts[k] for k in _DROPS if counts.get(k)}
     return f"citations: read {counts.get('rows_read', 0)} rows, kept {counts.get('edges_kept', 0)} edges; dropped {drops}"
+
+
+def flag_inputs(args: argparse.Namespace) -> list[dict]:
+    """The OpenCitations files (and META dumps) this run read, for `_stats/citations.json`
+    (`core.stage_inputs`)."""
+    from openmsd_build.core.stage_inputs import globbed_inputs
+
+    files = globbed_inputs(list(args.opencitations), "--opencitations", "opencitations")
+    meta = list(getattr(args, "meta", None) or [])
+    return files + (globbed_inputs(meta, "--meta", "opencitations-meta") if meta else [])

@@ -14,7 +14,9 @@ from openmsd_build.core import parquet_io
 from openmsd_build.core.stages import stage as stage_entry
 
 
-def _sized(paths: list[str], source: str) -> list[dict]:
+def sized_inputs(paths: list[str], source: str) -> list[dict]:
+    """`paths` as input rows `{"source", "path", "bytes"}`, each size read from its filesystem
+    (None for a file gone since the stage read it)."""
     from apache_beam.io.filesystems import FileSystems
 
     out = []
@@ -27,29 +29,22 @@ def _sized(paths: list[str], source: str) -> list[dict]:
     return out
 
 
+def globbed_inputs(patterns: list[str], what: str, source: str) -> list[dict]:
+    """The files `patterns` match as input rows, with the sizes the one listing found."""
+    from openmsd_build.core.inputs import expand_globs
+
+    return [{"source": source, "path": path, "bytes": size} for path, size in expand_globs(patterns, what)]
+
+
 def flag_inputs(stage: str, args: argparse.Namespace) -> list[dict]:
-    """The files the stage's own flags named (what it read besides upstream outputs)."""
-    from openmsd_build.core.inputs import expand_input_files
+    """The files the stage's own flags named (what it read besides upstream outputs): the
+    stage's command module says, through its `flag_inputs(args)` when it has one (core
+    imports no stage; the registry names the module)."""
+    import importlib
 
-    if stage == "citations":
-        files = _sized(expand_input_files(list(args.opencitations), "--opencitations"), "opencitations")
-        meta = list(getattr(args, "meta", None) or [])
-        return files + (_sized(expand_input_files(meta, "--meta"), "opencitations-meta") if meta else [])
-    if stage == "text":
-        from openmsd_build.text.fetch.spec import FetchSpec
-
-        fetch = FetchSpec.parse(getattr(args, "fetch", "none"))
-        if fetch.archive_kind is not None:
-            from openmsd_build.text.fetch.warc_backend import expand_paths
-
-            return _sized(expand_paths(",".join(fetch.globs)), fetch.mode)
-        if fetch.local:
-            from openmsd_build.text.fetch.local_files import parse_spec
-
-            folder, manifest = parse_spec(str(fetch))
-            return [{"source": "local-folder", "path": folder, "bytes": None}] + (
-                _sized([manifest], "local-manifest") if manifest else [])
-    return []
+    module = importlib.import_module(stage_entry(stage).command)
+    getter = getattr(module, "flag_inputs", None)
+    return list(getter(args)) if getter is not None else []
 
 
 def stage_inputs(out: str, stage: str, args: argparse.Namespace) -> list[dict]:

@@ -198,3 +198,22 @@ def summary_line(counts: dict) -> str:
         f"text: {kept} documents kept, dropped {dropped}; fetched ok {fetched_ok}, errors {errors}; "
         f"{counts.get('with_content', 0)} with full content"
     )
+
+
+def flag_inputs(args: argparse.Namespace) -> list[dict]:
+    """The archives, or the local folder and its manifest, this run read, for
+    `_stats/text.json` (`core.stage_inputs`)."""
+    from openmsd_build.core.stage_inputs import sized_inputs
+
+    fetch = FetchSpec.parse(getattr(args, "fetch", "none"))
+    if fetch.archive_kind is not None:
+        from openmsd_build.text.fetch.warc_backend import expand_paths
+
+        return sized_inputs(expand_paths(",".join(fetch.globs)), fetch.mode)
+    if fetch.local:
+        from openmsd_build.text.fetch.local_files import parse_spec
+
+        folder, manifest = parse_spec(str(fetch))
+        return [{"source": "local-folder", "path": folder, "bytes": None}] + (
+            sized_inputs([manifest], "local-manifest") if manifest else [])
+    return []
