@@ -27,11 +27,10 @@ from importlib import metadata
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from openmsd_build.core import layout
 from openmsd_build.core.errors import UserError
-from openmsd_build.core.parquet_io import join_path
+from openmsd_build.core.parquet_io import join_path, write_table
 from openmsd_build.evaluate import benchmark, large_pool, tasks, topk
 from openmsd_build.evaluate.corpus import Corpus, load_corpus
 
@@ -86,11 +85,6 @@ def pool_table(corpus: Corpus, sample: large_pool.PoolSample, relations) -> pa.T
                      "language": [corpus.languages[i] for i in keep]})
 
 
-def _write_parquet(table: pa.Table, path: str) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    pq.write_table(table, path, compression="zstd")
-
-
 def write_benchmark(directory: str, corpus: Corpus, rows: list[dict]) -> dict:
     """The benchmark as a BEIR task plus `candidates.parquet` (the type on each row)."""
     os.makedirs(join_path(directory, "qrels"), exist_ok=True)
@@ -117,7 +111,7 @@ def write_benchmark(directory: str, corpus: Corpus, rows: list[dict]) -> dict:
         "query_language": [corpus.languages[r["query"]] for r in rows],
         "corpus_language": [corpus.languages[r["candidate"]] for r in rows],
     })
-    _write_parquet(table, join_path(directory, "candidates.parquet"))
+    write_table(table, join_path(directory, "candidates.parquet"))
     by_type = {t: sum(1 for r in rows if r["type"] == t) for t in benchmark.TYPES}
     return {"queries": len(queries), "corpus": len(docs), "rows": len(rows), "by_type": by_type}
 
@@ -140,7 +134,7 @@ def evaluate_split(corpus: Corpus, models: dict[str, object], sizes, resamples: 
                 samples.append(s.describe())
                 if pools_dir:
                     name = f"size={size}" if field is None else f"field={field}/size={size}"
-                    _write_parquet(pool_table(corpus, s, relations),
+                    write_table(pool_table(corpus, s, relations),
                                    join_path(pools_dir, corpus.split, name, f"resample={i}.parquet"))
                 for m, model in models.items():
                     started = time.time()
