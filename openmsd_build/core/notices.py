@@ -85,15 +85,14 @@ def _citations(counts: Mapping[str, int]) -> list[str]:
     documents = counts.get("documents_read", 0)
     missing = {k: counts.get(k, 0) for k in ("citing_missing", "cited_missing", "no_abstract")}
     if sum(missing.values()) >= (read - kept) / 2:
-        parts = []
-        if missing["citing_missing"]:
-            parts.append(f"the citing DOI of {_n(missing['citing_missing'])}")
-        if missing["cited_missing"]:
-            parts.append(f"the cited DOI of {_n(missing['cited_missing'])}")
+        citing, cited = missing["citing_missing"], missing["cited_missing"]
+        named = (f"{_n(citing)} rows name a citing DOI and {_n(cited)} a cited DOI" if citing and cited else
+                 f"{_n(citing)} rows name a citing DOI" if citing else
+                 f"{_n(cited)} rows name a cited DOI" if cited else "")
+        parts = [f"{named} that is not among the {_n(documents)} papers with text"] if named else []
         if missing["no_abstract"]:
-            parts.append(f"an end without an abstract in {_n(missing['no_abstract'])}")
-        why = (f"{' and '.join(parts)} rows are not among the {_n(documents)} papers with text: are the "
-               "OpenCitations and metadata slices from the same papers?")
+            parts.append(f"{_n(missing['no_abstract'])} rows have an end without an abstract")
+        why = f"{'; '.join(parts)}: are the OpenCitations and metadata slices from the same papers?"
     else:
         why = f"dropped: {_top(counts, '', 4)}"
     return [f"citations kept {_n(kept)} of {_n(read)} rows read; {why}"]

@@ -23,7 +23,7 @@ COCI = "opencitations/coci_rows_from_citecorp_api.csv"
 def test_citations_warning_names_the_cause():
     counts = {"rows_read": 135, "citing_missing": 133, "duplicate_edge": 2, "documents_read": 125}
     [line] = stage_warnings("citations", counts)
-    assert line.startswith("citations kept 0 of 135 rows read; the citing DOI of 133 rows are not among the 125")
+    assert line.startswith("citations kept 0 of 135 rows read; 133 rows name a citing DOI that is not among the 125")
     assert "are the OpenCitations and metadata slices from the same papers?" in line
     # a healthy stage says nothing; a suspiciously small one does
     assert stage_warnings("citations", {"rows_read": 1000, "edges_kept": 900, "documents_read": 50}) == []
