@@ -10,8 +10,10 @@ This is where the kept text of a paper is decided (pure function, no Beam):
 - abstracts: every abstract the paper carries (metadata, page meta tags and sections, PDF
   headings), each split where its paragraphs change language (one "Abstract" heading over a
   German and an English paragraph is two abstracts) and labelled with its language; wrong
-  ones (citation lines, page chrome, tables of contents) are dropped with a reason
-  (`abstract_entries`). `abstract` is the one in the paper's own language;
+  ones (citation lines, page chrome, tables of contents, reference lists, the later language
+  runs of a block cut at the extractor's word cap, a second abstract under the same heading
+  in one language) are dropped with a reason (`abstract_entries`). `abstract` is the one in
+  the paper's own language;
 - language: the paper's own language is decided first (`_own_language`: the body text when
   there is one, else the title's language among the abstracts' languages, publisher hints
   only to break a tie), then CLD3 on title + the abstract in that language;
