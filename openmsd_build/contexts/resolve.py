@@ -9,8 +9,12 @@ last word of `markers.normalize_name`, so particles and accents do not matter) a
   picks the reference whose year carries that suffix when the list writes suffixes);
 * `author_year_suffix_order` — several references share author and year, none written with a
   suffix, and the marker has one: the suffix letter picks them in list order (a = first);
-* `author_year_unstructured` — no reference has the author in its `author` field: one whose
+* `author_year_unstructured` — the one candidate is an entry without an `author` field whose
   `unstructured` text names the surname before the year, with that year.
+
+Candidates are the entries of both kinds together, so an entry deposited without an author
+never loses to a namesake that has one: two candidates and no suffix to choose by is
+`author_year_ambiguous`, unless both are one DOI.
 
 Unresolved markers carry one reason (the stage counts them, `REASONS`): `no_reference_list`,
 `number_out_of_range`, `author_year_ambiguous` (several candidates, nothing to choose by),
@@ -70,15 +74,15 @@ class ReferenceIndex:
     def __init__(self, references: list[Reference]):
         self.references = references
         self.by_author: dict[tuple[str, int], list[tuple[Reference, str | None]]] = defaultdict(list)
-        self.unstructured: list[tuple[Reference, str, int]] = []
+        self.unstructured: list[tuple[Reference, str, int, str | None]] = []
         for ref in references:
-            year = _year_parts(ref.year) or (_year_parts(ref.unstructured) if not ref.author else None)
             surname = _surname_key(ref.author)
+            year = _year_parts(ref.year) or (_year_parts(ref.unstructured) if not ref.author else None)
             if surname and year:
                 self.by_author[(surname, year[0])].append((ref, year[1]))
             elif not ref.author and ref.unstructured and year:
                 head = ref.unstructured[: _YEAR.search(ref.unstructured).start()]  # type: ignore[union-attr]
-                self.unstructured.append((ref, f" {normalize_name(head)} ", year[0]))
+                self.unstructured.append((ref, f" {normalize_name(head)} ", year[0], year[1]))
 
     def resolve(self, marker: Marker) -> Resolution:
         if not self.references:
@@ -89,31 +93,33 @@ class ReferenceIndex:
             return _found(self.references[marker.number - 1], "number_position")
         return self._author_year(marker)
 
-    def _author_year(self, marker: Marker) -> Resolution:
+    def candidates(self, marker: Marker) -> list[tuple[Reference, str | None, str]]:
+        """Every entry that may be the marker's: `(reference, year suffix, method)` in list order,
+        by the deposited first author, or by the `unstructured` text of entries without one."""
         surname = _surname_key(marker.surname)
         if surname is None or marker.year is None:
-            return Resolution(None, None, "author_year_no_match")
-        candidates = self.by_author.get((surname, marker.year), [])
-        if marker.suffix and len(candidates) > 1:
-            suffixed = [ref for ref, suffix in candidates if suffix == marker.suffix]
-            if len(suffixed) == 1:
-                return _found(suffixed[0], "author_year")
-            if all(suffix is None for _, suffix in candidates):
-                index = ord(marker.suffix) - ord("a")
-                if 0 <= index < len(candidates):
-                    return _found(candidates[index][0], "author_year_suffix_order")
-            return Resolution(None, None, "author_year_ambiguous")
-        if len(candidates) == 1:
-            return _found(candidates[0][0], "author_year")
-        if len(candidates) > 1:
-            return _one_doi([ref for ref, _ in candidates], "author_year")
+            return []
+        found = [(ref, suffix, "author_year") for ref, suffix in self.by_author.get((surname, marker.year), [])]
         needle = " " + " ".join(normalize_name(marker.surname or "").split()) + " "
-        loose = [ref for ref, head, year in self.unstructured if year == marker.year and needle in head]
-        if len(loose) == 1:
-            return _found(loose[0], "author_year_unstructured")
-        if len(loose) > 1:
-            return _one_doi(loose, "author_year_unstructured")
-        return Resolution(None, None, "author_year_no_match")
+        found += [(ref, suffix, "author_year_unstructured") for ref, head, year, suffix in self.unstructured
+                  if year == marker.year and needle in head]
+        return sorted(found, key=lambda c: c[0].order)
+
+    def _author_year(self, marker: Marker) -> Resolution:
+        candidates = self.candidates(marker)
+        if not candidates:
+            return Resolution(None, None, "author_year_no_match")
+        if len(candidates) == 1:
+            return _found(candidates[0][0], candidates[0][2])
+        if marker.suffix:
+            suffixed = [c for c in candidates if c[1] == marker.suffix]
+            if len(suffixed) == 1:
+                return _found(suffixed[0][0], suffixed[0][2])
+            index = ord(marker.suffix) - ord("a")
+            if all(c[1] is None for c in candidates) and 0 <= index < len(candidates):
+                return _found(candidates[index][0], "author_year_suffix_order")
+            return Resolution(None, None, "author_year_ambiguous")
+        return _one_doi([c[0] for c in candidates], candidates[0][2])
 
 
 def _found(ref: Reference, method: str) -> Resolution:

@@ -210,12 +210,39 @@ def check_pairs(out: str | Path) -> list[str]:
     return p
 
 
+def check_contexts(out: str | Path) -> list[str]:
+    """The stage's own equations (`contexts.command.check_counts`), documents_read = rows of
+    documents/, contexts_written = rows of contexts/, and for pairs/ccs: `ccs_pairs.<s>` = rows
+    of pairs/ccs/split=<s>, `ccs_instances_kept` = the sum of their supports, no pair twice."""
+    from openmsd_build.contexts.command import check_counts
+
+    c = stage_counts(out, "contexts")
+    if c is None:
+        return [_no_stats("contexts")]
+    p: list[str] = list(check_counts(c))
+    _eq(p, "contexts", "documents_read = documents/ rows", c.get("documents_read", 0), n_rows(Path(out) / "documents"))
+    _eq(p, "contexts", "contexts_written = contexts/ rows", c.get("contexts_written", 0), n_rows(Path(out) / "contexts"))
+    supports = 0
+    for s in SPLITS:
+        table = read_rows(Path(out) / "pairs" / "ccs" / f"split={s}")
+        rows = table.num_rows if table is not None else 0
+        _eq(p, "contexts", f"pairs/ccs/split={s} rows = ccs_pairs.{s}", rows, c.get(f"ccs_pairs.{s}", 0))
+        if table is not None and rows:
+            supports += sum(table.column("support").to_pylist())
+            keys = list(zip(table.column("doi_a").to_pylist(), table.column("doi_b").to_pylist(), strict=True))
+            if len(set(keys)) != len(keys):
+                p.append(f"contexts: ccs/{s} has {len(keys) - len(set(keys))} duplicate pairs")
+    _eq(p, "contexts", "ccs_instances_kept = sum of ccs supports", c.get("ccs_instances_kept", 0), supports)
+    return p
+
+
 CHECKS = {
     "papers": check_papers,
     "text": check_text,
     "citations": check_citations,
     "split": check_split,
     "pairs": check_pairs,
+    "contexts": check_contexts,
 }
 
 
