@@ -3,7 +3,8 @@
 A reference list is the Crossref record's `reference` array in its deposited order
 (`Reference.order` is 1-based). A numeric marker `n` is the reference at position `n`
 (`number_position`). An author-year marker is matched by the first author's surname (the
-last word of `markers.normalize_name`, so particles and accents do not matter) and the year:
+last word of `markers.normalize_name`, so particles and accents do not matter; a deposited
+author is also found by its first word, for corporate authors) and the year:
 
 * `author_year` — exactly one reference has that first author and year (a suffix `2014b`
   picks the reference whose year carries that suffix when the list writes suffixes);
@@ -58,9 +59,20 @@ class Resolution:
         return self.reference.doi if self.reference is not None and self.reason is None else None
 
 
+_PARTICLES = frozenset("van von der den de da di du la le dos das del della ten ter al el".split())
+
+
 def _surname_key(name: str | None) -> str | None:
     words = normalize_name(name or "").split()
     return words[-1] if words else None
+
+
+def _author_keys(author: str | None) -> set[str]:
+    """The words a deposited first author is found by: the last ("van der Berg" -> "berg") and
+    the first that is not a particle, for corporate authors cited by their first word
+    ("EFSA ANS Panel (...)" is cited as "EFSA")."""
+    words = normalize_name(author or "").split()
+    return {words[-1], next((w for w in words if w not in _PARTICLES), words[-1])} if words else set()
 
 
 def _year_parts(value: str | None) -> tuple[int, str | None] | None:
@@ -76,10 +88,11 @@ class ReferenceIndex:
         self.by_author: dict[tuple[str, int], list[tuple[Reference, str | None]]] = defaultdict(list)
         self.unstructured: list[tuple[Reference, str, int, str | None]] = []
         for ref in references:
-            surname = _surname_key(ref.author)
+            keys = _author_keys(ref.author)
             year = _year_parts(ref.year) or (_year_parts(ref.unstructured) if not ref.author else None)
-            if surname and year:
-                self.by_author[(surname, year[0])].append((ref, year[1]))
+            if keys and year:
+                for key in sorted(keys):
+                    self.by_author[(key, year[0])].append((ref, year[1]))
             elif not ref.author and ref.unstructured and year:
                 head = ref.unstructured[: _YEAR.search(ref.unstructured).start()]  # type: ignore[union-attr]
                 self.unstructured.append((ref, f" {normalize_name(head)} ", year[0], year[1]))
