@@ -141,6 +141,7 @@ def _years(text: str) -> list[tuple[int, str | None, int, int]]:
     return [(int(m.group("y")), m.group("s"), m.start(), m.end()) for m in _ONE_YEAR.finditer(text)]
 
 
+_NAME_WINDOW = 120  # a narrative name is looked for in the characters just before "(2019)"
 _PREVIOUS_WORD = re.compile(r"(\S+)\s*$")
 _CONNECTOR = re.compile(r"\s(?:et\s+al|and|&|и|und)\b")
 
@@ -151,7 +152,7 @@ def _narrative_name(sentence: str, named: re.Match) -> bool:
     Lee" are always names."""
     if _CONNECTOR.search(named.group("names")):
         return True
-    previous = _PREVIOUS_WORD.search(sentence, 0, named.start("names"))
+    previous = _PREVIOUS_WORD.search(sentence, max(0, named.start("names") - _NAME_WINDOW), named.start("names"))
     return previous is None or not previous.group(1)[0].isupper() or previous.group(1)[-1] in ".:;"
 
 
@@ -161,7 +162,7 @@ def _author_year(sentence: str) -> list[Marker]:
         body, base = paren.group("body"), paren.start("body")
         only = _ONLY_YEARS.match(body)
         if only:
-            named = _NARRATIVE_NAME.search(sentence, 0, paren.start())
+            named = _NARRATIVE_NAME.search(sentence, max(0, paren.start() - _NAME_WINDOW), paren.start())
             surname = first_surname(named.group("names")) if named and _narrative_name(sentence, named) else None
             if surname is not None and named is not None:
                 out.extend(Marker("narrative", named.start("names"), paren.end(), surname=surname, year=y, suffix=s)

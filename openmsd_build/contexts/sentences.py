@@ -36,6 +36,7 @@ _NUMERIC_TAIL = (
 _CJK_END = rf"[\u3002\uff01\uff1f\uff61\uff0e]+[{_CLOSERS}]*{_NUMERIC_TAIL}"
 _LATIN_END = rf"[.!?\u2026]+[{_CLOSERS}]*{_NUMERIC_TAIL}(?=\s+\S)"
 _END = re.compile(rf"(?P<cjk>{_CJK_END})|(?P<latin>{_LATIN_END})")
+_WORD_WINDOW = 64  # an abbreviation is looked for in the characters just before the period
 _WORD_BEFORE = re.compile(r"([^\W\d_]+(?:\.[^\W\d_]+)*)$")
 _PARAGRAPHS = re.compile(r"\n[ \t\r\f\v]*\n+")
 _SPACES = re.compile(r"\s+")
@@ -44,7 +45,7 @@ _SPACES = re.compile(r"\s+")
 def _is_abbreviation(text: str, period_at: int, after: str) -> bool:
     """Is the period at `period_at` the end of an abbreviation or an initial (`after`: the
     first character after the whitespace that follows)?"""
-    match = _WORD_BEFORE.search(text, 0, period_at)
+    match = _WORD_BEFORE.search(text, max(0, period_at - _WORD_WINDOW), period_at)
     if match is None:
         return False
     word = match.group(1).lower()
@@ -53,9 +54,12 @@ def _is_abbreviation(text: str, period_at: int, after: str) -> bool:
     return word in ABBREVIATIONS or (len(word) == 1 and match.group(1).isupper())
 
 
+_NEXT_CHAR = re.compile(r"\s*(\S?)")
+
+
 def _next_char(text: str, position: int) -> str:
-    rest = text[position:].lstrip()
-    return rest[:1]
+    """The first character after the whitespace at `position` ("" at the end)."""
+    return _NEXT_CHAR.match(text, position).group(1)  # type: ignore[union-attr]
 
 
 def split_paragraph(paragraph: str) -> list[str]:

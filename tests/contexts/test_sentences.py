@@ -3,6 +3,8 @@ placed after the period."""
 
 from __future__ import annotations
 
+import pytest
+
 from openmsd_build.contexts.sentences import split_sentences
 
 
@@ -43,3 +45,16 @@ def test_cyrillic_abbreviations_and_paragraphs() -> None:
     text = "Величина (Иванов и др., 2019) растёт, т.е. быстро. Далее см. рис. 2.\n\nНовый абзац\nпродолжается."
     assert split_sentences(text) == ["Величина (Иванов и др., 2019) растёт, т.е. быстро.", "Далее см. рис. 2.",
                                      "Новый абзац продолжается."]
+
+
+@pytest.mark.timeout(30)
+def test_a_huge_paragraph_is_split_in_linear_time() -> None:
+    """The abbreviation look-back reads a window before each period, not the paragraph up
+    to it (it did: 2 MB of short sentences took minutes)."""
+    from openmsd_build.contexts.markers import find_markers
+
+    paragraph = "See Fig. 2 and it works [3]. " * 70_000
+    sentences = split_sentences(paragraph)
+    assert len(sentences) == 70_000
+    assert sum(len(find_markers(s)) for s in sentences[:1000]) == 1000
+    assert find_markers("(" + "Smith and " * 5000 + "2019)") == []
