@@ -142,18 +142,24 @@ def _years(text: str) -> list[tuple[int, str | None, int, int]]:
 
 
 _NAME_WINDOW = 120  # a narrative name is looked for in the characters just before "(2019)"
-_PREVIOUS_WORD = re.compile(r"(\S+)\s*$")
-_CONNECTOR = re.compile(r"\s(?:et\s+al|and|&|и|und)\b")
+_PREVIOUS_WORDS = re.compile(r"(?:(\S+)\s+)?(\S+)\s*$")
+_ET_AL = re.compile(r"\s(?:et\s+al|и\s+др)")
+_TITLE_GLUE = frozenset("of on for and in & de des der du la le di do da del van".split())
 
 
 def _narrative_name(sentence: str, named: re.Match) -> bool:
-    """A name before "(2019)" is an author's unless it ends a run of capitalized words (a
-    title or venue: "Journal of Adolescent Health (2011)"); "Smith et al." and "Smith and
-    Lee" are always names."""
-    if _CONNECTOR.search(named.group("names")):
+    """A name before "(2019)" is an author's unless it ends a title or venue: a run of
+    capitalized words, possibly glued by "of", "on", "de" ... ("Journal of Adolescent
+    Health (2011)", "Journal of Climate and Society (2008)"); "Smith et al." is always a name."""
+    if _ET_AL.search(named.group("names")):
         return True
-    previous = _PREVIOUS_WORD.search(sentence, max(0, named.start("names") - _NAME_WINDOW), named.start("names"))
-    return previous is None or not previous.group(1)[0].isupper() or previous.group(1)[-1] in ".:;"
+    before = _PREVIOUS_WORDS.search(sentence, max(0, named.start("names") - _NAME_WINDOW), named.start("names"))
+    if before is None:
+        return True
+    word, earlier = before.group(2), before.group(1)
+    if word[0].isupper() and word[-1] not in ".:;":
+        return False
+    return not (word.lower() in _TITLE_GLUE and earlier and earlier[0].isupper() and earlier[-1] not in ".:;")
 
 
 def _author_year(sentence: str) -> list[Marker]:

@@ -55,6 +55,8 @@ def test_narrative_citations_but_not_venues() -> None:
     assert [(m.style, m.surname, m.year, m.suffix) for m in markers] == [
         ("narrative", "Kirov", 2014, "b"), ("narrative", "Lee", 2001, None)]
     assert find_markers("International Journal of Adolescent Health (2011) - https://doi.org/x") == []
+    assert find_markers("Journal of Hydrogeology (2016). Transactions on Climate and Society (2022)") == []
+    assert [m.surname for m in find_markers("This is the work of Smith (2019).")] == ["Smith"]
 
 
 def test_parentheses_that_are_not_citations() -> None:
