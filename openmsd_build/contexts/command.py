@@ -27,7 +27,7 @@ import argparse
 from collections.abc import Mapping, Sequence
 
 import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
+import pyarrow as pa
 
 from openmsd_build.contexts.beam import DEFAULT_SHARDS, STAGE
 from openmsd_build.contexts.resolve import REASONS
@@ -43,14 +43,8 @@ from openmsd_build.schemas import CONTEXTS, PAIRS
 SPLITS = layout.SPLIT_NAMES
 
 
-def _fill_missing_parts(dest: str, shards: int) -> None:
-    """Every output folder holds `shards` part files (empty ones where a shard had no rows)."""
-    folders = [(layout.contexts_dir(dest), CONTEXTS)] + [(layout.pairs_dir(dest, "ccs", s), PAIRS) for s in SPLITS]
-    for directory, schema in folders:
-        for shard in range(shards):
-            path = parquet_io.part_path(directory, shard, shards)
-            if not FileSystems.exists(path):
-                parquet_io.write_table(schema.empty_table(), path)
+def output_dirs(dest: str) -> list[tuple[str, pa.Schema]]:
+    return [(layout.contexts_dir(dest), CONTEXTS)] + [(layout.pairs_dir(dest, "ccs", s), PAIRS) for s in SPLITS]
 
 
 def run_contexts(out: str, crossref: Sequence[str] = (), beam_args: Sequence[str] = (),
@@ -63,7 +57,7 @@ def run_contexts(out: str, crossref: Sequence[str] = (), beam_args: Sequence[str
     with stage_outputs(out, STAGE) as dest:
         with beam.Pipeline(options=options) as pipeline:
             build(pipeline, out, files, shards, dest=dest)
-        _fill_missing_parts(dest, shards)
+        parquet_io.fill_missing_parts(output_dirs(dest), shards)  # every folder holds `shards` files
     return read_stage_counts(out, STAGE)
 
 

@@ -194,20 +194,26 @@ def check_pairs(out: str | Path) -> list[str]:
     _eq(p, "pairs", "edges_annotated = dc_kept.* + dc_cross_split + dc_odt_en_en", c.get("edges_annotated", 0),
         _sum(c, "dc_kept.") + c.get("dc_cross_split", 0) + c.get("dc_odt_en_en", 0))
     for relation in ("cc", "bc"):
-        supports = 0
-        for s in SPLITS:
-            table = read_rows(Path(out) / "pairs" / relation / f"split={s}")
-            rows = table.num_rows if table is not None else 0
-            _eq(p, "pairs", f"pairs/{relation}/split={s} rows = {relation}_pairs.{s}", rows,
-                c.get(f"{relation}_pairs.{s}", 0))
-            if table is not None and rows:
-                supports += sum(table.column("support").to_pylist())
-                keys = list(zip(table.column("doi_a").to_pylist(), table.column("doi_b").to_pylist(), strict=True))
-                if len(set(keys)) != len(keys):
-                    p.append(f"pairs: {relation}/{s} has {len(keys) - len(set(keys))} duplicate pairs")
+        supports = _check_pair_folders(p, out, "pairs", relation, c)
         _eq(p, "pairs", f"{relation}_instances = sum of {relation} supports", c.get(f"{relation}_instances", 0),
             supports)
     return p
+
+
+def _check_pair_folders(p: list[str], out: str | Path, stage: str, relation: str, c: Mapping[str, int]) -> int:
+    """`<relation>_pairs.<s>` = rows of pairs/<relation>/split=<s>, no pair written twice;
+    returns the sum of the supports written."""
+    supports = 0
+    for s in SPLITS:
+        table = read_rows(Path(out) / "pairs" / relation / f"split={s}")
+        rows = table.num_rows if table is not None else 0
+        _eq(p, stage, f"pairs/{relation}/split={s} rows = {relation}_pairs.{s}", rows, c.get(f"{relation}_pairs.{s}", 0))
+        if table is not None and rows:
+            supports += sum(table.column("support").to_pylist())
+            keys = list(zip(table.column("doi_a").to_pylist(), table.column("doi_b").to_pylist(), strict=True))
+            if len(set(keys)) != len(keys):
+                p.append(f"{stage}: {relation}/{s} has {len(keys) - len(set(keys))} duplicate pairs")
+    return supports
 
 
 def check_contexts(out: str | Path) -> list[str]:
@@ -222,16 +228,7 @@ def check_contexts(out: str | Path) -> list[str]:
     p: list[str] = list(check_counts(c))
     _eq(p, "contexts", "documents_read = documents/ rows", c.get("documents_read", 0), n_rows(Path(out) / "documents"))
     _eq(p, "contexts", "contexts_written = contexts/ rows", c.get("contexts_written", 0), n_rows(Path(out) / "contexts"))
-    supports = 0
-    for s in SPLITS:
-        table = read_rows(Path(out) / "pairs" / "ccs" / f"split={s}")
-        rows = table.num_rows if table is not None else 0
-        _eq(p, "contexts", f"pairs/ccs/split={s} rows = ccs_pairs.{s}", rows, c.get(f"ccs_pairs.{s}", 0))
-        if table is not None and rows:
-            supports += sum(table.column("support").to_pylist())
-            keys = list(zip(table.column("doi_a").to_pylist(), table.column("doi_b").to_pylist(), strict=True))
-            if len(set(keys)) != len(keys):
-                p.append(f"contexts: ccs/{s} has {len(keys) - len(set(keys))} duplicate pairs")
+    supports = _check_pair_folders(p, out, "contexts", "ccs", c)
     _eq(p, "contexts", "ccs_instances_kept = sum of ccs supports", c.get("ccs_instances_kept", 0), supports)
     return p
 
