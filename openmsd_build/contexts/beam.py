@@ -112,15 +112,21 @@ class ExtractContexts(UntypedDoFn):
 
     def process(self, element):
         shard, values = element
-        parts = _tagged(values, DOCS, REFS)
-        docs = frames.to_frame(parts[DOCS])
         counts: Counter = Counter()
-        lists = _one_list_per_doi(frames.to_frame(parts[REFS]), counts) if parts[REFS] else {}
+        # two passes over the grouped values (re-iterable on every runner): the shard's
+        # reference lists first, then its documents one batch at a time, so a worker holds
+        # the lists and one batch of full texts, never the whole shard's texts
+        refs = [data for v in values if v and v[0] == REFS for data in (v[1],)]
+        lists = _one_list_per_doi(frames.to_frame(refs), counts) if refs else {}
+        del refs
         rows: list[dict] = []
         instances: list[tuple[str, str]] = []
         seen: set[str] = set()
-        if docs.height:
-            for doi, content, language in docs.select("doi", "content", "language").sort("doi").iter_rows():
+        for value in values:
+            if not value or value[0] != DOCS:
+                continue
+            batch = frames.to_frame([value[1]])
+            for doi, content, language in batch.select("doi", "content", "language").iter_rows():
                 seen.add(doi)
                 references = lists.get(doi)
                 counts["documents_with_reference_list" if references else "documents_without_reference_list"] += 1
@@ -131,11 +137,13 @@ class ExtractContexts(UntypedDoFn):
         counts["reference_lists_joined"] += sum(doi in seen for doi in lists)
         counts["reference_lists_without_text"] += sum(doi not in seen for doi in lists)
         if rows or shard == 0:
+            rows.sort(key=lambda r: (r["citing_doi"], r["sentence_index"]))
             table = pa.Table.from_pylist(rows, schema=CONTEXTS)
             parquet_io.write_table(table, parquet_io.part_path(layout.contexts_dir(self.dest), shard, self.shards))
         yield _counted(counts)
         if instances:
-            yield from _keyed(cocitation.partial_supports(instances), "doi_a", self.shards, PAIRS_TAG)
+            yield from _keyed(cocitation.partial_supports(instances).sort("doi_a", "doi_b"), "doi_a", self.shards,
+                              PAIRS_TAG)
 
 
 class AttachLow(UntypedDoFn):
