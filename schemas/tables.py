@@ -257,7 +257,9 @@ CONTEXTS = pa.schema(
         ("citing_doi", pa.string()),
         ("sentence_index", pa.int32()),  # position among the document's sentences
         ("sentence", pa.string()),
-        ("language", pa.string()),  # the citing document's detected language
+        # the sentence's language (CLD3 on it without its markers, when reliable), else the
+        # citing document's (contexts/extract.py: sentence_language)
+        ("language", pa.string()),
         ("cited_dois", pa.list_(pa.string())),  # distinct resolved DOIs, in marker order
         ("markers", pa.list_(CONTEXT_MARKER_STRUCT)),
         ("n_markers", pa.int32()),

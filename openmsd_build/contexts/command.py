@@ -16,6 +16,7 @@ every counter. The counts reconcile (`check_counts`):
 * `sentences_seen = sentences_with_markers + sentences_without_markers + sentences_too_long`;
 * `markers_found = markers_resolved + Σ markers_unresolved.<reason>`;
 * `sentences_with_markers = contexts_written + contexts_without_doi` (rows of `contexts/`);
+* `contexts_written = contexts_language_sentence + contexts_language_document`;
 * `ccs_instances = ccs_instances_missing_end + ccs_instances_cross_split +
   ccs_instances_odt_en_en + ccs_instances_kept`; `ccs_pairs.<split>` = rows of
   `pairs/ccs/split=<split>/`.
@@ -74,6 +75,7 @@ def check_counts(counts: Mapping[str, int]) -> list[str]:
         ("sentences_seen", c("sentences_with_markers") + c("sentences_without_markers") + c("sentences_too_long")),
         ("markers_found", c("markers_resolved") + sum(c(f"markers_unresolved.{r}") for r in REASONS)),
         ("sentences_with_markers", c("contexts_written") + c("contexts_without_doi")),
+        ("contexts_written", c("contexts_language_sentence") + c("contexts_language_document")),
         ("ccs_instances", c("ccs_instances_missing_end") + c("ccs_instances_cross_split")
          + c("ccs_instances_odt_en_en") + c("ccs_instances_kept")),
     ]

@@ -10,7 +10,12 @@ documents joined with their reference lists. Counters it adds (the stage reconci
 * `sentences_with_markers = contexts_written + contexts_without_doi` (a context is written when
   at least one of its markers resolved to a DOI);
 * `reference_section_cut`: documents whose text was cut at a references heading (the list
-  itself is full of author-year look-alikes).
+  itself is full of author-year look-alikes);
+* `contexts_written = contexts_language_sentence + contexts_language_document`: a context's
+  `language` is the sentence's own (CLD3 on the sentence without its markers, when reliable:
+  a quoted English sentence in a Russian paper is English; another language than the
+  document's only at probability >= 0.95), else the document's;
+  `contexts_language_differs` counts sentences in another language than their document.
 """
 
 from __future__ import annotations
@@ -20,12 +25,16 @@ from collections import Counter
 from itertools import combinations
 from typing import Any
 
-from openmsd_build.contexts.markers import find_markers
+from openmsd_build.contexts.markers import Marker, find_markers
 from openmsd_build.contexts.resolve import Reference, ReferenceIndex
 from openmsd_build.contexts.sentences import split_sentences
+from openmsd_build.core.language import UND, detect_language
 
 MAX_SENTENCE_CHARS = 2000
 MAX_COCITED = 50  # a sentence citing more distinct DOIs gives no pairs (counted)
+# A sentence is said to be in another language than its document only on strong evidence: one
+# sentence is little text for CLD3 (German sentences of the demo read as Luxembourgish at 0.73).
+MIN_OTHER_LANGUAGE_PROBABILITY = 0.95
 _REFERENCES_HEADING = re.compile(
     r"(?im)^[ \t]*(?:\d+\.?[ \t]*)?(?:references(?: and notes)?|bibliography|literature cited|works cited|"
     r"literatur(?:verzeichnis)?|références(?: bibliographiques)?|bibliographie|referencias(?: bibliográficas)?|"
@@ -46,6 +55,24 @@ def cut_reference_section(text: str) -> tuple[str, bool]:
 def as_references(rows: list[dict] | None) -> list[Reference]:
     return [Reference(r["order"], r.get("key"), r.get("doi"), r.get("author"), r.get("year"), r.get("unstructured"))
             for r in rows or ()]
+
+
+def sentence_language(sentence: str, markers: list[Marker], document_language: str | None) -> tuple[str | None, bool]:
+    """(language, detected on the sentence itself?): CLD3 on the sentence with its markers cut
+    out (a Latin-script author name is not evidence of a Cyrillic sentence's language), kept
+    when reliable, and when it differs from the document's only with a probability of at least
+    `MIN_OTHER_LANGUAGE_PROBABILITY`; else the document's language."""
+    text, last = [], 0
+    for m in sorted(markers, key=lambda m: m.start):
+        if m.start >= last:
+            text.append(sentence[last:m.start])
+            last = m.end
+    text.append(sentence[last:])
+    language, probability, reliable = detect_language(None, " ".join(text))
+    if reliable and language != UND and (language == document_language
+                                         or probability >= MIN_OTHER_LANGUAGE_PROBABILITY):
+        return language, True
+    return document_language, False
 
 
 def document_contexts(doi: str, content: str, language: str | None, references: list[dict] | None,
@@ -93,7 +120,10 @@ def document_contexts(doi: str, content: str, language: str | None, references: 
             counts["contexts_without_doi"] += 1
             continue
         counts["contexts_written"] += 1
-        rows.append({"citing_doi": doi, "sentence_index": position, "sentence": sentence, "language": language,
+        own, detected = sentence_language(sentence, markers, language)
+        counts["contexts_language_sentence" if detected else "contexts_language_document"] += 1
+        counts["contexts_language_differs"] += own != language
+        rows.append({"citing_doi": doi, "sentence_index": position, "sentence": sentence, "language": own,
                      "cited_dois": cited, "markers": entries, "n_markers": len(entries),
                      "n_resolved": sum(e["cited_doi"] is not None for e in entries)})
         if len(cited) > MAX_COCITED:
