@@ -7,6 +7,8 @@ readers and other trainers can rely on the names and types below.
 
 from openmsd_build.schemas.tables import (
     CITATIONS,
+    CONTEXT_MARKER_STRUCT,
+    CONTEXTS,
     DOCUMENTS,
     ENRICHED,
     FETCH,
@@ -25,6 +27,8 @@ from openmsd_build.schemas.tables import (
 
 __all__ = [
     "CITATIONS",
+    "CONTEXT_MARKER_STRUCT",
+    "CONTEXTS",
     "DOCUMENTS",
     "ENRICHED",
     "FETCH",

@@ -225,6 +225,48 @@ MISMATCHES = pa.schema(
     ]
 )
 
+# `contexts` (after split): one row per sentence of a paper's full text with at least one
+# citation marker resolved to a DOI through the paper's Crossref reference list
+# (openmsd_build/contexts). One entry of `markers` per cited item ([3, 7] is two): its span in
+# the sentence, its style (numeric / superscript / author_year / narrative), what it names
+# (number, or surname + year + suffix), the reference it matched (1-based order in the
+# deposited list, and `key`), the cited DOI, the method (number_position / author_year /
+# author_year_suffix_order / author_year_unstructured) and, when no DOI came of it, the reason
+# (no_reference_list / number_out_of_range / author_year_ambiguous / author_year_no_match /
+# reference_without_doi).
+CONTEXT_MARKER_STRUCT = pa.struct(
+    [
+        ("start", pa.int32()),
+        ("end", pa.int32()),
+        ("text", pa.string()),
+        ("style", pa.string()),
+        ("number", pa.int32()),
+        ("surname", pa.string()),
+        ("year", pa.int32()),
+        ("suffix", pa.string()),
+        ("reference_order", pa.int32()),
+        ("reference_key", pa.string()),
+        ("cited_doi", pa.string()),
+        ("method", pa.string()),
+        ("reason", pa.string()),
+    ]
+)
+
+CONTEXTS = pa.schema(
+    [
+        ("citing_doi", pa.string()),
+        ("sentence_index", pa.int32()),  # position among the document's sentences
+        ("sentence", pa.string()),
+        # the sentence's language (CLD3 on it without its markers, when reliable), else the
+        # citing document's (contexts/extract.py: sentence_language)
+        ("language", pa.string()),
+        ("cited_dois", pa.list_(pa.string())),  # distinct resolved DOIs, in marker order
+        ("markers", pa.list_(CONTEXT_MARKER_STRUCT)),
+        ("n_markers", pa.int32()),
+        ("n_resolved", pa.int32()),
+    ]
+)
+
 SCHEMAS = {
     "papers": PAPERS,
     "fetch": FETCH,
@@ -232,6 +274,7 @@ SCHEMAS = {
     "citations": CITATIONS,
     "splits": SPLITS,
     "pairs": PAIRS,
+    "contexts": CONTEXTS,
     "negatives": NEGATIVES,
     "mixes": MIXES,
     "enriched": ENRICHED,

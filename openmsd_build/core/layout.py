@@ -4,7 +4,7 @@ Every path of the build is derived here from the output root, so stages, the rep
 release and the tests agree on one layout:
 
     OUT/papers/  OUT/fetch/  OUT/documents/  OUT/citations/  OUT/splits/
-    OUT/pairs/{dc,cc,bc}/split={train,idt,odt}/  OUT/rejects/<stage>/
+    OUT/pairs/{dc,cc,bc,ccs}/split={train,idt,odt}/  OUT/contexts/  OUT/rejects/<stage>/
     OUT/warc/  OUT/_stats/<stage>.json  OUT/report/
 """
 
@@ -15,7 +15,9 @@ from openmsd_build.core.stages import STAGE_NAMES
 
 STAGES = STAGE_NAMES  # build order, from the stage registry
 SPLIT_NAMES = ("train", "idt", "odt")
-RELATIONS = ("dc", "cc", "bc")
+RELATIONS = ("dc", "cc", "bc")  # the pairs stage's relations
+CONTEXT_RELATIONS = ("ccs",)  # the contexts stage's: co-cited in one sentence
+PAIR_RELATIONS = RELATIONS + CONTEXT_RELATIONS  # every pairs/<relation>/ folder a build may hold
 
 
 def papers_dir(out: str) -> str:
@@ -36,6 +38,10 @@ def citations_dir(out: str) -> str:
 
 def splits_dir(out: str) -> str:
     return join_path(out, "splits")
+
+
+def contexts_dir(out: str) -> str:
+    return join_path(out, "contexts")
 
 
 def pairs_dir(out: str, relation: str, split: str) -> str:

@@ -81,6 +81,17 @@ def part_path(directory: str, shard: int, num_shards: int) -> str:
     return join_path(directory, f"part-{shard:05d}-of-{num_shards:05d}.parquet")
 
 
+def fill_missing_parts(folders: Iterable[tuple[str, pa.Schema]], num_shards: int) -> None:
+    """An empty part file of the folder's schema for every shard that wrote none, so every
+    folder of a sharded output holds `num_shards` files (a reader never meets a gap)."""
+    FileSystems = _filesystems()
+    for directory, schema in folders:
+        for shard in range(num_shards):
+            path = part_path(directory, shard, num_shards)
+            if not FileSystems.exists(path):
+                write_table(schema.empty_table(), path)
+
+
 def match_paths(pattern: str) -> list[str]:
     """Paths matching a glob (local or remote), sorted; [] when nothing matches (some Beam
     filesystems raise BeamIOError for "no match" instead of returning nothing)."""

@@ -17,7 +17,9 @@ class Stage:
     command: str  # module with add_arguments(parser) and run(args, beam_args)
     help: str
     upstream: tuple[str, ...]  # stages whose outputs this one reads
-    outputs: tuple[str, ...]  # folders of the output root this stage writes (besides rejects/ and _stats/)
+    # folders of the output root this stage writes (besides rejects/ and _stats/); pairs/ is
+    # shared: the pairs stage owns pairs/{dc,cc,bc,mix}, contexts owns pairs/ccs
+    outputs: tuple[str, ...]
     schema: str  # name in schemas.tables of the main output table
     defaults: tuple[tuple[str, object], ...] = ()  # settings other commands quote (report, run --plan)
 
@@ -32,7 +34,10 @@ STAGES: tuple[Stage, ...] = (
     Stage("split", "openmsd_build.split.command", "stage 4: train / IDT / ODT split",
           ("text", "citations"), ("splits",), "SPLITS"),
     Stage("pairs", "openmsd_build.pairs.command", "stage 5: DC / CC / BC pairs per split",
-          ("citations", "split"), ("pairs", "negatives"), "PAIRS"),
+          ("citations", "split"), ("pairs/dc", "pairs/cc", "pairs/bc", "pairs/mix", "negatives"), "PAIRS"),
+    Stage("contexts", "openmsd_build.contexts.command",
+          "stage 6: citation sentences, their markers resolved to DOIs, and CCS pairs (co-cited in one sentence)",
+          ("text", "split"), ("contexts", "pairs/ccs"), "CONTEXTS"),
 )
 
 STAGE_NAMES: tuple[str, ...] = tuple(s.name for s in STAGES)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 
+from openmsd_build.core import layout
 from openmsd_build.core.errors import UserError
+from openmsd_build.core.parquet_io import list_parts
 from openmsd_build.export import recipe_card, recipe_export, recipes
 
 
@@ -28,6 +30,12 @@ def run_recipe(args: argparse.Namespace) -> int:
     if args.rows_per_partition < 1:
         raise UserError("--rows-per-partition must be at least 1")
     recipe = recipes.resolve(args.recipe, args.recipe_seed)
+    for part in recipe.parts:  # pairs/ccs/ exists only after the contexts stage
+        if part.kind == "pairs" and not any(list_parts(layout.pairs_dir(args.out, part.relation, s))
+                                            for s in layout.SPLIT_NAMES):
+            if part.relation in layout.CONTEXT_RELATIONS:
+                raise UserError(f"recipe {recipe.name}: no pairs/{part.relation}/ in {args.out}; run "
+                                f"`openmsd-build contexts --out {args.out} --crossref ...` first")
     summary = recipe_export.export_recipe(args.out, recipe, args.dest, tokenizer=args.tokenizer,
                                           rows_per_partition=args.rows_per_partition)
     print("\n".join(recipe_card.stats_table(summary, limit=20)))

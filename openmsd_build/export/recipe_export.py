@@ -497,7 +497,7 @@ def export_split(recipe: Recipe, out: str, split: str, data_dir: str, work: str,
     papers = load_papers(out, recipe, split)
     sizes = source_rows(out)
     planned = sum(sizes(r, split) for p in recipe.parts if p.kind in ("pairs", "mix")
-                  for r in trainer.parse_mix(p.relation)[1]) + 2 * len(papers)
+                  for r in (trainer.parse_mix(p.relation)[1] if p.kind == "mix" else (p.relation,))) + 2 * len(papers)
     partitions = max(1, math.ceil(planned / rows_per_partition))
     dedup_dir, anchor_dir, capped_dir = (os.path.join(work, split, n) for n in ("dedup", "anchor", "capped"))
 

@@ -18,7 +18,8 @@ Part kinds (`recipe_export` does the work, `recipe_texts` the per-example choice
   detected language, not `und`, not a copy of the kept abstract) and, with `summaries`, the
   English summary of `enrich` as an English abstract. Pairs with a != b are cross-lingual
   and get `cross_lingual_factor` times the part's `weight` copies.
-- `pairs`: one relation's pairs (dc, cc, bc) of the split. `text: "choice"` picks each side's
+- `pairs`: one relation's pairs (dc, cc, bc; ccs, co-cited in one sentence, from the
+  contexts stage) of the split. `text: "choice"` picks each side's
   text per example: another language of the paper with probability `p_other_language` when
   it has one, then its title with probability `p_title` (else its abstract) when it has both.
   `text: "document"` uses title + abstract (or the enriched text with `"text_mode": "enriched"`).
@@ -48,7 +49,7 @@ from openmsd_build.core.errors import UserError
 PART_KINDS = ("title-abstract", "pairs", "mix", "triplets")
 TEXT_CHOICES = ("choice", "document")
 # dataset_type of each part's rows (the statistics table's "type")
-RELATION_TYPES = {"dc": "citation", "cc": "co-citation", "bc": "coupling"}
+RELATION_TYPES = {"dc": "citation", "cc": "co-citation", "bc": "coupling", "ccs": "co-citation-sentence"}
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ class Part:
     """One source of examples in a recipe (see the module docstring)."""
 
     kind: str
-    relation: str = ""  # dc / cc / bc for pairs and triplets (dc); a mix name for mix
+    relation: str = ""  # dc / cc / bc / ccs for pairs and triplets (dc); a mix name for mix
     weight: float = 1.0
     cross_lingual_factor: float = 1.0  # title-abstract only
     text: str = "choice"  # pairs / triplets: "choice" or "document"
@@ -178,8 +179,8 @@ def parse_part(data: dict) -> Part:
     if kind not in PART_KINDS:
         raise UserError(f"recipe: part kind {kind!r}: choose from {', '.join(PART_KINDS)}")
     relation = str(data.get("relation", "dc" if kind == "triplets" else ""))
-    if kind == "pairs" and relation not in layout.RELATIONS:
-        raise UserError(f"recipe: pairs relation {relation!r}: choose from {', '.join(layout.RELATIONS)}")
+    if kind == "pairs" and relation not in layout.PAIR_RELATIONS:
+        raise UserError(f"recipe: pairs relation {relation!r}: choose from {', '.join(layout.PAIR_RELATIONS)}")
     if kind == "triplets" and relation != "dc":
         raise UserError("recipe: triplets come from citations (relation dc)")
     if kind == "mix":

@@ -42,7 +42,6 @@ from collections.abc import Sequence
 
 import apache_beam as beam
 import pyarrow as pa
-from apache_beam.io.filesystems import FileSystems
 
 from openmsd_build.core import layout, parquet_io
 from openmsd_build.core.errors import UserError
@@ -66,14 +65,6 @@ def output_dirs(out: str, negatives: int = 0, mixes: Sequence[str] = ()) -> list
     return dirs
 
 
-def _fill_missing_parts(out: str, shards: int, negatives: int, mixes: Sequence[str]) -> None:
-    for directory, schema in output_dirs(out, negatives, mixes):
-        for shard in range(shards):
-            path = parquet_io.part_path(directory, shard, shards)
-            if not FileSystems.exists(path):
-                parquet_io.write_table(schema.empty_table(), path)
-
-
 def run_pairs(
     out: str, beam_args: Sequence[str] = (), shards: int = DEFAULT_SHARDS, max_degree: int = pg.DEFAULT_MAX_DEGREE,
     negatives: int = 0, mixes: Sequence[str] = (),
@@ -92,7 +83,7 @@ def run_pairs(
     with stage_outputs(out, STAGE) as dest:
         with beam.Pipeline(options=options) as pipeline:
             build(pipeline, out, shards, max_degree, negatives, tuple(mixes), dest=dest)
-        _fill_missing_parts(dest, shards, negatives, mixes)
+        parquet_io.fill_missing_parts(output_dirs(dest, negatives, mixes), shards)
     return read_stage_counts(out, STAGE)
 
 

@@ -27,6 +27,8 @@ TABLES: tuple[tuple[str, str, object, str], ...] = (
     ("documents", "documents/*.parquet", tables.DOCUMENTS, "one row per paper with text (stage text)"),
     ("citations", "citations/*.parquet", tables.CITATIONS, "kept citation edges (stage citations)"),
     ("splits", "splits/*.parquet", tables.SPLITS, "train / idt / odt of each linked paper (stage split)"),
+    ("contexts", "contexts/*.parquet", tables.CONTEXTS,
+     "one row per full-text sentence with a citation marker resolved to a DOI (stage contexts)"),
 )
 
 
@@ -51,7 +53,7 @@ def build_card(out: str) -> str:
         n_files, rows = _rows(out, pattern)
         if n_files:
             entries.append((name, {"train": pattern}, {"train": rows}, schema, what, n_files))
-    for rel in layout.RELATIONS:
+    for rel in layout.PAIR_RELATIONS:
         files: dict[str, str] = {}
         counts: dict[str, int] = {}
         n_total = 0
@@ -62,8 +64,9 @@ def build_card(out: str) -> str:
                 files[split], counts[split] = pattern, rows
                 n_total += n_files
         if files:
+            stage = "contexts" if rel in layout.CONTEXT_RELATIONS else "pairs"
             entries.append((f"pairs-{rel}", files, counts, tables.PAIRS, f"{rel.upper()} related pairs per split "
-                            "(stage pairs)", n_total))
+                            f"(stage {stage})", n_total))
     n_rej, rej_rows = _rows(out, "rejects/*/*.parquet")
     configs = [Config(name, {s: p for s, p in files.items() if counts[s]}, counts, what)
                for name, files, counts, _schema, what, _n in entries if any(counts.values())]

@@ -163,6 +163,9 @@ def blocks(stats: dict, pngs: dict[str, bytes]) -> list[Block]:
         out += _table2(stats)
         out += _table3(stats)
         out += _evaluation(stats)
+    from openmsd_build.report.contexts import contexts_blocks
+
+    out += contexts_blocks(stats)
     out += _recipes(stats)
     from openmsd_build.report.large_pool import large_pool_blocks
 

@@ -44,8 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"{FETCH_HELP} (default: the sample's WARC with --inputs, else none)")
     parser.add_argument("--from-stage", choices=[s for s, _ in STAGE_MODULES], default="papers",
                         help="skip the stages before this one (their outputs must exist)")
-    parser.add_argument("--to-stage", choices=[s for s, _ in STAGE_MODULES], default="pairs",
-                        help="stop after this stage")
+    parser.add_argument("--to-stage", choices=[s for s, _ in STAGE_MODULES], default=STAGE_MODULES[-1][0],
+                        help=f"stop after this stage (default {STAGE_MODULES[-1][0]}, the last)")
     parser.add_argument("--no-report", action="store_true", help="do not write the report at the end")
     parser.add_argument("--plan", action="store_true",
                         help="dry run: print the inputs found, the stages to run, the outputs they replace and the "
@@ -119,6 +119,9 @@ def stage_argv(stage: str, args: argparse.Namespace) -> list[str]:
             argv += ["--opencitations", glob]
         for glob in args.opencitations_meta:
             argv += ["--meta", glob]
+    elif stage == "contexts":  # the reference lists are in the Crossref files the papers stage read
+        for glob in source_globs(args).get("crossref") or ([sample["crossref"]] if "crossref" in sample else []):
+            argv += ["--crossref", glob]
     handled = set(argv) | {"--fetch", "--opencitations", "--meta", *(s.flag for s in SOURCES)}
     for names, kwargs in stage_flags(stage):
         flag = next((n for n in names if n.startswith("--")), names[0])
@@ -275,7 +278,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
         from openmsd_build.evaluate.command import run_bm25_baseline
         from openmsd_build.report.command import build_report, headline_table
 
-        if last == len(names) - 1:  # the lexical baseline needs the splits and pairs
+        if last >= names.index("pairs"):  # the lexical baseline needs the splits and pairs
             print("== evaluation (BM25 baseline on IDT and ODT)", flush=True)
             for split, result in run_bm25_baseline(args.out).items():
                 print(f"   {split}: {bm25_line(result)}")

@@ -9,7 +9,8 @@ citation graph, fourteen-plus languages with realistic skew, and pages that answ
 500 or nothing — and writes down the truth so tests can check what the pipeline recovers.
 
 Determinism: everything comes from `random.Random` instances derived from the seed (one for
-the plan, one per citing paper's references, two per paper for text and for everything else),
+the plan, one per citing paper's references, two per paper for text and for everything else,
+one per paper for its in-text citations and Crossref reference list: `sample.citing`),
 gzip headers carry no time or name, WARC dates and record ids are derived from the seed and
 URL. Same seed and size give byte-identical files.
 
@@ -33,6 +34,7 @@ from array import array
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from openmsd_build.sample.citing import plan_citations
 from openmsd_build.sample.pages import PageContent, error_html, landing_html, paper_pdf
 from openmsd_build.sample.phrases import BANKS, CONCEPT_SUBJECTS, make_authors, make_paragraphs, make_text
 
@@ -797,22 +799,38 @@ class WarcSink:
         self.counts[f"warc_{status}"] += 1
 
 
-def _page_content(p: Paper, refs: list[str], plan: Plan) -> PageContent:
-    """Full-text paragraphs and references for a paper's pages (drawn after all metadata)."""
+@dataclass
+class Citations:
+    """A paper's Crossref `reference` array (None: not deposited) and the DOIs each in-text
+    marker group cites (`sample.citing`)."""
+
+    reference: list[dict[str, Any]] | None = None
+    groups: list[list[str]] = field(default_factory=list)
+
+
+def _page_content(p: Paper, refs: list[str], plan: Plan) -> tuple[PageContent, Citations]:
+    """Full-text paragraphs and references for a paper's pages (drawn after all metadata),
+    with in-text citation markers and the matching Crossref reference list (`sample.citing`,
+    drawn from their own RNG after these)."""
     rng = p.text_rng or random.Random(p.i)
     bank = BANKS[p.lang]
     paragraphs = make_paragraphs(rng, p.lang, p.year, rng.randint(4, 8))
     references = []
+    printed: list[tuple[str, str, int]] = []
     for k, doi in enumerate(refs[:40] or [f"{OUTSIDE_PREFIX}/ext.{rng.randrange(10**8):08d}" for _ in range(rng.randint(3, 8))]):
         fam = rng.choice(("Smith", "Müller", "Martin", "García", "Rossi", "Wang", "Sato", "Kim", "Ivanov", "Silva"))
-        references.append(f"{k + 1}. {fam} {chr(65 + rng.randrange(26))}. et al. ({rng.randint(1990, p.year)}). https://doi.org/{doi}")
+        initial = chr(65 + rng.randrange(26))
+        year = rng.randint(1990, p.year)
+        printed.append((fam, initial, year))
+        references.append(f"{k + 1}. {fam} {initial}. et al. ({year}). https://doi.org/{doi}")
+    paragraphs, reference, groups = plan_citations(plan.seed, p.i, p.lang, p.year, refs, printed, paragraphs, p.key)
     pdf_url = next((u.url for u in p.urls if u.kind == "pdf"), None)
     return PageContent(
         doi=p.key, lang=p.lang, title=p.title, abstract=p.abstract,
         authors=[f"{a['given']} {a['family']}" for a in p.authors], journal=p.journal, publisher=p.publisher.name,
         year=p.year, date=f"{p.year}/{p.month:02d}/{p.day:02d}", license=p.license, words=bank.words,
         paragraphs=paragraphs, references=references, keywords=[bank.topics[plan.concept[p.i] % len(bank.topics)]],
-        pdf_url=pdf_url)
+        pdf_url=pdf_url), Citations(reference, groups)
 
 
 def _write_pages(sink: WarcSink, p: Paper, content: PageContent) -> None:
@@ -887,7 +905,7 @@ def _paper_chunk(ctx: _PaperContext, chunk: int) -> dict[str, Any]:
     lo, hi = chunk * PAPER_CHUNK, min(plan.n, (chunk + 1) * PAPER_CHUNK)
     counts: dict[str, int] = dict.fromkeys((
         "unpaywall_records", "crossref_records", "crossref_files", "unpaywall_only", "crossref_only", "jats_abstracts",
-        "preprints", "reviews", "hubs", "urls", "urls_absent", "pdf_urls", "landing_urls"), 0)
+        "preprints", "reviews", "hubs", "urls", "urls_absent", "pdf_urls", "landing_urls", "crossref_reference_lists"), 0)
     languages: dict[str, int] = {}
     unpaywall = _GzipText(os.path.join(ctx.tmp, f"unpaywall-{chunk:05d}.gz"))
     truth = _GzipText(os.path.join(ctx.tmp, f"truth-{chunk:05d}.gz"))
@@ -905,6 +923,7 @@ def _paper_chunk(ctx: _PaperContext, chunk: int) -> dict[str, Any]:
             counts["crossref_files"] += 1
             in_file = 0
         p = build_paper(plan, i)
+        page, citations = _page_content(p, cites.refs.get(i, []), plan) if sink is not None else (None, Citations())
         languages[p.lang] = languages.get(p.lang, 0) + 1
         if p.src != SRC_CROSSREF_ONLY:
             unpaywall.write(_dumps(unpaywall_record(p)) + "\n")
@@ -913,7 +932,11 @@ def _paper_chunk(ctx: _PaperContext, chunk: int) -> dict[str, Any]:
             counts["crossref_only"] += 1
         if p.src != SRC_UNPAYWALL_ONLY:
             refs_out = cites.out_in_sample[i] + cites.out_outside[i] + cites.self_cited[i]
-            crossref.write(("," if in_file else "") + _dumps(crossref_item(p, cites.in_degree[i], refs_out)))
+            item = crossref_item(p, cites.in_degree[i], refs_out)
+            if citations.reference is not None:
+                item["reference"] = citations.reference
+                counts["crossref_reference_lists"] += 1
+            crossref.write(("," if in_file else "") + _dumps(item))
             in_file += 1
             counts["crossref_records"] += 1
         else:
@@ -926,9 +949,9 @@ def _paper_chunk(ctx: _PaperContext, chunk: int) -> dict[str, Any]:
             counts["urls"] += 1
             counts["urls_absent"] += u.status is None
             counts["pdf_urls" if u.kind == "pdf" else "landing_urls"] += 1
-        truth.write(_dumps(truth_record(p, cites, ctx.hub_threshold)) + "\n")
-        if sink is not None:
-            _write_pages(sink, p, _page_content(p, cites.refs.get(i, []), plan))
+        truth.write(_dumps(truth_record(p, cites, ctx.hub_threshold) | {"context_citations": citations.groups}) + "\n")
+        if sink is not None and page is not None:
+            _write_pages(sink, p, page)
     if crossref is not None:
         crossref.write("]}")
         crossref.close()

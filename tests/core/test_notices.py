@@ -95,7 +95,7 @@ def test_rerun_says_which_stages_are_stale(empty_citations_build, capsys):
     inputs = root / "inputs"
     assert main(["papers", "--out", str(out), "--unpaywall", str(inputs / "unpaywall" / "*.jsonl.gz"), *FNAPI]) == 0
     err = capsys.readouterr().err
-    assert "warning: text, citations, split, pairs are now stale (papers was rebuilt after they ran)" in err
+    assert "warning: text, citations, split, pairs, contexts are now stale (papers was rebuilt after they ran)" in err
     assert main(["report", str(out)]) == 0
     assert "warning: text is stale (upstream papers was rebuilt after text ran)" in capsys.readouterr().err
     assert main(["run", "--inputs", str(inputs), "--out", str(out), "--from-stage", "citations", "--plan"]) == 0

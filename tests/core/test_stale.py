@@ -26,12 +26,13 @@ def test_rebuilt_upstream_makes_downstream_stale(tmp_path) -> None:
     _write(tmp_path, "text", {"written": 2})  # text re-run on other inputs
     stages.record_provenance(out, "text")
     stale = stages.stale_stages(out)
-    assert set(stale) == {"citations", "split", "pairs"}
+    assert set(stale) == {"citations", "split", "pairs", "contexts"}
     assert "text was rebuilt" in stale["citations"] and "stale" in stale["pairs"]
+    assert "text was rebuilt" in stale["contexts"]
     with pytest.raises(UserError, match="release refused: stale stages"):
         stages.require_fresh(out, "release")
     # re-running the dependents in order makes the build fresh again
-    for stage in ("citations", "split", "pairs"):
+    for stage in ("citations", "split", "pairs", "contexts"):
         stages.record_provenance(out, stage)
     assert stages.stale_stages(out) == {}
 
@@ -44,5 +45,6 @@ def test_timing_figures_do_not_change_the_fingerprint(tmp_path) -> None:
 
 
 def test_downstream_is_transitive() -> None:
-    assert stages.downstream("papers") == ("text", "citations", "split", "pairs")
-    assert stages.downstream("split") == ("pairs",)
+    assert stages.downstream("papers") == ("text", "citations", "split", "pairs", "contexts")
+    assert stages.downstream("split") == ("pairs", "contexts")
+    assert stages.downstream("pairs") == ()  # contexts owns pairs/ccs/ and reads no pairs

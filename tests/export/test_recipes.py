@@ -290,3 +290,25 @@ def test_report_shows_the_recipe_table(tmp_path):
     tokens = sum(r["tokens_after"] for r in summary["table"])
     assert f"| total |  | {sum(r['examples_before'] for r in summary['table']):,} |" in md
     assert md.split("Training recipe openmsd-dc_or_cc", 1)[1].count(f"| {total:,} | {tokens:,} |") == 1
+
+
+def test_ccs_pairs_are_a_recipe_relation_once_the_contexts_stage_ran(build, tmp_path, capsys):
+    """`ccs` (co-cited in one sentence, pairs/ccs/ from the contexts stage) is a pairs
+    relation; without pairs/ccs/ the export says which stage to run."""
+    import shutil
+
+    out, _ = build
+    recipe_file = tmp_path / "ccs.json"
+    recipe_file.write_text(json.dumps({"name": "ccs", "seed": "3", "parts": [{"kind": "pairs", "relation": "ccs"}]}))
+    argv = ["export", "--out", out, "--dest", str(tmp_path / "x"), "--recipe", str(recipe_file)]
+    assert main(argv) == 2
+    assert "run `openmsd-build contexts" in capsys.readouterr().err
+    ccs = layout.pairs_dir(out, "ccs", "train")
+    shutil.copytree(layout.pairs_dir(out, "cc", "train"), ccs)
+    try:
+        assert main(argv) == 0
+        rows = pl.read_parquet(str(tmp_path / "x" / "recipes" / "ccs" / "data" / "train" / "*.parquet"))
+        assert rows.height > 0 and set(rows["relation"]) == {"ccs"} and set(rows["dataset_type"]) == {
+            "co-citation-sentence"}
+    finally:
+        shutil.rmtree(os.path.dirname(ccs))

@@ -194,19 +194,42 @@ def check_pairs(out: str | Path) -> list[str]:
     _eq(p, "pairs", "edges_annotated = dc_kept.* + dc_cross_split + dc_odt_en_en", c.get("edges_annotated", 0),
         _sum(c, "dc_kept.") + c.get("dc_cross_split", 0) + c.get("dc_odt_en_en", 0))
     for relation in ("cc", "bc"):
-        supports = 0
-        for s in SPLITS:
-            table = read_rows(Path(out) / "pairs" / relation / f"split={s}")
-            rows = table.num_rows if table is not None else 0
-            _eq(p, "pairs", f"pairs/{relation}/split={s} rows = {relation}_pairs.{s}", rows,
-                c.get(f"{relation}_pairs.{s}", 0))
-            if table is not None and rows:
-                supports += sum(table.column("support").to_pylist())
-                keys = list(zip(table.column("doi_a").to_pylist(), table.column("doi_b").to_pylist(), strict=True))
-                if len(set(keys)) != len(keys):
-                    p.append(f"pairs: {relation}/{s} has {len(keys) - len(set(keys))} duplicate pairs")
+        supports = _check_pair_folders(p, out, "pairs", relation, c)
         _eq(p, "pairs", f"{relation}_instances = sum of {relation} supports", c.get(f"{relation}_instances", 0),
             supports)
+    return p
+
+
+def _check_pair_folders(p: list[str], out: str | Path, stage: str, relation: str, c: Mapping[str, int]) -> int:
+    """`<relation>_pairs.<s>` = rows of pairs/<relation>/split=<s>, no pair written twice;
+    returns the sum of the supports written."""
+    supports = 0
+    for s in SPLITS:
+        table = read_rows(Path(out) / "pairs" / relation / f"split={s}")
+        rows = table.num_rows if table is not None else 0
+        _eq(p, stage, f"pairs/{relation}/split={s} rows = {relation}_pairs.{s}", rows, c.get(f"{relation}_pairs.{s}", 0))
+        if table is not None and rows:
+            supports += sum(table.column("support").to_pylist())
+            keys = list(zip(table.column("doi_a").to_pylist(), table.column("doi_b").to_pylist(), strict=True))
+            if len(set(keys)) != len(keys):
+                p.append(f"{stage}: {relation}/{s} has {len(keys) - len(set(keys))} duplicate pairs")
+    return supports
+
+
+def check_contexts(out: str | Path) -> list[str]:
+    """The stage's own equations (`contexts.command.check_counts`), documents_read = rows of
+    documents/, contexts_written = rows of contexts/, and for pairs/ccs: `ccs_pairs.<s>` = rows
+    of pairs/ccs/split=<s>, `ccs_instances_kept` = the sum of their supports, no pair twice."""
+    from openmsd_build.contexts.command import check_counts
+
+    c = stage_counts(out, "contexts")
+    if c is None:
+        return [_no_stats("contexts")]
+    p: list[str] = list(check_counts(c))
+    _eq(p, "contexts", "documents_read = documents/ rows", c.get("documents_read", 0), n_rows(Path(out) / "documents"))
+    _eq(p, "contexts", "contexts_written = contexts/ rows", c.get("contexts_written", 0), n_rows(Path(out) / "contexts"))
+    supports = _check_pair_folders(p, out, "contexts", "ccs", c)
+    _eq(p, "contexts", "ccs_instances_kept = sum of ccs supports", c.get("ccs_instances_kept", 0), supports)
     return p
 
 
@@ -216,6 +239,7 @@ CHECKS = {
     "citations": check_citations,
     "split": check_split,
     "pairs": check_pairs,
+    "contexts": check_contexts,
 }
 
 

@@ -15,6 +15,9 @@ from the truth alone (never by the code under test):
 * pairs: DC, CC and BC with their supports exactly as DESIGN.md defines them, derived from
   those citations and the build's split assignment (C in any split; A and B in one split;
   no En-En pair in ODT);
+* contexts: every marker resolved to a DOI names a paper its sentence's marker group cites
+  in the truth (`context_citations`), and `pairs/ccs/` is exactly the pairs of the contexts'
+  cited DOIs in one split, support = sentences (recomputed here from contexts/ and splits/);
 * every Parquet file of every stage has exactly its schema's columns and types.
 """
 
@@ -171,11 +174,11 @@ def test_splits_and_pairs_are_exactly_what_the_truth_implies(demo):
 
 # Folders of a build and their schema (`schemas/tables.py`).
 _SCHEMA_OF = [
-    (re.compile(r"^pairs/(?:dc|cc|bc)/split=\w+$"), tables.PAIRS),
+    (re.compile(r"^pairs/(?:dc|cc|bc|ccs)/split=\w+$"), tables.PAIRS),
     (re.compile(r"^pairs/mix/[^/]+/split=\w+$"), tables.MIXES),
     (re.compile(r"^negatives/split=\w+$"), tables.NEGATIVES),
     (re.compile(r"^rejects/\w+$"), tables.REJECTS),
-    (re.compile(r"^(papers|fetch|documents|citations|splits|enriched)$"), None),
+    (re.compile(r"^(papers|fetch|documents|citations|splits|enriched|contexts)$"), None),
 ]
 
 
@@ -202,7 +205,8 @@ def schema_problems(out: Path) -> list[str]:
 def test_every_parquet_file_of_every_stage_has_its_schema(demo_build, tmp_path):
     _, out = demo_build
     folders = {p.parent.relative_to(out).as_posix() for p in out.rglob("*.parquet")}
-    assert {"papers", "fetch", "documents", "citations", "splits", "rejects/papers", "pairs/cc/split=odt"} <= folders
+    assert {"papers", "fetch", "documents", "citations", "splits", "rejects/papers", "pairs/cc/split=odt", "contexts",
+            "pairs/ccs/split=train"} <= folders
     assert sum(1 for _ in out.rglob("*.parquet")) > 100
     assert schema_problems(out) == []
     # the check itself, on a broken copy: a file missing a column, one with a changed type
@@ -216,3 +220,31 @@ def test_every_parquet_file_of_every_stage_has_its_schema(demo_build, tmp_path):
                    broken / "citations" / "part-00000-of-00001.parquet")
     assert schema_problems(broken) == ["citations/part-00000-of-00001.parquet: ['citing_id: string != int64']",
                                        "splits/part-00000-of-00001.parquet: ['group: missing != string']"]
+
+
+def test_contexts_resolve_to_the_truths_citations_and_ccs_pairs_follow(demo):
+    truth, _, out = demo
+    contexts = _rows(out / "contexts", ["citing_doi", "sentence_index", "cited_dois", "markers"])
+    assert len(contexts) > 1000
+    resolved = wrong = 0
+    for row in contexts:
+        cited = {d for group in truth[row["citing_doi"]]["context_citations"] for d in group}
+        for marker in row["markers"]:
+            if marker["cited_doi"] is not None:
+                resolved += 1
+                wrong += marker["cited_doi"] not in cited
+    print(f"contexts: {len(contexts)} sentences, {resolved} resolved markers, {wrong} not the truth's")
+    assert resolved > 3000 and wrong <= resolved * 0.005
+    splits = {r["doi"]: r for r in _rows(out / "splits", ["doi", "split", "language"])}
+    want: dict[str, Counter] = {s: Counter() for s in ("train", "idt", "odt")}
+    for row in contexts:
+        for a, b in combinations(sorted(set(row["cited_dois"])), 2):
+            if a in splits and b in splits and splits[a]["split"] == splits[b]["split"]:
+                split = splits[a]["split"]
+                if not (split == "odt" and splits[a]["language"] == splits[b]["language"] == "en"):
+                    want[split][(a, b)] += 1
+    for split, pairs in want.items():
+        got = {(r["doi_a"], r["doi_b"]): r["support"] for r in _rows(out / "pairs" / "ccs" / f"split={split}",
+                                                                     ["doi_a", "doi_b", "support"])}
+        assert got == dict(pairs), split
+    assert sum(len(p) for p in want.values()) > 100

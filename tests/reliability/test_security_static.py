@@ -33,13 +33,14 @@ FORBIDDEN = [
 YAML_LOAD = re.compile(r"\byaml\.(?:load|load_all)\s*\(([^)]*)\)")
 
 ALLOWED_FILE = re.compile(r"^(part-\d{5}-of-\d{5}\.parquet|fetch-[0-9a-f]{32}\.warc\.gz|"
-                          r"(papers|text|citations|split|pairs)\.json)$")
+                          r"(papers|text|citations|split|pairs|contexts)\.json)$")
 # Folders by their whole path under the build root (core/layout.py): a stage's folders, its
 # rejects, the pairs' relation / mix / split folders; nothing else.
-_STAGE = r"(?:papers|text|citations|split|pairs)"
+_STAGE = r"(?:papers|text|citations|split|pairs|contexts)"
 _SPLIT = r"split=(?:train|idt|odt)"
-ALLOWED_DIR = re.compile(rf"^(?:papers|fetch|documents|citations|splits|warc|_stats|negatives|negatives/{_SPLIT}|"
-                         rf"rejects|rejects/{_STAGE}|pairs|pairs/(?:dc|cc|bc|mix)|pairs/(?:dc|cc|bc)/{_SPLIT}|"
+ALLOWED_DIR = re.compile(rf"^(?:papers|fetch|documents|citations|splits|contexts|warc|_stats|negatives|"
+                         rf"negatives/{_SPLIT}|rejects|rejects/{_STAGE}|pairs|pairs/(?:dc|cc|bc|ccs|mix)|"
+                         rf"pairs/(?:dc|cc|bc|ccs)/{_SPLIT}|"
                          rf"pairs/mix/[a-z]+(?:_(?:or|and)_[a-z]+)*(?:/{_SPLIT})?)$")
 
 

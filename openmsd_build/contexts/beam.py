@@ -1,0 +1,187 @@
+"""Beam DoFns of the contexts stage (wired in `pipelines/contexts.py`). Elements are
+`(shard, (tag, Arrow IPC bytes))`: documents and reference lists meet by DOI shard, the
+co-citation instances are summed by their first DOI, then by their second (each time with
+that end's split and language from `splits/`), and each shard writes its own part files."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import apache_beam as beam
+import polars as pl
+import pyarrow as pa
+from apache_beam.io.filesystems import FileSystems
+
+from openmsd_build.contexts import cocitation
+from openmsd_build.contexts.extract import document_contexts
+from openmsd_build.contexts.references import UnreadableFile, reference_lists
+from openmsd_build.core import frames, layout, parquet_io
+from openmsd_build.core.beam_io import COUNTS_TAG, REJECTS_TAG, UntypedDoFn, bump, untag
+from openmsd_build.core.rejects import make_reject
+from openmsd_build.schemas import CONTEXTS, PAIRS
+
+STAGE = "contexts"
+DEFAULT_SHARDS = 16
+DOCS, REFS, NAMES, PAIRS_TAG = "docs", "refs", "names", "pairs"
+REFERENCE_STRUCT = pa.struct([("order", pa.int32()), ("key", pa.string()), ("doi", pa.string()),
+                              ("author", pa.string()), ("year", pa.string()), ("unstructured", pa.string())])
+REFERENCE_LISTS = pa.schema([("doi", pa.string()), ("references", pa.list_(REFERENCE_STRUCT))])
+
+
+def _keyed(table: pa.Table | pl.DataFrame, column: str, shards: int, tag: str):
+    for shard, data in frames.shard_pieces(table, column, shards):
+        yield shard, (tag, data)
+
+
+def _tagged(values, *names: str) -> dict[str, list]:
+    """A shard's grouped values by tag (`GroupShards` adds an empty seed value to shard 0)."""
+    return untag((v for v in values if v), *names)
+
+
+def _counted(counts: Counter | dict):
+    counts = {k: v for k, v in counts.items() if v}
+    bump(STAGE, counts)
+    return beam.pvalue.TaggedOutput(COUNTS_TAG, counts)
+
+
+class ReadReferenceFile(UntypedDoFn):
+    """A Crossref file path -> its reference lists keyed by the citing DOI's shard; an
+    unreadable file is a reject."""
+
+    def __init__(self, shards: int):
+        self.shards = shards
+
+    def process(self, path: str):
+        counts: Counter = Counter(crossref_files_read=1)
+        with FileSystems.open(path) as handle:
+            data = handle.read()
+        try:
+            rows = reference_lists(data, counts)
+        except UnreadableFile as exc:
+            counts["crossref_files_rejected"] += 1
+            yield beam.pvalue.TaggedOutput(REJECTS_TAG, make_reject(
+                STAGE, "crossref_unreadable", key=path, detail=f"{exc} ({len(data)} bytes)", source=path))
+            rows = []
+        yield _counted(counts)
+        if rows:
+            yield from _keyed(pa.Table.from_pylist(rows, schema=REFERENCE_LISTS), "doi", self.shards, REFS)
+
+
+class KeyDocuments(UntypedDoFn):
+    """documents/ rows -> those with full text, keyed by DOI shard."""
+
+    def __init__(self, shards: int):
+        self.shards = shards
+
+    def process(self, table: pa.Table):
+        frame = pl.from_arrow(table)
+        with_text = frame.filter(pl.col("content").is_not_null() & (pl.col("content").str.strip_chars() != ""))
+        yield _counted({"documents_read": frame.height, "documents_without_content": frame.height - with_text.height})
+        yield from _keyed(with_text, "doi", self.shards, DOCS)
+
+
+class KeyNames(UntypedDoFn):
+    """splits/ rows -> (doi, split, lang) lookups keyed by DOI shard."""
+
+    def __init__(self, shards: int):
+        self.shards = shards
+
+    def process(self, table: pa.Table):
+        yield from _keyed(cocitation.names_of(pl.from_arrow(table)), "doi", self.shards, NAMES)
+
+
+def _one_list_per_doi(refs: pl.DataFrame, counts: Counter) -> dict[str, list[dict]]:
+    """A DOI's reference list; a DOI listed twice (in two files) keeps its longest list."""
+    lists: dict[str, list[dict]] = {}
+    for doi, references in refs.iter_rows():
+        if doi in lists:
+            counts["reference_lists_duplicate"] += 1
+            if len(references) <= len(lists[doi]):
+                continue
+        lists[doi] = references
+    return lists
+
+
+class ExtractContexts(UntypedDoFn):
+    """One DOI shard: documents with their reference lists -> `contexts/` part file; the
+    shard's co-citation instances, summed, keyed by `doi_a`."""
+
+    def __init__(self, dest: str, shards: int):
+        self.dest = dest
+        self.shards = shards
+
+    def process(self, element):
+        shard, values = element
+        counts: Counter = Counter()
+        # two passes over the grouped values (re-iterable on every runner): the shard's
+        # reference lists first, then its documents one batch at a time, so a worker holds
+        # the lists and one batch of full texts, never the whole shard's texts
+        refs = [data for v in values if v and v[0] == REFS for data in (v[1],)]
+        lists = _one_list_per_doi(frames.to_frame(refs), counts) if refs else {}
+        del refs
+        rows: list[dict] = []
+        instances: list[tuple[str, str]] = []
+        seen: set[str] = set()
+        for value in values:
+            if not value or value[0] != DOCS:
+                continue
+            batch = frames.to_frame([value[1]])
+            for doi, content, language in batch.select("doi", "content", "language").iter_rows():
+                seen.add(doi)
+                references = lists.get(doi)
+                counts["documents_with_reference_list" if references else "documents_without_reference_list"] += 1
+                found, pairs = document_contexts(doi, content, language, references, counts)
+                counts["documents_with_contexts"] += bool(found)
+                rows.extend(found)
+                instances.extend(pairs)
+        counts["reference_lists_joined"] += sum(doi in seen for doi in lists)
+        counts["reference_lists_without_text"] += sum(doi not in seen for doi in lists)
+        if rows or shard == 0:
+            rows.sort(key=lambda r: (r["citing_doi"], r["sentence_index"]))
+            table = pa.Table.from_pylist(rows, schema=CONTEXTS)
+            parquet_io.write_table(table, parquet_io.part_path(layout.contexts_dir(self.dest), shard, self.shards))
+        yield _counted(counts)
+        if instances:
+            yield from _keyed(cocitation.partial_supports(instances).sort("doi_a", "doi_b"), "doi_a", self.shards,
+                              PAIRS_TAG)
+
+
+class AttachLow(UntypedDoFn):
+    """By `doi_a`: partial supports summed, doi_a's split and language attached; re-keyed by `doi_b`."""
+
+    def __init__(self, shards: int):
+        self.shards = shards
+
+    def process(self, element):
+        _, values = element
+        parts = _tagged(values, NAMES, PAIRS_TAG)
+        if not parts[PAIRS_TAG]:
+            return
+        pairs = cocitation.partial_supports(frames.to_frame(parts[PAIRS_TAG]))
+        names = frames.to_frame(parts[NAMES]) if parts[NAMES] else pl.DataFrame(schema=cocitation.NAME_SCHEMA)
+        named, missing = cocitation.attach(pairs, names, "a")
+        yield _counted({"ccs_instances_missing_end": missing})
+        yield from _keyed(named, "doi_b", self.shards, PAIRS_TAG)
+
+
+class AttachHighAndWrite(UntypedDoFn):
+    """By `doi_b`: doi_b's split and language attached, the split rule applied, and this
+    shard's `pairs/ccs/split=*/` part files written."""
+
+    def __init__(self, dest: str, shards: int):
+        self.dest = dest
+        self.shards = shards
+
+    def process(self, element):
+        shard, values = element
+        parts = _tagged(values, NAMES, PAIRS_TAG)
+        if not parts[PAIRS_TAG]:
+            return
+        names = frames.to_frame(parts[NAMES]) if parts[NAMES] else pl.DataFrame(schema=cocitation.NAME_SCHEMA)
+        named, missing = cocitation.attach(frames.to_frame(parts[PAIRS_TAG]), names, "b")
+        per_split, counts = cocitation.finalize(named)
+        for split, frame in per_split.items():
+            table = frame.to_arrow().cast(PAIRS) if frame.height else PAIRS.empty_table()
+            path = parquet_io.part_path(layout.pairs_dir(self.dest, "ccs", split), shard, self.shards)
+            parquet_io.write_table(table, path)
+        yield _counted({**counts, "ccs_instances_missing_end": missing})

@@ -1,0 +1,68 @@
+"""`pairs/ccs/`: papers co-cited in one sentence (pure polars).
+
+A pair (A, B), `doi_a < doi_b`, is written once per split; `support` = the number of distinct
+sentences (citing paper, sentence position) that cite both. As for the pairs stage's CC, pairs
+are kept only when A and B sit in the same split of `splits/` (the citing paper may be in any
+split, or none), and En-En pairs are removed from ODT; `lang_a` / `lang_b` are the papers'
+languages from `splits/`, `lang_class` en-en / en-xx / xx-en / xx-xx in written order.
+
+Counted in *instances* (one per sentence and pair; a pair's support is its instances):
+`ccs_instances = ccs_instances_missing_end + ccs_instances_cross_split +
+ccs_instances_odt_en_en + ccs_instances_kept`, and `ccs_instances_kept` is the sum of the
+written supports; `ccs_pairs.<split>` rows are written per split.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+SPLITS = ("train", "idt", "odt")
+PAIR_SCHEMA = {"doi_a": pl.String, "doi_b": pl.String, "support": pl.Int64}
+NAME_SCHEMA = {"doi": pl.String, "split": pl.String, "lang": pl.String}
+
+
+def partial_supports(pairs: list[tuple[str, str]] | pl.DataFrame) -> pl.DataFrame:
+    """Instances -> (doi_a, doi_b, support) summed; accepts instances or partial sums."""
+    if isinstance(pairs, list):
+        frame = pl.DataFrame(pairs, schema=["doi_a", "doi_b"], orient="row").with_columns(
+            pl.lit(1, dtype=pl.Int64).alias("support"))
+    else:
+        frame = pairs
+    if frame.height == 0:
+        return pl.DataFrame(schema=PAIR_SCHEMA)
+    return frame.group_by("doi_a", "doi_b").agg(pl.col("support").sum()).select(list(PAIR_SCHEMA))
+
+
+def names_of(splits: pl.DataFrame) -> pl.DataFrame:
+    """`splits/` rows -> (doi, split, lang) lookup rows."""
+    return splits.select("doi", "split", pl.col("language").fill_null("und").alias("lang"))
+
+
+def attach(pairs: pl.DataFrame, names: pl.DataFrame, side: str) -> tuple[pl.DataFrame, int]:
+    """Pairs with `split_<side>` / `lang_<side>` of the `doi_<side>` end; pairs whose end is not
+    in `splits/` are dropped, their instances returned."""
+    named = names.rename({"doi": f"doi_{side}", "split": f"split_{side}", "lang": f"lang_{side}"})
+    joined = pairs.join(named, on=f"doi_{side}", how="left")
+    missing = joined[f"split_{side}"].is_null()
+    return joined.filter(~missing), int(joined.filter(missing)["support"].sum() or 0)
+
+
+def finalize(pairs: pl.DataFrame) -> tuple[dict[str, pl.DataFrame], dict[str, int]]:
+    """Both ends named -> the PAIRS rows of each split (sorted) and the drop counts."""
+    same = pairs["split_a"] == pairs["split_b"]
+    en_en_odt = same & (pairs["split_a"] == "odt") & (pairs["lang_a"] == "en") & (pairs["lang_b"] == "en")
+    kept = pairs.filter(same & ~en_en_odt)
+    counts = {
+        "ccs_instances_cross_split": int(pairs.filter(~same)["support"].sum() or 0),
+        "ccs_instances_odt_en_en": int(pairs.filter(en_en_odt)["support"].sum() or 0),
+        "ccs_instances_kept": int(kept["support"].sum() or 0),
+    }
+    en_a = pl.when(pl.col("lang_a") == "en").then(pl.lit("en")).otherwise(pl.lit("xx"))
+    en_b = pl.when(pl.col("lang_b") == "en").then(pl.lit("en")).otherwise(pl.lit("xx"))
+    rows = kept.with_columns((en_a + "-" + en_b).alias("lang_class"))
+    out = {}
+    for split in SPLITS:
+        part = rows.filter(pl.col("split_a") == split).sort("doi_a", "doi_b")
+        out[split] = part.select("doi_a", "doi_b", "lang_a", "lang_b", "lang_class", "support")
+        counts[f"ccs_pairs.{split}"] = part.height
+    return out, counts

@@ -1,0 +1,117 @@
+"""Stage 6, `contexts`: citation contexts — the sentences of each paper's full text that cite
+other papers, their markers resolved to DOIs through the paper's Crossref reference list —
+and `pairs/ccs/`, the papers co-cited in one sentence, per split.
+
+Reads `documents/` (full text and language, from `text`), `splits/` (from `split`) and the
+Crossref metadata files (`--crossref`, the same files the papers stage read; their
+`reference` arrays, which `papers/` does not keep: `contexts.references` says why). Wiring
+in `pipelines/contexts.py`; rules in `contexts.sentences`, `contexts.markers`,
+`contexts.resolve`, `contexts.extract` and `contexts.cocitation`, whose docstrings define
+every counter. The counts reconcile (`check_counts`):
+
+* `documents_read = documents_without_content + documents_with_reference_list +
+  documents_without_reference_list`;
+* `reference_lists_read = reference_lists_joined + reference_lists_without_text +
+  reference_lists_duplicate`;
+* `sentences_seen = sentences_with_markers + sentences_without_markers + sentences_too_long`;
+* `markers_found = markers_resolved + Σ markers_unresolved.<reason>`;
+* `sentences_with_markers = contexts_written + contexts_without_doi` (rows of `contexts/`);
+* `contexts_written = contexts_language_sentence + contexts_language_document`;
+* `ccs_instances = ccs_instances_missing_end + ccs_instances_cross_split +
+  ccs_instances_odt_en_en + ccs_instances_kept`; `ccs_pairs.<split>` = rows of
+  `pairs/ccs/split=<split>/`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping, Sequence
+
+import apache_beam as beam
+import pyarrow as pa
+
+from openmsd_build.contexts.beam import DEFAULT_SHARDS, STAGE
+from openmsd_build.contexts.resolve import REASONS
+from openmsd_build.core import layout, parquet_io
+from openmsd_build.core.errors import UserError
+from openmsd_build.core.inputs import expand_input_files
+from openmsd_build.core.runner import pipeline_options
+from openmsd_build.core.staging import stage_outputs
+from openmsd_build.core.stats import read_stage_counts
+from openmsd_build.pipelines.contexts import build
+from openmsd_build.schemas import CONTEXTS, PAIRS
+
+SPLITS = layout.SPLIT_NAMES
+
+
+def output_dirs(dest: str) -> list[tuple[str, pa.Schema]]:
+    return [(layout.contexts_dir(dest), CONTEXTS)] + [(layout.pairs_dir(dest, "ccs", s), PAIRS) for s in SPLITS]
+
+
+def run_contexts(out: str, crossref: Sequence[str] = (), beam_args: Sequence[str] = (),
+                 shards: int = DEFAULT_SHARDS) -> dict[str, int]:
+    """Run the stage and return its counts (also in `_stats/contexts.json`)."""
+    if shards < 1:
+        raise UserError("--shards must be >= 1")
+    files = expand_input_files(list(crossref), "--crossref") if crossref else []
+    options = pipeline_options(beam_args)
+    with stage_outputs(out, STAGE) as dest:
+        with beam.Pipeline(options=options) as pipeline:
+            build(pipeline, out, files, shards, dest=dest)
+        parquet_io.fill_missing_parts(output_dirs(dest), shards)  # every folder holds `shards` files
+    return read_stage_counts(out, STAGE)
+
+
+def check_counts(counts: Mapping[str, int]) -> list[str]:
+    """The stage's reconciliations that do not need its files; [] when all hold."""
+    def c(key: str) -> int:
+        return int(counts.get(key, 0))
+
+    equalities = [
+        ("documents_read", c("documents_without_content") + c("documents_with_reference_list")
+         + c("documents_without_reference_list")),
+        ("reference_lists_read", c("reference_lists_joined") + c("reference_lists_without_text")
+         + c("reference_lists_duplicate")),
+        ("sentences_seen", c("sentences_with_markers") + c("sentences_without_markers") + c("sentences_too_long")),
+        ("markers_found", c("markers_resolved") + sum(c(f"markers_unresolved.{r}") for r in REASONS)),
+        ("sentences_with_markers", c("contexts_written") + c("contexts_without_doi")),
+        ("contexts_written", c("contexts_language_sentence") + c("contexts_language_document")),
+        ("ccs_instances", c("ccs_instances_missing_end") + c("ccs_instances_cross_split")
+         + c("ccs_instances_odt_en_en") + c("ccs_instances_kept")),
+    ]
+    return [f"contexts: {name} {c(name)} != {total}" for name, total in equalities if c(name) != total]
+
+
+def flag_inputs(args: argparse.Namespace) -> list[dict]:
+    """The Crossref files this run read, for `_stats/contexts.json` (`core.stage_inputs`)."""
+    from openmsd_build.core.stage_inputs import globbed_inputs
+
+    crossref = list(getattr(args, "crossref", None) or [])
+    return globbed_inputs(crossref, "--crossref", "crossref") if crossref else []
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", required=True, help="the build's output root (reads documents/, splits/)")
+    parser.add_argument("--crossref", action="extend", nargs="+", default=[], metavar="GLOB",
+                        help="Crossref metadata files, globs or folders (public-data-file *.json.gz, API answers, "
+                             "JSON Lines) for the papers' reference lists; without them every marker is "
+                             "unresolved (no_reference_list)")
+    parser.add_argument("--shards", type=int, default=DEFAULT_SHARDS, help="partitions of shuffles and output files")
+
+
+def run(args: argparse.Namespace, beam_args: Sequence[str]) -> dict[str, int]:
+    counts = run_contexts(args.out, list(getattr(args, "crossref", None) or []), beam_args,
+                          getattr(args, "shards", DEFAULT_SHARDS))
+    print(summary_line(counts))
+    return counts
+
+
+def summary_line(counts: Mapping[str, int]) -> str:
+    found = counts.get("markers_found", 0)
+    resolved = counts.get("markers_resolved", 0)
+    rate = f" ({100 * resolved / found:.1f}%)" if found else ""
+    unresolved = {r: counts[f"markers_unresolved.{r}"] for r in REASONS if counts.get(f"markers_unresolved.{r}")}
+    pairs = ", ".join(f"{s} {counts.get(f'ccs_pairs.{s}', 0)}" for s in SPLITS)
+    return (f"contexts: {counts.get('sentences_seen', 0)} sentences, {counts.get('sentences_with_markers', 0)} with "
+            f"markers; {found} markers, {resolved} resolved{rate}, unresolved {unresolved}; "
+            f"{counts.get('contexts_written', 0)} contexts written; CCS pairs ({pairs})")

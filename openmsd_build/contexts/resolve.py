@@ -1,0 +1,147 @@
+"""Resolve citation markers to the citing paper's reference list (pure).
+
+A reference list is the Crossref record's `reference` array in its deposited order
+(`Reference.order` is 1-based). A numeric marker `n` is the reference at position `n`
+(`number_position`). An author-year marker is matched by the first author's surname (the
+last word of `markers.normalize_name`, so particles and accents do not matter; a deposited
+author is also found by its first word, for corporate authors) and the year:
+
+* `author_year` — exactly one reference has that first author and year (a suffix `2014b`
+  picks the reference whose year carries that suffix when the list writes suffixes);
+* `author_year_suffix_order` — several references share author and year, none written with a
+  suffix, and the marker has one: the suffix letter picks them in list order (a = first);
+* `author_year_unstructured` — the one candidate is an entry without an `author` field whose
+  `unstructured` text names the surname before the year, with that year.
+
+Candidates are the entries of both kinds together, so an entry deposited without an author
+never loses to a namesake that has one: two candidates and no suffix to choose by is
+`author_year_ambiguous`, unless both are one DOI.
+
+Unresolved markers carry one reason (the stage counts them, `REASONS`): `no_reference_list`,
+`number_out_of_range`, `author_year_ambiguous` (several candidates, nothing to choose by),
+`author_year_no_match`, and `reference_without_doi` (the marker found its reference, which has
+no DOI: the method is kept, the cited DOI is null).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+
+from openmsd_build.contexts.markers import Marker, normalize_name
+
+REASONS = ("no_reference_list", "number_out_of_range", "author_year_ambiguous", "author_year_no_match",
+           "reference_without_doi")
+_YEAR = re.compile(r"(?<!\d)(1[6-9]\d\d|20\d\d)([a-z])?(?![\da-z])")
+
+
+@dataclass(frozen=True)
+class Reference:
+    """One entry of a reference list; `author` is the first author's surname as deposited."""
+
+    order: int
+    key: str | None = None
+    doi: str | None = None
+    author: str | None = None
+    year: str | None = None
+    unstructured: str | None = None
+
+
+@dataclass(frozen=True)
+class Resolution:
+    reference: Reference | None
+    method: str | None
+    reason: str | None  # None when resolved to a DOI
+
+    @property
+    def doi(self) -> str | None:
+        return self.reference.doi if self.reference is not None and self.reason is None else None
+
+
+_PARTICLES = frozenset("van von der den de da di du la le dos das del della ten ter al el".split())
+
+
+def _surname_key(name: str | None) -> str | None:
+    words = normalize_name(name or "").split()
+    return words[-1] if words else None
+
+
+def _author_keys(author: str | None) -> set[str]:
+    """The words a deposited first author is found by: the last ("van der Berg" -> "berg") and
+    the first that is not a particle, for corporate authors cited by their first word
+    ("EFSA ANS Panel (...)" is cited as "EFSA")."""
+    words = normalize_name(author or "").split()
+    return {words[-1], next((w for w in words if w not in _PARTICLES), words[-1])} if words else set()
+
+
+def _year_parts(value: str | None) -> tuple[int, str | None] | None:
+    match = _YEAR.search(value or "")
+    return (int(match.group(1)), match.group(2)) if match else None
+
+
+class ReferenceIndex:
+    """A reference list prepared for resolving the markers of one document."""
+
+    def __init__(self, references: list[Reference]):
+        self.references = references
+        self.by_author: dict[tuple[str, int], list[tuple[Reference, str | None]]] = defaultdict(list)
+        self.unstructured: list[tuple[Reference, str, int, str | None]] = []
+        for ref in references:
+            keys = _author_keys(ref.author)
+            year = _year_parts(ref.year) or (_year_parts(ref.unstructured) if not ref.author else None)
+            if keys and year:
+                for key in sorted(keys):
+                    self.by_author[(key, year[0])].append((ref, year[1]))
+            elif not ref.author and ref.unstructured and year:
+                head = ref.unstructured[: _YEAR.search(ref.unstructured).start()]  # type: ignore[union-attr]
+                self.unstructured.append((ref, f" {normalize_name(head)} ", year[0], year[1]))
+
+    def resolve(self, marker: Marker) -> Resolution:
+        if not self.references:
+            return Resolution(None, None, "no_reference_list")
+        if marker.number is not None:
+            if not 1 <= marker.number <= len(self.references):
+                return Resolution(None, None, "number_out_of_range")
+            return _found(self.references[marker.number - 1], "number_position")
+        return self._author_year(marker)
+
+    def candidates(self, marker: Marker) -> list[tuple[Reference, str | None, str]]:
+        """Every entry that may be the marker's: `(reference, year suffix, method)` in list order,
+        by the deposited first author, or by the `unstructured` text of entries without one."""
+        surname = _surname_key(marker.surname)
+        if surname is None or marker.year is None:
+            return []
+        found = [(ref, suffix, "author_year") for ref, suffix in self.by_author.get((surname, marker.year), [])]
+        needle = " " + " ".join(normalize_name(marker.surname or "").split()) + " "
+        found += [(ref, suffix, "author_year_unstructured") for ref, head, year, suffix in self.unstructured
+                  if year == marker.year and needle in head]
+        return sorted(found, key=lambda c: c[0].order)
+
+    def _author_year(self, marker: Marker) -> Resolution:
+        candidates = self.candidates(marker)
+        if not candidates:
+            return Resolution(None, None, "author_year_no_match")
+        if len(candidates) == 1:
+            return _found(candidates[0][0], candidates[0][2])
+        if marker.suffix:
+            suffixed = [c for c in candidates if c[1] == marker.suffix]
+            if len(suffixed) == 1:
+                return _found(suffixed[0][0], suffixed[0][2])
+            index = ord(marker.suffix) - ord("a")
+            if all(c[1] is None for c in candidates) and 0 <= index < len(candidates):
+                return _found(candidates[index][0], "author_year_suffix_order")
+            return Resolution(None, None, "author_year_ambiguous")
+        return _one_doi([c[0] for c in candidates], candidates[0][2])
+
+
+def _found(ref: Reference, method: str) -> Resolution:
+    return Resolution(ref, method, None if ref.doi else "reference_without_doi")
+
+
+def _one_doi(candidates: list[Reference], method: str) -> Resolution:
+    """Several candidates: resolved only when they are one work (the same DOI deposited twice)."""
+    dois = {ref.doi for ref in candidates}
+    if len(dois) == 1 and None not in dois:
+        return _found(candidates[0], method)
+    return Resolution(None, None, "author_year_ambiguous")

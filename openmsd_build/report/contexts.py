@@ -1,0 +1,31 @@
+"""The report's citation-contexts section, from `_stats/contexts.json`: markers found and
+resolved per style, unresolved markers by reason, contexts written and CCS pairs per split.
+Absent when the contexts stage has not run."""
+
+from __future__ import annotations
+
+from openmsd_build.contexts.resolve import REASONS
+from openmsd_build.report.render import Block, fmt_int, fmt_pct
+
+
+def contexts_blocks(stats: dict) -> list[Block]:
+    counts = (stats.get("stage_counts") or {}).get("contexts")
+    if not counts:
+        return []
+    res = [Block("h2", "Citation contexts — markers resolved through the Crossref reference lists")]
+    res.append(Block("p", f"{fmt_int(counts.get('sentences_seen'))} sentences of "
+                          f"{fmt_int(counts.get('documents_with_reference_list', 0) + counts.get('documents_without_reference_list', 0))}"
+                          f" full texts, {fmt_int(counts.get('sentences_with_markers'))} with markers; "
+                          f"{fmt_int(counts.get('contexts_written'))} contexts written (a marker resolved to a DOI)."))
+    styles = sorted({k.split(".", 1)[1] for k in counts if k.startswith("markers_found.")})
+    rows = []
+    for style in [*styles, None]:
+        found = counts.get(f"markers_found.{style}" if style else "markers_found", 0)
+        resolved = counts.get(f"markers_resolved.{style}" if style else "markers_resolved", 0)
+        rows.append([style or "all", fmt_int(found), fmt_int(resolved), fmt_pct(resolved / found if found else None)])
+    res.append(Block("table", headers=["marker style", "found", "resolved to a DOI", "share"], rows=rows))
+    rows = [[reason, fmt_int(counts.get(f"markers_unresolved.{reason}", 0))] for reason in REASONS]
+    res.append(Block("table", headers=["unresolved marker reason", "markers"], rows=rows))
+    rows = [[split, fmt_int(counts.get(f"ccs_pairs.{split}", 0))] for split in ("train", "idt", "odt")]
+    res.append(Block("table", headers=["split", "CCS pairs (co-cited in one sentence)"], rows=rows))
+    return res

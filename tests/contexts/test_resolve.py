@@ -1,0 +1,79 @@
+"""Resolution of markers against a reference list: positions, author-year matches, suffixes,
+ambiguity and every unresolved reason."""
+
+from __future__ import annotations
+
+from openmsd_build.contexts.markers import Marker
+from openmsd_build.contexts.resolve import Reference, ReferenceIndex
+
+REFS = [
+    Reference(1, "r1", "10.1/a", "Smith", "2019"),
+    Reference(2, "r2", None, "Lee", "2020"),
+    Reference(3, "r3", "10.1/c", "Kirov", "2014"),
+    Reference(4, "r4", "10.1/d", "Kirov", "2014"),
+    Reference(5, "r5", "10.1/e", "García", "2001a"),
+    Reference(6, "r6", "10.1/f", "García", "2001b"),
+    Reference(7, "r7", "10.1/g", None, None, "Agence Francaise (AFSSA) 2004 Evaluation des risques"),
+    Reference(8, "r8", "10.1/h", "Wang", "2010"),
+    Reference(9, "r9", "10.1/i", None, None, "Wang L, Chen Y (2010) Another paper"),
+]
+
+
+def _ay(surname: str, year: int, suffix: str | None = None) -> Marker:
+    return Marker("author_year", 0, 1, surname=surname, year=year, suffix=suffix)
+
+
+def _num(n: int) -> Marker:
+    return Marker("numeric", 0, 1, number=n)
+
+
+def _outcome(index: ReferenceIndex, marker: Marker) -> tuple[str | None, str | None, str | None]:
+    r = index.resolve(marker)
+    return r.doi, r.method, r.reason
+
+
+def test_numbers_are_positions_in_the_list() -> None:
+    index = ReferenceIndex(REFS)
+    assert _outcome(index, _num(1)) == ("10.1/a", "number_position", None)
+    assert _outcome(index, _num(2)) == (None, "number_position", "reference_without_doi")
+    assert _outcome(index, _num(10)) == (None, None, "number_out_of_range")
+    assert _outcome(index, _num(0)) == (None, None, "number_out_of_range")
+
+
+def test_author_year_by_first_author_and_year() -> None:
+    index = ReferenceIndex(REFS)
+    assert _outcome(index, _ay("Smith", 2019)) == ("10.1/a", "author_year", None)
+    assert _outcome(index, _ay("SMITH", 2019)) == ("10.1/a", "author_year", None)
+    assert _outcome(index, _ay("Smith", 2018)) == (None, None, "author_year_no_match")
+    assert _outcome(index, _ay("Lee", 2020)) == (None, "author_year", "reference_without_doi")
+
+
+def test_suffixes_pick_the_deposited_suffix_or_the_list_order() -> None:
+    index = ReferenceIndex(REFS)
+    assert _outcome(index, _ay("Garcia", 2001, "b")) == ("10.1/f", "author_year", None)
+    assert _outcome(index, _ay("Kirov", 2014, "b")) == ("10.1/d", "author_year_suffix_order", None)
+    assert _outcome(index, _ay("Kirov", 2014, "c")) == (None, None, "author_year_ambiguous")
+
+
+def test_two_candidates_without_a_suffix_are_ambiguous() -> None:
+    index = ReferenceIndex(REFS)
+    assert _outcome(index, _ay("Kirov", 2014)) == (None, None, "author_year_ambiguous")
+    assert _outcome(index, _ay("García", 2001)) == (None, None, "author_year_ambiguous")
+    # a namesake deposited without an author field competes with the one that has it
+    assert _outcome(index, _ay("Wang", 2010)) == (None, None, "author_year_ambiguous")
+
+
+def test_unstructured_entries_match_by_a_name_before_the_year() -> None:
+    index = ReferenceIndex(REFS)
+    assert _outcome(index, _ay("AFSSA", 2004)) == ("10.1/g", "author_year_unstructured", None)
+    assert _outcome(index, _ay("Evaluation", 2004)) == (None, None, "author_year_no_match")
+
+
+def test_the_same_doi_twice_is_one_work() -> None:
+    index = ReferenceIndex([Reference(1, None, "10.1/x", "Ito", "1999"), Reference(2, None, "10.1/x", "Ito", "1999")])
+    assert _outcome(index, _ay("Ito", 1999)) == ("10.1/x", "author_year", None)
+
+
+def test_no_reference_list() -> None:
+    assert _outcome(ReferenceIndex([]), _num(1)) == (None, None, "no_reference_list")
+    assert _outcome(ReferenceIndex([]), _ay("Smith", 2019)) == (None, None, "no_reference_list")
