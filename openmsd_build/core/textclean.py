@@ -373,8 +373,10 @@ def _inline_keywords(text: str) -> int | None:
 # year the way reference styles do ("1971. Title", "(2019).", ", 2007.", "2019;12:").
 _YEAR = r"(?:1[5-9]\d\d|20\d\d)[a-z]?"
 ENTRY_YEAR_RE = re.compile(rf"\b{_YEAR}\.\s|\({_YEAR}\)[.,:]?\s|,\s{_YEAR}[.,;]\s|\b{_YEAR};\s?\d")
+# an entry's author and year together: "Chang, Chung-Yuan. 1971.", "Smith, J. (2019).",
+# "Smith JA, Lee K. ... 2019;" is left to the year count ("Chile, Argentina and Uruguay" is prose)
 _ENTRY_AUTHOR_RE = re.compile(
-    r"(?:^|(?<=[.\]]\s)|\n)\s*\[?\d{0,3}\]?\s*[A-ZÀ-ÖØ-ÞĀ-Ž][\w'’-]+(?:,\s+[A-ZÀ-Ö][\w'’.-]*|\s[A-Z]{1,2}[,.])")
+    rf"[A-ZÀ-ÖØ-ÞĀ-Ž][\w'’-]+,\s+(?:[A-ZÀ-ÖØ-Þ][\w'’-]*\.?[ \t]*){{1,3}}[.,]?[ \t]*\(?{_YEAR}\)?[.,:;]")
 # a numbered entry: "1. Trần Bá Hoành (2003).", "[12] Smith J, Lee K. Title. 2019;"
 _NUMBERED_ENTRY_RE = re.compile(rf"(?:^|(?<=[\s.]))\[?\d{{1,3}}[\].]\s*[^\W\d_][^\n]{{0,80}}?\(?{_YEAR}\)?[.,:;]")
 BIBLIOGRAPHY_MIN_ENTRIES = 3
@@ -405,29 +407,44 @@ def _without_keywords(text: str) -> str:
     return text[:start]
 
 
-# A paragraph under an abstract that is page furniture, not prose: a subject-heading list
-# ("Physics Subject Headings (PhySH)", "Dynamo theory"), a date, DOI or copyright line.
+# Paragraphs under an abstract that are page furniture, not prose: a subject-heading list
+# ("Physics Subject Headings (PhySH)", "Dynamo theory", ...), a running head, or a date, DOI or
+# copyright line ("Received 26 September 2018", "DOI:https://...", "© 2019 ...").
 MAX_FURNITURE_CHARS = 80
-_SENTENCE_END_RE = re.compile(r"[.!?。！？…]\W{0,3}$")
-_FURNITURE_START_RE = re.compile(
-    r"^(?:received|accepted|published|revised|available online|doi\b|https?://|©|\(c\) ?\d|copyright)", re.IGNORECASE)
+_SENTENCE_END_RE = re.compile(r"[.!?。！？…।۔։።]\W{0,3}$")
+_LABELLED_RE = re.compile(r"^[^\W\d_][\w /-]{0,40}[:：]\s*\S")  # "Trial registration: NCT...", "Conclusion: ..."
+_FURNITURE_LINE_RE = re.compile(
+    r"^(?:(?:received|accepted|published(?: online)?|revised|available online)\b[^.]{0,30}?\d"
+    r"|doi\s*:?\s*(?:https?://\S+|10\.\S+)$|https?://\S+$|©|\(c\)\s?\d|copyright\s*(?:©|\(c\)|\d))",
+    re.IGNORECASE,
+)
 
 
 def _without_trailing_furniture(text: str) -> str:
-    """`text` without the short paragraphs that end it and are not prose (no sentence end, under
-    `MAX_FURNITURE_CHARS` weighted characters; or a date / DOI / copyright line), keeping at
-    least its first paragraph."""
+    """`text` without the furniture paragraphs that end it: two or more short ones that are not
+    prose (no sentence end, not a labelled line, under `MAX_FURNITURE_CHARS` weighted
+    characters: a list or a running head), or any that is a date / DOI / copyright line; its
+    first paragraph always stays."""
     if "\n\n" not in text:
         return text
     paragraphs = text.split("\n\n")
-    end = len(paragraphs)
+    end, furniture = len(paragraphs), False
     while end > 1:
         last = paragraphs[end - 1].strip()
-        if last and not _FURNITURE_START_RE.match(last) and (
-                weighted_length(last) >= MAX_FURNITURE_CHARS or _SENTENCE_END_RE.search(last)):
+        if not last:
+            end -= 1
+            continue
+        if weighted_length(last) >= MAX_FURNITURE_CHARS:
+            break
+        if _FURNITURE_LINE_RE.match(last):
+            furniture = True
+        elif _SENTENCE_END_RE.search(last) or _LABELLED_RE.match(last):
             break
         end -= 1
-    return text if end == len(paragraphs) else "\n\n".join(paragraphs[:end])
+    short = sum(1 for p in paragraphs[end:] if p.strip())
+    if end == len(paragraphs) or not (furniture or short >= 2):
+        return text
+    return "\n\n".join(paragraphs[:end])
 
 
 def clean_abstract(abstract: str | None) -> str:

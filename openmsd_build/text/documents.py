@@ -319,11 +319,11 @@ def abstract_entries(paper: dict, extractions: list[dict], title: str = "",
     texts that repeat an earlier one, or are too short, are skipped without a reason. The
     extractions at the indexes `skip` (documents found to be another text) give none: each of
     their abstracts is dropped with the reason `title_mismatch`."""
-    raw: list[tuple[str, str, str, bool]] = []
+    raw: list[tuple[str, str, str, bool, int]] = []  # text, source, rule, capped, extraction index
     dropped: list[tuple[str, str]] = []
     skip = set(skip)
     if (paper.get("abstract") or "").strip():
-        raw.append((paper["abstract"], paper.get("abstract_source") or "metadata", "metadata", False))
+        raw.append((paper["abstract"], paper.get("abstract_source") or "metadata", "metadata", False, -1))
     for kind in _ABSTRACT_ORDER:
         for index, e in enumerate(extractions):
             if e.get("kind") != kind:
@@ -338,11 +338,11 @@ def abstract_entries(paper: dict, extractions: list[dict], title: str = "",
                 text = item.get("text") if isinstance(item, dict) else item
                 if text and text.strip():
                     capped = bool(isinstance(item, dict) and item.get("capped"))
-                    raw.append((text, kind, _abstract_rule(item, e), capped))
+                    raw.append((text, kind, _abstract_rule(item, e), capped, index))
     entries: list[dict] = []
     seen: list[str] = []
-    headings: set[tuple[str, str, str]] = set()  # (source, language, heading) of kept entries
-    for text, source, rule, capped in raw:
+    headings: set[tuple[int, str, str]] = set()  # (extraction, language, heading) of kept entries
+    for text, source, rule, capped, origin in raw:
         text, cut = _cut_bibliography(clean_abstract(text))
         if cut:
             dropped.append((source, "bibliography"))
@@ -363,7 +363,7 @@ def abstract_entries(paper: dict, extractions: list[dict], title: str = "",
             if n_part < MIN_ABSTRACT_TOKENS or any(key[:80] in k or k[:80] in key for k in seen):
                 continue
             reason = _wrong_run_reason(index, n_part, first_tokens, part, title, capped) if len(runs) > 1 else None
-            heading = (source, language, re.sub(r"\W+", "", rule.lower())) if rule.startswith("abstract_heading:") else None
+            heading = (origin, language, re.sub(r"\W+", "", rule.lower())) if rule.startswith("abstract_heading:") else None
             if reason is None and heading in headings:
                 reason = "repeated_heading"
             if reason:

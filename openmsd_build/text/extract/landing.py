@@ -259,7 +259,7 @@ def _is_usable_description(text: str, title: str) -> bool:
 
 # Containers of other papers: a reference list, "cited by" and "recommended" boxes, whose
 # items carry their own "show abstract" boxes (ScienceDirect's `reference-abstract` inside
-# `citing-articles`); an abstract box inside one, or inside a list item, is another paper's.
+# `citing-articles`); an abstract box or heading inside one is another paper's.
 _OTHER_PAPERS_TOKEN_RE = re.compile(
     r"(?:^|[-_])(?:ref(?:erence)?s?|bibliograph\w*|citing|cited|citations?|related|recommend\w*|similar|"
     r"more-?like\w*|also-?read|trending|popular|most-?read)(?:$|[-_])",
@@ -268,11 +268,11 @@ _OTHER_PAPERS_TOKEN_RE = re.compile(
 
 
 def _another_papers(node: lxml.html.HtmlElement) -> bool:
-    """Whether `node` sits in a list item or a container of other papers (`_OTHER_PAPERS_TOKEN_RE`
-    on its own class / id or an ancestor's)."""
+    """Whether `node` sits in a container of other papers (`_OTHER_PAPERS_TOKEN_RE` on its own
+    class / id or an ancestor's below `body`: a page-wide "has-related-posts" says nothing)."""
     for element in (node, *node.iterancestors()):
-        if element.tag == "li":
-            return True
+        if element.tag in ("body", "html"):
+            return False
         tokens = f"{element.get('class') or ''} {element.get('id') or ''}".split()
         if any(_OTHER_PAPERS_TOKEN_RE.search(t) for t in tokens):
             return True
@@ -315,6 +315,8 @@ def _abstracts_after_headings(tree: lxml.html.HtmlElement, limit: int = 4) -> li
         if len(found) >= limit:
             break
         if not _ABSTRACT_HEADING_RE.match(heading.text_content() or ""):
+            continue
+        if _another_papers(heading):  # a "show abstract" heading in a reference list
             continue
         if heading.tag not in _HEADINGS:
             # an inline label ("<label>摘要：</label><span>text</span>", "<b>Resumo:</b> text")

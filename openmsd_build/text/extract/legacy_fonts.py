@@ -14,9 +14,9 @@ How it decides (evidence, not word lists):
   (a line with "ầ" or "č" was written with a Unicode font);
 * the page's candidate lines are read in each known encoding, and an encoding is chosen
   only when CLD3 finds the decoded lines a language with a reliable answer and a higher
-  probability than the lines as they are, and in the language the encoding was made for
-  when it was made for one (`choose_encoding`): Catalan's "l·l" or a Portuguese "1ª" stays
-  as it is, and Croatian in T1 is not read as Vietnamese.
+  probability than the lines as they are, and in a language the encoding was made for
+  (`choose_encoding`): Catalan's "l·l", a Portuguese "1ª" or a Spanish "mg·kg" stays as it
+  is, and Croatian in T1 is not read as Vietnamese.
 """
 
 from __future__ import annotations
@@ -46,9 +46,14 @@ assert len(_TCVN3_FROM) == len(_TCVN3_TO) and len(_T1_FROM) == len(_T1_TO)
 
 ENCODINGS = {"tcvn3": str.maketrans(_TCVN3_FROM, _TCVN3_TO), "t1": str.maketrans(_T1_FROM, _T1_TO)}
 """The legacy encodings a text layer is tried in, as `str.translate` tables."""
-ENCODING_LANGUAGES = {"tcvn3": frozenset({"vi"})}
-"""Encodings made for one language: their reading must be detected as it (TCVN3 holds only
-Vietnamese letters; T1 serves every Latin-script language)."""
+ENCODING_LANGUAGES = {
+    "tcvn3": frozenset({"vi"}),
+    "t1": frozenset({"cs", "sk", "pl", "hr", "bs", "sr", "sl", "hu", "ro", "tr", "lt", "lv", "et", "mt", "sq", "eo"}),
+}
+"""The languages each encoding's reading must be detected as: TCVN3 holds only Vietnamese
+letters; T1's upper half holds the letters of Central and Eastern European languages (a
+Spanish "mg·kg" read in T1 still reads as Spanish, so it is not taken for T1)."""
+
 
 _LETTER = "A-Za-zÀ-ÖØ-öø-ÿ"
 _SIGNS = "\u0080-\u009f¡-§©-³µ-·¹-¿"
@@ -57,8 +62,9 @@ _SIGNS = "\u0080-\u009f¡-§©-³µ-·¹-¿"
 # encoding by other signs is read whole, those included
 _SIGN_IN_WORD_RE = re.compile(f"[{_LETTER}][{_SIGNS}]+[{_LETTER}]")
 _BEYOND_LATIN1_RE = re.compile("[\u0100-\u024f\u1e00-\u1eff]")
-# in a TCVN3 line PDFium gives the soft-hyphen code (ư) as a hyphen: "h-ëng" is "hưởng"
-_HYPHEN_IN_WORD_RE = re.compile(f"(?<=[{_LETTER}])[-\u00ad](?=[{_LETTER}])")
+# in a TCVN3 line PDFium gives the soft-hyphen code (ư) as a hyphen: "h-ëng" is "hưởng" (only
+# before another TCVN3 letter code: "e-mail" stays)
+_HYPHEN_IN_WORD_RE = re.compile(f"(?<=[{_LETTER}])[-\u00ad](?=[{re.escape(_TCVN3_FROM)}])")
 MIN_SIGNS_PER_PAGE = 2
 """Signs inside words needed on a page before any decoding is tried: one stray "l·l" or a
 font's odd glyph is not an encoding."""
@@ -96,28 +102,34 @@ def choose_encoding(text: str) -> str | None:
     lines = candidate_lines(text)
     if not lines:
         return None
-    from openmsd_build.core.language import UND, detect_language
+    from openmsd_build.core.language import detect_language
 
     sample = " ".join(lines)[:2000]
     _lang, best_prob, _ok = detect_language(None, sample)
     best = None
     for name in ENCODINGS:
         lang, prob, reliable = detect_language(None, " ".join(decode_line(ln, name) for ln in lines)[:2000])
-        if name in ENCODING_LANGUAGES and lang not in ENCODING_LANGUAGES[name]:
+        if lang not in ENCODING_LANGUAGES[name]:
             continue
-        if lang != UND and reliable and prob > best_prob:
+        if reliable and prob > best_prob:
             best, best_prob = name, prob
     return best
 
 
+_TCVN3_CODE_RE = re.compile(f"[{re.escape(_TCVN3_FROM.replace(chr(0xAD), ''))}]")
+
+
 def decode_text(text: str, encoding: str | None) -> str:
     """`text` with each candidate line (`candidate_lines`) read in `encoding`; unchanged when
-    `encoding` is None."""
+    `encoding` is None. On a page found to be TCVN3 a line of Latin-1 letters that holds any
+    TCVN3 code is read too ("Kü thuËt ®iÖn tö" has no sign inside a word): Vietnamese written
+    with a Unicode font has letters beyond Latin-1 in nearly every line."""
     if encoding is None:
         return text
     out = []
     for line in text.split("\n"):
-        if _SIGN_IN_WORD_RE.search(line) and not _BEYOND_LATIN1_RE.search(line):
+        if not _BEYOND_LATIN1_RE.search(line) and (
+                _SIGN_IN_WORD_RE.search(line) or (encoding == "tcvn3" and _TCVN3_CODE_RE.search(line))):
             line = decode_line(line, encoding)
         out.append(line)
     return "\n".join(out)

@@ -247,7 +247,10 @@ def _remove_headers_footers(pages: list[list[str]]) -> list[list[str]]:
         page_edges.append(edges)
         counts.update(set(edges.values()))
     threshold = max(REPEAT_MIN_PAGES, (len(pages) + 1) // 2)
-    repeated = {k for k, c in counts.items() if c >= threshold} if len(pages) >= REPEAT_MIN_PAGES else set()
+    # a one-character line repeated is furniture when it is a sign ("!" drawn by a logo
+    # font), not a digit or a letter (matrix brackets, enumerations)
+    repeated = ({k for k, c in counts.items() if c >= threshold and (len(k) > 1 or not (k.isalnum() or k == "#"))}
+                if len(pages) >= REPEAT_MIN_PAGES else set())
     cleaned = []
     for lines, edges in zip(pages, page_edges, strict=True):
         cleaned.append(
@@ -377,6 +380,10 @@ STRUCTURED_LOOKAHEAD = 25
 """Lines after an objective label within which a methods label must follow."""
 
 
+MAX_FIRST_SECTION_CHARS = 400
+"""A structured abstract cut after its first section has a sentence or two there; a longer
+block (an abstract whose labels the lexicon does not know) is complete, and what follows it
+is the paper."""
 CONTINUATION_LOOKAHEAD = 40
 """Lines after a one-section structured abstract within which its methods label may resume it."""
 
@@ -389,7 +396,7 @@ def _structured_continuation(lines: list[str], body: list[str], j: int) -> tuple
     other column or the next page's text ("Objective ... patients." | running head, body
     text | "Methods ..."). The rest runs to the abstract's end or the next methods label
     (the body's own "MÉTODOS" section). ([], j) otherwise."""
-    if not body or not _BARE_OBJECTIVE_RE.match(body[0]) or len(body) > 12 or any(
+    if not body or not _BARE_OBJECTIVE_RE.match(body[0]) or sum(map(len, body)) > MAX_FIRST_SECTION_CHARS or any(
             _BARE_METHODS_RE.match(ln) or _METHODS_LABEL_RE.match(ln) for ln in body):
         return [], j
     start = next((k for k in range(j, min(len(lines), j + CONTINUATION_LOOKAHEAD)) if _BARE_METHODS_RE.match(lines[k])), None)
@@ -932,9 +939,11 @@ def _not_title_line(text: str) -> bool:
     return _NOT_TITLE_LINE_RE.search(text) is not None
 
 
-# An author list: names closed by affiliation markers and separated by commas ("Lee* , Ryu*",
-# "Silva¹, Souza²"), or a line opened by a marker (an affiliation or a footnote).
-_AUTHOR_LIST_RE = re.compile(r"[^\W\d_][*†‡§¶⁎¹²³⁴⁵⁶⁷⁸⁹]+\s*,\s*[^\W\d_]")
+# An author list: two or more names closed by affiliation markers and separated by commas
+# ("Lee* , Ryu* , Kim", "Silva¹, Souza², Lima"; one such pair may be "A*, IDA*" or "H¹, L²"), or
+# a line opened by a footnote marker (an affiliation; a superscript digit may open "¹H NMR").
+_AUTHOR_LIST_RE = re.compile(r"[^\W\d_]{2,}[*†‡§¶⁎¹²³⁴⁵⁶⁷⁸⁹]+\s*,\s*[^\W\d_]")
+_MARKER_LINE_RE = re.compile(r"^\s*(?:\*{1,3}|[†‡§¶])\s*[^\W\d_]")  # not "¹H NMR", "¹³C-labelled"
 
 
 def _title_line_ok(text: str) -> bool:
@@ -944,8 +953,8 @@ def _title_line_ok(text: str) -> bool:
     return (
         has_letters(text, 4)
         and not _STOP_RE.match(text)
-        and not _FOOTNOTE_LINE_RE.match(text)
-        and not _AUTHOR_LIST_RE.search(text)
+        and not _MARKER_LINE_RE.match(text)
+        and len(_AUTHOR_LIST_RE.findall(text)) < 2
         and not (_YEAR_RE.search(text) and _PLACE_YEAR_RE.match(text))
         and not _NUMBERED_HEADING_RE.match(text)
         and _heading_at(text) is None
@@ -1028,15 +1037,12 @@ def _split_by_language(block: list[str]) -> list[list[str]]:
 MAX_TITLE_WORDS = 35
 """Titles run to about 30 words (a long Portuguese title with its subtitle); a block longer
 than this is a paragraph set in the title's size."""
-_SENTENCE_CLOSE_RE = re.compile(r"(?<![.\s])\s?[.。]\s*$")
 
 
 def _reads_as_prose(lines: list[str]) -> bool:
-    """Whether a title candidate is running text (the first sentence of a paragraph in the
-    title's size): longer than any title, or ten words or more closed by a full stop, which a
-    title does not end with ("Title. Subtitle" stops inside, not at its end)."""
-    n = _words(lines)
-    return n > MAX_TITLE_WORDS or (n >= 10 and _SENTENCE_CLOSE_RE.search(lines[-1]) is not None)
+    """Whether a title candidate is running text (a paragraph set in the title's size): longer
+    than any title. (A full stop at its end says nothing: some journals end titles with one.)"""
+    return _words(lines) > MAX_TITLE_WORDS
 
 
 def _title_text(lines: list[str]) -> str:

@@ -10,7 +10,7 @@ The repair (`read_presentation_forms`), line by line, only where a line holds pr
 forms: the forms become their letters (NFKC), and the line is turned into reading order when
 CLD3 finds the turned line more probable than the line as stored. Turning reverses the order
 of the line's runs and the letters of its right-to-left runs; a Latin word or a number inside
-keeps its own order ("2019", "BlockChain").
+keeps its own order ("2019", "۱۳۹۸", "BlockChain").
 """
 
 from __future__ import annotations
@@ -19,7 +19,10 @@ import re
 import unicodedata
 
 _FORMS_RE = re.compile("[\ufb50-\ufdff\ufe70-\ufeff]")
-_RTL_RUN_RE = re.compile("([\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc]+(?:[ \u200c]+[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc]+)*)")
+# right-to-left letters (Hebrew, Arabic and their presentation forms), not Arabic-Indic or
+# Persian digits: numbers read left to right in every script, so they keep their order
+_RTL = "\u0590-\u065f\u066a-\u06ef\u06fa-\u08ff\ufb1d-\ufdff\ufe70-\ufefc"
+_RTL_RUN_RE = re.compile(f"([{_RTL}]+(?:[ \u200c]+[{_RTL}]+)*)")
 MIN_FORMS = 3
 """Presentation-form characters a line needs before it is repaired (a stray ligature glyph in
 a proper Unicode line is left to NFKC elsewhere)."""
