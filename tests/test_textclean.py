@@ -115,3 +115,15 @@ def test_a_long_run_of_blank_lines_is_searched_in_linear_time():
     text = "We study X." + "\n" * 200_000 + "We find Y."
     assert _without_keywords(text) == text
     assert _without_keywords(text + "\n\nKeywords: a") == text
+
+
+def test_ascii_token_count_is_the_regex_count() -> None:
+    """`count_tokens` counts an ASCII text's words in bytes: the same count as `\\w+`."""
+    import random
+    import re
+
+    rng = random.Random(3)
+    alphabet = "ab_Z09 \t\n.,;-'\"()\x00\x7f"
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 60)))
+        assert count_tokens(text) == len(re.findall(r"\w+", text)), repr(text)
