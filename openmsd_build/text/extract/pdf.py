@@ -593,11 +593,13 @@ _BOX_ALL = 48
 _BOX_SAMPLE = 16
 
 
-def _first_page_lines_with_size(textpage: Any) -> list[tuple[str, float, float]]:
+def _first_page_lines_with_size(textpage: Any, text: str | None = None) -> list[tuple[str, float, float]]:
     """(line, median glyph height, top y) for the first page: the font-size signal that finds
     a title. Loose char boxes give the font's height, independent of the glyph's shape.
     Fragments that PDFium reports as separate lines but that sit on one baseline in one size
-    (a word processor that places every word, or tab-separated words) are one visual line."""
+    (a word processor that places every word, or tab-separated words) are one visual line.
+    `text`: the page's whole text already read by the caller, one code point per character
+    (`len(text) == count_chars()`), not read again."""
     import ctypes
 
     import pypdfium2.raw as pdfium_c
@@ -610,7 +612,7 @@ def _first_page_lines_with_size(textpage: Any) -> list[tuple[str, float, float]]
     # every glyph -- and of every glyph only on short lines and lines with an accent to place.
     raw, rect = textpage.raw, pdfium_c.FS_RECTF()
     get_unicode, get_box, rect_ref = pdfium_c.FPDFText_GetUnicode, _loose_char_box(), ctypes.byref(rect)
-    text_all = textpage.get_text_range(0, n) if n else ""
+    text_all = (text[:n] if text is not None else textpage.get_text_range(0, n)) if n else ""
     if len(text_all) != n:  # surrogate pairs or generated characters: read them one by one
         text_all = "".join(chr(get_unicode(raw, i)) for i in range(n))
     # the page's words (runs of glyphs, i.e. non-space characters) in one pass, and where its
@@ -1180,13 +1182,14 @@ def extract_pdf(data: bytes, max_pages: int = MAX_PAGES) -> dict[str, Any]:
             page = doc[index]
             textpage = page.get_textpage()
             try:
-                count = min(textpage.count_chars(), budget)
+                chars = textpage.count_chars()
+                count = min(chars, budget)
                 budget -= count
                 page_text = textpage.get_text_range(0, count) if count > 0 else ""
                 breaks = breaks or "\ufffe" in page_text
                 pages.append(_page_lines(page_text))
-                if index == 0:
-                    size_lines = _first_page_lines_with_size(textpage)
+                if index == 0:  # the page's text read once: when whole, one character a code point
+                    size_lines = _first_page_lines_with_size(textpage, page_text if len(page_text) == chars else None)
             finally:
                 textpage.close()
                 page.close()
