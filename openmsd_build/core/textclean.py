@@ -499,6 +499,27 @@ MAX_SPACED_LINE_CHARS = 80
 _FOUR_NON_SPACES_RE = re.compile(r"[^ ]{4}")
 
 
+_ASCII_LETTERS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+_ASCII_NOT_WORD = bytes(b for b in range(128) if not (chr(b).isalnum() or b == ord("_")))
+_NOT_WORD_RE = re.compile(r"\W+")
+
+
+def count_letters(text: str) -> int:
+    """How many characters of `text` are letters (`str.isalpha`); ASCII text counted in C."""
+    if text.isascii():
+        data = text.encode("ascii")
+        return len(data) - len(data.translate(None, _ASCII_LETTERS))
+    return sum(map(str.isalpha, text))
+
+
+def word_chars(text: str) -> str:
+    r"""`text` lower-cased with every non-word character removed (`re.sub(r"\W+", "",
+    text.lower())`): the key two texts are compared by. ASCII text is done in C."""
+    if text.isascii():
+        return text.encode("ascii").lower().translate(None, _ASCII_NOT_WORD).decode("ascii")
+    return _NOT_WORD_RE.sub("", text.lower())
+
+
 def has_letters(text: str, n: int) -> bool:
     """`text` holds at least `n` letters (`str.isalpha`); stops counting at the `n`-th, so a
     hot check ("enough letters to be a title / to detect a language") does not walk the

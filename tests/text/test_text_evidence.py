@@ -189,3 +189,19 @@ def test_damage_signs_of_ascii_text_are_those_of_the_general_rule() -> None:
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 120)))
         expected = textclean.text_layer_damage(text + "\u00a0")  # one non-ASCII space: the general path
         assert textclean.text_layer_damage(text) == expected, repr(text)
+
+
+def test_ascii_titles_squash_as_the_general_rule() -> None:
+    """`_squash_title`'s ASCII path (bytes lower-cased and deleted) and the head's words
+    lower-cased first give what NFKC, case folding and the regex give."""
+    import random
+    import re
+    import unicodedata
+
+    from openmsd_build.text.documents import _TITLE_WORD_RE, _squash_title
+
+    rng = random.Random(11)
+    for _ in range(5000):
+        text = "".join(chr(rng.randrange(128)) for _ in range(rng.randint(0, 40)))
+        assert _squash_title(text) == re.sub(r"[\W_]+", "", unicodedata.normalize("NFKC", text).casefold())
+        assert set(_TITLE_WORD_RE.findall(text.lower())) == {w.casefold() for w in _TITLE_WORD_RE.findall(text)}

@@ -55,6 +55,7 @@ from openmsd_build.core.textclean import (
     has_letters,
     is_tex_source_line,
     normalize_text,
+    word_chars,
 )
 from openmsd_build.text.extract.caps import MAX_CONTENT_CHARS, cap_extraction
 from openmsd_build.text.extract.legacy_fonts import choose_encoding, decode_text, legacy_signs
@@ -570,7 +571,7 @@ def _find_abstracts(lines: list[str], limit: int = 4) -> list[FoundAbstract]:
                 body += rest
         leaders = sum(1 for ln in body if _DOT_LEADER_RE.search(ln))
         text = clean_abstract(_join_lines(body))
-        key = re.sub(r"\W+", "", text.lower())[:200]
+        key = word_chars(text)[:200]
         if len(text) >= MIN_ABSTRACT_CHARS and leaders <= len(body) // 4 and not any(key[:80] in k for k in seen):
             found.append(FoundAbstract(text, heading_word, capped))
             seen.append(key)
@@ -1103,11 +1104,7 @@ def _body_language(pages: list[list[str]]) -> str | None:
     return language if language != UND and reliable else None
 
 
-_NON_WORD_RE = re.compile(r"\W+")
-
-
-def _squash(text: str) -> str:
-    return _NON_WORD_RE.sub("", text.lower())
+_squash = word_chars  # a text's letters and digits, lower-cased: how two printings are compared
 
 
 COVER_MAX_WORDS = 25
