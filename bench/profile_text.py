@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/profile_text.py                  # the 2,000-paper bench sample
     .venv/bin/python bench/profile_text.py --papers 300 --top 25
+    .venv/bin/python bench/profile_text.py --papers 20000 --by-role   # the children summed
 
 Runs `openmsd-build text --fetch warc:` on a copy of the bench sample's build (made by
 `make bench` or by this script) with a sampling profiler in the worker and in every
@@ -105,6 +106,8 @@ def main() -> None:
     parser.add_argument("--papers", type=int, default=2_000)
     parser.add_argument("--top", type=int, default=15, help="functions shown per process")
     parser.add_argument("--real", action="store_true", help="the real samples instead of the bench sample")
+    parser.add_argument("--by-role", action="store_true",
+                        help="one table per role (worker, extractor children summed), not per process")
     args = parser.parse_args()
     sys.path.insert(0, str(HERE))
     from run_all import prepare_text_sample
@@ -131,11 +134,27 @@ def main() -> None:
     profiles = [p for p in profiles if p["cpu_s"] > 0.5]  # drop helper interpreters that did nothing
     total = sum(p["cpu_s"] for p in profiles)
     print(f"text stage, {args.papers:,} papers: {total:.1f} s of CPU in {len(profiles)} processes")
+    if args.by_role:  # the children are recycled (and several): their sum is the cost
+        profiles = _by_role(profiles)
     for p in sorted(profiles, key=lambda p: (p["role"], -p["cpu_s"])):
         print(f"\n{p['role']}: {p['cpu_s']:.2f} s of CPU (inclusive, per function)")
         shown = [(k, v) for k, v in p["functions"] if "<frozen" not in k and "runpy" not in k]
         for key, seconds in shown[:args.top]:
             print(f"  {seconds:6.2f} s {100 * seconds / p['cpu_s']:5.1f}%  {key}")
+
+
+def _by_role(profiles: list[dict]) -> list[dict]:
+    """The profiles of each role summed: CPU and each function's inclusive seconds."""
+    import collections
+
+    merged: dict[str, dict] = {}
+    for p in profiles:
+        into = merged.setdefault(p["role"], {"role": p["role"], "cpu_s": 0.0, "costs": collections.Counter()})
+        into["cpu_s"] += p["cpu_s"]
+        into["costs"].update(dict(p["functions"]))
+    for into in merged.values():
+        into["functions"] = into.pop("costs").most_common(200)
+    return list(merged.values())
 
 
 if __name__ == "__main__":

@@ -115,3 +115,31 @@ def test_a_long_run_of_blank_lines_is_searched_in_linear_time():
     text = "We study X." + "\n" * 200_000 + "We find Y."
     assert _without_keywords(text) == text
     assert _without_keywords(text + "\n\nKeywords: a") == text
+
+
+def test_ascii_token_count_is_the_regex_count() -> None:
+    """`count_tokens` counts an ASCII text's words in bytes: the same count as `\\w+`."""
+    import random
+    import re
+
+    rng = random.Random(3)
+    alphabet = "ab_Z09 \t\n.,;-'\"()\x00\x7f"
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 60)))
+        assert count_tokens(text) == len(re.findall(r"\w+", text)), repr(text)
+
+
+def test_ascii_letter_counts_and_word_keys_are_the_general_ones() -> None:
+    """`count_letters` and `word_chars` do ASCII text in bytes: the same answers as
+    `str.isalpha` per character and `re.sub(r"\\W+", "", text.lower())`."""
+    import random
+    import re
+
+    from openmsd_build.core.textclean import count_letters, word_chars
+
+    rng = random.Random(5)
+    for _ in range(5000):
+        text = "".join(chr(rng.randrange(128)) for _ in range(rng.randint(0, 40)))
+        assert count_letters(text) == sum(map(str.isalpha, text))
+        assert word_chars(text) == re.sub(r"\W+", "", text.lower())
+    assert count_letters("Ärger über 12 Öfen") == 13 and word_chars("Ärger_über, 12!") == "ärger_über12"

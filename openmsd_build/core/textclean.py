@@ -56,6 +56,8 @@ _ABSTRACT_PREFIX_RE = re.compile(
     rf"^\s*(?i:{_HEADING_WORDS})\s*[:.\-–—：]\s*|^\s*(?i:{_HEADING_WORDS})\s+(?=[A-ZÀ-ÖØ-ÞĀ-ſА-ЯЁЄІЇ])"
 )
 _TOKEN_RE = re.compile(r"\w+", re.UNICODE)
+# `_TOKEN_RE`'s word characters in ASCII (letters, digits, "_") to b"a", every other byte to b" "
+_ASCII_WORD_MASK = bytes(ord("a") if chr(b).isalnum() or b == ord("_") else ord(" ") for b in range(256))
 # A newline between two CJK characters. The pattern starts with the newline and looks back
 # over it (`\n(?<=X\n)` matches where `(?<=X)\n` does), so the regex engine jumps from one
 # newline to the next instead of trying its lookbehind at every character; the same for
@@ -491,7 +493,10 @@ def count_tokens(text: str | None) -> int:
     spaces, so a word count would call a whole Chinese abstract one token)."""
     if not text:
         return 0
-    if _CJK_RE.search(text) is None:  # most texts: one pass fewer, no copy of the text
+    if text.isascii():  # most texts: word characters as b"a", others as b" ", runs counted in C
+        words = text.encode("ascii").translate(_ASCII_WORD_MASK)
+        return words.count(b" a") + words.startswith(b"a")
+    if _CJK_RE.search(text) is None:  # one pass fewer, no copy of the text
         return len(_TOKEN_RE.findall(text))
     cjk = len(_CJK_RE.findall(text))
     words = len(_TOKEN_RE.findall(_CJK_RE.sub(" ", text)))
@@ -509,6 +514,27 @@ MAX_SPACED_LINE_CHARS = 80
 # Four characters without a space: a token `_SPACED_TOKEN_RE` cannot match whole (tokens are
 # the line's runs of non-space characters), so most lines are decided by this one scan.
 _FOUR_NON_SPACES_RE = re.compile(r"[^ ]{4}")
+
+
+_ASCII_LETTERS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+_ASCII_NOT_WORD = bytes(b for b in range(128) if not (chr(b).isalnum() or b == ord("_")))
+_NOT_WORD_RE = re.compile(r"\W+")
+
+
+def count_letters(text: str) -> int:
+    """How many characters of `text` are letters (`str.isalpha`); ASCII text counted in C."""
+    if text.isascii():
+        data = text.encode("ascii")
+        return len(data) - len(data.translate(None, _ASCII_LETTERS))
+    return sum(map(str.isalpha, text))
+
+
+def word_chars(text: str) -> str:
+    r"""`text` lower-cased with every non-word character removed (`re.sub(r"\W+", "",
+    text.lower())`): the key two texts are compared by. ASCII text is done in C."""
+    if text.isascii():
+        return text.encode("ascii").lower().translate(None, _ASCII_NOT_WORD).decode("ascii")
+    return _NOT_WORD_RE.sub("", text.lower())
 
 
 def has_letters(text: str, n: int) -> bool:
@@ -623,6 +649,9 @@ abstract; a long content is judged on its start and middle)."""
 _PRIVATE_USE_RE = re.compile("[\ue000-\uf8ff]")
 _DAMAGE_CONTROL_RE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _UTF8_AS_LATIN1_RE = re.compile("[ÃÂ][\u0080-\u00bf]|â€")
+_NOT_ALNUM_RE = re.compile(r"[\W_]+")
+_ASCII_CONTROLS = bytes([*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F])  # `_DAMAGE_CONTROL_RE`'s ASCII part
+_ASCII_ALNUM = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"  # `str.isalnum()` in ASCII
 
 
 def text_layer_damage(text: str | None) -> str | None:
@@ -639,9 +668,18 @@ def text_layer_damage(text: str | None) -> str | None:
     if len(text) > DAMAGE_SAMPLE_CHARS:
         middle = len(text) // 2
         text = text[: DAMAGE_SAMPLE_CHARS // 2] + text[middle: middle + DAMAGE_SAMPLE_CHARS // 2]
-    visible = sum(1 for ch in text if not ch.isspace())
+    # counted in C: `str.split()` cuts where `str.isspace()`; for an ASCII text (most) the
+    # control and alphanumeric characters are bytes deleted by `bytes.translate`, for any other
+    # `[\W_]` is what `str.isalnum()` is not (both checked on every code point by the tests)
+    visible = sum(map(len, text.split()))
     if visible < 4:
         return None
+    if text.isascii():  # no private-use, replacement or Latin-1-read character
+        data = text.encode("ascii")
+        if (len(data) - len(data.translate(None, _ASCII_CONTROLS))) * 30 > visible:
+            return "control_characters"
+        alnum = len(data) - len(data.translate(None, _ASCII_ALNUM))
+        return "symbols_not_letters" if visible >= 40 and alnum * 3 < visible else None
     if len(_PRIVATE_USE_RE.findall(text)) * 20 > visible:
         return "private_use_glyphs"
     if text.count("\ufffd") * 30 > visible:
@@ -650,7 +688,6 @@ def text_layer_damage(text: str | None) -> str | None:
         return "control_characters"
     if visible >= 12 and len(_UTF8_AS_LATIN1_RE.findall(text)) * 40 > visible:
         return "utf8_read_as_latin1"
-    alnum = sum(1 for ch in text if ch.isalnum())
-    if visible >= 40 and alnum * 3 < visible:
+    if visible >= 40 and len(_NOT_ALNUM_RE.sub("", text)) * 3 < visible:
         return "symbols_not_letters"
     return None

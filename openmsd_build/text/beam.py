@@ -537,7 +537,7 @@ class BuildDocuments(UntypedDoFn):
     children waited on the worker's round trips for a third of the time. Answers go out as
     they come, the rest at the end of the bundle. A paper that fails there (or a batch
     whose child died) is built again here, so a bug raises with its traceback as it would
-    inline."""
+    inline. Counts are bumped per paper (progress) and output once per bundle."""
 
     JOBS = STAGE_JOBS  # what its children run (a test swaps in a failing job)
     BATCH_PAPERS = 16
@@ -556,6 +556,7 @@ class BuildDocuments(UntypedDoFn):
     def start_bundle(self):
         self._batch: list[tuple[dict, list[dict]]] = []
         self._batch_chars = 0
+        self.bundle_counts: Counter = Counter()  # output once per bundle, not per paper
 
     def teardown(self):
         if getattr(self, "pool", None) is not None:
@@ -566,7 +567,7 @@ class BuildDocuments(UntypedDoFn):
         metas = list(grouped["meta"])
         extractions = list(grouped["ext"])
         if not metas:  # an extraction for a DOI with no paper cannot happen; count if it does
-            yield beam.pvalue.TaggedOutput(COUNTS_TAG, {"orphan_extractions": len(extractions)})
+            self.bundle_counts["orphan_extractions"] += len(extractions)
             return
         if self.pool is None:
             dropped: list[tuple[str, str]] = []
@@ -588,10 +589,12 @@ class BuildDocuments(UntypedDoFn):
             raise
 
     def finish_bundle(self):
-        if self.pool is None:
-            return
         outputs = list(self._send_batch()) if self._batch else []
-        outputs += [out for tag, answer, error, _detail in self.pool.drain() for out in self._answered(tag, answer, error)]
+        if self.pool is not None:
+            outputs += [out for tag, answer, error, _detail in self.pool.drain()
+                        for out in self._answered(tag, answer, error)]
+        if self.bundle_counts:
+            outputs.append(beam.pvalue.TaggedOutput(COUNTS_TAG, dict(self.bundle_counts)))
         yield from in_global_window(outputs)
 
     def _answered(self, batch, answer, error):
@@ -616,7 +619,7 @@ class BuildDocuments(UntypedDoFn):
             if row is not None:
                 yield row
         bump(STAGE, counts)
-        yield beam.pvalue.TaggedOutput(COUNTS_TAG, dict(counts))
+        self.bundle_counts.update(counts)
 
 
 class DropSharedAbstracts(UntypedDoFn):
@@ -625,7 +628,16 @@ class DropSharedAbstracts(UntypedDoFn):
     each loses it (`documents.drop_shared_abstract`: the next abstract, or the content, keeps
     the paper; else it is dropped as `abstract_duplicate_across_dois`). Counts each row's
     outcome (`BuildDocuments` left them to this step) and `abstracts_wrong.abstract_duplicate_across_dois`.
-    The group is streamed (a placeholder text on thousands of DOIs is never held in memory)."""
+    The group is streamed (a placeholder text on thousands of DOIs is never held in memory).
+    Counts go out once per bundle (most groups are one row: an output each would cost Beam
+    more than the group)."""
+
+    def start_bundle(self):
+        self.bundle_counts: Counter = Counter()
+
+    def finish_bundle(self):
+        if self.bundle_counts:
+            yield from in_global_window([beam.pvalue.TaggedOutput(COUNTS_TAG, dict(self.bundle_counts))])
 
     def process(self, element):
         _, rows = element
@@ -646,7 +658,7 @@ class DropSharedAbstracts(UntypedDoFn):
                 if changed is not None:
                     yield changed
         bump(STAGE, counts)
-        yield beam.pvalue.TaggedOutput(COUNTS_TAG, dict(counts))
+        self.bundle_counts.update(counts)
 
 
 class MetadataDocuments(UntypedDoFn):

@@ -36,10 +36,12 @@ from openmsd_build.core.textclean import (
     ENTRY_YEAR_RE,
     clean_abstract,
     clean_title,
+    count_letters,
     count_tokens,
     looks_like_bibliography,
     normalize_text,
     text_layer_damage,
+    word_chars,
 )
 
 MIN_ABSTRACT_TOKENS = 15
@@ -91,8 +93,18 @@ evidence either way."""
 
 
 def _squash_title(text: str | None) -> str:
-    """`text` for comparing titles: NFKC, case folded, without spaces and punctuation."""
-    return re.sub(r"[\W_]+", "", unicodedata.normalize("NFKC", text or "").casefold())
+    """`text` for comparing titles: NFKC, case folded, without spaces and punctuation. ASCII
+    text (NFKC leaves it, case folding is `lower`) has its other bytes deleted in C."""
+    if not text:
+        return ""
+    if text.isascii():
+        return text.encode("ascii").lower().translate(None, _ASCII_NOT_ALNUM).decode("ascii")
+    return _NOT_ALNUM_RE.sub("", unicodedata.normalize("NFKC", text).casefold())
+
+
+_NOT_ALNUM_RE = re.compile(r"[\W_]+")
+_ASCII_NOT_ALNUM = bytes(b for b in range(128) if not chr(b).isalnum())
+"""What `_NOT_ALNUM_RE` deletes from ASCII text."""
 
 
 def _squash_clean(text: str | None) -> str:
@@ -164,7 +176,9 @@ def extraction_title_match(titles: list[str], extraction: dict) -> float | None:
     head = _squash_title(text)
     if head and any(_squash_title(t) in head for t in titles):
         return 1.0
-    head_words = {w.casefold() for w in _TITLE_WORD_RE.findall(text)}
+    # ASCII words are the same words lower-cased first (one call, not one per word)
+    head_words = set(_TITLE_WORD_RE.findall(text.lower())) if text.isascii() else {
+        w.casefold() for w in _TITLE_WORD_RE.findall(text)}
     return max(max(title_similarity(t, found) if found else 0.0, _word_coverage(t, head_words)) for t in titles)
 
 
@@ -219,7 +233,7 @@ def wrong_abstract_reason(text: str, title: str = "") -> str | None:
         return "table_of_contents"
     if looks_like_bibliography(text):
         return "bibliography"
-    if title and re.sub(r"\W+", "", text.lower()) == re.sub(r"\W+", "", title.lower()):
+    if title and word_chars(text) == word_chars(title):
         return "title_again"
     return None
 
@@ -260,9 +274,9 @@ def _split_paragraph(paragraph: str) -> list[str]:
         return [paragraph]
     first = detect_language(None, paragraph[:LANGUAGE_TEXT_CHARS])[0]
     letters = 0
-    total = sum(map(str.isalpha, paragraph))
+    total = count_letters(paragraph)
     for k, sentence in enumerate(sentences[:-1]):
-        letters += sum(map(str.isalpha, sentence))
+        letters += count_letters(sentence)
         if letters < MIN_SPLIT_LETTERS or total - letters < MIN_SPLIT_LETTERS:
             continue
         nxt = detect_language(None, " ".join(sentences[k + 1:k + 3]))
@@ -284,7 +298,7 @@ def _language_runs(text: str) -> list[tuple[str, bool, str]]:
         paragraphs = paragraphs[: MAX_PARAGRAPHS_SPLIT - 1] + ["\n\n".join(paragraphs[MAX_PARAGRAPHS_SPLIT - 1:])]
     runs: list[list] = []
     for paragraph in paragraphs:
-        letters = sum(map(str.isalpha, paragraph[:400]))
+        letters = count_letters(paragraph[:400])
         language = detect_language(None, paragraph)[0] if letters >= MIN_PARAGRAPH_LETTERS or not runs else UND
         if runs and (language in (UND, runs[-1][0]) or runs[-1][0] == UND):
             runs[-1][1].append(paragraph)
@@ -359,7 +373,7 @@ def abstract_entries(paper: dict, extractions: list[dict], title: str = "",
         for index, (language, reliable, part) in enumerate(runs):
             n_part = count_tokens(part)
             first_tokens = first_tokens or n_part
-            key = re.sub(r"\W+", "", part.lower())
+            key = word_chars(part)
             if n_part < MIN_ABSTRACT_TOKENS or any(key[:80] in k or k[:80] in key for k in seen):
                 continue
             reason = _wrong_run_reason(index, n_part, first_tokens, part, title, capped) if len(runs) > 1 else None

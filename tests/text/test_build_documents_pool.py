@@ -100,16 +100,19 @@ def test_a_paper_the_child_could_not_build_is_built_in_the_worker() -> None:
     worker, the others are taken from the answer, and the outputs equal the inline ones."""
     from openmsd_build.text.documents import build_documents_job
 
-    inline = BuildDocuments(workers=1)
+    inline, pooled = BuildDocuments(workers=1), BuildDocuments(workers=2)
     inline.setup()
+    inline.start_bundle()
+    pooled.start_bundle()
     elements = _elements()[:4]
     batch = [(element[1]["meta"][0], element[1]["ext"]) for element in elements]
     answer = build_documents_job(b"", papers=batch)
     answer["answers"][2] = {"error": "RuntimeError: the child could not"}
-    mixed = list(BuildDocuments(workers=2)._answered(batch, answer, None))
+    mixed = list(pooled._answered(batch, answer, None))
     want = [out for element in elements for out in inline.process(element)]
 
     def plain(outputs: list) -> list:
         return [(o.tag, o.value) if isinstance(o, beam.pvalue.TaggedOutput) else (None, o) for o in outputs]
 
-    assert len(want) > len(elements) and plain(mixed) == plain(want)
+    assert want and plain(mixed) == plain(want)
+    assert sum(inline.bundle_counts.values()) >= len(elements) and pooled.bundle_counts == inline.bundle_counts

@@ -158,3 +158,50 @@ def test_a_damaged_text_layer_is_refused_with_a_reason() -> None:
     assert outcome == "kept" and row["title"] is None and row["abstract"] == EN and row["content"] is None
     assert {reason for _, reason in dropped} == {"text_layer_damaged", "title_text_layer_damaged",
                                                  "content_text_layer_damaged"}
+
+
+def test_damage_counts_in_c_agree_with_the_per_character_tests() -> None:
+    """`text_layer_damage` counts visible and alphanumeric characters with `str.split` and a
+    regex: on every code point they agree with `str.isspace` and `str.isalnum`, so the
+    damage signs are what the per-character definition gives."""
+    import sys
+
+    from openmsd_build.core.textclean import _NOT_ALNUM_RE
+
+    for code in range(sys.maxunicode + 1):
+        if 0xD800 <= code <= 0xDFFF:
+            continue
+        ch = chr(code)
+        assert (len(f"a{ch}b".split()) == 2) == ch.isspace(), hex(code)
+        assert (_NOT_ALNUM_RE.sub("", ch) == ch) == ch.isalnum(), hex(code)
+
+
+def test_damage_signs_of_ascii_text_are_those_of_the_general_rule() -> None:
+    """The ASCII path of `text_layer_damage` (bytes deleted by `translate`) answers as the
+    general one on texts of control characters, symbols and letters."""
+    import random
+
+    from openmsd_build.core import textclean
+
+    rng = random.Random(7)
+    alphabet = [chr(c) for c in range(128)]
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 120)))
+        expected = textclean.text_layer_damage(text + "\u00a0")  # one non-ASCII space: the general path
+        assert textclean.text_layer_damage(text) == expected, repr(text)
+
+
+def test_ascii_titles_squash_as_the_general_rule() -> None:
+    """`_squash_title`'s ASCII path (bytes lower-cased and deleted) and the head's words
+    lower-cased first give what NFKC, case folding and the regex give."""
+    import random
+    import re
+    import unicodedata
+
+    from openmsd_build.text.documents import _TITLE_WORD_RE, _squash_title
+
+    rng = random.Random(11)
+    for _ in range(5000):
+        text = "".join(chr(rng.randrange(128)) for _ in range(rng.randint(0, 40)))
+        assert _squash_title(text) == re.sub(r"[\W_]+", "", unicodedata.normalize("NFKC", text).casefold())
+        assert set(_TITLE_WORD_RE.findall(text.lower())) == {w.casefold() for w in _TITLE_WORD_RE.findall(text)}

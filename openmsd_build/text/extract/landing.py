@@ -47,6 +47,7 @@ from openmsd_build.core.textclean import (
     normalize_text,
     strip_markup,
     weighted_length,
+    word_chars,
 )
 from openmsd_build.text.charset import UndecodableText, decode_page
 from openmsd_build.text.extract.caps import cap_extraction
@@ -521,7 +522,7 @@ def extract_landing(body: bytes | str, url: str | None = None, with_content: boo
     abstracts: list[dict[str, Any]] = []
     seen: set[str] = set()
     for text, rule in found:
-        key = re.sub(r"\W+", "", text.lower())[:200]
+        key = word_chars(text)[:200]
         if key not in seen:
             seen.add(key)
             abstracts.append({"text": text[:MAX_ABSTRACT_CHARS], "rule": rule})

@@ -55,6 +55,7 @@ from openmsd_build.core.textclean import (
     has_letters,
     is_tex_source_line,
     normalize_text,
+    word_chars,
 )
 from openmsd_build.text.extract.caps import MAX_CONTENT_CHARS, cap_extraction
 from openmsd_build.text.extract.legacy_fonts import choose_encoding, decode_text, legacy_signs
@@ -577,7 +578,7 @@ def _find_abstracts(lines: list[str], limit: int = 4) -> list[FoundAbstract]:
                 body += rest
         leaders = sum(1 for ln in body if _DOT_LEADER_RE.search(ln))
         text = clean_abstract(_join_lines(body))
-        key = re.sub(r"\W+", "", text.lower())[:200]
+        key = word_chars(text)[:200]
         if len(text) >= MIN_ABSTRACT_CHARS and leaders <= len(body) // 4 and not any(key[:80] in k for k in seen):
             found.append(FoundAbstract(text, heading_word, capped))
             seen.append(key)
@@ -600,11 +601,13 @@ _BOX_ALL = 48
 _BOX_SAMPLE = 16
 
 
-def _first_page_lines_with_size(textpage: Any) -> list[tuple[str, float, float]]:
+def _first_page_lines_with_size(textpage: Any, text: str | None = None) -> list[tuple[str, float, float]]:
     """(line, median glyph height, top y) for the first page: the font-size signal that finds
     a title. Loose char boxes give the font's height, independent of the glyph's shape.
     Fragments that PDFium reports as separate lines but that sit on one baseline in one size
-    (a word processor that places every word, or tab-separated words) are one visual line."""
+    (a word processor that places every word, or tab-separated words) are one visual line.
+    `text`: the page's whole text already read by the caller, one code point per character
+    (`len(text) == count_chars()`), not read again."""
     import ctypes
 
     import pypdfium2.raw as pdfium_c
@@ -617,7 +620,7 @@ def _first_page_lines_with_size(textpage: Any) -> list[tuple[str, float, float]]
     # every glyph -- and of every glyph only on short lines and lines with an accent to place.
     raw, rect = textpage.raw, pdfium_c.FS_RECTF()
     get_unicode, get_box, rect_ref = pdfium_c.FPDFText_GetUnicode, _loose_char_box(), ctypes.byref(rect)
-    text_all = textpage.get_text_range(0, n) if n else ""
+    text_all = (text[:n] if text is not None else textpage.get_text_range(0, n)) if n else ""
     if len(text_all) != n:  # surrogate pairs or generated characters: read them one by one
         text_all = "".join(chr(get_unicode(raw, i)) for i in range(n))
     # the page's words (runs of glyphs, i.e. non-space characters) in one pass, and where its
@@ -1107,11 +1110,7 @@ def _body_language(pages: list[list[str]]) -> str | None:
     return language if language != UND and reliable else None
 
 
-_NON_WORD_RE = re.compile(r"\W+")
-
-
-def _squash(text: str) -> str:
-    return _NON_WORD_RE.sub("", text.lower())
+_squash = word_chars  # a text's letters and digits, lower-cased: how two printings are compared
 
 
 COVER_MAX_WORDS = 25
@@ -1186,13 +1185,14 @@ def extract_pdf(data: bytes, max_pages: int = MAX_PAGES) -> dict[str, Any]:
             page = doc[index]
             textpage = page.get_textpage()
             try:
-                count = min(textpage.count_chars(), budget)
+                chars = textpage.count_chars()
+                count = min(chars, budget)
                 budget -= count
                 page_text = textpage.get_text_range(0, count) if count > 0 else ""
                 breaks = breaks or "\ufffe" in page_text
                 pages.append(_page_lines(page_text))
-                if index == 0:
-                    size_lines = _first_page_lines_with_size(textpage)
+                if index == 0:  # the page's text read once: when whole, one character a code point
+                    size_lines = _first_page_lines_with_size(textpage, page_text if len(page_text) == chars else None)
             finally:
                 textpage.close()
                 page.close()

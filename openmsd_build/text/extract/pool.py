@@ -22,10 +22,12 @@ SIGINT: a terminal's Ctrl-C reaches the parent, which kills the busy children as
 (`abandon`). A child whose caller is gone, even killed, exits at once.
 
 One pool per DoFn instance, from `setup` to `teardown` (`start`, `close`). `submit` hands a
-document to an idle child and returns the answers that are in, waiting only when every child
-is busy, so reading the next record overlaps with extracting the last; `drain` waits for the
-rest. Answers are `(tag, result, reason, detail)`, in the order the children finish. Deadlines
-are enforced whenever the caller submits, drains or calls `collect_ready`. The pool holds only
+document to an idle child at once; only when every child is busy does it wait, and then it
+returns every answer that is in, so reading the next record overlaps with extracting the last
+and the children's pipes are polled once per document, not after every hand-off; `drain`
+waits for the rest. Answers are `(tag, result, reason, detail)`, in the order the children
+finish. Deadlines are enforced whenever the caller waits on a full pool, drains or calls
+`collect_ready`. The pool holds only
 its configuration until `start`, so it pickles as a DoFn attribute.
 """
 
@@ -254,14 +256,16 @@ class ExtractorPool:
 
     def submit(self, tag: Any, kind: str, data: bytes, **kwargs: Any) -> list[Answer]:
         """Hand one document (`kwargs` go to its extractor) to an idle child, waiting only
-        while every child is busy; returns the answers that are in by now (this document's
-        own when it is refused without being sent). An interrupt drops the pending documents
-        with their children (`abandon`)."""
+        while every child is busy; returns the answers collected while waiting (this
+        document's own when it is refused without being sent). An interrupt drops the pending
+        documents with their children (`abandon`)."""
         refused = self._refuse(kind, data)
         if refused is not None:
             return [(tag, *refused), *self._collect(block=False)]
         try:
-            done = self._collect(block=False)
+            # answers are looked for only when every child is busy: then the wait returns all
+            # that are in (or kills the child past its deadline); an idle child is used at once
+            done: list[Answer] = []
             while self.pending >= self.size:
                 done += self._collect(block=True)
             self.start()
@@ -273,7 +277,7 @@ class ExtractorPool:
                 child.conn.send((kind, data, kwargs))
             except (BrokenPipeError, EOFError, OSError):
                 pass  # the child is dead: `_collect` sees its end of file and answers `crashed`
-            return done + self._collect(block=False)
+            return done
         except BaseException:
             self.abandon()
             raise
