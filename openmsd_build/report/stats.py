@@ -105,6 +105,11 @@ def _collect(lf: pl.LazyFrame) -> pl.DataFrame:
     return lf.collect(engine="streaming")
 
 
+def _collect_all(frames: list[pl.LazyFrame]) -> list[pl.DataFrame]:
+    """Several queries over one scan at once (polars shares the scan between them), streaming."""
+    return pl.collect_all(frames, engine="streaming")
+
+
 def _ranked(df: pl.DataFrame, key: str, count: str, top: int | None, total: int | None = None) -> list[dict]:
     """Rows sorted by count (descending) then key, so ties never reorder between runs."""
     df = df.sort([count, key], descending=[True, False], nulls_last=True)
@@ -128,15 +133,16 @@ def papers_section(out: str) -> dict | None:
     if lf is None:
         return None
     coverage = _category_coverage(lf)
-    paratext = _collect(lf.filter(pl.col("paratext").is_not_null()).group_by("paratext").agg(pl.len().alias("n")))
-    row = _collect(
+    paratext, totals = _collect_all([
+        lf.filter(pl.col("paratext").is_not_null()).group_by("paratext").agg(pl.len().alias("n")),
         lf.select(
             pl.len().alias("rows"),
             pl.col("doi").n_unique().alias("distinct_dois"),
             _present("abstract").sum().alias("with_abstract"),
             (pl.col("urls").list.len().fill_null(0) > 0).sum().alias("with_urls"),
-        )
-    ).row(0, named=True)
+        ),
+    ])
+    row = totals.row(0, named=True)
     return {**{k: _int(v) for k, v in row.items()}, "category_coverage": coverage,
             # records that are not papers (papers/paratext.py), flagged by reason
             "paratext": {str(r["paratext"]): _int(r["n"]) for r in paratext.sort("paratext").iter_rows(named=True)}}
@@ -251,18 +257,20 @@ def _evidence(out: str, top: int) -> dict:
     if lf is None:
         return {}
     result: dict = {}
-    for column in ("title_rule", "abstract_rule"):
-        counts = _collect(lf.filter(pl.col(column).is_not_null()).group_by(column).agg(pl.len().alias("papers")))
-        rows = sorted(counts.iter_rows(named=True), key=lambda r: (-r["papers"], str(r[column])))[:top]
-        result[column] = {str(r[column]): _int(r["papers"]) for r in rows}
     match = pl.col("title_match").cast(pl.Float64)
     bucket = pl.when(match.is_null()).then(pl.lit("none"))
     low = -1.0
     for high, name in TITLE_MATCH_BUCKETS:
         bucket = bucket.when((match >= low) & (match < high)).then(pl.lit(name))
         low = high
-    counts = _collect(lf.select(bucket.otherwise(pl.lit("none")).alias("b")).group_by("b").agg(pl.len().alias("n")))
-    found = {r["b"]: _int(r["n"]) for r in counts.iter_rows(named=True)}
+    columns = ("title_rule", "abstract_rule")
+    *by_rule, buckets = _collect_all(
+        [lf.filter(pl.col(c).is_not_null()).group_by(c).agg(pl.len().alias("papers")) for c in columns]
+        + [lf.select(bucket.otherwise(pl.lit("none")).alias("b")).group_by("b").agg(pl.len().alias("n"))])
+    for column, counts in zip(columns, by_rule, strict=True):
+        rows = sorted(counts.iter_rows(named=True), key=lambda r: (-r["papers"], str(r[column])))[:top]
+        result[column] = {str(r[column]): _int(r["papers"]) for r in rows}
+    found = {r["b"]: _int(r["n"]) for r in buckets.iter_rows(named=True)}
     result["title_match"] = {name: found.get(name, 0) for name in ("none", *(n for _, n in TITLE_MATCH_BUCKETS))}
     return result
 
