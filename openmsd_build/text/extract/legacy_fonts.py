@@ -81,10 +81,14 @@ def legacy_signs(text: str) -> int:
     return len(_SIGN_IN_WORD_RE.findall(text))
 
 
+def _is_candidate(line: str) -> bool:
+    """Whether `line` may be in a legacy encoding: a sign inside a word, no letter beyond Latin-1."""
+    return _SIGN_IN_WORD_RE.search(line) is not None and _BEYOND_LATIN1_RE.search(line) is None
+
+
 def candidate_lines(text: str) -> list[str]:
-    """The lines of `text` that may be in a legacy encoding: a sign inside a word and no letter
-    beyond Latin-1."""
-    return [ln for ln in text.splitlines() if _SIGN_IN_WORD_RE.search(ln) and not _BEYOND_LATIN1_RE.search(ln)]
+    """The lines of `text` that may be in a legacy encoding (`_is_candidate`)."""
+    return [ln for ln in text.splitlines() if _is_candidate(ln)]
 
 
 def decode_line(line: str, encoding: str) -> str:
@@ -128,8 +132,8 @@ def decode_text(text: str, encoding: str | None) -> str:
         return text
     out = []
     for line in text.split("\n"):
-        if not _BEYOND_LATIN1_RE.search(line) and (
-                _SIGN_IN_WORD_RE.search(line) or (encoding == "tcvn3" and _TCVN3_CODE_RE.search(line))):
+        if _is_candidate(line) or (encoding == "tcvn3" and _TCVN3_CODE_RE.search(line)
+                                   and not _BEYOND_LATIN1_RE.search(line)):
             line = decode_line(line, encoding)
         out.append(line)
     return "\n".join(out)

@@ -826,8 +826,7 @@ def fix_text_layer(text: str, encoding: str | None = _DECIDE) -> str:
     * a TeX spacing accent before its letter ("te´orica", "Econom´ıa") composed with it, and
       an ogonek or cedilla after its letter ("a˛", "c¸": they hang below it).
     """
-    if has_presentation_forms(text):
-        text = read_presentation_forms(text)
+    text = read_presentation_forms(text)  # returns at once without presentation forms
     if encoding == _DECIDE:
         encoding = choose_encoding(text)
     if encoding is not None:
