@@ -5,6 +5,13 @@ With `--fetch none` papers become documents from their metadata in batches. Othe
     papers -> PlanFetches -> (host key, task) -> [pass] -> extractions, fetch rows
            -> citation_pdf_url follow-ups -> [pass, no follow]
     meta + extractions -> CoGroupByKey(doi) -> BuildDocuments -> documents/
+                                                 -> CompleteMainText -> documents/
+
+A landing page whose papers all have a PDF planned is extracted without its main text
+(trafilatura) at first; BuildDocuments sends the few papers whose result that text could
+change (their PDF gave no text, or weaker title evidence) to CompleteMainText, which reads
+the page's archived record again and extracts it whole (`text.beam.main_text_later`,
+`text.documents.main_text_needed`).
 
 Either way, documents whose abstract is metadata text take one more step before they are
 sharded by DOI and written: GroupByKey(hash of the abstract) -> DropSharedAbstracts (the same
@@ -41,6 +48,7 @@ from openmsd_build.text.beam import (
     FETCH_TAG,
     FOLLOW_TAG,
     HOP_TAG,
+    MAIN_TEXT_TAG,
     META_FIELDS,
     META_TAG,
     PENDING_TAG,
@@ -48,6 +56,7 @@ from openmsd_build.text.beam import (
     TARGET,
     TASK,
     BuildDocuments,
+    CompleteMainText,
     DropSharedAbstracts,
     FetchLive,
     FetchLocal,
@@ -285,10 +294,15 @@ def build(
             {"meta": planned[META_TAG], "ext": extractions}
             | "JoinByDoi" >> beam.CoGroupByKey()
             | "BuildDocuments" >> beam.ParDo(BuildDocuments(extract_workers)).with_outputs(
-                COUNTS_TAG, SHARED_TAG, main="rows")
+                COUNTS_TAG, SHARED_TAG, MAIN_TEXT_TAG, main="rows")
         )
-        checked, checked_counts = drop_shared_abstracts(built[SHARED_TAG])
-        doc_shards = shard_documents((built.rows, checked) | "AllDocs" >> beam.Flatten(), num_shards, "")
+        completed = built[MAIN_TEXT_TAG] | "CompleteMainText" >> beam.ParDo(
+            CompleteMainText(extract_timeout, extract_workers)).with_outputs(
+                COUNTS_TAG, SHARED_TAG, REJECTS_TAG, MAIN_TEXT_TAG, main="rows")
+        checked, checked_counts = drop_shared_abstracts(
+            (built[SHARED_TAG], completed[SHARED_TAG]) | "AllShared" >> beam.Flatten())
+        doc_shards = shard_documents((built.rows, completed.rows, checked) | "AllDocs" >> beam.Flatten(),
+                                     num_shards, "")
         _ = (
             (first[FETCH_TAG], second[FETCH_TAG])
             | "AllFetchRows" >> beam.Flatten()
@@ -296,11 +310,13 @@ def build(
             | "ShardFetchRows" >> beam.ParDo(ShardRows("url", num_shards))
             | "WriteFetch" >> WriteParquetShards(fetch_dir, FETCH, num_shards, sort_by=("url", "doi"))
         )
-        counts = [planned[COUNTS_TAG], first[COUNTS_TAG], second[COUNTS_TAG], built[COUNTS_TAG], checked_counts]
+        counts = [planned[COUNTS_TAG], first[COUNTS_TAG], second[COUNTS_TAG], built[COUNTS_TAG], completed[COUNTS_TAG],
+                  checked_counts]
         if index_counts is not None:
             counts.append(index_counts)
         counts += local_outputs[:2]
-        rejects = [first[REJECTS_TAG], second[REJECTS_TAG]] + ([index_rejects] if index_rejects is not None else [])
+        rejects = [first[REJECTS_TAG], second[REJECTS_TAG], completed[REJECTS_TAG]]
+        rejects += [index_rejects] if index_rejects is not None else []
         rejects += local_outputs[2:]
     _ = doc_shards | "WriteDocuments" >> WriteParquetShards(docs_dir, DOCUMENTS, num_shards, sort_by=("doi",))
     if rejects:

@@ -36,7 +36,13 @@ from openmsd_build.core.beam_io import (
     untag,
 )
 from openmsd_build.core.rejects import make_reject
-from openmsd_build.text.documents import SHARED_ABSTRACT, build_document, drop_shared_abstract, shared_abstract_key
+from openmsd_build.text.documents import (
+    SHARED_ABSTRACT,
+    build_document,
+    drop_shared_abstract,
+    main_text_needed,
+    shared_abstract_key,
+)
 from openmsd_build.text.fetch.archive_join import DEFAULT_MAX_REDIRECTS, advance, chain_index, lookup_key, new_units
 from openmsd_build.text.fetch.plan import canonical_url, host_key, plan_urls, shard_host
 from openmsd_build.text.fetch.result import document_kind
@@ -49,6 +55,7 @@ META_TAG = "meta"
 PENDING_TAG = "pending"
 HOP_TAG = "hop"
 SHARED_TAG = "shared"
+MAIN_TEXT_TAG = "main_text"
 # What a value is in a redirect round's GroupByKey on canonical URL (`JoinArchiveIndex`): an
 # index row, a new fetch task, a unit of an earlier round, or a mark that an archived
 # redirect points to the URL. Producers tag their own outputs, so a round is one Flatten
@@ -294,10 +301,12 @@ class _ExtractingDoFn(UntypedDoFn):
             extractors.close()
 
     def _handle(self, url: str, tasks: list[dict], result, warc_file, warc_offset, warc_length, *, counts: Counter,
-                dated: bool):
+                dated: bool, record_length: int | None = None):
         """One URL's outcome -> its fetch row (named after the first task, by DOI), and its
         body handed to the extractors; the answers ready by now go out (`_extracted`).
-        `dated`: the row keeps the fetch time even without a response (live fetching)."""
+        `dated`: the row keeps the fetch time even without a response (live fetching).
+        A landing page whose papers all have a PDF planned is extracted without its main text
+        when its archived record can be read again (`main_text_later`)."""
         first = tasks[0]
         counts["fetch.ok" if result.ok else f"fetch.error.{result.error}"] += 1
         yield beam.pvalue.TaggedOutput(FETCH_TAG, {
@@ -313,17 +322,22 @@ class _ExtractingDoFn(UntypedDoFn):
             return
         kind = document_kind(result.body, result.content_type)
         if kind is None:
-            yield from self._extracted((url, tasks, None), None, "unsupported_content", result.content_type, counts=counts)
+            yield from self._extracted((url, tasks, None, None), None, "unsupported_content", result.content_type,
+                                       counts=counts)
             return
         # the one call into the extractors: what they are given besides the bytes is here
         kwargs = {"url": result.final_url} if kind == "html" else {}
-        for done in self.extractors.submit((url, tasks, kind), kind, result.body, **kwargs):
+        later = None
+        if kind == "html" and main_text_later(tasks) and warc_offset is not None:
+            later = [warc_file, warc_offset, warc_length or record_length, result.final_url]
+            kwargs["with_content"] = False
+        for done in self.extractors.submit((url, tasks, kind, later), kind, result.body, **kwargs):
             yield from self._extracted(*done, counts=counts)
 
     def _extracted(self, tag, extraction, error, detail, *, counts: Counter):
         """One document's answer from the extractors -> its extraction for every task's
         paper, follow-ups, or a reject."""
-        url, tasks, kind = tag
+        url, tasks, kind, later = tag
         if error:
             counts[f"extract_failed.{error}"] += 1
             yield beam.pvalue.TaggedOutput(REJECTS_TAG, make_reject(
@@ -331,6 +345,9 @@ class _ExtractingDoFn(UntypedDoFn):
             return
         extraction = {**extraction, "kind": "landing" if kind == "html" else "pdf", "url": url}
         counts[f"extracted.{extraction['kind']}"] += 1
+        if later is not None:
+            extraction["content_from"] = later
+            counts["main_text.deferred"] += 1
         pdf_url = extraction.get("pdf_url")
         for task in tasks:
             yield task["doi"], extraction
@@ -371,7 +388,7 @@ class ReplayArchive(_ExtractingDoFn):
             where = backend.index.get(canonical_url(result.final_url))
         warc_file, warc_offset = where[:2] if where else (None, None)
         yield from self._handle(unit["url"], unit["tasks"], result, warc_file, warc_offset, None, counts=counts,
-                                dated=self.resumed)
+                                dated=self.resumed, record_length=where[2] if where and len(where) > 2 else None)
 
 
 class FetchLive(_ExtractingDoFn):
@@ -495,7 +512,17 @@ class PlanLocalFiles(UntypedDoFn):
         yield beam.pvalue.TaggedOutput(COUNTS_TAG, dict(counts))
 
 
-_SLIM_EXTRACTION = ("kind", "url", "title", "abstract", "abstracts", "content", "pdf_url", "language_hints", "rules")
+def main_text_later(tasks: list[dict]) -> bool:
+    """Whether a landing page is extracted without its main text at first: every paper it
+    was planned for has a PDF planned too, and a PDF's text is the content `build_document`
+    prefers, so trafilatura's work on the page is wasted for most of them. The papers that
+    still need it (their PDF failed or is another text: `documents.main_text_needed`) get
+    the page read again and extracted whole (`CompleteMainText`)."""
+    return all(t.get("kind") == "landing" and not t.get("follow") for t in tasks)
+
+
+_SLIM_EXTRACTION = ("kind", "url", "title", "abstract", "abstracts", "content", "pdf_url", "language_hints", "rules",
+                    "content_from")
 
 
 def slim(extraction: dict) -> dict:
@@ -540,6 +567,7 @@ class BuildDocuments(UntypedDoFn):
     inline. Counts are bumped per paper (progress) and output once per bundle."""
 
     JOBS = STAGE_JOBS  # what its children run (a test swaps in a failing job)
+    MAIN_TEXT = MAIN_TEXT_TAG
     BATCH_PAPERS = 16
     BATCH_CHARS = 4_000_000
 
@@ -569,10 +597,15 @@ class BuildDocuments(UntypedDoFn):
         if not metas:  # an extraction for a DOI with no paper cannot happen; count if it does
             self.bundle_counts["orphan_extractions"] += len(extractions)
             return
+        if any(e.get("content_from") for e in extractions) and not any(
+                e.get("kind") == "pdf" and e.get("content") for e in extractions):
+            # no PDF text: the landing page's text will be needed, so it is not built twice
+            yield beam.pvalue.TaggedOutput(self.MAIN_TEXT, (doi, (metas[0], extractions)))
+            return
         if self.pool is None:
             dropped: list[tuple[str, str]] = []
             row, outcome = build_document(metas[0], extractions, dropped)
-            yield from self._outputs(row, outcome, dropped)
+            yield from self._outputs(row, outcome, dropped, metas[0], extractions)
             return
         self._batch.append((metas[0], extractions))
         self._batch_chars += sum(len(e.get("content") or "") for e in extractions)
@@ -605,11 +638,17 @@ class BuildDocuments(UntypedDoFn):
             if "error" in one:
                 dropped: list[tuple[str, str]] = []
                 row, outcome = build_document(paper, extractions, dropped)
-                yield from self._outputs(row, outcome, dropped)
+                yield from self._outputs(row, outcome, dropped, paper, extractions)
             else:
-                yield from self._outputs(one["row"], one["outcome"], [tuple(d) for d in one["dropped"]])
+                yield from self._outputs(one["row"], one["outcome"], [tuple(d) for d in one["dropped"]], paper,
+                                         extractions)
 
-    def _outputs(self, row, outcome, dropped):
+    def _outputs(self, row, outcome, dropped, paper, extractions):
+        """A built paper's outputs and counts; one whose landing page's main text could
+        change the result goes out tagged MAIN_TEXT instead (counted when built again)."""
+        if main_text_needed(paper, extractions, row):
+            yield beam.pvalue.TaggedOutput(self.MAIN_TEXT, (paper["doi"], (paper, extractions)))
+            return
         counts = wrong_abstract_counts(dropped)
         key = shared_abstract_key(row) if row is not None else None
         if key is not None:
@@ -620,6 +659,81 @@ class BuildDocuments(UntypedDoFn):
                 yield row
         bump(STAGE, counts)
         self.bundle_counts.update(counts)
+
+
+class CompleteMainText(BuildDocuments):
+    """`(doi, (paper, extractions))` of a paper that needs the main text of landing pages
+    extracted without it (`main_text_later`) -> each such page read again from its archived
+    record and extracted whole, isolated as the first time (`ExtractorPool`, the same
+    extractor, so the extraction is the one a single pass gives), then the document built
+    and counted as `BuildDocuments` does. A page that cannot be read or extracted again
+    keeps what the first extraction found (title, abstracts, PDF link), is counted
+    `main_text_failed.<reason>` and written to the rejects as `main_text_<reason>`."""
+
+    def __init__(self, extract_timeout: float, workers: int = 1):
+        super().__init__(workers)
+        self.extract_timeout = extract_timeout
+
+    def setup(self):
+        from openmsd_build.text.extract.pool import ExtractorPool
+
+        self.pool = ExtractorPool(max(1, self.workers), extractors=STAGE_JOBS, timeout=self.extract_timeout)
+
+    def start_bundle(self):
+        super().start_bundle()
+        self.waiting: dict[str, list] = {}  # doi -> [paper, extractions, pages still out]
+
+    def process(self, element):
+        from openmsd_build.core.paths import describe_failure
+        from openmsd_build.text.fetch.warc_store import read_record
+
+        doi, (paper, extractions) = element
+        extractions = list(extractions)
+        later = [k for k, e in enumerate(extractions) if e.get("content_from")]
+        self.waiting[doi] = [paper, extractions, len(later)]
+        try:
+            for k in later:
+                warc_file, offset, length, final_url = extractions[k]["content_from"]
+                try:
+                    body = read_record(warc_file, offset, None, length).body
+                except Exception as exc:  # noqa: BLE001 - an archive gone or damaged since: this page's failure
+                    if isinstance(exc, OSError) and "://" in str(warc_file):
+                        raise  # a remote read that failed (maybe for now): Beam retries
+                    yield from self._filled((doi, k), None, "unreadable", describe_failure(exc))
+                    continue
+                for done in self.pool.submit((doi, k), "html", body or b"", url=final_url):
+                    yield from self._filled(*done)
+        except BaseException:
+            self.pool.abandon()
+            raise
+
+    def finish_bundle(self):
+        outputs = [out for done in self.pool.drain() for out in self._filled(*done)]
+        if self.bundle_counts:
+            outputs.append(beam.pvalue.TaggedOutput(COUNTS_TAG, dict(self.bundle_counts)))
+        yield from in_global_window(outputs)
+
+    def _filled(self, tag, extraction, error, detail):
+        """One page's answer into its paper; the paper is built once all its pages are in."""
+        doi, k = tag
+        waiting = self.waiting[doi]
+        paper, extractions = waiting[0], waiting[1]
+        page = extractions[k]
+        if error:
+            self.bundle_counts[f"main_text_failed.{error}"] += 1
+            bump(STAGE, {f"main_text_failed.{error}": 1})
+            yield beam.pvalue.TaggedOutput(REJECTS_TAG, make_reject(
+                STAGE, f"main_text_{error}", key=page["url"], detail=detail, source=doi))
+            extractions[k] = {**page, "content_from": None}
+        else:
+            extractions[k] = slim({**extraction, "kind": "landing", "url": page["url"]})
+            self.bundle_counts["main_text.completed"] += 1
+        waiting[2] -= 1
+        if waiting[2] == 0:
+            del self.waiting[doi]
+            dropped: list[tuple[str, str]] = []
+            row, outcome = build_document(paper, extractions, dropped)
+            yield from self._outputs(row, outcome, dropped, paper, extractions)
 
 
 class DropSharedAbstracts(UntypedDoFn):

@@ -575,6 +575,33 @@ def build_document(paper: dict, extractions: Iterable[dict] = (), dropped: list[
     return row, "kept"
 
 
+
+# --- landing pages read without their main text ------------------------------------------------
+
+def main_text_needed(paper: dict, extractions: list[dict], row: dict | None) -> bool:
+    """Whether a paper built with some landing pages extracted without their main text
+    (`content_from` set: the text stage runs trafilatura on a landing page only when the paper
+    needs it) must be built again with that text. Not needed exactly when the result cannot
+    change: the document's content is a PDF's (`_CONTENT_ORDER` tries PDFs first, so a
+    landing page's text is never reached), and the landing text could not change the
+    title evidence -- with no metadata title there is none; else the document already
+    agrees fully (`title_match` 1.0, the most any text can give) and every such page with a
+    title of its own agrees at least `TITLE_MATCH_MIN` without its text (a text only raises a
+    page's agreement, so it stays a page of the paper, `_other_text`). Anything else (no
+    PDF content, a dropped paper, weaker evidence) is built again with the text."""
+    lean = [e for e in extractions if e.get("content_from")]
+    if not lean:
+        return False
+    if row is None or row.get("content_source") != "pdf":
+        return True
+    titles = metadata_titles(paper)
+    if not titles:
+        return False
+    if row.get("title_match") != 1.0:
+        return True
+    return any(e.get("title") and (extraction_title_match(titles, e) or 0.0) < TITLE_MATCH_MIN for e in lean)
+
+
 # --- the same metadata abstract on several DOIs ------------------------------------------------
 
 METADATA_SOURCES = ("crossref", "openalex", "unpaywall")

@@ -1,0 +1,169 @@
+"""A landing page's main text is extracted only when its paper needs it: pages of papers with
+a PDF planned are extracted without trafilatura first, and only papers whose result that
+text could change are completed from the archived record. The documents must be exactly
+those of extracting every page whole, live and from the archive."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from openmsd_build.core import layout, parquet_io
+from openmsd_build.schemas import DOCUMENTS, PAPERS
+from openmsd_build.text import beam as text_beam
+from openmsd_build.text.beam import CompleteMainText, main_text_later
+from openmsd_build.text.command import run_text
+from openmsd_build.text.documents import TITLE_MATCH_MIN, main_text_needed
+from openmsd_build.text.fetch.config import FetchConfig
+from openmsd_build.text.fetch.testing import LocalServer, respond
+
+PDF = "pdf/crminer__10.3897.compcytogen.v10i4.9536.pdf"
+LANDING = "html/papis__HAL_THESES_tel_02083632v1.html"  # a thesis page: citation_abstract and a long main text
+
+
+def test_main_text_later_only_for_landing_pages_of_papers_with_a_pdf():
+    assert main_text_later([{"kind": "landing", "follow": False}])
+    assert main_text_later([{"kind": "landing", "follow": False}, {"kind": "landing", "follow": False}])
+    assert not main_text_later([{"kind": "landing", "follow": True}])  # no PDF planned: the page is the text
+    assert not main_text_later([{"kind": "landing", "follow": False}, {"kind": "landing", "follow": True}])
+    assert not main_text_later([{"kind": "pdf", "follow": False}])  # a "PDF" link that answered HTML
+    assert not main_text_later([{"kind": "citation_pdf", "follow": False}])
+
+
+def _landing(title: str | None, later: bool = True) -> dict:
+    return {"kind": "landing", "url": "https://h/x", "title": title, "content": None,
+            "content_from": ["a.warc.gz", 0, None, "https://h/x"] if later else None}
+
+
+def _row(content_source: str | None, title_match: float | None) -> dict:
+    return {"content_source": content_source, "title_match": title_match}
+
+
+def test_main_text_needed_exactly_when_the_text_could_change_the_document():
+    paper = {"doi": "10.1/x", "title": "Chromosome maps of wild roses in the Caucasus"}
+    same = _landing("Chromosome maps of wild roses in the Caucasus")
+    other = _landing("Annual report of the society")
+    # no page waiting for its text: nothing to do, whatever the result
+    assert not main_text_needed(paper, [_landing("x", later=False)], None)
+    # dropped, or not a PDF's text: the page's text may be the content
+    assert main_text_needed(paper, [same], None)
+    assert main_text_needed(paper, [same], _row("landing", 1.0))
+    assert main_text_needed(paper, [same], _row(None, 1.0))
+    # a PDF's text with full agreement, and the page agrees without its text
+    assert not main_text_needed(paper, [same], _row("pdf", 1.0))
+    # weaker evidence: the page's text could raise the agreement (title_match) ...
+    assert main_text_needed(paper, [same], _row("pdf", 0.8))
+    # ... or keep the page from being taken for another text
+    assert main_text_needed(paper, [other, same], _row("pdf", 1.0))
+    # a page without a title of its own is never another text
+    assert not main_text_needed(paper, [_landing(None)], _row("pdf", 1.0))
+    # no metadata title: no title evidence at all
+    assert not main_text_needed({"doi": "10.1/x", "title": None}, [other], _row("pdf", None))
+    assert TITLE_MATCH_MIN > 0
+
+
+def _paper(doi: str, urls: list[tuple[str, str]]) -> dict:
+    return {
+        "doi": doi, "title": None, "abstract": None, "abstract_source": None,
+        "categories": ["Biology"], "sources": ["unpaywall"], "n_records": 1, "relations": [],
+        "urls": [{"url": u, "kind": k, "host_type": "repository", "license": None, "version": None,
+                  "source": "unpaywall", "rank": i} for i, (u, k) in enumerate(urls)],
+    }
+
+
+@pytest.fixture()
+def site(real_samples: Path):
+    landing = (real_samples / LANDING).read_bytes()
+    routes = {
+        "/robots.txt": lambda h, s: respond(h, 200, b"User-agent: *\n", "text/plain"),
+        "/files/rosa.pdf": lambda h, s: respond(h, 200, (real_samples / PDF).read_bytes(), "application/pdf"),
+        "/files/broken.pdf": lambda h, s: respond(h, 200, b"%PDF-1.4 not really a PDF", "application/pdf"),
+        "/landing/a": lambda h, s: respond(h, 200, landing),
+        "/landing/b": lambda h, s: respond(h, 200, landing.replace(b"<html", b"<html data-copy='b'", 1)),
+        "/landing/c": lambda h, s: respond(h, 200, landing.replace(b"<html", b"<html data-copy='c'", 1)),
+        "/landing/d": lambda h, s: respond(h, 200, landing.replace(b"<html", b"<html data-copy='d'", 1)),
+        "/gone.pdf": lambda h, s: respond(h, 404, b"gone"),
+    }
+    with LocalServer(routes) as server:
+        yield server
+
+
+def _write_papers(out: Path, server: LocalServer) -> None:
+    rows = [
+        # the PDF gives the content: the page's main text is never needed
+        _paper("10.1/pdf-ok", [(server.url("/landing/a"), "landing"), (server.url("/files/rosa.pdf"), "pdf")]),
+        # the PDF is gone / cannot be read: the page is read again for its main text
+        _paper("10.1/pdf-gone", [(server.url("/landing/b"), "landing"), (server.url("/gone.pdf"), "pdf")]),
+        _paper("10.1/pdf-broken", [(server.url("/landing/c"), "landing"), (server.url("/files/broken.pdf"), "pdf")]),
+        # no PDF planned: the page is extracted whole at once
+        _paper("10.1/landing-only", [(server.url("/landing/d"), "landing")]),
+    ]
+    parquet_io.write_table(parquet_io.table_from_rows(rows, PAPERS), parquet_io.part_path(str(out / "papers"), 0, 1))
+
+
+def _copy_papers(src: Path, dst: Path) -> None:
+    (dst / "papers").mkdir(parents=True)
+    for part in (src / "papers").glob("*.parquet"):
+        (dst / "papers" / part.name).write_bytes(part.read_bytes())
+
+
+def _docs(out: Path) -> dict[str, dict]:
+    return {r["doi"]: r for r in parquet_io.read_table(layout.documents_dir(str(out)), schema=DOCUMENTS).to_pylist()}
+
+
+def test_documents_equal_extracting_every_page_whole(tmp_path, site, beam_args, monkeypatch):
+    config = FetchConfig(allow_networks=("127.0.0.0/8",), per_host_rate=None, max_retries=0, read_timeout=10)
+    live = tmp_path / "live"
+    _write_papers(live, site)
+    counts = run_text(str(live), "http", beam_args, config, extract_timeout=60)
+    docs = _docs(live)
+    assert docs["10.1/pdf-ok"]["content_source"] == "pdf"
+    for doi in ("10.1/pdf-gone", "10.1/pdf-broken", "10.1/landing-only"):
+        assert docs[doi]["content_source"] == "landing" and len(docs[doi]["content"]) > 1000, doi
+    assert counts["main_text.deferred"] == 3  # landing/a, b, c
+    assert counts["main_text.completed"] == 2  # b and c: their PDFs gave no text
+    assert not any(k.startswith("main_text_failed.") for k in counts)
+
+    # the same papers from the archive, once as the stage runs and once with every page
+    # extracted whole at once: the same documents
+    replay, whole = tmp_path / "replay", tmp_path / "whole"
+    _copy_papers(live, replay)
+    _copy_papers(live, whole)
+    site.stop()
+    replayed = run_text(str(replay), f"warc:{live}/warc/*.warc.gz", beam_args, extract_timeout=60, extract_workers=2)
+    assert (replayed["main_text.deferred"], replayed["main_text.completed"]) == (3, 2)
+    monkeypatch.setattr(text_beam, "main_text_later", lambda tasks: False)
+    at_once = run_text(str(whole), f"warc:{live}/warc/*.warc.gz", beam_args, extract_timeout=60)
+    assert "main_text.deferred" not in at_once
+    assert _docs(replay) == _docs(whole) == docs
+
+
+def _unwrap(output):
+    """An output's value without its TaggedOutput and windowing (finish_bundle's carry both)."""
+    while hasattr(output, "value"):
+        output = output.value
+    return output
+
+
+def test_a_page_that_cannot_be_read_again_keeps_its_first_extraction(tmp_path):
+    paper = {"doi": "10.1/x", "title": None, "abstract": None, "abstract_source": None}
+    abstract = ("We describe chromosome maps of wild roses collected across the Caucasus, with counts, "
+                "karyotypes and the first banding patterns for six species of the genus.")
+    page = {"kind": "landing", "url": "https://h/x", "title": "Chromosome maps of wild roses", "abstract": abstract,
+            "abstracts": [{"text": abstract, "rule": "citation_abstract"}], "content": None, "pdf_url": None,
+            "language_hints": ["en"], "rules": {}, "content_from": [str(tmp_path / "gone.warc.gz"), 0, None, "https://h/x"]}
+    dofn = CompleteMainText(extract_timeout=30)
+    dofn.setup()
+    try:
+        dofn.start_bundle()
+        outputs = list(dofn.process(("10.1/x", (paper, [page])))) + list(dofn.finish_bundle())
+    finally:
+        dofn.teardown()
+    values = [_unwrap(o) for o in outputs]
+    rows = [v for v in values if isinstance(v, dict) and v.get("doi") == "10.1/x"]
+    rejects = [v for v in values if isinstance(v, dict) and v.get("reason") == "main_text_unreadable"]
+    counts = [v for v in values if isinstance(v, dict) and "main_text_failed.unreadable" in v]
+    assert len(rejects) == 1 and rejects[0]["key"] == "https://h/x"
+    assert counts and counts[-1]["main_text_failed.unreadable"] == 1 and counts[-1]["documents.kept"] == 1
+    assert rows and rows[0]["abstract"] == abstract and rows[0]["content"] is None
