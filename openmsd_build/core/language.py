@@ -51,6 +51,10 @@ _CLD3_RENAMES = {"iw": "he", "in": "id", "ji": "yi", "jw": "jv", "fil": "tl", "m
 
 _URL_RE = re.compile(r"(?:https?://|www\.|doi:\s*10\.|\b10\.\d{4,9}/)\S*", re.IGNORECASE)
 _EMAIL_RE = re.compile(r"\S+@\S+\.\w+")
+_DOI_NUMBER_RE = re.compile(r"10\.\d{4}")
+"""What a bare DOI (`_URL_RE`'s last branch) holds. Every `_URL_RE` match holds "://", "www." or
+this, or "doi" (case-insensitive: "ı" is an "i" to the regex) before "10.": the substitution
+runs only on text holding one (a number "10.5" alone does not)."""
 
 _KANA_RE = re.compile("[\u3040-\u30ff]")
 _HAN_RE = re.compile("[\u3400-\u4dbf\u4e00-\u9fff]")
@@ -97,7 +101,9 @@ def _prepare(title: str | None, abstract: str | None) -> str:
     text = "\n".join(parts)[:_MAX_INPUT_CHARS]
     # each pattern runs only when text holds a piece every match must contain (most texts
     # hold none, and the e-mail pattern backtracks over every word)
-    if "10." in text or "www." in text.lower() or "http" in text.lower():
+    lower = text.lower()
+    if "://" in text or "www." in lower or (
+            "10." in text and ("doi" in lower or "doı" in lower or _DOI_NUMBER_RE.search(text))):
         text = _URL_RE.sub(" ", text)
     if "@" in text:
         text = _EMAIL_RE.sub(" ", text)

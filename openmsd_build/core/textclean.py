@@ -75,6 +75,8 @@ def normalize_text(text: str | None, keep_paragraphs: bool = True) -> str:
     (`repair_ligatures`)."""
     if not text:
         return ""
+    if keep_paragraphs and is_normal_layout(text):
+        return repair_ligatures(text)
     text = unicodedata.normalize("NFC", text)
     if text.isprintable():
         # Fast path for the common case (most titles, many abstracts): no line breaks, no
@@ -97,6 +99,30 @@ def normalize_text(text: str | None, keep_paragraphs: bool = True) -> str:
     else:
         text = _WHITESPACE_RUN_RE.sub(" ", text)
     return repair_ligatures(text.strip())
+
+
+def is_normal_layout(text: str) -> bool:
+    """Whether every step of `normalize_text` before `repair_ligatures` leaves `text` as it is:
+    NFC, no control, format or exotic space character (`str.isprintable` once the line breaks
+    are set aside), no run of spaces, no space at the start or end of a line, and line breaks
+    only in pairs (paragraphs). Text an extractor already normalized is so, and is then not
+    scanned again by each of those steps (a body is the longest text of a paper).
+
+    Why each check suffices: printable text holds no `_CONTROL_RE` or `_OTHER_SPACES_RE`
+    character and no "\\r" or "\\t", so its only whitespace is " " and "\\n"; with no "  ",
+    no " \\n" or "\\n " and no "\\n\\n\\n", every `_BLANK_LINES_RE` match is "\\n\\n" itself,
+    lines are stripped already, and with every line break in a pair neither `_CJK_WRAP_RE`
+    nor `_SINGLE_NEWLINE_RE` matches."""
+    if "  " in text or text[:1] == " " or text[-1:] in (" ", "\n") or text[:1] == "\n":
+        return False
+    if "\n" in text:
+        if " \n" in text or "\n " in text or "\n\n\n" in text or text.count("\n") != 2 * text.count("\n\n"):
+            return False
+        if not text.replace("\n", "").isprintable():
+            return False
+    elif not text.isprintable():
+        return False
+    return text.isascii() or unicodedata.is_normalized("NFC", text)
 
 
 # --- ligatures ---------------------------------------------------------------------------------
@@ -382,6 +408,8 @@ _ENTRY_AUTHOR_RE = re.compile(
 # a numbered entry: "1. Trần Bá Hoành (2003).", "[12] Smith J, Lee K. Title. 2019;"
 _NUMBERED_ENTRY_RE = re.compile(rf"(?:^|(?<=[\s.]))\[?\d{{1,3}}[\].]\s*[^\W\d_][^\n]{{0,80}}?\(?{_YEAR}\)?[.,:;]")
 BIBLIOGRAPHY_MIN_ENTRIES = 3
+_YEAR_STARTS = ("15", "16", "17", "18", "19", "20")
+"""How every `_YEAR` starts."""
 """Entry years (and at least two entry authors) that make a text a reference list, at one
 per 40 words or denser: an abstract cites a few years in running prose ("Oreg (2003)"), not
 one every sentence after an author name."""
@@ -390,6 +418,8 @@ one every sentence after an author name."""
 def looks_like_bibliography(text: str) -> bool:
     """Whether `text` reads as reference-list entries (`ENTRY_YEAR_RE`, and `_ENTRY_AUTHOR_RE`
     or `_NUMBERED_ENTRY_RE` for their starts)."""
+    if sum(text.count(start) for start in _YEAR_STARTS) < BIBLIOGRAPHY_MIN_ENTRIES:
+        return False  # each entry year starts a distinct one of them (counted in C)
     years = len(ENTRY_YEAR_RE.findall(text))
     if years < BIBLIOGRAPHY_MIN_ENTRIES or 40 * years < len(text.split()):
         return False
@@ -650,6 +680,24 @@ _PRIVATE_USE_RE = re.compile("[\ue000-\uf8ff]")
 _DAMAGE_CONTROL_RE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _UTF8_AS_LATIN1_RE = re.compile("[ÃÂ][\u0080-\u00bf]|â€")
 _NOT_ALNUM_RE = re.compile(r"[\W_]+")
+_ANY_DAMAGE_CHAR_RE = re.compile("[\ue000-\uf8ff\ufffd\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u00c3\u00c2\u00e2]")
+"""A character every match of `_PRIVATE_USE_RE`, `_DAMAGE_CONTROL_RE` and `_UTF8_AS_LATIN1_RE`
+holds, or U+FFFD: a text without one shows none of those signs of damage."""
+_ASCII_NOT_ALNUM = bytes(b for b in range(128) if not chr(b).isalnum())
+
+
+def alnum_only(text: str) -> str:
+    r"""`text` without every character that is not alphanumeric (`str.isalnum`): what
+    `re.sub(r"[\W_]+", "", text)` gives (a regex `\w` is `isalnum` or "_"). The ASCII
+    characters go as bytes deleted in C; the rest of the text is checked in one C call and
+    only scanned by the regex when one of its non-ASCII characters is not alphanumeric (a
+    dash, a quotation mark)."""
+    if text.isascii():
+        return text.encode("ascii").translate(None, _ASCII_NOT_ALNUM).decode("ascii")
+    rest = text.encode("utf-8", "surrogatepass").translate(None, _ASCII_NOT_ALNUM).decode("utf-8", "surrogatepass")
+    return rest if not rest or rest.isalnum() else _NOT_ALNUM_RE.sub("", rest)
+
+
 _ASCII_CONTROLS = bytes([*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F])  # `_DAMAGE_CONTROL_RE`'s ASCII part
 _ASCII_ALNUM = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"  # `str.isalnum()` in ASCII
 
@@ -680,6 +728,8 @@ def text_layer_damage(text: str | None) -> str | None:
             return "control_characters"
         alnum = len(data) - len(data.translate(None, _ASCII_ALNUM))
         return "symbols_not_letters" if visible >= 40 and alnum * 3 < visible else None
+    if _ANY_DAMAGE_CHAR_RE.search(text) is None:  # one scan: none of the four signs below can count
+        return "symbols_not_letters" if visible >= 40 and len(alnum_only(text)) * 3 < visible else None
     if len(_PRIVATE_USE_RE.findall(text)) * 20 > visible:
         return "private_use_glyphs"
     if text.count("\ufffd") * 30 > visible:
@@ -688,6 +738,6 @@ def text_layer_damage(text: str | None) -> str | None:
         return "control_characters"
     if visible >= 12 and len(_UTF8_AS_LATIN1_RE.findall(text)) * 40 > visible:
         return "utf8_read_as_latin1"
-    if visible >= 40 and len(_NOT_ALNUM_RE.sub("", text)) * 3 < visible:
+    if visible >= 40 and len(alnum_only(text)) * 3 < visible:
         return "symbols_not_letters"
     return None

@@ -34,6 +34,7 @@ from openmsd_build.core.language import UND, detect_language, normalize_language
 from openmsd_build.core.textclean import (
     BIBLIOGRAPHY_MIN_ENTRIES,
     ENTRY_YEAR_RE,
+    alnum_only,
     clean_abstract,
     clean_title,
     count_letters,
@@ -74,6 +75,24 @@ _CHROME_RE = re.compile(  # whole words: "design involving" holds "sign in"
     re.IGNORECASE,
 )
 _TOC_RE = re.compile(r"(?:\.\s?){5,}|…{3,}")
+# What every match of `_CHROME_RE` / `_TOC_RE` / `_ENUMERATED_RE` holds in an ASCII text
+# (lower-cased: the regexes ignore case): text holding none of them is not scanned by them
+# (`_may_hold`). Not for other text, where a regex may read a character otherwise ("ſ" is an
+# "s" to a case-insensitive regex; `\d` and `\s` take non-ASCII digits and spaces).
+_CHROME_WORDS = ("cookie", "javascript", "sign in", "log in", "subscribe", "all rights reserved", "click here",
+                 "your browser", "computer science >", "digital repository", "dettaglio tesi", "download")
+_TOC_PIECES = tuple(f".{c}." for c in map(chr, range(128)) if c.isspace()) + ("..", "…")  # `\s` is `isspace`
+_ENUMERATED_PIECES = ("1.", "2.", "3.")
+
+
+def _may_hold(text: str, pieces: tuple[str, ...], every: bool = False) -> bool:
+    """False only when the ASCII `text` (lower-cased) holds none of `pieces` (with `every`: not
+    all of them), so that a regex whose every match holds one (all) of them cannot match; True
+    for any other text."""
+    if not text.isascii():
+        return True
+    lower = text.lower()
+    return (all if every else any)(piece in lower for piece in pieces)
 # A numbered list of section titles run together ("1. Does the Directive ... – 2. The limited
 # scope ... – 3. ..."): an article's own contents printed under "Summary", not an abstract.
 _ENUMERATED_RE = re.compile(r"(?:^|[–—;]\s*|\n\s*)(\d{1,2})\.\s+(?=[^\W\d_])")
@@ -98,13 +117,8 @@ def _squash_title(text: str | None) -> str:
     if not text:
         return ""
     if text.isascii():
-        return text.encode("ascii").lower().translate(None, _ASCII_NOT_ALNUM).decode("ascii")
-    return _NOT_ALNUM_RE.sub("", unicodedata.normalize("NFKC", text).casefold())
-
-
-_NOT_ALNUM_RE = re.compile(r"[\W_]+")
-_ASCII_NOT_ALNUM = bytes(b for b in range(128) if not chr(b).isalnum())
-"""What `_NOT_ALNUM_RE` deletes from ASCII text."""
+        return alnum_only(text.lower())
+    return alnum_only(unicodedata.normalize("NFKC", text).casefold())
 
 
 def _squash_clean(text: str | None) -> str:
@@ -227,9 +241,9 @@ def wrong_abstract_reason(text: str, title: str = "") -> str | None:
     head = text[:400]
     if len(text) < 400 and (_CITATION_RE.search(head) or len(_CITATION_PARTS_RE.findall(head)) >= 3):
         return "citation"
-    if len(text) < 600 and _CHROME_RE.search(head):
+    if len(text) < 600 and _may_hold(head, _CHROME_WORDS) and _CHROME_RE.search(head):
         return "page_chrome"
-    if len(_TOC_RE.findall(text)) >= 3 or _enumerated_sections(text):
+    if (_may_hold(text, _TOC_PIECES) and len(_TOC_RE.findall(text)) >= 3) or _enumerated_sections(text):
         return "table_of_contents"
     if looks_like_bibliography(text):
         return "bibliography"
@@ -253,6 +267,8 @@ def _cut_bibliography(text: str) -> tuple[str, bool]:
 def _enumerated_sections(text: str) -> bool:
     """Whether `text` opens as a numbered list of sections (1., 2., 3. in order, each after a
     dash, a semicolon or a line break): a contents list, not running prose."""
+    if not _may_hold(text[:3000], _ENUMERATED_PIECES, every=True):
+        return False
     numbers = [int(n) for n in _ENUMERATED_RE.findall(text[:3000])]
     return numbers[:3] == [1, 2, 3]
 
