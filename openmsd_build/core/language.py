@@ -131,10 +131,18 @@ def detect_language(
     same paragraph several times (alone, then as its language run, then as the abstract), and
     CLD3 gives one text one answer. Too little text gives `("und", 0.0, False)`.
     """
-    text = _prepare(title, abstract)
     if detector is None:
-        return _detect_memo(text)
-    return _detect_prepared(text, detector)
+        return _detect_raw_memo(title, abstract)
+    return _detect_prepared(_prepare(title, abstract), detector)
+
+
+@functools.lru_cache(maxsize=256)
+def _detect_raw_memo(title: str | None, abstract: str | None) -> tuple[str, float, bool]:
+    """`_detect_memo` of the prepared text, memoized on the texts as given too: one document
+    asks about the same paragraph several times, and preparing it (strip, join, the URL and
+    e-mail checks) costs a few microseconds each time. Small: the texts may be long, and the
+    repeats come from one document."""
+    return _detect_memo(_prepare(title, abstract))
 
 
 def _detect_prepared(text: str, detector: Any | None) -> tuple[str, float, bool]:

@@ -58,6 +58,9 @@ _ABSTRACT_PREFIX_RE = re.compile(
 _TOKEN_RE = re.compile(r"\w+", re.UNICODE)
 # `_TOKEN_RE`'s word characters in ASCII (letters, digits, "_") to b"a", every other byte to b" "
 _ASCII_WORD_MASK = bytes(ord("a") if chr(b).isalnum() or b == ord("_") else ord(" ") for b in range(256))
+# the same for UTF-8 text whose non-ASCII characters are all word characters: their bytes to b"a"
+_UTF8_WORD_MASK = _ASCII_WORD_MASK[:128] + b"a" * 128
+_ASCII_BYTES = bytes(range(128))
 # A newline between two CJK characters. The pattern starts with the newline and looks back
 # over it (`\n(?<=X\n)` matches where `(?<=X)\n` does), so the regex engine jumps from one
 # newline to the next instead of trying its lookbehind at every character; the same for
@@ -526,8 +529,16 @@ def count_tokens(text: str | None) -> int:
     if text.isascii():  # most texts: word characters as b"a", others as b" ", runs counted in C
         words = text.encode("ascii").translate(_ASCII_WORD_MASK)
         return words.count(b" a") + words.startswith(b"a")
-    if _CJK_RE.search(text) is None:  # one pass fewer, no copy of the text
-        return len(_TOKEN_RE.findall(text))
+    distinct = set(text.encode("utf-8", "surrogatepass").translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass"))
+    if _CJK_RE.search("".join(distinct)) is None:
+        # the non-ASCII characters that are not word characters (dashes, quotation marks) as
+        # spaces, then the words counted on the bytes as for ASCII text: every other
+        # non-ASCII character is a letter or digit, all of its bytes count as word bytes
+        for char in distinct:
+            if not char.isalnum():
+                text = text.replace(char, " ")
+        words = text.encode("utf-8", "surrogatepass").translate(_UTF8_WORD_MASK)
+        return words.count(b" a") + words.startswith(b"a")
     cjk = len(_CJK_RE.findall(text))
     words = len(_TOKEN_RE.findall(_CJK_RE.sub(" ", text)))
     return words + cjk

@@ -155,3 +155,12 @@ def test_squash_title_unchanged() -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+def test_count_tokens_is_the_regex_count() -> None:
+    """Tokens counted on bytes (non-ASCII text without CJK) are the `\\w+` runs."""
+    cjk = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+    alphabet = ["a", "b", " ", "é", "—", "’", "_", "1", "٣", "\u0301", "ß", "\n", "ﬁ", "-", "Ω", "\ud800", "x\u00a0y", "中", "한"]
+    for text in _texts(alphabet, 20_000, seed=8, max_len=30):
+        expected = len(re.findall(r"\w+", cjk.sub(" ", text))) + len(cjk.findall(text))
+        assert textclean.count_tokens(text) == expected, repr(text)

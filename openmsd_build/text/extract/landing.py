@@ -452,7 +452,10 @@ def extractor_options(url: str | None) -> Any:
     """The settings `trafilatura.extract(..., url=url, **TRAFILATURA_OPTIONS)` would build: a
     copy of `_base_extractor` with the page's URL set as its constructor sets it (a copy per
     call: trafilatura keeps the URL in it, and threads share the base)."""
-    options = copy.copy(_base_extractor())
+    base = _base_extractor()
+    options = object.__new__(type(base))  # `copy.copy` of a slotted object, without its generic machinery
+    for slot in type(base).__slots__:
+        setattr(options, slot, getattr(base, slot))
     options.url = url
     options.source = url and url.encode("utf-8", "replace").decode("utf-8")
     return options
