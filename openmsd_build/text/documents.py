@@ -191,8 +191,9 @@ def extraction_title_match(titles: list[str], extraction: dict) -> float | None:
     if head and any(_squash_title(t) in head for t in titles):
         return 1.0
     # ASCII words are the same words lower-cased first (one call, not one per word)
+    # (other text: each distinct word case-folded once)
     head_words = set(_TITLE_WORD_RE.findall(text.lower())) if text.isascii() else {
-        w.casefold() for w in _TITLE_WORD_RE.findall(text)}
+        w.casefold() for w in set(_TITLE_WORD_RE.findall(text))}
     return max(max(title_similarity(t, found) if found else 0.0, _word_coverage(t, head_words)) for t in titles)
 
 
