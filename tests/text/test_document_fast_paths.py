@@ -181,3 +181,31 @@ def test_count_tokens_is_the_regex_count() -> None:
     for text in _texts(alphabet, 20_000, seed=8, max_len=30):
         expected = len(re.findall(r"\w+", cjk.sub(" ", text))) + len(cjk.findall(text))
         assert textclean.count_tokens(text) == expected, repr(text)
+
+
+def test_split_hint_pieces_spelled_out_in_repair_ligatures() -> None:
+    """`repair_ligatures` tests the pieces one by one; the Crossref reader uses the tuple."""
+    assert textclean.SPLIT_HINT_PIECES == ("ff ", "fi ", "fl ", " ff")
+
+
+def test_node_text_in_place_equals_the_copy() -> None:
+    """`_node_text` serializes an element with nothing to strip in place (no tail) and gives
+    what the copy without its tail gives; one with a script is copied and stripped."""
+    import copy
+
+    import lxml.etree
+    import lxml.html
+
+    from openmsd_build.core.textclean import strip_markup
+    from openmsd_build.text.extract.landing import _node_text, parse_html
+
+    tree = parse_html("<html><body><div id='a'><p>One &amp; <i>two</i></p><p>Three</p></div>tail text"
+                      "<div id='b'><p>Four</p><script>var x;</script><button>Go</button></div>after</body></html>")
+    for node in tree.iter("div"):
+        clone = copy.deepcopy(node)
+        clone.tail = None
+        lxml.etree.strip_elements(clone, "script", "style", "noscript", "button", "svg", "math", with_tail=False)
+        assert _node_text(node) == strip_markup(lxml.html.tostring(clone, encoding="unicode"))
+    a, b = tree.iter("div")
+    assert _node_text(a) == "One & two\n\nThree" and "tail" not in _node_text(a)
+    assert _node_text(b) == "Four" and b.find("script") is not None  # the page itself is untouched

@@ -226,11 +226,17 @@ def _json_ld_objects(tree: lxml.html.HtmlElement) -> Iterator[dict[str, Any]]:
 
 
 def _node_text(node: lxml.html.HtmlElement) -> str:
-    """Text of an element with paragraph breaks kept and scripts / styles / buttons dropped."""
+    """Text of an element with paragraph breaks kept and scripts / styles / buttons dropped
+    (from a copy; an element holding none of them is serialized in place, without its tail)."""
+    if next(node.iterdescendants(*_NOT_TEXT_TAGS), None) is None:
+        return strip_markup(lxml.html.tostring(node, encoding="unicode", with_tail=False))
     node = copy.deepcopy(node)
     node.tail = None
-    lxml.etree.strip_elements(node, "script", "style", "noscript", "button", "svg", "math", with_tail=False)
+    lxml.etree.strip_elements(node, *_NOT_TEXT_TAGS, with_tail=False)
     return strip_markup(lxml.html.tostring(node, encoding="unicode"))
+
+
+_NOT_TEXT_TAGS = ("script", "style", "noscript", "button", "svg", "math")
 
 
 def _title_from_tag(tree: lxml.html.HtmlElement) -> str:
@@ -298,11 +304,10 @@ def _abstract_candidates(tree: lxml.html.HtmlElement) -> list[lxml.html.HtmlElem
         ):
             if not any(a.tag in ("nav", "footer", "header", "aside") for a in node.iterancestors()) and not _another_papers(node):
                 found.append(node)
-    inner = []
-    found_set = set(found)
-    for node in found:
-        if not any(d in found_set for d in node.iterdescendants()):
-            inner.append(node)
+    # a box holding another found box is one of its ancestors (looked up from each found box:
+    # a few levels each, where the boxes' descendants are whole articles)
+    holding = {ancestor for node in found for ancestor in node.iterancestors()}
+    inner = [node for node in found if node not in holding]
     # innermost boxes first, then their containers (used when the inner ones are too short)
     return inner + [n for n in found if n not in inner]
 
