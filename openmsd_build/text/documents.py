@@ -75,9 +75,12 @@ _CHROME_RE = re.compile(  # whole words: "design involving" holds "sign in"
     re.IGNORECASE,
 )
 _TOC_RE = re.compile(r"(?:\.\s?){5,}|…{3,}")
-# What every match of `_CHROME_RE` / `_TOC_RE` / `_ENUMERATED_RE` holds in an ASCII text
-# (lower-cased: the regexes ignore case): text holding none of them is not scanned by them
-# (`_may_hold`). Not for other text, where a regex may read a character otherwise ("ſ" is an
+# A numbered list of section titles run together ("1. Does the Directive ... – 2. The limited
+# scope ... – 3. ..."): an article's own contents printed under "Summary", not an abstract.
+_ENUMERATED_RE = re.compile(r"(?:^|[–—;]\s*|\n\s*)(\d{1,2})\.\s+(?=[^\W\d_])")
+# In an ASCII text (lower-cased: the regexes ignore case), every match of `_CHROME_RE` /
+# `_TOC_RE` holds one of these pieces, and a text `_ENUMERATED_RE` reads as 1, 2, 3 holds all
+# three of its pieces: text without them is not scanned by the regex (`_may_hold`). Not for other text, where a regex may read a character otherwise ("ſ" is an
 # "s" to a case-insensitive regex; `\d` and `\s` take non-ASCII digits and spaces).
 _CHROME_WORDS = ("cookie", "javascript", "sign in", "log in", "subscribe", "all rights reserved", "click here",
                  "your browser", "computer science >", "digital repository", "dettaglio tesi", "download")
@@ -93,9 +96,7 @@ def _may_hold(text: str, pieces: tuple[str, ...], every: bool = False) -> bool:
         return True
     lower = text.lower()
     return (all if every else any)(piece in lower for piece in pieces)
-# A numbered list of section titles run together ("1. Does the Directive ... – 2. The limited
-# scope ... – 3. ..."): an article's own contents printed under "Summary", not an abstract.
-_ENUMERATED_RE = re.compile(r"(?:^|[–—;]\s*|\n\s*)(\d{1,2})\.\s+(?=[^\W\d_])")
+
 
 # --- evidence: does a fetched document print the paper's title? -------------------------------
 
@@ -190,8 +191,8 @@ def extraction_title_match(titles: list[str], extraction: dict) -> float | None:
     head = _squash_title(text)
     if head and any(_squash_title(t) in head for t in titles):
         return 1.0
-    # ASCII words are the same words lower-cased first (one call, not one per word)
-    # (other text: each distinct word case-folded once)
+    # ASCII words are the same words lower-cased first (one call, not one per word); other
+    # text's distinct words are case-folded once each
     head_words = set(_TITLE_WORD_RE.findall(text.lower())) if text.isascii() else {
         w.casefold() for w in set(_TITLE_WORD_RE.findall(text))}
     return max(max(title_similarity(t, found) if found else 0.0, _word_coverage(t, head_words)) for t in titles)
