@@ -378,7 +378,8 @@ def abstract_entries(paper: dict, extractions: list[dict], title: str = "",
         text, cut = _cut_bibliography(clean_abstract(text))
         if cut:
             dropped.append((source, "bibliography"))
-        if count_tokens(text) < MIN_ABSTRACT_TOKENS:
+        n_text = count_tokens(text)
+        if n_text < MIN_ABSTRACT_TOKENS:
             if text_layer_damage(text):  # glyph codes hold few word characters: still counted
                 dropped.append((source, "text_layer_damaged"))
             continue
@@ -389,7 +390,7 @@ def abstract_entries(paper: dict, extractions: list[dict], title: str = "",
         first_tokens = 0
         runs = _language_runs(text)
         for index, (language, reliable, part) in enumerate(runs):
-            n_part = count_tokens(part)
+            n_part = n_text if part == text else count_tokens(part)  # one run is mostly the whole text
             first_tokens = first_tokens or n_part
             key = word_chars(part)
             if n_part < MIN_ABSTRACT_TOKENS or any(key[:80] in k or k[:80] in key for k in seen):
@@ -446,8 +447,8 @@ def _own_language(title: str, entries: list[dict], content: str, hints: list[str
         if language != UND and reliable:
             return language
     languages = [e["language"] for e in entries if e["reliable"]]
-    longest = max((count_tokens(e["text"]) for e in entries), default=0)
-    if page_text and len(set(hints)) == 1 and len(set(languages)) > 1 and count_tokens(page_text) >= 5 * longest:
+    if page_text and len(set(hints)) == 1 and len(set(languages)) > 1 and count_tokens(page_text) >= 5 * max(
+            count_tokens(e["text"]) for e in entries):
         # a page's main text alone may be its interface; several times longer than the
         # abstracts and agreeing with the publisher's one language tag and one of the
         # abstracts, it is the paper's body (an English title over a French article does not
