@@ -710,6 +710,19 @@ def alnum_only(text: str) -> str:
     return rest if not rest or rest.isalnum() else _NOT_ALNUM_RE.sub("", rest)
 
 
+_ASCII_SPACES = bytes(b for b in range(128) if chr(b).isspace())
+
+
+def visible_chars(text: str) -> int:
+    """How many characters of `text` are not whitespace (`sum(map(len, text.split()))`), with
+    the ASCII whitespace deleted as bytes in C; a rest that `isprintable` holds no other
+    whitespace (every non-ASCII space or line separator is unprintable), else it is split."""
+    if text.isascii():
+        return len(text.encode("ascii").translate(None, _ASCII_SPACES))
+    rest = text.encode("utf-8", "surrogatepass").translate(None, _ASCII_SPACES).decode("utf-8", "surrogatepass")
+    return len(rest) if rest.isprintable() else sum(map(len, rest.split()))
+
+
 _ASCII_CONTROLS = bytes([*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F])  # `_DAMAGE_CONTROL_RE`'s ASCII part
 _ASCII_ALNUM = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"  # `str.isalnum()` in ASCII
 
@@ -731,7 +744,7 @@ def text_layer_damage(text: str | None) -> str | None:
     # counted in C: `str.split()` cuts where `str.isspace()`; for an ASCII text (most) the
     # control and alphanumeric characters are bytes deleted by `bytes.translate`, for any other
     # `[\W_]` is what `str.isalnum()` is not (both checked on every code point by the tests)
-    visible = sum(map(len, text.split()))
+    visible = visible_chars(text)
     if visible < 4:
         return None
     if text.isascii():  # no private-use, replacement or Latin-1-read character

@@ -209,3 +209,11 @@ def test_node_text_in_place_equals_the_copy() -> None:
     a, b = tree.iter("div")
     assert _node_text(a) == "One & two\n\nThree" and "tail" not in _node_text(a)
     assert _node_text(b) == "Four" and b.find("script") is not None  # the page itself is untouched
+
+
+def test_visible_chars_is_the_split_count() -> None:
+    alphabet = ["a", " ", "\t", "\n", "\x1c", "\x85", "\u00a0", "\u2003", "\u2028", "\u3000", "é", "中", "\ud800", "\x00", "—"]
+    for text in _texts(alphabet, 20_000, seed=10, max_len=30):
+        assert textclean.visible_chars(text) == sum(map(len, text.split())), repr(text)
+    every_space = "".join(c for c in map(chr, range(0x110000)) if c.isspace())
+    assert textclean.visible_chars(every_space + "ab") == 2
