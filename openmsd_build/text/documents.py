@@ -166,7 +166,7 @@ def metadata_titles(paper: dict) -> list[str]:
 _TITLE_WORD_RE = re.compile(r"[^\W\d_]{4,}")
 
 
-def _word_coverage(title: str, head_words: set[str]) -> float:
+def _word_coverage(title: str, head_words: set[str] | _AsciiWords) -> float:
     """Share of the title's words of four letters or more found among `head_words` (0.0 for
     a title with fewer than three such words: a CJK title, a short one)."""
     words = {w.casefold() for w in _TITLE_WORD_RE.findall(title)}
@@ -191,11 +191,33 @@ def extraction_title_match(titles: list[str], extraction: dict) -> float | None:
     head = _squash_title(text)
     if head and any(_squash_title(t) in head for t in titles):
         return 1.0
-    # ASCII words are the same words lower-cased first (one call, not one per word); other
-    # text's distinct words are case-folded once each
-    head_words = set(_TITLE_WORD_RE.findall(text.lower())) if text.isascii() else {
+    # ASCII text is asked about each title word (`_AsciiWords`); other text's distinct words
+    # are case-folded once each
+    head_words: set[str] | _AsciiWords = _AsciiWords(text.lower()) if text.isascii() else {
         w.casefold() for w in set(_TITLE_WORD_RE.findall(text))}
     return max(max(title_similarity(t, found) if found else 0.0, _word_coverage(t, head_words)) for t in titles)
+
+
+class _AsciiWords:
+    """The words `_TITLE_WORD_RE` finds in an ASCII text (lower-cased), as a container that is
+    only asked about a title's few words: `word in words` when `word` occurs in the text
+    between two non-letters (a maximal run of four letters or more is what the regex finds),
+    looked up with `str.find` instead of collecting every word of a 20,000-character text."""
+
+    def __init__(self, lower: str) -> None:
+        self.lower = lower
+
+    def __contains__(self, word: object) -> bool:
+        if not isinstance(word, str) or len(word) < 4 or not word.isascii() or not word.isalpha():
+            return False
+        text, size = self.lower, len(word)
+        start = text.find(word)
+        while start >= 0:
+            end = start + size
+            if (start == 0 or not text[start - 1].isalpha()) and (end == len(text) or not text[end].isalpha()):
+                return True
+            start = text.find(word, start + 1)
+        return False
 
 
 def _other_text(titles: list[str], extraction: dict, match: float | None) -> bool:

@@ -217,3 +217,15 @@ def test_visible_chars_is_the_split_count() -> None:
         assert textclean.visible_chars(text) == sum(map(len, text.split())), repr(text)
     every_space = "".join(c for c in map(chr, range(0x110000)) if c.isspace())
     assert textclean.visible_chars(every_space + "ab") == 2
+
+
+def test_ascii_words_is_the_set_of_found_words() -> None:
+    """`word in _AsciiWords(lower)` is `word in set(_TITLE_WORD_RE.findall(lower))` for any word."""
+    alphabet = ["data", "base", "database", " ", "-", "s", "1", "_", "mod", "el", "model", ".", "x", "é"]
+    probes = ["data", "base", "database", "databases", "model", "models", "mode", "datab", "ata", "b_se", "dataé", "DATA", ""]
+    for text in _texts([a for a in alphabet if a.isascii()], 5000, seed=11, max_len=12):
+        lower = text.lower()
+        words = set(documents._TITLE_WORD_RE.findall(lower))
+        ascii_words = documents._AsciiWords(lower)
+        for probe in probes + list(words):
+            assert (probe in ascii_words) == (probe in words), (text, probe)
