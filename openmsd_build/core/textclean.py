@@ -118,14 +118,18 @@ def is_normal_layout(text: str) -> bool:
     nor `_SINGLE_NEWLINE_RE` matches."""
     if "  " in text or text[:1] == " " or text[-1:] in (" ", "\n") or text[:1] == "\n":
         return False
-    if "\n" in text:
-        if " \n" in text or "\n " in text or "\n\n\n" in text or text.count("\n") != 2 * text.count("\n\n"):
-            return False
-        if not text.replace("\n", "").isprintable():
-            return False
-    elif not text.isprintable():
+    if "\n" in text and (" \n" in text or "\n " in text or "\n\n\n" in text
+                         or text.count("\n") != 2 * text.count("\n\n")):
         return False
-    return text.isascii() or unicodedata.is_normalized("NFC", text)
+    # printable but for its line breaks: the ASCII printable bytes and "\n" deleted in C, what
+    # is left (the other characters, mostly few) asked `isprintable` (a lookup per character)
+    rest = text.encode("utf-8", "surrogatepass").translate(None, _ASCII_PRINTABLE_OR_NEWLINE)
+    if text.isascii():
+        return not rest
+    return rest.decode("utf-8", "surrogatepass").isprintable() and unicodedata.is_normalized("NFC", text)
+
+
+_ASCII_PRINTABLE_OR_NEWLINE = bytes(b for b in range(128) if chr(b).isprintable() or b == ord("\n"))
 
 
 # --- ligatures ---------------------------------------------------------------------------------
@@ -147,7 +151,10 @@ MIN_WORDS_FOR_FRAGMENTS = 100
 """Words a text must have before "the fragment is never used alone" counts as evidence."""
 # Cheap test before any work: a ligature before a space and a lower-case letter, or a word
 # starting with "ff" after a space (no word of the corpus's languages starts so).
-_SPLIT_HINT_RE = re.compile(r"(?:ff|fi|fl) [^\W\d_A-Z]| ff[^\W\d_]")
+# Written to start with "f" (the second branch looks back for the space), so the regex engine
+# skips in C from one "f" to the next instead of trying both branches at every space: the same
+# texts match, ten times faster on a body.
+_SPLIT_HINT_RE = re.compile(r"f(?:[fil] [^\W\d_A-Z]|(?<= f)f[^\W\d_])")
 SPLIT_HINT_PIECES = ("ff ", "fi ", "fl ", " ff")
 """Every match of the split-ligature hint holds one of these: a text with none of them is
 left as it is by `repair_ligatures` when it is ASCII (the Crossref columnar reader keeps
@@ -195,8 +202,7 @@ def repair_ligatures(text: str) -> str:
     # that holds no ligature glyph, or none of the hint's literal parts, skips the regexes.
     if not text.isascii() and _LIGATURE_CHAR_RE.search(text):
         text = text.translate(_LIGATURE_CHARS)
-    # `SPLIT_HINT_PIECES` spelled out (no generator per call: this runs on every cleaned text)
-    if not (("ff " in text or "fi " in text or "fl " in text or " ff" in text) and _SPLIT_HINT_RE.search(text)):
+    if not _SPLIT_HINT_RE.search(text):  # (one scan: cheaper than looking for its pieces first)
         return text
     parts = text.split(" ")
     joins = _ligature_joins(parts, len(_INTERNAL_LIGATURE_RE.findall(text)), _ligature_sites(text, parts))

@@ -183,9 +183,16 @@ def test_count_tokens_is_the_regex_count() -> None:
         assert textclean.count_tokens(text) == expected, repr(text)
 
 
-def test_split_hint_pieces_spelled_out_in_repair_ligatures() -> None:
-    """`repair_ligatures` tests the pieces one by one; the Crossref reader uses the tuple."""
-    assert textclean.SPLIT_HINT_PIECES == ("ff ", "fi ", "fl ", " ff")
+def test_split_hint_regex_matches_where_the_two_branch_one_does() -> None:
+    """`_SPLIT_HINT_RE` (starting with "f") finds a hint in the same texts as the plain
+    two-branch regex, and each text it matches holds one of `SPLIT_HINT_PIECES` (which the
+    Crossref reader uses to leave other titles alone)."""
+    reference = re.compile(r"(?:ff|fi|fl) [^\W\d_A-Z]| ff[^\W\d_]")
+    alphabet = ["f", "i", "l", " ", "a", "A", "1", "_", "é", "É", "ff", " ff", "fi ", "\n", "ß"]
+    for text in _texts(alphabet, 40_000, seed=12, max_len=12):
+        found = textclean._SPLIT_HINT_RE.search(text) is not None
+        assert found == (reference.search(text) is not None), repr(text)
+        assert not found or any(piece in text for piece in textclean.SPLIT_HINT_PIECES)
 
 
 def test_node_text_in_place_equals_the_copy() -> None:
