@@ -271,9 +271,22 @@ def wrong_abstract_reason(text: str, title: str = "") -> str | None:
         return "table_of_contents"
     if looks_like_bibliography(text):
         return "bibliography"
-    if title and word_chars(text) == word_chars(title):
+    if title and _same_words(text, title):
         return "title_again"
     return None
+
+
+_NOT_ASCII_WORD_BYTES = bytes(b for b in range(256) if b >= 128 or not (chr(b).isalnum() or b == ord("_")))
+
+
+def _same_words(text: str, title: str) -> bool:
+    """`word_chars(text) == word_chars(title)`, for an abstract and a title: an abstract
+    holding more ASCII word characters than the title's key is longer (each stays a word
+    character when lower-cased), counted in C before the abstract's key is built."""
+    key = word_chars(title)
+    if len(text.encode("utf-8", "surrogatepass").translate(None, _NOT_ASCII_WORD_BYTES)) > len(key):
+        return False
+    return word_chars(text) == key
 
 
 def _cut_bibliography(text: str) -> tuple[str, bool]:

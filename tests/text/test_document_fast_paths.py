@@ -236,3 +236,12 @@ def test_ascii_words_is_the_set_of_found_words() -> None:
         ascii_words = documents._AsciiWords(lower)
         for probe in probes + list(words):
             assert (probe in ascii_words) == (probe in words), (text, probe)
+
+
+def test_same_words_is_the_key_comparison() -> None:
+    alphabet = ["a", "B", " ", "-", "_", "1", "é", "İ", "ß", "\u0301", "中", ".", "ab"]
+    rng = random.Random(13)
+    texts = _texts(alphabet, 20_000, seed=13, max_len=10)
+    for text in texts:
+        title = rng.choice(texts) if rng.random() < 0.5 else text.upper()
+        assert documents._same_words(text, title) == (textclean.word_chars(text) == textclean.word_chars(title)), (text, title)
