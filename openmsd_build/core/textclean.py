@@ -198,11 +198,11 @@ def repair_ligatures(text: str) -> str:
     not a common short word ("the fi rst" stays "the first")."""
     if not text:
         return text
-    # `isascii` is O(1) (a flag of the string) and the substring tests are C scans: a text
-    # that holds no ligature glyph, or none of the hint's literal parts, skips the regexes.
+    # `isascii` is O(1) (a flag of the string): an ASCII text holds no ligature glyph; a text
+    # the hint does not match (one scan, from "f" to "f") is returned as it is.
     if not text.isascii() and _LIGATURE_CHAR_RE.search(text):
         text = text.translate(_LIGATURE_CHARS)
-    if not _SPLIT_HINT_RE.search(text):  # (one scan: cheaper than looking for its pieces first)
+    if not _SPLIT_HINT_RE.search(text):
         return text
     parts = text.split(" ")
     joins = _ligature_joins(parts, len(_INTERNAL_LIGATURE_RE.findall(text)), _ligature_sites(text, parts))
@@ -418,11 +418,11 @@ _ENTRY_AUTHOR_RE = re.compile(
 # a numbered entry: "1. Trần Bá Hoành (2003).", "[12] Smith J, Lee K. Title. 2019;"
 _NUMBERED_ENTRY_RE = re.compile(rf"(?:^|(?<=[\s.]))\[?\d{{1,3}}[\].]\s*[^\W\d_][^\n]{{0,80}}?\(?{_YEAR}\)?[.,:;]")
 BIBLIOGRAPHY_MIN_ENTRIES = 3
-_YEAR_STARTS = ("15", "16", "17", "18", "19", "20")
-"""How every `_YEAR` starts."""
 """Entry years (and at least two entry authors) that make a text a reference list, at one
 per 40 words or denser: an abstract cites a few years in running prose ("Oreg (2003)"), not
 one every sentence after an author name."""
+_YEAR_STARTS = ("15", "16", "17", "18", "19", "20")
+"""How every `_YEAR` starts."""
 
 
 def looks_like_bibliography(text: str) -> bool:
