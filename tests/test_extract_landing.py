@@ -241,3 +241,43 @@ def test_warm_up_builds_the_jusText_stoplists_and_changes_no_extraction(real_sam
     runs = [subprocess.run([sys.executable, "-c", _WARM_OR_NOT, mode, *pages], capture_output=True, text=True,
                            check=True).stdout for mode in ("warm", "cold")]
     assert runs[0] == runs[1] and len(runs[0]) > 1000
+
+
+@pytest.mark.parametrize("url", [None, "https://example.org/article/1", "https://例え.jp/a?b=\udcff"])
+def test_extractor_options_equal_what_trafilatura_builds_from_the_keywords(url: str | None, monkeypatch) -> None:
+    """The settings object built once (`extractor_options`) is, slot for slot, the one
+    `trafilatura.extract(tree, url=url, **TRAFILATURA_OPTIONS)` builds on each call: a new
+    keyword in `TRAFILATURA_OPTIONS`, or a trafilatura release that reads them otherwise,
+    fails here rather than changing the main text."""
+    import trafilatura.core
+
+    from openmsd_build.text.extract.landing import TRAFILATURA_OPTIONS, extractor_options
+
+    seen = []
+
+    def capture(filecontent, options=None, **_kwargs):
+        seen.append(options)
+        return None
+
+    monkeypatch.setattr(trafilatura.core, "bare_extraction", capture)
+    trafilatura.core.extract("<html><body><p>x</p></body></html>", url=url, **TRAFILATURA_OPTIONS)
+    built, ours = seen[0], extractor_options(url)
+    assert ours is not extractor_options(url)  # a copy per call: the URL is set on it
+    for slot in type(built).__slots__:
+        assert getattr(ours, slot) == getattr(built, slot), slot
+    assert ours.url == url and ours.format == "txt" and ours.focus == "precision" and not ours.tables
+
+
+def test_main_text_is_the_same_with_the_settings_built_once() -> None:
+    """`extract_main_text` (settings built once) gives what the keyword call gives."""
+    import trafilatura
+
+    from openmsd_build.text.extract.landing import TRAFILATURA_OPTIONS, extract_main_text, parse_html
+
+    page = ("<html><head><title>T</title></head><body><nav>Home</nav><article><h1>A title</h1>"
+            + "".join(f"<p>Paragraph {k} of the article body, long enough to be kept as text.</p>" for k in range(12))
+            + "</article><footer>All rights reserved</footer></body></html>")
+    url = "https://example.org/a"
+    text = extract_main_text(parse_html(page), url=url)
+    assert text == trafilatura.extract(parse_html(page), url=url, **TRAFILATURA_OPTIONS)
+    assert "Paragraph 0 of the article body" in text and "Paragraph 11" in text

@@ -58,6 +58,9 @@ _ABSTRACT_PREFIX_RE = re.compile(
 _TOKEN_RE = re.compile(r"\w+", re.UNICODE)
 # `_TOKEN_RE`'s word characters in ASCII (letters, digits, "_") to b"a", every other byte to b" "
 _ASCII_WORD_MASK = bytes(ord("a") if chr(b).isalnum() or b == ord("_") else ord(" ") for b in range(256))
+# the same for UTF-8 text whose non-ASCII characters are all word characters: their bytes to b"a"
+_UTF8_WORD_MASK = _ASCII_WORD_MASK[:128] + b"a" * 128
+_ASCII_BYTES = bytes(range(128))
 # A newline between two CJK characters. The pattern starts with the newline and looks back
 # over it (`\n(?<=X\n)` matches where `(?<=X)\n` does), so the regex engine jumps from one
 # newline to the next instead of trying its lookbehind at every character; the same for
@@ -75,6 +78,8 @@ def normalize_text(text: str | None, keep_paragraphs: bool = True) -> str:
     (`repair_ligatures`)."""
     if not text:
         return ""
+    if keep_paragraphs and is_normal_layout(text):
+        return repair_ligatures(text)
     text = unicodedata.normalize("NFC", text)
     if text.isprintable():
         # Fast path for the common case (most titles, many abstracts): no line breaks, no
@@ -99,6 +104,34 @@ def normalize_text(text: str | None, keep_paragraphs: bool = True) -> str:
     return repair_ligatures(text.strip())
 
 
+def is_normal_layout(text: str) -> bool:
+    """Whether every step of `normalize_text` before `repair_ligatures` leaves `text` as it is:
+    NFC, no control, format or exotic space character (`str.isprintable` once the line breaks
+    are set aside), no run of spaces, no space at the start or end of a line, and line breaks
+    only in pairs (paragraphs). Text an extractor already normalized is so, and is then not
+    scanned again by each of those steps (a body is the longest text of a paper).
+
+    Why each check suffices: printable text holds no `_CONTROL_RE` or `_OTHER_SPACES_RE`
+    character and no "\\r" or "\\t", so its only whitespace is " " and "\\n"; with no "  ",
+    no " \\n" or "\\n " and no "\\n\\n\\n", every `_BLANK_LINES_RE` match is "\\n\\n" itself,
+    lines are stripped already, and with every line break in a pair neither `_CJK_WRAP_RE`
+    nor `_SINGLE_NEWLINE_RE` matches."""
+    if "  " in text or text[:1] == " " or text[-1:] in (" ", "\n") or text[:1] == "\n":
+        return False
+    if "\n" in text and (" \n" in text or "\n " in text or "\n\n\n" in text
+                         or text.count("\n") != 2 * text.count("\n\n")):
+        return False
+    # printable but for its line breaks: the ASCII printable bytes and "\n" deleted in C, what
+    # is left (the other characters, mostly few) asked `isprintable` (a lookup per character)
+    rest = text.encode("utf-8", "surrogatepass").translate(None, _ASCII_PRINTABLE_OR_NEWLINE)
+    if text.isascii():
+        return not rest
+    return rest.decode("utf-8", "surrogatepass").isprintable() and unicodedata.is_normalized("NFC", text)
+
+
+_ASCII_PRINTABLE_OR_NEWLINE = bytes(b for b in range(128) if chr(b).isprintable() or b == ord("\n"))
+
+
 # --- ligatures ---------------------------------------------------------------------------------
 #
 # PDF text layers (and abstracts publishers copied out of PDFs) carry the ligature glyphs
@@ -118,7 +151,10 @@ MIN_WORDS_FOR_FRAGMENTS = 100
 """Words a text must have before "the fragment is never used alone" counts as evidence."""
 # Cheap test before any work: a ligature before a space and a lower-case letter, or a word
 # starting with "ff" after a space (no word of the corpus's languages starts so).
-_SPLIT_HINT_RE = re.compile(r"(?:ff|fi|fl) [^\W\d_A-Z]| ff[^\W\d_]")
+# Written to start with "f" (the second branch looks back for the space), so the regex engine
+# skips in C from one "f" to the next instead of trying both branches at every space: the same
+# texts match, ten times faster on a body.
+_SPLIT_HINT_RE = re.compile(r"f(?:[fil] [^\W\d_A-Z]|(?<= f)f[^\W\d_])")
 SPLIT_HINT_PIECES = ("ff ", "fi ", "fl ", " ff")
 """Every match of the split-ligature hint holds one of these: a text with none of them is
 left as it is by `repair_ligatures` when it is ASCII (the Crossref columnar reader keeps
@@ -162,11 +198,11 @@ def repair_ligatures(text: str) -> str:
     not a common short word ("the fi rst" stays "the first")."""
     if not text:
         return text
-    # `isascii` is O(1) (a flag of the string) and the substring tests are C scans: a text
-    # that holds no ligature glyph, or none of the hint's literal parts, skips the regexes.
+    # `isascii` is O(1) (a flag of the string): an ASCII text holds no ligature glyph; a text
+    # the hint does not match (one scan, from "f" to "f") is returned as it is.
     if not text.isascii() and _LIGATURE_CHAR_RE.search(text):
         text = text.translate(_LIGATURE_CHARS)
-    if not (any(piece in text for piece in SPLIT_HINT_PIECES) and _SPLIT_HINT_RE.search(text)):
+    if not _SPLIT_HINT_RE.search(text):
         return text
     parts = text.split(" ")
     joins = _ligature_joins(parts, len(_INTERNAL_LIGATURE_RE.findall(text)), _ligature_sites(text, parts))
@@ -385,11 +421,15 @@ BIBLIOGRAPHY_MIN_ENTRIES = 3
 """Entry years (and at least two entry authors) that make a text a reference list, at one
 per 40 words or denser: an abstract cites a few years in running prose ("Oreg (2003)"), not
 one every sentence after an author name."""
+_YEAR_STARTS = ("15", "16", "17", "18", "19", "20")
+"""How every `_YEAR` starts."""
 
 
 def looks_like_bibliography(text: str) -> bool:
     """Whether `text` reads as reference-list entries (`ENTRY_YEAR_RE`, and `_ENTRY_AUTHOR_RE`
     or `_NUMBERED_ENTRY_RE` for their starts)."""
+    if sum(text.count(start) for start in _YEAR_STARTS) < BIBLIOGRAPHY_MIN_ENTRIES:
+        return False  # each entry year starts a distinct one of them (counted in C)
     years = len(ENTRY_YEAR_RE.findall(text))
     if years < BIBLIOGRAPHY_MIN_ENTRIES or 40 * years < len(text.split()):
         return False
@@ -496,8 +536,16 @@ def count_tokens(text: str | None) -> int:
     if text.isascii():  # most texts: word characters as b"a", others as b" ", runs counted in C
         words = text.encode("ascii").translate(_ASCII_WORD_MASK)
         return words.count(b" a") + words.startswith(b"a")
-    if _CJK_RE.search(text) is None:  # one pass fewer, no copy of the text
-        return len(_TOKEN_RE.findall(text))
+    distinct = set(text.encode("utf-8", "surrogatepass").translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass"))
+    if _CJK_RE.search("".join(distinct)) is None:
+        # the non-ASCII characters that are not word characters (dashes, quotation marks) as
+        # spaces, then the words counted on the bytes as for ASCII text: every other
+        # non-ASCII character is a letter or digit, all of its bytes count as word bytes
+        for char in distinct:
+            if not char.isalnum():
+                text = text.replace(char, " ")
+        words = text.encode("utf-8", "surrogatepass").translate(_UTF8_WORD_MASK)
+        return words.count(b" a") + words.startswith(b"a")
     cjk = len(_CJK_RE.findall(text))
     words = len(_TOKEN_RE.findall(_CJK_RE.sub(" ", text)))
     return words + cjk
@@ -650,6 +698,37 @@ _PRIVATE_USE_RE = re.compile("[\ue000-\uf8ff]")
 _DAMAGE_CONTROL_RE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _UTF8_AS_LATIN1_RE = re.compile("[ÃÂ][\u0080-\u00bf]|â€")
 _NOT_ALNUM_RE = re.compile(r"[\W_]+")
+_ANY_DAMAGE_CHAR_RE = re.compile("[\ue000-\uf8ff\ufffd\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u00c3\u00c2\u00e2]")
+"""A character every match of `_PRIVATE_USE_RE`, `_DAMAGE_CONTROL_RE` and `_UTF8_AS_LATIN1_RE`
+holds, or U+FFFD: a text without one shows none of those signs of damage."""
+_ASCII_NOT_ALNUM = bytes(b for b in range(128) if not chr(b).isalnum())
+
+
+def alnum_only(text: str) -> str:
+    r"""`text` without every character that is not alphanumeric (`str.isalnum`): what
+    `re.sub(r"[\W_]+", "", text)` gives (a regex `\w` is `isalnum` or "_"). The ASCII
+    characters go as bytes deleted in C; the rest of the text is checked in one C call and
+    only scanned by the regex when one of its non-ASCII characters is not alphanumeric (a
+    dash, a quotation mark)."""
+    if text.isascii():
+        return text.encode("ascii").translate(None, _ASCII_NOT_ALNUM).decode("ascii")
+    rest = text.encode("utf-8", "surrogatepass").translate(None, _ASCII_NOT_ALNUM).decode("utf-8", "surrogatepass")
+    return rest if not rest or rest.isalnum() else _NOT_ALNUM_RE.sub("", rest)
+
+
+_ASCII_SPACES = bytes(b for b in range(128) if chr(b).isspace())
+
+
+def visible_chars(text: str) -> int:
+    """How many characters of `text` are not whitespace (`sum(map(len, text.split()))`), with
+    the ASCII whitespace deleted as bytes in C; a rest that `isprintable` holds no other
+    whitespace (every non-ASCII space or line separator is unprintable), else it is split."""
+    if text.isascii():
+        return len(text.encode("ascii").translate(None, _ASCII_SPACES))
+    rest = text.encode("utf-8", "surrogatepass").translate(None, _ASCII_SPACES).decode("utf-8", "surrogatepass")
+    return len(rest) if rest.isprintable() else sum(map(len, rest.split()))
+
+
 _ASCII_CONTROLS = bytes([*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F])  # `_DAMAGE_CONTROL_RE`'s ASCII part
 _ASCII_ALNUM = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"  # `str.isalnum()` in ASCII
 
@@ -671,7 +750,7 @@ def text_layer_damage(text: str | None) -> str | None:
     # counted in C: `str.split()` cuts where `str.isspace()`; for an ASCII text (most) the
     # control and alphanumeric characters are bytes deleted by `bytes.translate`, for any other
     # `[\W_]` is what `str.isalnum()` is not (both checked on every code point by the tests)
-    visible = sum(map(len, text.split()))
+    visible = visible_chars(text)
     if visible < 4:
         return None
     if text.isascii():  # no private-use, replacement or Latin-1-read character
@@ -680,6 +759,8 @@ def text_layer_damage(text: str | None) -> str | None:
             return "control_characters"
         alnum = len(data) - len(data.translate(None, _ASCII_ALNUM))
         return "symbols_not_letters" if visible >= 40 and alnum * 3 < visible else None
+    if _ANY_DAMAGE_CHAR_RE.search(text) is None:  # one scan: none of the four signs below can count
+        return "symbols_not_letters" if visible >= 40 and len(alnum_only(text)) * 3 < visible else None
     if len(_PRIVATE_USE_RE.findall(text)) * 20 > visible:
         return "private_use_glyphs"
     if text.count("\ufffd") * 30 > visible:
@@ -688,6 +769,6 @@ def text_layer_damage(text: str | None) -> str | None:
         return "control_characters"
     if visible >= 12 and len(_UTF8_AS_LATIN1_RE.findall(text)) * 40 > visible:
         return "utf8_read_as_latin1"
-    if visible >= 40 and len(_NOT_ALNUM_RE.sub("", text)) * 3 < visible:
+    if visible >= 40 and len(alnum_only(text)) * 3 < visible:
         return "symbols_not_letters"
     return None

@@ -34,6 +34,7 @@ from openmsd_build.core.language import UND, detect_language, normalize_language
 from openmsd_build.core.textclean import (
     BIBLIOGRAPHY_MIN_ENTRIES,
     ENTRY_YEAR_RE,
+    alnum_only,
     clean_abstract,
     clean_title,
     count_letters,
@@ -77,6 +78,25 @@ _TOC_RE = re.compile(r"(?:\.\s?){5,}|…{3,}")
 # A numbered list of section titles run together ("1. Does the Directive ... – 2. The limited
 # scope ... – 3. ..."): an article's own contents printed under "Summary", not an abstract.
 _ENUMERATED_RE = re.compile(r"(?:^|[–—;]\s*|\n\s*)(\d{1,2})\.\s+(?=[^\W\d_])")
+# In an ASCII text (lower-cased: the regexes ignore case), every match of `_CHROME_RE` /
+# `_TOC_RE` holds one of these pieces, and a text `_ENUMERATED_RE` reads as 1, 2, 3 holds all
+# three of its pieces: text without them is not scanned by the regex (`_may_hold`). Not for other text, where a regex may read a character otherwise ("ſ" is an
+# "s" to a case-insensitive regex; `\d` and `\s` take non-ASCII digits and spaces).
+_CHROME_WORDS = ("cookie", "javascript", "sign in", "log in", "subscribe", "all rights reserved", "click here",
+                 "your browser", "computer science >", "digital repository", "dettaglio tesi", "download")
+_TOC_PIECES = tuple(f".{c}." for c in map(chr, range(128)) if c.isspace()) + ("..", "…")  # `\s` is `isspace`
+_ENUMERATED_PIECES = ("1.", "2.", "3.")
+
+
+def _may_hold(text: str, pieces: tuple[str, ...], every: bool = False) -> bool:
+    """False only when the ASCII `text` (lower-cased) holds none of `pieces` (with `every`: not
+    all of them), so that a regex whose every match holds one (all) of them cannot match; True
+    for any other text."""
+    if not text.isascii():
+        return True
+    lower = text.lower()
+    return (all if every else any)(piece in lower for piece in pieces)
+
 
 # --- evidence: does a fetched document print the paper's title? -------------------------------
 
@@ -98,13 +118,8 @@ def _squash_title(text: str | None) -> str:
     if not text:
         return ""
     if text.isascii():
-        return text.encode("ascii").lower().translate(None, _ASCII_NOT_ALNUM).decode("ascii")
-    return _NOT_ALNUM_RE.sub("", unicodedata.normalize("NFKC", text).casefold())
-
-
-_NOT_ALNUM_RE = re.compile(r"[\W_]+")
-_ASCII_NOT_ALNUM = bytes(b for b in range(128) if not chr(b).isalnum())
-"""What `_NOT_ALNUM_RE` deletes from ASCII text."""
+        return alnum_only(text.lower())
+    return alnum_only(unicodedata.normalize("NFKC", text).casefold())
 
 
 def _squash_clean(text: str | None) -> str:
@@ -151,7 +166,7 @@ def metadata_titles(paper: dict) -> list[str]:
 _TITLE_WORD_RE = re.compile(r"[^\W\d_]{4,}")
 
 
-def _word_coverage(title: str, head_words: set[str]) -> float:
+def _word_coverage(title: str, head_words: set[str] | _AsciiWords) -> float:
     """Share of the title's words of four letters or more found among `head_words` (0.0 for
     a title with fewer than three such words: a CJK title, a short one)."""
     words = {w.casefold() for w in _TITLE_WORD_RE.findall(title)}
@@ -176,10 +191,33 @@ def extraction_title_match(titles: list[str], extraction: dict) -> float | None:
     head = _squash_title(text)
     if head and any(_squash_title(t) in head for t in titles):
         return 1.0
-    # ASCII words are the same words lower-cased first (one call, not one per word)
-    head_words = set(_TITLE_WORD_RE.findall(text.lower())) if text.isascii() else {
-        w.casefold() for w in _TITLE_WORD_RE.findall(text)}
+    # ASCII text is asked about each title word (`_AsciiWords`); other text's distinct words
+    # are case-folded once each
+    head_words: set[str] | _AsciiWords = _AsciiWords(text.lower()) if text.isascii() else {
+        w.casefold() for w in set(_TITLE_WORD_RE.findall(text))}
     return max(max(title_similarity(t, found) if found else 0.0, _word_coverage(t, head_words)) for t in titles)
+
+
+class _AsciiWords:
+    """The words `_TITLE_WORD_RE` finds in an ASCII text (lower-cased), as a container that is
+    only asked about a title's few words: `word in words` when `word` occurs in the text
+    between two non-letters (a maximal run of four letters or more is what the regex finds),
+    looked up with `str.find` instead of collecting every word of a 20,000-character text."""
+
+    def __init__(self, lower: str) -> None:
+        self.lower = lower
+
+    def __contains__(self, word: object) -> bool:
+        if not isinstance(word, str) or len(word) < 4 or not word.isascii() or not word.isalpha():
+            return False
+        text, size = self.lower, len(word)
+        start = text.find(word)
+        while start >= 0:
+            end = start + size
+            if (start == 0 or not text[start - 1].isalpha()) and (end == len(text) or not text[end].isalpha()):
+                return True
+            start = text.find(word, start + 1)
+        return False
 
 
 def _other_text(titles: list[str], extraction: dict, match: float | None) -> bool:
@@ -227,15 +265,28 @@ def wrong_abstract_reason(text: str, title: str = "") -> str | None:
     head = text[:400]
     if len(text) < 400 and (_CITATION_RE.search(head) or len(_CITATION_PARTS_RE.findall(head)) >= 3):
         return "citation"
-    if len(text) < 600 and _CHROME_RE.search(head):
+    if len(text) < 600 and _may_hold(head, _CHROME_WORDS) and _CHROME_RE.search(head):
         return "page_chrome"
-    if len(_TOC_RE.findall(text)) >= 3 or _enumerated_sections(text):
+    if (_may_hold(text, _TOC_PIECES) and len(_TOC_RE.findall(text)) >= 3) or _enumerated_sections(text):
         return "table_of_contents"
     if looks_like_bibliography(text):
         return "bibliography"
-    if title and word_chars(text) == word_chars(title):
+    if title and _same_words(text, title):
         return "title_again"
     return None
+
+
+_NOT_ASCII_WORD_BYTES = bytes(b for b in range(256) if b >= 128 or not (chr(b).isalnum() or b == ord("_")))
+
+
+def _same_words(text: str, title: str) -> bool:
+    """`word_chars(text) == word_chars(title)`, for an abstract and a title: an abstract
+    holding more ASCII word characters than the title's key is longer (each stays a word
+    character when lower-cased), counted in C before the abstract's key is built."""
+    key = word_chars(title)
+    if len(text.encode("utf-8", "surrogatepass").translate(None, _NOT_ASCII_WORD_BYTES)) > len(key):
+        return False
+    return word_chars(text) == key
 
 
 def _cut_bibliography(text: str) -> tuple[str, bool]:
@@ -253,6 +304,8 @@ def _cut_bibliography(text: str) -> tuple[str, bool]:
 def _enumerated_sections(text: str) -> bool:
     """Whether `text` opens as a numbered list of sections (1., 2., 3. in order, each after a
     dash, a semicolon or a line break): a contents list, not running prose."""
+    if not _may_hold(text[:3000], _ENUMERATED_PIECES, every=True):
+        return False
     numbers = [int(n) for n in _ENUMERATED_RE.findall(text[:3000])]
     return numbers[:3] == [1, 2, 3]
 
@@ -360,7 +413,8 @@ def abstract_entries(paper: dict, extractions: list[dict], title: str = "",
         text, cut = _cut_bibliography(clean_abstract(text))
         if cut:
             dropped.append((source, "bibliography"))
-        if count_tokens(text) < MIN_ABSTRACT_TOKENS:
+        n_text = count_tokens(text)
+        if n_text < MIN_ABSTRACT_TOKENS:
             if text_layer_damage(text):  # glyph codes hold few word characters: still counted
                 dropped.append((source, "text_layer_damaged"))
             continue
@@ -371,7 +425,7 @@ def abstract_entries(paper: dict, extractions: list[dict], title: str = "",
         first_tokens = 0
         runs = _language_runs(text)
         for index, (language, reliable, part) in enumerate(runs):
-            n_part = count_tokens(part)
+            n_part = n_text if part == text else count_tokens(part)  # one run is mostly the whole text
             first_tokens = first_tokens or n_part
             key = word_chars(part)
             if n_part < MIN_ABSTRACT_TOKENS or any(key[:80] in k or k[:80] in key for k in seen):
@@ -428,8 +482,8 @@ def _own_language(title: str, entries: list[dict], content: str, hints: list[str
         if language != UND and reliable:
             return language
     languages = [e["language"] for e in entries if e["reliable"]]
-    longest = max((count_tokens(e["text"]) for e in entries), default=0)
-    if page_text and len(set(hints)) == 1 and len(set(languages)) > 1 and count_tokens(page_text) >= 5 * longest:
+    if page_text and len(set(hints)) == 1 and len(set(languages)) > 1 and count_tokens(page_text) >= 5 * max(
+            count_tokens(e["text"]) for e in entries):
         # a page's main text alone may be its interface; several times longer than the
         # abstracts and agreeing with the publisher's one language tag and one of the
         # abstracts, it is the paper's body (an English title over a French article does not

@@ -28,6 +28,7 @@ Thresholds (why):
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import re
 from collections.abc import Iterator
@@ -225,11 +226,17 @@ def _json_ld_objects(tree: lxml.html.HtmlElement) -> Iterator[dict[str, Any]]:
 
 
 def _node_text(node: lxml.html.HtmlElement) -> str:
-    """Text of an element with paragraph breaks kept and scripts / styles / buttons dropped."""
+    """Text of an element with paragraph breaks kept and scripts / styles / buttons dropped
+    (from a copy; an element holding none of them is serialized in place, without its tail)."""
+    if next(node.iterdescendants(*_NOT_TEXT_TAGS), None) is None:
+        return strip_markup(lxml.html.tostring(node, encoding="unicode", with_tail=False))
     node = copy.deepcopy(node)
     node.tail = None
-    lxml.etree.strip_elements(node, "script", "style", "noscript", "button", "svg", "math", with_tail=False)
+    lxml.etree.strip_elements(node, *_NOT_TEXT_TAGS, with_tail=False)
     return strip_markup(lxml.html.tostring(node, encoding="unicode"))
+
+
+_NOT_TEXT_TAGS = ("script", "style", "noscript", "button", "svg", "math")
 
 
 def _title_from_tag(tree: lxml.html.HtmlElement) -> str:
@@ -297,11 +304,10 @@ def _abstract_candidates(tree: lxml.html.HtmlElement) -> list[lxml.html.HtmlElem
         ):
             if not any(a.tag in ("nav", "footer", "header", "aside") for a in node.iterancestors()) and not _another_papers(node):
                 found.append(node)
-    inner = []
-    found_set = set(found)
-    for node in found:
-        if not any(d in found_set for d in node.iterdescendants()):
-            inner.append(node)
+    # a box holding another found box is one of its ancestors (looked up from each found box:
+    # a few levels each, where the boxes' descendants are whole articles)
+    holding = {ancestor for node in found for ancestor in node.iterancestors()}
+    inner = [node for node in found if node not in holding]
     # innermost boxes first, then their containers (used when the inner ones are too short)
     return inner + [n for n in found if n not in inner]
 
@@ -429,11 +435,42 @@ TRAFILATURA_OPTIONS: dict[str, Any] = {
 }
 
 
+# `trafilatura.extract`'s keyword -> the `trafilatura.settings.Extractor` argument it sets.
+_EXTRACTOR_ARGUMENTS = {
+    "output_format": "output_format", "include_comments": "comments", "include_tables": "tables",
+    "include_images": "images", "include_links": "links", "include_formatting": "formatting",
+    "deduplicate": "dedup", "favor_precision": "precision", "with_metadata": "with_metadata",
+}
+
+
+@functools.cache
+def _base_extractor() -> Any:
+    """`TRAFILATURA_OPTIONS` as trafilatura's settings object, built once: `trafilatura.extract`
+    builds one from its keywords on every call (reading its configparser defaults, ~0.08 ms a
+    page). A key of `TRAFILATURA_OPTIONS` missing from `_EXTRACTOR_ARGUMENTS` fails here."""
+    from trafilatura.settings import Extractor
+
+    return Extractor(**{_EXTRACTOR_ARGUMENTS[key]: value for key, value in TRAFILATURA_OPTIONS.items()})
+
+
+def extractor_options(url: str | None) -> Any:
+    """The settings `trafilatura.extract(..., url=url, **TRAFILATURA_OPTIONS)` would build: a
+    copy of `_base_extractor` with the page's URL set as its constructor sets it (a copy per
+    call: trafilatura keeps the URL in it, and threads share the base)."""
+    base = _base_extractor()
+    options = object.__new__(type(base))  # `copy.copy` of a slotted object, without its generic machinery
+    for slot in type(base).__slots__:
+        setattr(options, slot, getattr(base, slot))
+    options.url = url
+    options.source = url and url.encode("utf-8", "replace").decode("utf-8")
+    return options
+
+
 def extract_main_text(tree: lxml.html.HtmlElement | bytes | str, url: str | None = None) -> str:
-    """Main text with trafilatura, called with `TRAFILATURA_OPTIONS`."""
+    """Main text with trafilatura, called with `TRAFILATURA_OPTIONS` (`extractor_options`)."""
     import trafilatura
 
-    return trafilatura.extract(tree, url=url, **TRAFILATURA_OPTIONS) or ""
+    return trafilatura.extract(tree, url=url, options=extractor_options(url)) or ""
 
 
 def warm_up() -> None:
