@@ -28,7 +28,6 @@ Thresholds (why):
 from __future__ import annotations
 
 import copy
-import functools
 import json
 import re
 from collections.abc import Iterator
@@ -435,42 +434,11 @@ TRAFILATURA_OPTIONS: dict[str, Any] = {
 }
 
 
-# `trafilatura.extract`'s keyword -> the `trafilatura.settings.Extractor` argument it sets.
-_EXTRACTOR_ARGUMENTS = {
-    "output_format": "output_format", "include_comments": "comments", "include_tables": "tables",
-    "include_images": "images", "include_links": "links", "include_formatting": "formatting",
-    "deduplicate": "dedup", "favor_precision": "precision", "with_metadata": "with_metadata",
-}
-
-
-@functools.cache
-def _base_extractor() -> Any:
-    """`TRAFILATURA_OPTIONS` as trafilatura's settings object, built once: `trafilatura.extract`
-    builds one from its keywords on every call (reading its configparser defaults, ~0.08 ms a
-    page). A key of `TRAFILATURA_OPTIONS` missing from `_EXTRACTOR_ARGUMENTS` fails here."""
-    from trafilatura.settings import Extractor
-
-    return Extractor(**{_EXTRACTOR_ARGUMENTS[key]: value for key, value in TRAFILATURA_OPTIONS.items()})
-
-
-def extractor_options(url: str | None) -> Any:
-    """The settings `trafilatura.extract(..., url=url, **TRAFILATURA_OPTIONS)` would build: a
-    copy of `_base_extractor` with the page's URL set as its constructor sets it (a copy per
-    call: trafilatura keeps the URL in it, and threads share the base)."""
-    base = _base_extractor()
-    options = object.__new__(type(base))  # `copy.copy` of a slotted object, without its generic machinery
-    for slot in type(base).__slots__:
-        setattr(options, slot, getattr(base, slot))
-    options.url = url
-    options.source = url and url.encode("utf-8", "replace").decode("utf-8")
-    return options
-
-
 def extract_main_text(tree: lxml.html.HtmlElement | bytes | str, url: str | None = None) -> str:
-    """Main text with trafilatura, called with `TRAFILATURA_OPTIONS` (`extractor_options`)."""
+    """Main text with trafilatura, called with `TRAFILATURA_OPTIONS`."""
     import trafilatura
 
-    return trafilatura.extract(tree, url=url, options=extractor_options(url)) or ""
+    return trafilatura.extract(tree, url=url, **TRAFILATURA_OPTIONS) or ""
 
 
 def warm_up() -> None:
