@@ -40,6 +40,7 @@ from __future__ import annotations
 import bisect
 import functools
 import itertools
+import math
 import operator
 import re
 import statistics
@@ -946,6 +947,9 @@ def _not_title_line(text: str) -> bool:
 # a line opened by a footnote marker (an affiliation; a superscript digit may open "¹H NMR").
 _AUTHOR_LIST_RE = re.compile(r"[^\W\d_]{2,}[*†‡§¶⁎¹²³⁴⁵⁶⁷⁸⁹]+\s*,\s*[^\W\d_]")
 _MARKER_LINE_RE = re.compile(r"^\s*(?:\*{1,3}|[†‡§¶])\s*[^\W\d_]")  # not "¹H NMR", "¹³C-labelled"
+# Every match of `_AUTHOR_LIST_RE` holds a marker then a comma: a line without one (most lines)
+# is passed over without the regex, which backtracks through every word of the line.
+_MARKER_COMMA_RE = re.compile(r"[*†‡§¶⁎¹²³⁴⁵⁶⁷⁸⁹]\s*,")
 
 
 def _title_line_ok(text: str) -> bool:
@@ -956,7 +960,7 @@ def _title_line_ok(text: str) -> bool:
         has_letters(text, 4)
         and not _STOP_RE.match(text)
         and not _MARKER_LINE_RE.match(text)
-        and len(_AUTHOR_LIST_RE.findall(text)) < 2
+        and (_MARKER_COMMA_RE.search(text) is None or len(_AUTHOR_LIST_RE.findall(text)) < 2)
         and not (_YEAR_RE.search(text) and _PLACE_YEAR_RE.match(text))
         and not _NUMBERED_HEADING_RE.match(text)
         and _heading_at(text) is None
@@ -1052,6 +1056,72 @@ def _title_text(lines: list[str]) -> str:
     return clean_title(" ".join(lines[:MAX_TITLE_LINES]))
 
 
+def _block_runs(lines: list[tuple[str, float, float]]) -> list[tuple[int, int, float]]:
+    """(start, end, largest size) of the runs of `lines` that no title block crosses. A block
+    (`_title_blocks`) goes on only to the next line, only within 0.6 of its first line's size
+    and only down the page: it never joins two neighbours whose sizes differ by more than
+    1.2 (1.25 here, clear of float rounding) or whose second is not below the first. At such a
+    line the scan starts afresh whatever came before, so the blocks of `lines` are the blocks
+    of its runs, one run after the other."""
+    runs = []
+    start, largest = 0, 0.0
+    for k, (_text, size, top) in enumerate(lines):
+        if k > start and (abs(size - lines[k - 1][1]) > 1.25 or lines[k - 1][2] - top <= 0):
+            runs.append((start, k, largest))
+            start = k
+        largest = size if k == start else max(largest, size)
+    if lines:
+        runs.append((start, len(lines), largest))
+    return runs
+
+
+class _TitleBlocksBySize:
+    """The title blocks of a page (`_title_blocks`), found a run (`_block_runs`) at a time,
+    the runs with the largest lines first: the title is chosen among the largest blocks, so the
+    body's paragraphs, set smaller, are seldom read line by line (`_title_line_ok` on every
+    line was most of the title's cost). A block is never larger than its run's largest line,
+    which bounds the blocks not found yet (`bound`)."""
+
+    def __init__(self, lines: list[tuple[str, float, float]]) -> None:
+        self._lines = lines
+        self._todo = sorted(_block_runs(lines), key=lambda run: -run[2])  # stable: ties in page order
+        self._done = 0
+        self._found: list[tuple[int, int, list[str], int, float]] = []  # (run start, rank, block, words, size)
+
+    def bound(self) -> float:
+        """The largest size a block not found yet may have (-inf when all are found)."""
+        return self._todo[self._done][2] if self._done < len(self._todo) else -math.inf
+
+    def _find_next(self) -> bool:
+        """Find the blocks of the next run; False when none is left."""
+        if self._done == len(self._todo):
+            return False
+        start, end, _largest = self._todo[self._done]
+        self._done += 1
+        self._found += [(start, rank, block, _words(block), size)
+                        for rank, (block, size) in enumerate(_title_blocks(self._lines[start:end]))]
+        return True
+
+    def find_down_to(self, size: float) -> None:
+        """Find every block of at least `size`."""
+        while self.bound() >= size:
+            self._find_next()
+
+    def largest(self, keep: Callable[[int, float], bool]) -> float | None:
+        """The largest size among the blocks that `keep(words, size)` keeps, None when it
+        keeps none."""
+        while True:
+            sizes = [size for *_k, words, size in self._found if keep(words, size)]
+            if sizes and max(sizes) >= self.bound():
+                return max(sizes)
+            if not self._find_next():
+                return max(sizes) if sizes else None
+
+    def in_order(self) -> list[tuple[list[str], int, float]]:
+        """The blocks found, in page order, as (lines, words, size)."""
+        return [(block, words, size) for _s, _r, block, words, size in sorted(self._found, key=lambda f: f[:2])]
+
+
 def _title_from_font(lines: list[tuple[str, float, float]],
                      body_language: str | None | Callable[[], str | None] = None) -> str:
     """The title on page one: the lines after a cover-page topic label ("на тему:") if there is
@@ -1063,27 +1133,22 @@ def _title_from_font(lines: list[tuple[str, float, float]],
             after = _title_blocks(lines[k + 1:k + 1 + 2 * MAX_TITLE_LINES])
             if after and after[0][0] and lines[k + 1][0] == after[0][0][0]:
                 return _title_text(_split_by_language(after[0][0])[0])
-    blocks = _title_blocks(lines)
-    if not blocks:
-        return ""
-
-    def words(block: list[str]) -> int:
-        text = " ".join(block)
-        return len(text.split()) + len(_WIDE_CHAR_RE.findall(text)) // 2
-
     # a one- or two-word block is a logo or a label; a block (after splitting by language)
     # longer than a title is a paragraph set in a large size: the next size is tried
-    wordy = [b for b in blocks if words(b[0]) >= 3] or blocks
+    blocks = _TitleBlocksBySize(lines)
+    keep_all = blocks.largest(lambda words, _s: words >= 3) is None  # no wordy block: every block
+    ceiling = math.inf  # the sizes tried and failed are this large or larger
     for _attempt in range(3):
-        if not wordy:
+        size = blocks.largest(lambda words, s, below=ceiling: (keep_all or words >= 3) and s < below)
+        if size is None:
             return ""
-        size = max(s for _, s in wordy)
-        top = [b for b, s in wordy if s >= size - 0.6]
+        blocks.find_down_to(size - 0.6)
+        top = [b for b, words, s in blocks.in_order() if (keep_all or words >= 3) and size - 0.6 <= s < ceiling]
         parts = [part for b in top for part in _split_by_language(b)
                  if len(part) <= MAX_TITLE_LINES and not _reads_as_prose(part)]
         if parts:
             break
-        wordy = [(b, s) for b, s in wordy if s < size - 0.6]
+        ceiling = size - 0.6
     else:
         return ""
     if len(parts) > 1 and callable(body_language):  # asked only when there is a choice
