@@ -57,7 +57,7 @@ from openmsd_build.core.textclean import (
     word_chars,
 )
 from openmsd_build.text.extract.caps import MAX_CONTENT_CHARS, cap_extraction
-from openmsd_build.text.extract.legacy_fonts import choose_encoding, decode_text, legacy_signs
+from openmsd_build.text.extract.legacy_fonts import LEGACY_SIGNS, choose_encoding, decode_text, legacy_signs
 from openmsd_build.text.extract.presentation_forms import has_presentation_forms, read_presentation_forms
 
 MAX_PAGES = 300
@@ -86,6 +86,12 @@ _ABSTRACT_ALONE_RE = re.compile(rf"^\s*(?:(?:[01]|I)[.)]?\s+)?(?:{_ABSTRACT_WORD
 _ABSTRACT_GLUED_RE = re.compile(
     rf"^\s*(?:{_ABSTRACT_WORDS})\s*(?:[:.：—–|-]\s*|\s+(?=[A-ZÀ-ÝА-ЯЁІЇЄ]))(?=\S)", re.IGNORECASE
 )
+# Every match of `_ABSTRACT_ALONE_RE`, `_ABSTRACT_GLUED_RE` and `_ABSTRACT_UPPER_GLUED_RE` (a
+# letter-spaced line compacted keeps its first character) starts, after spaces, with the first letter of a heading word or of a section
+# number: a line starting otherwise (most lines) is passed over by `_heading_at` at once.
+_HEADING_FIRSTS = {word[:1] for word in _ABSTRACT_WORDS.split("|")} | {"0", "1", "I"}
+assert all(first.isalnum() for first in _HEADING_FIRSTS)  # literal letters, no regex syntax
+_HEADING_START_RE = re.compile(r"\s*[" + "".join(sorted(_HEADING_FIRSTS)) + "]", re.IGNORECASE)
 _ABSTRACT_UPPER_GLUED_RE = re.compile(r"^\s*(?:ABSTRACT|RESUMO|RESUMEN|RÉSUMÉ|SUMMARY|ZUSAMMENFASSUNG|RIASSUNTO)\s+(?=\S)")
 # A letter-spaced line ("A B S T R A C T", "R E S U M O"): every token one or two letters.
 _LETTER_SPACED_RE = re.compile(r"^(?:\w{1,2} ){2,}\w{1,2}\s*[:.：]?$")
@@ -345,6 +351,8 @@ def _heading_at(line: str) -> tuple[str, str] | None:
     """(heading as printed, text glued after it) when `line` starts an abstract: the heading
     alone (also letter-spaced, "A B S T R A C T" / "摘 要"), or glued to the first sentence
     ("Abstract: We ...", "ABSTRACT We ...", "摘要：本文 ...")."""
+    if _HEADING_START_RE.match(line) is None:
+        return None
     stripped = line.strip()
     if len(stripped) <= 40:
         compact = stripped.replace(" ", "") if _LETTER_SPACED_RE.match(stripped) else stripped
@@ -563,7 +571,7 @@ def _find_abstracts(lines: list[str], limit: int = 4) -> list[FoundAbstract]:
                 if _is_abstract_end(nxt, heading_word):
                     break
                 body.append(nxt)
-                words += len(nxt.split()) + sum(1 for ch in nxt if "\u3040" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af") // 2
+                words += len(nxt.split()) + (0 if nxt.isascii() else len(_WIDE_CHAR_RE.findall(nxt)) // 2)
                 if words >= MAX_ABSTRACT_WORDS:
                     j += 1
                     capped = True
@@ -818,11 +826,17 @@ def _has_fix_accent(text: str) -> bool:
     return _ANY_FIX_ACCENT_RE.search(text) is not None
 
 
+# Every character the repairs of `fix_text_layer` look for, in one class: an Arabic letter (an
+# alef, a letter beside a bracket), a spacing accent, a legacy sign, an Arabic presentation
+# form. A text holding none (a page of most languages) is left as it is after one scan.
+_LAYER_FIX_CHAR_RE = re.compile(f"[\u0600-\u06ff{_FIX_ACCENT_CHARS}{_BELOW_ACCENTS}{LEGACY_SIGNS}\ufb50-\ufdff\ufe70-\ufeff]")
+
+
 def _may_need_layer_fix(text: str) -> bool:
     """False when `fix_text_layer` leaves `text` and every part of it unchanged: each repair
     needs a character this looks for (an alef, a bracket with an Arabic letter, a spacing
     accent, a sign inside a word, an Arabic presentation form)."""
-    return (_has_alef(text) or _may_be_mirrored(text) or _has_fix_accent(text) or legacy_signs(text) > 0
+    return _LAYER_FIX_CHAR_RE.search(text) is not None and (_has_alef(text) or _may_be_mirrored(text) or _has_fix_accent(text) or legacy_signs(text) > 0
             or has_presentation_forms(text))
 
 
@@ -845,6 +859,8 @@ def fix_text_layer(text: str, encoding: str | None = _DECIDE) -> str:
     * a TeX spacing accent before its letter ("te´orica", "Econom´ıa") composed with it, and
       an ogonek or cedilla after its letter ("a˛", "c¸": they hang below it).
     """
+    if encoding in (_DECIDE, None) and _LAYER_FIX_CHAR_RE.search(text) is None:
+        return text  # nothing any repair reads (the repairs' own checks below are five scans)
     text = read_presentation_forms(text)  # returns at once without presentation forms
     if encoding == _DECIDE:
         encoding = choose_encoding(text)
@@ -1205,6 +1221,14 @@ def _words(lines: list[str]) -> int:
     return len(text.split()) + len(_WIDE_CHAR_RE.findall(text)) // 2
 
 
+def _at_most_words(lines: list[str], limit: int) -> bool:
+    """`_words(lines) <= limit`, the wide characters counted only when the spaced words alone
+    are few enough (a page of body text is decided by one split)."""
+    text = " ".join(lines)
+    words = len(text.split())
+    return words <= limit and words + len(_WIDE_CHAR_RE.findall(text)) // 2 <= limit
+
+
 def _title_above_abstract(data: bytes, pages: list[list[str]], abstract: str) -> str:
     """The title printed above the abstract on the page that holds it (after a cover page):
     that page's lines with their sizes, cut where the abstract's first words start (its
@@ -1346,7 +1370,7 @@ def extract_pdf(data: bytes, max_pages: int = MAX_PAGES) -> dict[str, Any]:
     # a cover page (a journal issue's cover, a publisher's cover sheet: a few words on page one)
     # names the journal, not the article: the title is the one printed above the abstract,
     # on the page where the abstract is (the abstract is near the title, under it)
-    if found and pages and _words(pages[0]) <= COVER_MAX_WORDS:
+    if found and pages and _at_most_words(pages[0], COVER_MAX_WORDS):
         above = _title_above_abstract(data, pages, found[0].text)
         if above and _squash(above) != _squash(title):
             title, rules["title"] = above, "title_above_abstract"
