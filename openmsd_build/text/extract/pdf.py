@@ -275,7 +275,15 @@ def _join_lines(lines: list[str]) -> str:
     the line is a short heading."""
     lengths = [len(ln) for ln in lines if len(ln) > 20]
     typical = statistics.median(lengths) if lengths else 60
+    heading_max = min(60, 0.7 * typical)
+
+    def marks(line: str) -> tuple[bool, bool]:
+        """(ends a sentence, `_looks_like_heading`) of a line, each read once."""
+        end = _SENTENCE_END_RE.search(line) is not None
+        return end, (len(line) < heading_max and not end and line[:1].isupper() and len(line.split()) <= 8)
+
     out: list[str] = []
+    prev_end = prev_heading = False  # the marks of out[-1]
     for line in lines:
         if not line:
             continue
@@ -283,15 +291,18 @@ def _join_lines(lines: list[str]) -> str:
             prev = out[-1]
             if prev.endswith("-") and len(prev) > 1 and prev[-2].isalpha() and prev[-2].islower() and line[:1].islower():
                 out[-1] = prev[:-1] + line
+                prev_end, prev_heading = marks(out[-1])
                 continue
-            short_end = _SENTENCE_END_RE.search(prev) and len(prev) < 0.75 * typical
+            line_end, line_heading = marks(line)
+            short_end = prev_end and len(prev) < 0.75 * typical
             # a heading starts after a finished sentence and is followed by a capital (a short
             # line followed by a lower-case word is just a short wrapped line)
-            heading = (_looks_like_heading(line, typical) and bool(_SENTENCE_END_RE.search(prev))) or (
-                _looks_like_heading(prev, typical) and not line[:1].islower()
-            )
+            heading = (line_heading and prev_end) or (prev_heading and not line[:1].islower())
             out.append("\n\n" if (short_end or heading) else "\n")
+        else:
+            line_end, line_heading = marks(line)
         out.append(line)
+        prev_end, prev_heading = line_end, line_heading
     return "".join(out)
 
 
