@@ -503,7 +503,7 @@ def _abstract_before_keywords(lines: list[str]) -> str:
             if not ln:
                 i -= 1
                 continue
-            if _heading_at(ln) or _STOP_RE.match(ln) or _NOT_CONTINUATION_RE.search(ln) or _FOOTNOTE_LINE_RE.match(ln):
+            if _heading_at(ln) or _STOP_RE.match(ln) or _not_continuation(ln) or _FOOTNOTE_LINE_RE.match(ln):
                 break
             if len(ln) < 0.6 * typical and body:
                 break
@@ -970,6 +970,8 @@ def _any_piece_re(pieces: tuple[str, ...]) -> re.Pattern[str]:
 
 
 _NOT_TITLE_SURE_RE = _any_piece_re(_NOT_TITLE_SURE)
+_NOT_CONTINUATION_PIECES = ("doi", "http:", "https:", "www.", "©", "@")  # `_NOT_CONTINUATION_RE`'s alternatives
+_NOT_CONTINUATION_VARIANTS = _case_variants(_NOT_CONTINUATION_RE.pattern)
 _NOT_TITLE_MAYBE_RE = _any_piece_re(_NOT_TITLE_MAYBE)
 
 
@@ -985,6 +987,16 @@ def _not_title_line(text: str) -> bool:
         if not _NOT_TITLE_MAYBE_RE.search(low):
             return False
     return _NOT_TITLE_LINE_RE.search(text) is not None
+
+
+def _not_continuation(text: str) -> bool:
+    """`_NOT_CONTINUATION_RE.search(text) is not None`, by substring tests on the lower-cased
+    line when lowering matches the regex's case-insensitive comparison (as `_not_title_line`):
+    six scans in C instead of the regex's case-folded alternation at every position."""
+    low = text.lower()
+    if len(low) == len(text) and _NOT_CONTINUATION_VARIANTS.isdisjoint(low):
+        return any(piece in low for piece in _NOT_CONTINUATION_PIECES)
+    return _NOT_CONTINUATION_RE.search(text) is not None
 
 
 # An author list: two or more names closed by affiliation markers and separated by commas
@@ -1030,7 +1042,7 @@ def _title_blocks(lines: list[tuple[str, float, float]]) -> list[tuple[list[str]
         while k < len(lines) and len(block) < 2 * MAX_TITLE_LINES:
             t, h, y = lines[k]
             gap = prev_top - y
-            if abs(h - size) > 0.6 or gap <= 0 or gap > 2.2 * size or _NOT_CONTINUATION_RE.search(t):
+            if abs(h - size) > 0.6 or gap <= 0 or gap > 2.2 * size or _not_continuation(t):
                 break
             if first_gap is not None and gap > 1.35 * first_gap + 1:
                 break
