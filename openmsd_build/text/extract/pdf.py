@@ -1084,14 +1084,18 @@ def _split_by_language(block: list[str]) -> list[list[str]]:
     for cut in range(1, len(block)):
         if block[cut][:1].isupper() and any(line[:1].islower() for line in block[1:cut]):
             return [block[:cut], *_split_by_language(block[cut:])]
-    whole = detect_language(" ".join(block))
     for cut in range(1, len(block)):
         # a line starting lower-case continues the title; a lone word is too little to tell
         if block[cut][:1].islower() or min(len(" ".join(block[:cut]).split()), len(" ".join(block[cut:]).split())) < 2:
             continue
+        # each detection asked only when the ones before it leave the answer open (CLD3 is
+        # most of a title's cost)
         head, head_prob, head_ok = detect_language(" ".join(block[:cut]))
+        if head == UND or head_prob < 0.7:
+            continue
         tail, tail_prob, tail_ok = detect_language(" ".join(block[cut:]))
-        if UND not in (head, tail) and head != tail and head_prob >= 0.7 and tail_prob >= 0.7 and (head_ok or tail_ok):
+        if tail != UND and head != tail and tail_prob >= 0.7 and (head_ok or tail_ok):
+            whole = detect_language(" ".join(block))
             if whole[0] in (head, tail) or not whole[2]:
                 return [block[:cut], *_split_by_language(block[cut:])]
     return [block]
