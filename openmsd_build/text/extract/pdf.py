@@ -46,6 +46,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
+import numpy as np  # imported with the module: the extractor children's fork server preloads it
+
 from openmsd_build.core.textclean import (
     KEYWORD_LABELS,
     clean_abstract,
@@ -708,8 +710,6 @@ def _spread_sample(n: int) -> Callable[[list[int]], tuple[int, ...]]:
 def _glyph_table() -> Any:
     """For each code point up to U+3001, whether it is a glyph (not `str.isspace`); U+3000 is
     the last space of Unicode, so every code point from U+3001 on is one (the last entry)."""
-    import numpy as np
-
     return np.array([not chr(c).isspace() for c in range(0x3001)] + [True], dtype=bool)
 
 
@@ -718,8 +718,6 @@ def _glyph_layout(text: str, segments: list[str]) -> tuple[list[int], list[int],
     one line-break character each: (glyph_at, first, end), glyph j at `glyph_at[j]` and the
     glyphs of segment k numbered [first[k], end[k]). Done in numpy: a Python pass over a
     page's characters or words cost a fifth of the first page's time."""
-    import numpy as np
-
     codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     glyph_at = np.flatnonzero(_glyph_table()[np.minimum(codes, 0x3001)])
     ends = np.cumsum(np.fromiter(map(len, segments), dtype=np.int64, count=len(segments)) + 1) - 1
