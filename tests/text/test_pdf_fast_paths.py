@@ -63,21 +63,25 @@ def _synthetic_lines() -> list[str]:
     return lines
 
 
-def _real_first_page_lines(root: Path) -> list[str]:
+def _real_first_pages(root: Path) -> list[list[tuple[str, float, float]]]:
+    """The first page of every PDF below `root` as (line, size, top)."""
     import pypdfium2 as pdfium
 
-    lines = []
+    pages = []
     for path in sorted(root.rglob("*.pdf")):
         try:
             doc = pdfium.PdfDocument(path.read_bytes())
         except pdfium.PdfiumError:
             continue
         try:
-            textpage = doc[0].get_textpage()
-            lines += [text for text, _size, _top in P._first_page_lines_with_size(textpage)]
+            pages.append(P._first_page_lines_with_size(doc[0].get_textpage()))
         finally:
             doc.close()
-    return lines
+    return pages
+
+
+def _real_first_page_lines(root: Path) -> list[str]:
+    return [text for page in _real_first_pages(root) for text, _size, _top in page]
 
 
 # Each check runs on the built lines and, apart, on the real first pages (skipped, with the
@@ -375,18 +379,7 @@ def test_title_blocks_found_largest_first_choose_as_all_blocks() -> None:
 
 
 def test_title_blocks_found_largest_first_on_real_first_pages(real_samples: Path) -> None:
-    import pypdfium2 as pdfium
-
-    pages = []
-    for path in sorted(real_samples.rglob("*.pdf")):
-        try:
-            doc = pdfium.PdfDocument(path.read_bytes())
-        except pdfium.PdfiumError:
-            continue
-        try:
-            pages.append(P._first_page_lines_with_size(doc[0].get_textpage()))
-        finally:
-            doc.close()
+    pages = _real_first_pages(real_samples)
     assert len(pages) > 20
     for lines in pages:
         for cut in (len(lines), 12, 30):
