@@ -719,10 +719,11 @@ def _glyph_layout(text: str, segments: list[str]) -> tuple[list[int], list[int],
     glyphs of segment k numbered [first[k], end[k]). Done in numpy: a Python pass over a
     page's characters or words cost a fifth of the first page's time."""
     codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    glyph_at = np.flatnonzero(_glyph_table()[np.minimum(codes, 0x3001)])
-    ends = np.cumsum(np.fromiter(map(len, segments), dtype=np.int64, count=len(segments)) + 1) - 1
-    starts = ends - np.fromiter(map(len, segments), dtype=np.int64, count=len(segments))
-    return glyph_at.tolist(), np.searchsorted(glyph_at, starts).tolist(), np.searchsorted(glyph_at, ends).tolist()
+    glyph_at = _glyph_table().take(codes, mode="clip").nonzero()[0]  # clipped: U+3001 and above
+    lengths = np.fromiter(map(len, segments), dtype=np.int64, count=len(segments))
+    bounds = (lengths + 1).cumsum() - 1  # where each segment ends
+    first_end = glyph_at.searchsorted(np.concatenate((bounds - lengths, bounds))).tolist()
+    return glyph_at.tolist(), first_end[:len(segments)], first_end[len(segments):]
 
 
 @functools.cache
