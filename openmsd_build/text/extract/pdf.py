@@ -89,8 +89,9 @@ _ABSTRACT_GLUED_RE = re.compile(
     rf"^\s*(?:{_ABSTRACT_WORDS})\s*(?:[:.：—–|-]\s*|\s+(?=[A-ZÀ-ÝА-ЯЁІЇЄ]))(?=\S)", re.IGNORECASE
 )
 # Every match of `_ABSTRACT_ALONE_RE`, `_ABSTRACT_GLUED_RE` and `_ABSTRACT_UPPER_GLUED_RE` (a
-# letter-spaced line compacted keeps its first character) starts, after spaces, with the first letter of a heading word or of a section
-# number: a line starting otherwise (most lines) is passed over by `_heading_at` at once.
+# letter-spaced line compacted keeps its first character) starts, after spaces, with the first
+# letter of a heading word or of a section number: a line starting otherwise (most lines) is
+# passed over by `_heading_at` at once.
 _HEADING_FIRSTS = {word[:1] for word in _ABSTRACT_WORDS.split("|")} | {"0", "1", "I"}
 assert all(first.isalnum() for first in _HEADING_FIRSTS)  # literal letters, no regex syntax
 _HEADING_START_RE = re.compile(r"\s*[" + "".join(sorted(_HEADING_FIRSTS)) + "]", re.IGNORECASE)
