@@ -249,11 +249,10 @@ def _edge_key(line: str) -> str:
 def _remove_headers_footers(pages: list[list[str]]) -> list[list[str]]:
     """Drop running heads / feet (see module docstring) and bare page numbers."""
     counts: Counter[str] = Counter()
-    page_edges: list[dict[str, str]] = []  # per page: edge line -> its key
-    for lines in pages:
+    page_edges: list[dict[str, str]] = [{} for _ in pages]  # per page: edge line -> its key
+    for index, lines in enumerate(pages if len(pages) >= REPEAT_MIN_PAGES else ()):  # fewer: nothing repeats
         non_empty = [ln for ln in lines if ln]
-        edges = {ln: _edge_key(ln) for ln in non_empty[:_EDGE_LINES] + non_empty[-_EDGE_LINES:]}
-        page_edges.append(edges)
+        page_edges[index] = edges = {ln: _edge_key(ln) for ln in non_empty[:_EDGE_LINES] + non_empty[-_EDGE_LINES:]}
         counts.update(set(edges.values()))
     threshold = max(REPEAT_MIN_PAGES, (len(pages) + 1) // 2)
     # a one-character line repeated is furniture when it is a sign ("!" drawn by a logo
