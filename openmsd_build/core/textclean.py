@@ -567,6 +567,7 @@ _FOUR_NON_SPACES_RE = re.compile(r"[^ ]{4}")
 _ASCII_LETTERS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _ASCII_NOT_WORD = bytes(b for b in range(128) if not (chr(b).isalnum() or b == ord("_")))
 _NOT_WORD_RE = re.compile(r"\W+")
+_LATIN1_NOT_WORD = bytes(b for b in range(256) if not (chr(b).isalnum() or b == ord("_")))
 
 
 def count_letters(text: str) -> int:
@@ -582,7 +583,11 @@ def word_chars(text: str) -> str:
     text.lower())`): the key two texts are compared by. ASCII text is done in C."""
     if text.isascii():
         return text.encode("ascii").lower().translate(None, _ASCII_NOT_WORD).decode("ascii")
-    return _NOT_WORD_RE.sub("", text.lower())
+    low = text.lower()
+    try:  # most European text: Latin-1 throughout, done in C as ASCII is
+        return low.encode("latin-1").translate(None, _LATIN1_NOT_WORD).decode("latin-1")
+    except UnicodeEncodeError:
+        return _NOT_WORD_RE.sub("", low)
 
 
 def has_letters(text: str, n: int) -> bool:

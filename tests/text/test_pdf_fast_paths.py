@@ -63,21 +63,25 @@ def _synthetic_lines() -> list[str]:
     return lines
 
 
-def _real_first_page_lines(root: Path) -> list[str]:
+def _real_first_pages(root: Path) -> list[list[tuple[str, float, float]]]:
+    """The first page of every PDF below `root` as (line, size, top)."""
     import pypdfium2 as pdfium
 
-    lines = []
+    pages = []
     for path in sorted(root.rglob("*.pdf")):
         try:
             doc = pdfium.PdfDocument(path.read_bytes())
         except pdfium.PdfiumError:
             continue
         try:
-            textpage = doc[0].get_textpage()
-            lines += [text for text, _size, _top in P._first_page_lines_with_size(textpage)]
+            pages.append(P._first_page_lines_with_size(doc[0].get_textpage()))
         finally:
             doc.close()
-    return lines
+    return pages
+
+
+def _real_first_page_lines(root: Path) -> list[str]:
+    return [text for page in _real_first_pages(root) for text, _size, _top in page]
 
 
 # Each check runs on the built lines and, apart, on the real first pages (skipped, with the
@@ -169,7 +173,7 @@ def test_sampled_glyphs_are_the_glyphs_of_the_flat_definition() -> None:
         if every or len(line) <= P._BOX_ALL:
             assert got == line
         else:
-            assert got == [line[k * len(line) // P._BOX_SAMPLE] for k in range(P._BOX_SAMPLE)]
+            assert list(got) == [line[k * len(line) // P._BOX_SAMPLE] for k in range(P._BOX_SAMPLE)]
 
 
 def test_any_piece_re_finds_exactly_the_lines_holding_a_piece() -> None:
@@ -203,3 +207,180 @@ def test_loose_char_box_without_argtypes_gives_pdfiums_boxes() -> None:
         assert bare(textpage.raw, i, ctypes.byref(mine)) == pdfium_c.FPDFText_GetLooseCharBox(textpage.raw, i, theirs)
         assert (mine.left, mine.top, mine.right, mine.bottom) == (theirs.left, theirs.top, theirs.right, theirs.bottom)
     doc.close()
+
+
+def test_not_continuation_agrees_with_the_regex(lines: list[str]) -> None:
+    pieces = ["doi", "DOI:", "dOı", "http://x", "HTTPS:", "httpſ:", "www.", "WWW.", "©", "@", "İdoi"]
+    built = lines + [f"{a} {p} {b}" for p in pieces for a, b in (("", ""), ("A", "b"), ("ı", "ſ"))]
+    assert [P._not_continuation(t) for t in built] == [P._NOT_CONTINUATION_RE.search(t) is not None for t in built]
+    assert any(P._not_continuation(t) for t in built) and not all(P._not_continuation(t) for t in built)
+
+
+def test_heading_start_precheck_decides_as_the_rule(lines: list[str], monkeypatch) -> None:
+    """`_heading_at` passes over a line whose first character cannot start a heading: the
+    lines and headings in every casing and spacing get the answer of the rule without it."""
+    import re
+
+    headings = ["Abstract", "ABSTRACT: We study", "A B S T R A C T", "1. Summary", "I. Özet", "摘 要", "Resumo",
+                "RÉSUMÉ Les", "ıntisari", "Аннотация", "0 Summary", "Zusammenfassung: Wir", "ſummary"]
+    drawn = lines + [f"{pad}{h}{tail}" for h in headings for pad in ("", "  ", "\t")
+                     for tail in ("", ".", " Text follows here in a sentence of some length.")]
+    drawn += [h.lower() for h in drawn] + [h.upper() for h in drawn]
+    got = [P._heading_at(t) for t in drawn]
+    monkeypatch.setattr(P, "_HEADING_START_RE", re.compile(""))  # every line to the rule
+    assert got == [P._heading_at(t) for t in drawn]
+    assert sum(g is not None for g in got) > 50
+
+
+def test_layer_fix_precheck_changes_nothing(monkeypatch) -> None:
+    """`fix_text_layer` returns a text without any character its repairs read as it is: random
+    texts over the characters each repair looks for get the answer of the full repair."""
+    import re
+
+    rng = random.Random(7)
+    alphabet = "abcde ()\u0627\u0623\u0644\u0628\u062a´˜¨ˆˇ˘˚˙˝`¸˛ıeo\nªª©·\u0080\ufb50\ufefb\u00e9nghi"
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14))) for _ in range(20_000)]
+    texts += ["plain text (with brackets)", "Econom´ıa", "nghiªn cøu", ""]
+    got = [P.fix_text_layer(t) for t in texts]
+    monkeypatch.setattr(P, "_LAYER_FIX_CHAR_RE", re.compile(""))  # the precheck always says "maybe"
+    assert got == [P.fix_text_layer(t) for t in texts]
+    assert sum(g != t for g, t in zip(got, texts, strict=True)) > 1000  # the draw reaches the repairs
+
+
+def test_glyph_layout_is_the_flat_definition() -> None:
+    """Glyph positions and each line's glyph range, computed in numpy, are those of a pass over
+    the characters: a glyph is a character that `str.isspace` is not (any script, U+3000 and
+    no-break spaces included, lone surrogates too)."""
+    rng = random.Random(9)
+    alphabet = ["a", "Z", "é", "語", "\U0001d400", "\ud800", " ", "\t", "\xa0", "\u3000", "\u2009", "\x1c", "\r", "\n"]
+    for _ in range(2_000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        segments = P._LINE_BREAK_RE.split(text)
+        glyph_at, first, end = P._glyph_layout(text, segments)
+        assert glyph_at == [k for k, ch in enumerate(text) if not ch.isspace()]
+        start = 0
+        for segment, a, b in zip(segments, first, end, strict=True):
+            assert glyph_at[a:b] == [start + k for k, ch in enumerate(segment) if not ch.isspace()]
+            start += len(segment) + 1
+
+
+def _reference_join_lines(lines: list[str]) -> str:
+    """`_join_lines` as first written: every test asked where it is used."""
+    import statistics
+
+    lengths = [len(ln) for ln in lines if len(ln) > 20]
+    typical = statistics.median(lengths) if lengths else 60
+    out: list[str] = []
+    for line in lines:
+        if not line:
+            continue
+        if out:
+            prev = out[-1]
+            if prev.endswith("-") and len(prev) > 1 and prev[-2].isalpha() and prev[-2].islower() and line[:1].islower():
+                out[-1] = prev[:-1] + line
+                continue
+            short_end = P._SENTENCE_END_RE.search(prev) and len(prev) < 0.75 * typical
+            heading = (P._looks_like_heading(line, typical) and bool(P._SENTENCE_END_RE.search(prev))) or (
+                P._looks_like_heading(prev, typical) and not line[:1].islower())
+            out.append("\n\n" if (short_end or heading) else "\n")
+        out.append(line)
+    return "".join(out)
+
+
+def test_join_lines_reads_each_line_once_with_the_same_result() -> None:
+    rng = random.Random(13)
+    pool = ["Introduction", "1 Methods", "The results show that the method works well in practice.",
+            "a short wrapped line", "end of a sentence.", "hyphen-", "continued here and there", "",
+            "A much longer line of running text that goes on and on to fill the column width nicely,",
+            "Results", "Ends with a colon:", "(Table 2)", "x-", "lower case start of text"]
+    for _ in range(3_000):
+        lines = [rng.choice(pool) for _ in range(rng.randint(0, 25))]
+        assert P._join_lines(lines) == _reference_join_lines(lines)
+
+
+def test_at_most_words_is_the_word_count_test() -> None:
+    rng = random.Random(17)
+    pool = ["word", "two words", "語語語語", "한국어", "a b c d e f", "", "x"]
+    for _ in range(3_000):
+        lines = [rng.choice(pool) for _ in range(rng.randint(0, 12))]
+        for limit in (3, 10, 25):
+            assert P._at_most_words(lines, limit) == (P._words(lines) <= limit)
+
+
+def test_word_chars_latin1_path_is_the_regex() -> None:
+    import re
+
+    from openmsd_build.core.textclean import word_chars
+
+    rng = random.Random(19)
+    alphabet = [chr(c) for c in range(256)] + ["ſ", "İ", "\u212a", "ß", "Σ", "ǅ", "ﬁ", "語"]
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 20))) for _ in range(30_000)]
+    assert [word_chars(t) for t in texts] == [re.sub(r"\W+", "", t.lower()) for t in texts]
+
+
+def _reference_title_from_font(lines: list[tuple[str, float, float]]) -> str:
+    """`_title_from_font` as first written (every block of the page found, then the largest
+    chosen), without a body language."""
+    for k, (text, _size, _top) in enumerate(lines[:-1]):
+        if P._TOPIC_LABEL_RE.match(text):
+            after = P._title_blocks(lines[k + 1:k + 1 + 2 * P.MAX_TITLE_LINES])
+            if after and after[0][0] and lines[k + 1][0] == after[0][0][0]:
+                return P._title_text(P._split_by_language(after[0][0])[0])
+    blocks = P._title_blocks(lines)
+    if not blocks:
+        return ""
+    wordy = [b for b in blocks if P._words(b[0]) >= 3] or blocks
+    for _attempt in range(3):
+        if not wordy:
+            return ""
+        size = max(s for _, s in wordy)
+        top = [b for b, s in wordy if s >= size - 0.6]
+        parts = [part for b in top for part in P._split_by_language(b)
+                 if len(part) <= P.MAX_TITLE_LINES and not P._reads_as_prose(part)]
+        if parts:
+            return P._title_text(parts[0])
+        wordy = [(b, s) for b, s in wordy if s < size - 0.6]
+    return ""
+
+
+def _drawn_pages(rng: random.Random, count: int) -> list[list[tuple[str, float, float]]]:
+    """First pages of lines (text, size, top): sizes a little or much apart, tops going down
+    the page with columns starting again at the top, texts of every kind the title rules tell
+    apart (title-like, lower-case continuations, chrome, author lists, logos, long prose)."""
+    texts = ["A Study of Soil Carbon in Dry Forests", "and its effects on growth", "Journal of Ecology",
+             "Ana Silva¹, Carlos Souza², Maria Lima³", "LOGO", "Abstract", "Keywords: soil", "Kyiv 2022",
+             "on the long-term dynamics", "Estudo do carbono do solo em florestas secas", "1 Introduction",
+             " ".join(["word"] * 40), "doi:10.1/x", "Research Article", "Two Words", "x"]
+    sizes = [9.0, 9.5, 10.0, 10.6, 11.2, 12.0, 14.0, 14.4, 16.0, 18.0, 24.0]
+    pages = []
+    for _ in range(count):
+        top, lines = 800.0, []
+        for _k in range(rng.randint(0, 30)):
+            size = rng.choice(sizes)
+            top = 800.0 if rng.random() < 0.08 else top - rng.choice([0.0, 0.8, 1.0, 1.2, 2.0, 3.0]) * size
+            lines.append((rng.choice(texts), size, top))
+        pages.append(lines)
+    return pages
+
+
+def test_title_blocks_found_largest_first_choose_as_all_blocks() -> None:
+    """Blocks found run by run, largest first (`_TitleBlocksBySize`), give the title that all of
+    the page's blocks give; the runs' blocks, one run after the other, are the page's blocks."""
+    rng = random.Random(23)
+    pages = _drawn_pages(rng, 3_000)
+    titled = 0
+    for lines in pages:
+        assert [b for start, end, _ in P._block_runs(lines) for b in P._title_blocks(lines[start:end])] == \
+            P._title_blocks(lines)
+        want = _reference_title_from_font(lines)
+        assert P._title_from_font(lines) == want, lines
+        titled += bool(want)
+    assert titled > 1_000
+
+
+def test_title_blocks_found_largest_first_on_real_first_pages(real_samples: Path) -> None:
+    pages = _real_first_pages(real_samples)
+    assert len(pages) > 20
+    for lines in pages:
+        for cut in (len(lines), 12, 30):
+            assert P._title_from_font(lines[:cut]) == _reference_title_from_font(lines[:cut])

@@ -57,6 +57,9 @@ Spanish "mg·kg" read in T1 still reads as Spanish, so it is not taken for T1)."
 
 _LETTER = "A-Za-zÀ-ÖØ-öø-ÿ"
 _SIGNS = "\u0080-\u009f¡-§©-³µ-·¹-¿"
+LEGACY_SIGNS = _SIGNS
+"""The signs (a regex class's body) that a legacy-encoded letter is read as: a text without
+any is not in a legacy encoding (`legacy_signs` is 0)."""
 # a sign between two letters: "nghiªn", "c¾t", "po£etni"; the spacing accents `¨´¸` are not
 # signs here (they are the TeX accent repair's: "te´orica"), but a line shown to be in an
 # encoding by other signs is read whole, those included

@@ -37,15 +37,16 @@ order. Text layout is then repaired with plain rules, each reported in `rules`:
 
 from __future__ import annotations
 
-import bisect
 import functools
-import itertools
+import math
 import operator
 import re
 import statistics
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
+
+import numpy as np  # imported with the module: the extractor children's fork server preloads it
 
 from openmsd_build.core.textclean import (
     KEYWORD_LABELS,
@@ -58,7 +59,7 @@ from openmsd_build.core.textclean import (
     word_chars,
 )
 from openmsd_build.text.extract.caps import MAX_CONTENT_CHARS, cap_extraction
-from openmsd_build.text.extract.legacy_fonts import choose_encoding, decode_text, legacy_signs
+from openmsd_build.text.extract.legacy_fonts import LEGACY_SIGNS, choose_encoding, decode_text, legacy_signs
 from openmsd_build.text.extract.presentation_forms import has_presentation_forms, read_presentation_forms
 
 MAX_PAGES = 300
@@ -87,6 +88,13 @@ _ABSTRACT_ALONE_RE = re.compile(rf"^\s*(?:(?:[01]|I)[.)]?\s+)?(?:{_ABSTRACT_WORD
 _ABSTRACT_GLUED_RE = re.compile(
     rf"^\s*(?:{_ABSTRACT_WORDS})\s*(?:[:.：—–|-]\s*|\s+(?=[A-ZÀ-ÝА-ЯЁІЇЄ]))(?=\S)", re.IGNORECASE
 )
+# Every match of `_ABSTRACT_ALONE_RE`, `_ABSTRACT_GLUED_RE` and `_ABSTRACT_UPPER_GLUED_RE` (a
+# letter-spaced line compacted keeps its first character) starts, after spaces, with the first
+# letter of a heading word or of a section number: a line starting otherwise (most lines) is
+# passed over by `_heading_at` at once.
+_HEADING_FIRSTS = {word[:1] for word in _ABSTRACT_WORDS.split("|")} | {"0", "1", "I"}
+assert all(first.isalnum() for first in _HEADING_FIRSTS)  # literal letters, no regex syntax
+_HEADING_START_RE = re.compile(r"\s*[" + "".join(sorted(_HEADING_FIRSTS)) + "]", re.IGNORECASE)
 _ABSTRACT_UPPER_GLUED_RE = re.compile(r"^\s*(?:ABSTRACT|RESUMO|RESUMEN|RÉSUMÉ|SUMMARY|ZUSAMMENFASSUNG|RIASSUNTO)\s+(?=\S)")
 # A letter-spaced line ("A B S T R A C T", "R E S U M O"): every token one or two letters.
 _LETTER_SPACED_RE = re.compile(r"^(?:\w{1,2} ){2,}\w{1,2}\s*[:.：]?$")
@@ -241,11 +249,10 @@ def _edge_key(line: str) -> str:
 def _remove_headers_footers(pages: list[list[str]]) -> list[list[str]]:
     """Drop running heads / feet (see module docstring) and bare page numbers."""
     counts: Counter[str] = Counter()
-    page_edges: list[dict[str, str]] = []  # per page: edge line -> its key
-    for lines in pages:
+    page_edges: list[dict[str, str]] = [{} for _ in pages]  # per page: edge line -> its key
+    for index, lines in enumerate(pages if len(pages) >= REPEAT_MIN_PAGES else ()):  # fewer: nothing repeats
         non_empty = [ln for ln in lines if ln]
-        edges = {ln: _edge_key(ln) for ln in non_empty[:_EDGE_LINES] + non_empty[-_EDGE_LINES:]}
-        page_edges.append(edges)
+        page_edges[index] = edges = {ln: _edge_key(ln) for ln in non_empty[:_EDGE_LINES] + non_empty[-_EDGE_LINES:]}
         counts.update(set(edges.values()))
     threshold = max(REPEAT_MIN_PAGES, (len(pages) + 1) // 2)
     # a one-character line repeated is furniture when it is a sign ("!" drawn by a logo
@@ -270,7 +277,15 @@ def _join_lines(lines: list[str]) -> str:
     the line is a short heading."""
     lengths = [len(ln) for ln in lines if len(ln) > 20]
     typical = statistics.median(lengths) if lengths else 60
+    heading_max = min(60, 0.7 * typical)
+
+    def marks(line: str) -> tuple[bool, bool]:
+        """(ends a sentence, `_looks_like_heading`) of a line, each read once."""
+        end = _SENTENCE_END_RE.search(line) is not None
+        return end, (len(line) < heading_max and not end and line[:1].isupper() and len(line.split()) <= 8)
+
     out: list[str] = []
+    prev_end = prev_heading = False  # the marks of out[-1]
     for line in lines:
         if not line:
             continue
@@ -278,15 +293,18 @@ def _join_lines(lines: list[str]) -> str:
             prev = out[-1]
             if prev.endswith("-") and len(prev) > 1 and prev[-2].isalpha() and prev[-2].islower() and line[:1].islower():
                 out[-1] = prev[:-1] + line
+                prev_end, prev_heading = marks(out[-1])
                 continue
-            short_end = _SENTENCE_END_RE.search(prev) and len(prev) < 0.75 * typical
+            line_end, line_heading = marks(line)
+            short_end = prev_end and len(prev) < 0.75 * typical
             # a heading starts after a finished sentence and is followed by a capital (a short
             # line followed by a lower-case word is just a short wrapped line)
-            heading = (_looks_like_heading(line, typical) and bool(_SENTENCE_END_RE.search(prev))) or (
-                _looks_like_heading(prev, typical) and not line[:1].islower()
-            )
+            heading = (line_heading and prev_end) or (prev_heading and not line[:1].islower())
             out.append("\n\n" if (short_end or heading) else "\n")
+        else:
+            line_end, line_heading = marks(line)
         out.append(line)
+        prev_end, prev_heading = line_end, line_heading
     return "".join(out)
 
 
@@ -346,6 +364,8 @@ def _heading_at(line: str) -> tuple[str, str] | None:
     """(heading as printed, text glued after it) when `line` starts an abstract: the heading
     alone (also letter-spaced, "A B S T R A C T" / "摘 要"), or glued to the first sentence
     ("Abstract: We ...", "ABSTRACT We ...", "摘要：本文 ...")."""
+    if _HEADING_START_RE.match(line) is None:
+        return None
     stripped = line.strip()
     if len(stripped) <= 40:
         compact = stripped.replace(" ", "") if _LETTER_SPACED_RE.match(stripped) else stripped
@@ -485,7 +505,7 @@ def _abstract_before_keywords(lines: list[str]) -> str:
             if not ln:
                 i -= 1
                 continue
-            if _heading_at(ln) or _STOP_RE.match(ln) or _NOT_CONTINUATION_RE.search(ln) or _FOOTNOTE_LINE_RE.match(ln):
+            if _heading_at(ln) or _STOP_RE.match(ln) or _not_continuation(ln) or _FOOTNOTE_LINE_RE.match(ln):
                 break
             if len(ln) < 0.6 * typical and body:
                 break
@@ -564,7 +584,7 @@ def _find_abstracts(lines: list[str], limit: int = 4) -> list[FoundAbstract]:
                 if _is_abstract_end(nxt, heading_word):
                     break
                 body.append(nxt)
-                words += len(nxt.split()) + sum(1 for ch in nxt if "\u3040" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af") // 2
+                words += len(nxt.split()) + (0 if nxt.isascii() else len(_WIDE_CHAR_RE.findall(nxt)) // 2)
                 if words >= MAX_ABSTRACT_WORDS:
                     j += 1
                     capped = True
@@ -623,27 +643,22 @@ def _first_page_lines_with_size(textpage: Any, text: str | None = None) -> list[
     text_all = (text[:n] if text is not None else textpage.get_text_range(0, n)) if n else ""
     if len(text_all) != n:  # surrogate pairs or generated characters: read them one by one
         text_all = "".join(chr(get_unicode(raw, i)) for i in range(n))
-    # the page's words (runs of glyphs, i.e. non-space characters) in one pass, and where its
-    # glyphs are: glyph j of the page (its j-th non-space character) is at `glyph_at[j]`, so a
-    # line's glyphs are a slice and a spread sample a few lookups (the list is built in C)
-    word_spans = [m.span() for m in _WORD_RE.finditer(text_all)]
-    word_starts, word_ends = [a for a, _ in word_spans], [b for _, b in word_spans]
-    glyphs_before = [0, *itertools.accumulate(map(operator.sub, word_ends, word_starts))]  # of word k, on the page
-    glyph_at = list(itertools.chain.from_iterable(map(range, word_starts, word_ends)))
+    # where the page's glyphs (non-space characters) are: glyph j of the page is at
+    # `glyph_at[j]`, and line k holds glyphs [line_first[k], line_end[k]), so a line's glyphs
+    # are a slice and a spread sample a few lookups (all of it computed in C, `_glyph_layout`)
+    segments = _LINE_BREAK_RE.split(text_all)
+    glyph_at, line_first, line_end = _glyph_layout(text_all, segments)
     # the checks a line needs only when the page holds the characters they look for
     page_accents = _has_accent(text_all)
     page_fix = page_accents or _may_need_layer_fix(text_all)
     page_encoding = choose_encoding(text_all) if page_fix else None
-    first_word, start = 0, 0
-    for stop in [m.start() for m in _LINE_BREAK_RE.finditer(text_all)] + [n]:
-        last_word = bisect.bisect_left(word_starts, stop, first_word)
-        if last_word == first_word:  # a blank line: no text, no size
-            start = stop + 1
+    start = 0
+    for segment, first, end in zip(segments, line_first, line_end, strict=True):
+        start, line_start = start + len(segment) + 1, start
+        if first == end:  # a blank line: no glyph, no size
             continue
-        segment = text_all[start:stop]
         accents = page_accents and _has_accent(segment)
-        sampled = _sampled_glyphs(glyph_at, glyphs_before[first_word], glyphs_before[last_word], accents)
-        first_word = last_word
+        sampled = _sampled_glyphs(glyph_at, first, end, accents)
         heights: list[float] = []
         tops: list[float] = []
         boxes = {}
@@ -661,7 +676,7 @@ def _first_page_lines_with_size(textpage: Any, text: str | None = None) -> list[
                 add_height(top - rect.bottom)
                 add_top(top)
         if accents:
-            spans = [boxes.get(start + k, (0.0, 0.0)) for k in range(len(segment))]
+            spans = [boxes.get(line_start + k, (0.0, 0.0)) for k in range(len(segment))]
             segment = _compose_accents(list(segment), spans)
         text = collapse_letter_spacing((fix_text_layer(segment, page_encoding) if page_fix else segment).strip())
         if text:
@@ -670,20 +685,45 @@ def _first_page_lines_with_size(textpage: Any, text: str | None = None) -> list[
                 lines[-1] = (f"{lines[-1][0]} {text}", lines[-1][1], lines[-1][2])
             else:
                 lines.append((text, height, top))
-        start = stop + 1
     return lines
 
 
-def _sampled_glyphs(glyph_at: list[int], first: int, end: int, every: bool) -> list[int]:
+def _sampled_glyphs(glyph_at: list[int], first: int, end: int, every: bool) -> Sequence[int]:
     """Positions of the glyphs a line's size is read from, the line being the page's glyphs
     [first, end) (`glyph_at[j]`: where glyph j is): all of them when `every` or the line is
     short (`_BOX_ALL`), else `_BOX_SAMPLE` spread over it, glyphs number
     int(k * n / _BOX_SAMPLE) of the line."""
-    n = end - first
-    if every or n <= _BOX_ALL:
+    if every or end - first <= _BOX_ALL:
         return glyph_at[first:end]
+    return _spread_sample(end - first)(glyph_at[first:end])
+
+
+@functools.cache
+def _spread_sample(n: int) -> Callable[[list[int]], tuple[int, ...]]:
+    """Picks items int(k * n / _BOX_SAMPLE), k < `_BOX_SAMPLE`, of an n-item list (one
+    `itemgetter` per length, so a line's sample is taken in C)."""
     step = n / _BOX_SAMPLE
-    return [glyph_at[first + int(k * step)] for k in range(_BOX_SAMPLE)]
+    return operator.itemgetter(*(int(k * step) for k in range(_BOX_SAMPLE)))
+
+
+@functools.cache
+def _glyph_table() -> Any:
+    """For each code point up to U+3001, whether it is a glyph (not `str.isspace`); U+3000 is
+    the last space of Unicode, so every code point from U+3001 on is one (the last entry)."""
+    return np.array([not chr(c).isspace() for c in range(0x3001)] + [True], dtype=bool)
+
+
+def _glyph_layout(text: str, segments: list[str]) -> tuple[list[int], list[int], list[int]]:
+    """Where the glyphs (non-space characters) of `text` are, `text` being `segments` joined by
+    one line-break character each: (glyph_at, first, end), glyph j at `glyph_at[j]` and the
+    glyphs of segment k numbered [first[k], end[k]). Done in numpy: a Python pass over a
+    page's characters or words cost a fifth of the first page's time."""
+    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    glyph_at = _glyph_table().take(codes, mode="clip").nonzero()[0]  # clipped: U+3001 and above
+    lengths = np.fromiter(map(len, segments), dtype=np.int64, count=len(segments))
+    bounds = (lengths + 1).cumsum() - 1  # where each segment ends
+    first_end = glyph_at.searchsorted(np.concatenate((bounds - lengths, bounds))).tolist()
+    return glyph_at.tolist(), first_end[:len(segments)], first_end[len(segments):]
 
 
 @functools.cache
@@ -699,9 +739,6 @@ def _loose_char_box() -> Callable[..., int]:
 
     address = ctypes.cast(pdfium_c.FPDFText_GetLooseCharBox, ctypes.c_void_p).value
     return ctypes.CFUNCTYPE(ctypes.c_int)(address)
-
-
-_WORD_RE = re.compile(r"\S+")  # \S: what str.isspace() is not
 
 
 _LINE_BREAK_RE = re.compile(r"[\r\n]")
@@ -799,11 +836,17 @@ def _has_fix_accent(text: str) -> bool:
     return _ANY_FIX_ACCENT_RE.search(text) is not None
 
 
+# Every character the repairs of `fix_text_layer` look for, in one class: an Arabic letter (an
+# alef, a letter beside a bracket), a spacing accent, a legacy sign, an Arabic presentation
+# form. A text holding none (a page of most languages) is left as it is after one scan.
+_LAYER_FIX_CHAR_RE = re.compile(f"[\u0600-\u06ff{_FIX_ACCENT_CHARS}{_BELOW_ACCENTS}{LEGACY_SIGNS}\ufb50-\ufdff\ufe70-\ufeff]")
+
+
 def _may_need_layer_fix(text: str) -> bool:
     """False when `fix_text_layer` leaves `text` and every part of it unchanged: each repair
     needs a character this looks for (an alef, a bracket with an Arabic letter, a spacing
     accent, a sign inside a word, an Arabic presentation form)."""
-    return (_has_alef(text) or _may_be_mirrored(text) or _has_fix_accent(text) or legacy_signs(text) > 0
+    return _LAYER_FIX_CHAR_RE.search(text) is not None and (_has_alef(text) or _may_be_mirrored(text) or _has_fix_accent(text) or legacy_signs(text) > 0
             or has_presentation_forms(text))
 
 
@@ -826,6 +869,8 @@ def fix_text_layer(text: str, encoding: str | None = _DECIDE) -> str:
     * a TeX spacing accent before its letter ("te´orica", "Econom´ıa") composed with it, and
       an ogonek or cedilla after its letter ("a˛", "c¸": they hang below it).
     """
+    if encoding in (_DECIDE, None) and _LAYER_FIX_CHAR_RE.search(text) is None:
+        return text  # nothing any repair reads (the repairs' own checks below are five scans)
     text = read_presentation_forms(text)  # returns at once without presentation forms
     if encoding == _DECIDE:
         encoding = choose_encoding(text)
@@ -924,6 +969,8 @@ def _any_piece_re(pieces: tuple[str, ...]) -> re.Pattern[str]:
 
 
 _NOT_TITLE_SURE_RE = _any_piece_re(_NOT_TITLE_SURE)
+_NOT_CONTINUATION_PIECES = ("doi", "http:", "https:", "www.", "©", "@")  # `_NOT_CONTINUATION_RE`'s alternatives
+_NOT_CONTINUATION_VARIANTS = _case_variants(_NOT_CONTINUATION_RE.pattern)
 _NOT_TITLE_MAYBE_RE = _any_piece_re(_NOT_TITLE_MAYBE)
 
 
@@ -941,11 +988,24 @@ def _not_title_line(text: str) -> bool:
     return _NOT_TITLE_LINE_RE.search(text) is not None
 
 
+def _not_continuation(text: str) -> bool:
+    """`_NOT_CONTINUATION_RE.search(text) is not None`, by substring tests on the lower-cased
+    line when lowering matches the regex's case-insensitive comparison (as `_not_title_line`):
+    six scans in C instead of the regex's case-folded alternation at every position."""
+    low = text.lower()
+    if len(low) == len(text) and _NOT_CONTINUATION_VARIANTS.isdisjoint(low):
+        return any(piece in low for piece in _NOT_CONTINUATION_PIECES)
+    return _NOT_CONTINUATION_RE.search(text) is not None
+
+
 # An author list: two or more names closed by affiliation markers and separated by commas
 # ("Lee* , Ryu* , Kim", "Silva¹, Souza², Lima"; one such pair may be "A*, IDA*" or "H¹, L²"), or
 # a line opened by a footnote marker (an affiliation; a superscript digit may open "¹H NMR").
 _AUTHOR_LIST_RE = re.compile(r"[^\W\d_]{2,}[*†‡§¶⁎¹²³⁴⁵⁶⁷⁸⁹]+\s*,\s*[^\W\d_]")
 _MARKER_LINE_RE = re.compile(r"^\s*(?:\*{1,3}|[†‡§¶])\s*[^\W\d_]")  # not "¹H NMR", "¹³C-labelled"
+# Every match of `_AUTHOR_LIST_RE` holds a marker then a comma: a line without one (most lines)
+# is passed over without the regex, which backtracks through every word of the line.
+_MARKER_COMMA_RE = re.compile(r"[*†‡§¶⁎¹²³⁴⁵⁶⁷⁸⁹]\s*,")
 
 
 def _title_line_ok(text: str) -> bool:
@@ -956,7 +1016,7 @@ def _title_line_ok(text: str) -> bool:
         has_letters(text, 4)
         and not _STOP_RE.match(text)
         and not _MARKER_LINE_RE.match(text)
-        and len(_AUTHOR_LIST_RE.findall(text)) < 2
+        and (_MARKER_COMMA_RE.search(text) is None or len(_AUTHOR_LIST_RE.findall(text)) < 2)
         and not (_YEAR_RE.search(text) and _PLACE_YEAR_RE.match(text))
         and not _NUMBERED_HEADING_RE.match(text)
         and _heading_at(text) is None
@@ -981,7 +1041,7 @@ def _title_blocks(lines: list[tuple[str, float, float]]) -> list[tuple[list[str]
         while k < len(lines) and len(block) < 2 * MAX_TITLE_LINES:
             t, h, y = lines[k]
             gap = prev_top - y
-            if abs(h - size) > 0.6 or gap <= 0 or gap > 2.2 * size or _NOT_CONTINUATION_RE.search(t):
+            if abs(h - size) > 0.6 or gap <= 0 or gap > 2.2 * size or _not_continuation(t):
                 break
             if first_gap is not None and gap > 1.35 * first_gap + 1:
                 break
@@ -1023,14 +1083,18 @@ def _split_by_language(block: list[str]) -> list[list[str]]:
     for cut in range(1, len(block)):
         if block[cut][:1].isupper() and any(line[:1].islower() for line in block[1:cut]):
             return [block[:cut], *_split_by_language(block[cut:])]
-    whole = detect_language(" ".join(block))
     for cut in range(1, len(block)):
         # a line starting lower-case continues the title; a lone word is too little to tell
         if block[cut][:1].islower() or min(len(" ".join(block[:cut]).split()), len(" ".join(block[cut:]).split())) < 2:
             continue
+        # each detection asked only when the ones before it leave the answer open (CLD3 is
+        # most of a title's cost)
         head, head_prob, head_ok = detect_language(" ".join(block[:cut]))
+        if head == UND or head_prob < 0.7:
+            continue
         tail, tail_prob, tail_ok = detect_language(" ".join(block[cut:]))
-        if UND not in (head, tail) and head != tail and head_prob >= 0.7 and tail_prob >= 0.7 and (head_ok or tail_ok):
+        if tail != UND and head != tail and tail_prob >= 0.7 and (head_ok or tail_ok):
+            whole = detect_language(" ".join(block))
             if whole[0] in (head, tail) or not whole[2]:
                 return [block[:cut], *_split_by_language(block[cut:])]
     return [block]
@@ -1052,6 +1116,72 @@ def _title_text(lines: list[str]) -> str:
     return clean_title(" ".join(lines[:MAX_TITLE_LINES]))
 
 
+def _block_runs(lines: list[tuple[str, float, float]]) -> list[tuple[int, int, float]]:
+    """(start, end, largest size) of the runs of `lines` that no title block crosses. A block
+    (`_title_blocks`) goes on only to the next line, only within 0.6 of its first line's size
+    and only down the page: it never joins two neighbours whose sizes differ by more than
+    1.2 (1.25 here, clear of float rounding) or whose second is not below the first. At such a
+    line the scan starts afresh whatever came before, so the blocks of `lines` are the blocks
+    of its runs, one run after the other."""
+    runs = []
+    start, largest = 0, 0.0
+    for k, (_text, size, top) in enumerate(lines):
+        if k > start and (abs(size - lines[k - 1][1]) > 1.25 or lines[k - 1][2] - top <= 0):
+            runs.append((start, k, largest))
+            start = k
+        largest = size if k == start else max(largest, size)
+    if lines:
+        runs.append((start, len(lines), largest))
+    return runs
+
+
+class _TitleBlocksBySize:
+    """The title blocks of a page (`_title_blocks`), found a run (`_block_runs`) at a time,
+    the runs with the largest lines first: the title is chosen among the largest blocks, so the
+    body's paragraphs, set smaller, are seldom read line by line (`_title_line_ok` on every
+    line was most of the title's cost). A block is never larger than its run's largest line,
+    which bounds the blocks not found yet (`bound`)."""
+
+    def __init__(self, lines: list[tuple[str, float, float]]) -> None:
+        self._lines = lines
+        self._todo = sorted(_block_runs(lines), key=lambda run: -run[2])  # stable: ties in page order
+        self._done = 0
+        self._found: list[tuple[int, int, list[str], int, float]] = []  # (run start, rank, block, words, size)
+
+    def bound(self) -> float:
+        """The largest size a block not found yet may have (-inf when all are found)."""
+        return self._todo[self._done][2] if self._done < len(self._todo) else -math.inf
+
+    def _find_next(self) -> bool:
+        """Find the blocks of the next run; False when none is left."""
+        if self._done == len(self._todo):
+            return False
+        start, end, _largest = self._todo[self._done]
+        self._done += 1
+        self._found += [(start, rank, block, _words(block), size)
+                        for rank, (block, size) in enumerate(_title_blocks(self._lines[start:end]))]
+        return True
+
+    def find_down_to(self, size: float) -> None:
+        """Find every block of at least `size`."""
+        while self.bound() >= size:
+            self._find_next()
+
+    def largest(self, keep: Callable[[int, float], bool]) -> float | None:
+        """The largest size among the blocks that `keep(words, size)` keeps, None when it
+        keeps none."""
+        while True:
+            sizes = [size for *_k, words, size in self._found if keep(words, size)]
+            if sizes and max(sizes) >= self.bound():
+                return max(sizes)
+            if not self._find_next():
+                return max(sizes) if sizes else None
+
+    def in_order(self) -> list[tuple[list[str], int, float]]:
+        """The blocks found, in page order, as (lines, words, size)."""
+        return [(block, words, size) for _s, _r, block, words, size in sorted(self._found, key=lambda f: f[:2])]
+
+
 def _title_from_font(lines: list[tuple[str, float, float]],
                      body_language: str | None | Callable[[], str | None] = None) -> str:
     """The title on page one: the lines after a cover-page topic label ("на тему:") if there is
@@ -1063,27 +1193,22 @@ def _title_from_font(lines: list[tuple[str, float, float]],
             after = _title_blocks(lines[k + 1:k + 1 + 2 * MAX_TITLE_LINES])
             if after and after[0][0] and lines[k + 1][0] == after[0][0][0]:
                 return _title_text(_split_by_language(after[0][0])[0])
-    blocks = _title_blocks(lines)
-    if not blocks:
-        return ""
-
-    def words(block: list[str]) -> int:
-        text = " ".join(block)
-        return len(text.split()) + len(_WIDE_CHAR_RE.findall(text)) // 2
-
     # a one- or two-word block is a logo or a label; a block (after splitting by language)
     # longer than a title is a paragraph set in a large size: the next size is tried
-    wordy = [b for b in blocks if words(b[0]) >= 3] or blocks
+    blocks = _TitleBlocksBySize(lines)
+    keep_all = blocks.largest(lambda words, _s: words >= 3) is None  # no wordy block: every block
+    ceiling = math.inf  # the sizes tried and failed are this large or larger
     for _attempt in range(3):
-        if not wordy:
+        size = blocks.largest(lambda words, s, below=ceiling: (keep_all or words >= 3) and s < below)
+        if size is None:
             return ""
-        size = max(s for _, s in wordy)
-        top = [b for b, s in wordy if s >= size - 0.6]
+        blocks.find_down_to(size - 0.6)
+        top = [b for b, words, s in blocks.in_order() if (keep_all or words >= 3) and size - 0.6 <= s < ceiling]
         parts = [part for b in top for part in _split_by_language(b)
                  if len(part) <= MAX_TITLE_LINES and not _reads_as_prose(part)]
         if parts:
             break
-        wordy = [(b, s) for b, s in wordy if s < size - 0.6]
+        ceiling = size - 0.6
     else:
         return ""
     if len(parts) > 1 and callable(body_language):  # asked only when there is a choice
@@ -1120,6 +1245,14 @@ article's title page."""
 def _words(lines: list[str]) -> int:
     text = " ".join(lines)
     return len(text.split()) + len(_WIDE_CHAR_RE.findall(text)) // 2
+
+
+def _at_most_words(lines: list[str], limit: int) -> bool:
+    """`_words(lines) <= limit`, the wide characters counted only when the spaced words alone
+    are few enough (a page of body text is decided by one split)."""
+    text = " ".join(lines)
+    words = len(text.split())
+    return words <= limit and words + len(_WIDE_CHAR_RE.findall(text)) // 2 <= limit
 
 
 def _title_above_abstract(data: bytes, pages: list[list[str]], abstract: str) -> str:
@@ -1263,7 +1396,7 @@ def extract_pdf(data: bytes, max_pages: int = MAX_PAGES) -> dict[str, Any]:
     # a cover page (a journal issue's cover, a publisher's cover sheet: a few words on page one)
     # names the journal, not the article: the title is the one printed above the abstract,
     # on the page where the abstract is (the abstract is near the title, under it)
-    if found and pages and _words(pages[0]) <= COVER_MAX_WORDS:
+    if found and pages and _at_most_words(pages[0], COVER_MAX_WORDS):
         above = _title_above_abstract(data, pages, found[0].text)
         if above and _squash(above) != _squash(title):
             title, rules["title"] = above, "title_above_abstract"
