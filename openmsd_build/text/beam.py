@@ -169,6 +169,7 @@ class IndexArchive(UntypedDoFn):
 
     def process(self, path: str):
         from openmsd_build.core.paths import describe_failure
+        from openmsd_build.text.fetch.warc_store import is_remote
         from openmsd_build.text.fetch.warc_stream import ARCHIVE_UNREADABLE, archive_problem
 
         counts: Counter = Counter({"archive.files_indexed": 1})
@@ -179,7 +180,7 @@ class IndexArchive(UntypedDoFn):
                     counts["archive.records_indexed"] += 1
                     yield row["url"], (ROW, row)
             except Exception as exc:  # noqa: BLE001 - a damaged archive is the user's input: a reject
-                if isinstance(exc, OSError) and "://" in path:
+                if isinstance(exc, OSError) and is_remote(path):
                     raise  # a remote read that failed (maybe for now): Beam retries the file
                 problem = (ARCHIVE_UNREADABLE, f"{path}: {describe_failure(exc)}")
         if problem is not None:
@@ -564,7 +565,10 @@ class BuildDocuments(UntypedDoFn):
     children waited on the worker's round trips for a third of the time. Answers go out as
     they come, the rest at the end of the bundle. A paper that fails there (or a batch
     whose child died) is built again here, so a bug raises with its traceback as it would
-    inline. Counts are bumped per paper (progress) and output once per bundle."""
+    inline. Counts are bumped per paper (progress) and output once per bundle. A paper whose
+    landing page was extracted without its main text and whose result that text could
+    change (`documents.main_text_needed`) goes out tagged MAIN_TEXT as `(doi, (paper,
+    extractions))` for `CompleteMainText`, uncounted here."""
 
     JOBS = STAGE_JOBS  # what its children run (a test swaps in a failing job)
     MAIN_TEXT = MAIN_TEXT_TAG
@@ -685,7 +689,7 @@ class CompleteMainText(BuildDocuments):
 
     def process(self, element):
         from openmsd_build.core.paths import describe_failure
-        from openmsd_build.text.fetch.warc_store import read_record
+        from openmsd_build.text.fetch.warc_store import is_remote, read_record
 
         doi, (paper, extractions) = element
         extractions = list(extractions)
@@ -697,7 +701,7 @@ class CompleteMainText(BuildDocuments):
                 try:
                     body = read_record(warc_file, offset, None, length).body
                 except Exception as exc:  # noqa: BLE001 - an archive gone or damaged since: this page's failure
-                    if isinstance(exc, OSError) and "://" in str(warc_file):
+                    if isinstance(exc, OSError) and is_remote(str(warc_file)):
                         raise  # a remote read that failed (maybe for now): Beam retries
                     yield from self._filled((doi, k), None, "unreadable", describe_failure(exc))
                     continue

@@ -635,8 +635,8 @@ def build_document(paper: dict, extractions: Iterable[dict] = (), dropped: list[
 def main_text_needed(paper: dict, extractions: list[dict], row: dict | None) -> bool:
     """Whether a paper built with some landing pages extracted without their main text
     (`content_from` set: the text stage runs trafilatura on a landing page only when the paper
-    needs it) must be built again with that text. Not needed exactly when the result cannot
-    change: the document's content is a PDF's (`_CONTENT_ORDER` tries PDFs first, so a
+    needs it) must be built again with that text. Not needed when the result provably cannot
+    change (a sufficient condition, not a necessary one): the document's content is a PDF's (`_CONTENT_ORDER` tries PDFs first, so a
     landing page's text is never reached), and the landing text could not change the
     title evidence -- with no metadata title there is none; else the document already
     agrees fully (`title_match` 1.0, the most any text can give) and every such page with a

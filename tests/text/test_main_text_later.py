@@ -146,13 +146,14 @@ def _unwrap(output):
     return output
 
 
-def test_a_page_that_cannot_be_read_again_keeps_its_first_extraction(tmp_path):
+@pytest.mark.parametrize("scheme", ["", "file://"])
+def test_a_page_that_cannot_be_read_again_keeps_its_first_extraction(tmp_path, scheme):
     paper = {"doi": "10.1/x", "title": None, "abstract": None, "abstract_source": None}
     abstract = ("We describe chromosome maps of wild roses collected across the Caucasus, with counts, "
                 "karyotypes and the first banding patterns for six species of the genus.")
     page = {"kind": "landing", "url": "https://h/x", "title": "Chromosome maps of wild roses", "abstract": abstract,
             "abstracts": [{"text": abstract, "rule": "citation_abstract"}], "content": None, "pdf_url": None,
-            "language_hints": ["en"], "rules": {}, "content_from": [str(tmp_path / "gone.warc.gz"), 0, None, "https://h/x"]}
+            "language_hints": ["en"], "rules": {}, "content_from": [scheme + str(tmp_path / "gone.warc.gz"), 0, None, "https://h/x"]}
     dofn = CompleteMainText(extract_timeout=30)
     dofn.setup()
     try:

@@ -35,7 +35,7 @@ from openmsd_build.text.fetch.result import (
     final_error,
     follow_redirect,
 )
-from openmsd_build.text.fetch.warc_store import _is_remote, read_record
+from openmsd_build.text.fetch.warc_store import is_remote, read_record
 
 DEFAULT_REPLAY_MAX_BYTES = 32 * 1024 * 1024
 """Replay's cap on one archived payload (a larger one answers `too_large`)."""
@@ -48,7 +48,7 @@ def expand_paths(paths: str | Sequence[str]) -> list[str]:
     items = [p.strip() for p in paths.split(",")] if isinstance(paths, str) else list(paths)
     out: list[str] = []
     for item in filter(None, items):
-        if _is_remote(item):
+        if is_remote(item):
             from apache_beam.io.filesystems import FileSystems
 
             for match in FileSystems.match([item]):

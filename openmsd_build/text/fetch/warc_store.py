@@ -48,7 +48,7 @@ class WarcRef(NamedTuple):
     sha1: str | None
 
 
-def _is_remote(path: str) -> bool:
+def is_remote(path: str) -> bool:
     """`gs://`, `s3://` ... but not local paths or `file://`."""
     return "://" in path and not path.startswith("file://")
 
@@ -61,7 +61,7 @@ def _local(path: str) -> str:
 def open_for_read(path: str) -> IO[bytes]:
     """Open a WARC for reading: local directly, remote through Beam's FileSystems with
     compression explicitly off (AUTO would gunzip `.warc.gz` and break offsets)."""
-    if _is_remote(path):
+    if is_remote(path):
         from apache_beam.io.filesystem import CompressionTypes
         from apache_beam.io.filesystems import FileSystems
 
@@ -112,7 +112,7 @@ class WarcWriter:
     ) -> None:
         self._owns = isinstance(target, str)
         if isinstance(target, str):
-            if _is_remote(target):
+            if is_remote(target):
                 from apache_beam.io.filesystem import CompressionTypes
                 from apache_beam.io.filesystems import FileSystems
 
@@ -313,7 +313,7 @@ def read_range(path: str, offset: int, length: int) -> bytes:
     archive (a Common Crawl WARC is ~1 GB) without reading the rest. Remote files are
     opened through Beam's FileSystems and seeked; for gs:// the reader's buffer is sized to
     the record, since the default (16 MB) would download far more than one record."""
-    if not _is_remote(path):
+    if not is_remote(path):
         with open(_local(path), "rb") as fh:
             fh.seek(offset)
             return fh.read(length)

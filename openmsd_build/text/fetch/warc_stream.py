@@ -24,7 +24,7 @@ import threading
 import zlib
 
 from openmsd_build.core.paths import describe_failure
-from openmsd_build.text.fetch.warc_store import _is_remote, _local, open_for_read
+from openmsd_build.text.fetch.warc_store import _local, is_remote, open_for_read
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _PROBE_CHUNK = 64 * 1024
@@ -76,7 +76,7 @@ def is_one_stream(path: str) -> bool:
 
 def _stamp(path: str) -> tuple[int, int] | None:
     """A local file's (size, mtime) so a rewritten file is probed again; None when remote."""
-    if _is_remote(path):
+    if is_remote(path):
         return None
     try:
         stat = os.stat(_local(path))
