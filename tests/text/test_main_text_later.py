@@ -19,6 +19,7 @@ from openmsd_build.text.fetch.config import FetchConfig
 from openmsd_build.text.fetch.testing import LocalServer, respond
 
 PDF = "pdf/crminer__10.3897.compcytogen.v10i4.9536.pdf"
+PT_PDF = "pdf/scms-upload__rsp_v38n1_18446.pdf"  # a Portuguese article
 LANDING = "html/papis__HAL_THESES_tel_02083632v1.html"  # a thesis page: citation_abstract and a long main text
 
 
@@ -63,9 +64,9 @@ def test_main_text_needed_exactly_when_the_text_could_change_the_document():
     assert TITLE_MATCH_MIN > 0
 
 
-def _paper(doi: str, urls: list[tuple[str, str]]) -> dict:
+def _paper(doi: str, urls: list[tuple[str, str]], title: str | None = None) -> dict:
     return {
-        "doi": doi, "title": None, "abstract": None, "abstract_source": None,
+        "doi": doi, "title": title, "abstract": None, "abstract_source": None,
         "categories": ["Biology"], "sources": ["unpaywall"], "n_records": 1, "relations": [],
         "urls": [{"url": u, "kind": k, "host_type": "repository", "license": None, "version": None,
                   "source": "unpaywall", "rank": i} for i, (u, k) in enumerate(urls)],
@@ -78,11 +79,15 @@ def site(real_samples: Path):
     routes = {
         "/robots.txt": lambda h, s: respond(h, 200, b"User-agent: *\n", "text/plain"),
         "/files/rosa.pdf": lambda h, s: respond(h, 200, (real_samples / PDF).read_bytes(), "application/pdf"),
+        "/files/pt.pdf": lambda h, s: respond(h, 200, (real_samples / PT_PDF).read_bytes(), "application/pdf"),
         "/files/broken.pdf": lambda h, s: respond(h, 200, b"%PDF-1.4 not really a PDF", "application/pdf"),
         "/landing/a": lambda h, s: respond(h, 200, landing),
         "/landing/b": lambda h, s: respond(h, 200, landing.replace(b"<html", b"<html data-copy='b'", 1)),
         "/landing/c": lambda h, s: respond(h, 200, landing.replace(b"<html", b"<html data-copy='c'", 1)),
         "/landing/d": lambda h, s: respond(h, 200, landing.replace(b"<html", b"<html data-copy='d'", 1)),
+        "/landing/e": lambda h, s: respond(h, 200, landing.replace(b"<html", b"<html data-copy='e'", 1)),
+        "/landing/f": lambda h, s: respond(h, 200, landing.replace(b"<html", b"<html data-copy='f'", 1)),
+        "/landing/g": lambda h, s: respond(h, 200, landing.replace(b"<html", b"<html data-copy='g'", 1)),
         "/gone.pdf": lambda h, s: respond(h, 404, b"gone"),
     }
     with LocalServer(routes) as server:
@@ -98,6 +103,17 @@ def _write_papers(out: Path, server: LocalServer) -> None:
         _paper("10.1/pdf-broken", [(server.url("/landing/c"), "landing"), (server.url("/files/broken.pdf"), "pdf")]),
         # no PDF planned: the page is extracted whole at once
         _paper("10.1/landing-only", [(server.url("/landing/d"), "landing")]),
+        # metadata titles: the page's title is the paper's and the PDF is another text (its
+        # text cannot be the content); the PDF's title is the paper's and the page's is not
+        # (weak evidence for the page: its text could change the title match)
+        _paper("10.1/titled-page", [(server.url("/landing/e"), "landing"), (server.url("/files/rosa.pdf"), "pdf")],
+               title="Global discharging methods for coloring problems in graphs"),
+        _paper("10.1/titled-pdf", [(server.url("/landing/f"), "landing"), (server.url("/files/rosa.pdf"), "pdf")],
+               title="Towards a FISH-based karyotype of Rosa L. (Rosaceae)"),
+        # the page's title is the paper's, the PDF (in another language, so not another text)
+        # gives the content: the page's text cannot change anything
+        _paper("10.1/titled-lean", [(server.url("/landing/g"), "landing"), (server.url("/files/pt.pdf"), "pdf")],
+               title="Global discharging methods for coloring problems in graphs"),
     ]
     parquet_io.write_table(parquet_io.table_from_rows(rows, PAPERS), parquet_io.part_path(str(out / "papers"), 0, 1))
 
@@ -121,8 +137,11 @@ def test_documents_equal_extracting_every_page_whole(tmp_path, site, beam_args, 
     assert docs["10.1/pdf-ok"]["content_source"] == "pdf"
     for doi in ("10.1/pdf-gone", "10.1/pdf-broken", "10.1/landing-only"):
         assert docs[doi]["content_source"] == "landing" and len(docs[doi]["content"]) > 1000, doi
-    assert counts["main_text.deferred"] == 3  # landing/a, b, c
-    assert counts["main_text.completed"] == 2  # b and c: their PDFs gave no text
+    assert docs["10.1/titled-page"]["content_source"] == "landing"  # the PDF is another text
+    assert docs["10.1/titled-pdf"]["content_source"] == "pdf" and docs["10.1/titled-pdf"]["title_match"] == 1.0
+    assert docs["10.1/titled-lean"]["content_source"] == "pdf" and docs["10.1/titled-lean"]["title_match"] == 1.0
+    assert counts["main_text.deferred"] == 6  # landing/a, b, c, e, f, g
+    assert counts["main_text.completed"] == 4  # b, c (no PDF text), e (the PDF is another text), f (weak evidence)
     assert not any(k.startswith("main_text_failed.") for k in counts)
 
     # the same papers from the archive, once as the stage runs and once with every page
@@ -132,7 +151,7 @@ def test_documents_equal_extracting_every_page_whole(tmp_path, site, beam_args, 
     _copy_papers(live, whole)
     site.stop()
     replayed = run_text(str(replay), f"warc:{live}/warc/*.warc.gz", beam_args, extract_timeout=60, extract_workers=2)
-    assert (replayed["main_text.deferred"], replayed["main_text.completed"]) == (3, 2)
+    assert (replayed["main_text.deferred"], replayed["main_text.completed"]) == (6, 4)
     monkeypatch.setattr(text_beam, "main_text_later", lambda tasks: False)
     at_once = run_text(str(whole), f"warc:{live}/warc/*.warc.gz", beam_args, extract_timeout=60)
     assert "main_text.deferred" not in at_once
