@@ -41,6 +41,7 @@ from openmsd_build.text.documents import (
     build_document,
     drop_shared_abstract,
     main_text_needed,
+    main_text_needed_unbuilt,
     shared_abstract_key,
 )
 from openmsd_build.text.fetch.archive_join import DEFAULT_MAX_REDIRECTS, advance, chain_index, lookup_key, new_units
@@ -567,11 +568,10 @@ class BuildDocuments(UntypedDoFn):
     whose child died) is built again here, so a bug raises with its traceback as it would
     inline. Counts are bumped per paper (progress) and output once per bundle. A paper whose
     landing page was extracted without its main text and whose result that text could
-    change (`documents.main_text_needed`) goes out tagged MAIN_TEXT as `(doi, (paper,
+    change (`documents.main_text_needed`) goes out tagged MAIN_TEXT_TAG as `(doi, (paper,
     extractions))` for `CompleteMainText`, uncounted here."""
 
     JOBS = STAGE_JOBS  # what its children run (a test swaps in a failing job)
-    MAIN_TEXT = MAIN_TEXT_TAG
     BATCH_PAPERS = 16
     BATCH_CHARS = 4_000_000
 
@@ -601,10 +601,8 @@ class BuildDocuments(UntypedDoFn):
         if not metas:  # an extraction for a DOI with no paper cannot happen; count if it does
             self.bundle_counts["orphan_extractions"] += len(extractions)
             return
-        if any(e.get("content_from") for e in extractions) and not any(
-                e.get("kind") == "pdf" and e.get("content") for e in extractions):
-            # no PDF text: the landing page's text will be needed, so it is not built twice
-            yield beam.pvalue.TaggedOutput(self.MAIN_TEXT, (doi, (metas[0], extractions)))
+        if main_text_needed_unbuilt(extractions):  # not built twice
+            yield beam.pvalue.TaggedOutput(MAIN_TEXT_TAG, (doi, (metas[0], extractions)))
             return
         if self.pool is None:
             dropped: list[tuple[str, str]] = []
@@ -649,9 +647,9 @@ class BuildDocuments(UntypedDoFn):
 
     def _outputs(self, row, outcome, dropped, paper, extractions):
         """A built paper's outputs and counts; one whose landing page's main text could
-        change the result goes out tagged MAIN_TEXT instead (counted when built again)."""
+        change the result goes out tagged MAIN_TEXT_TAG instead (counted when built again)."""
         if main_text_needed(paper, extractions, row):
-            yield beam.pvalue.TaggedOutput(self.MAIN_TEXT, (paper["doi"], (paper, extractions)))
+            yield beam.pvalue.TaggedOutput(MAIN_TEXT_TAG, (paper["doi"], (paper, extractions)))
             return
         counts = wrong_abstract_counts(dropped)
         key = shared_abstract_key(row) if row is not None else None

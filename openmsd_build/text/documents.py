@@ -629,22 +629,34 @@ def build_document(paper: dict, extractions: Iterable[dict] = (), dropped: list[
     return row, "kept"
 
 
-
 # --- landing pages read without their main text ------------------------------------------------
 
+def _waiting_pages(extractions: list[dict]) -> list[dict]:
+    """The landing pages extracted without their main text (`content_from` set: the text
+    stage runs trafilatura on such a page only when its paper needs it)."""
+    return [e for e in extractions if e.get("content_from")]
+
+
+def main_text_needed_unbuilt(extractions: list[dict]) -> bool:
+    """Whether a paper needs its waiting pages' main text before it is built at all: it has
+    such a page and no PDF text, so its content can only be a page's (`main_text_needed`
+    would say so after building it)."""
+    return bool(_waiting_pages(extractions)) and not any(e.get("kind") == "pdf" and e.get("content")
+                                                         for e in extractions)
+
+
 def main_text_needed(paper: dict, extractions: list[dict], row: dict | None) -> bool:
-    """Whether a paper built with some landing pages extracted without their main text
-    (`content_from` set: the text stage runs trafilatura on a landing page only when the paper
-    needs it) must be built again with that text. Not needed when the result provably cannot
-    change (a sufficient condition, not a necessary one): the document's content is a PDF's (`_CONTENT_ORDER` tries PDFs first, so a
-    landing page's text is never reached), and the landing text could not change the
-    title evidence -- with no metadata title there is none; else the document already
-    agrees fully (`title_match` 1.0, the most any text can give) and every such page with a
-    title of its own agrees at least `TITLE_MATCH_MIN` without its text (a text only raises a
-    page's agreement, so it stays a page of the paper, `_other_text`). Anything else (no
-    PDF content, a dropped paper, weaker evidence) is built again with the text."""
-    lean = [e for e in extractions if e.get("content_from")]
-    if not lean:
+    """Whether a paper built with some landing pages waiting for their main text must be
+    built again with it. Not needed when the result provably cannot change (a sufficient
+    condition, not a necessary one): the document's content is a PDF's (`_CONTENT_ORDER`
+    tries PDFs first, so a landing page's text is never reached), and the text could not
+    change the title evidence -- with no metadata title there is none; else the document
+    already agrees fully (`title_match` 1.0, the most any text can give) and every waiting
+    page with a title of its own agrees at least `TITLE_MATCH_MIN` without its text (a text
+    only raises a page's agreement, so it stays a page of the paper, `_other_text`).
+    Anything else (no PDF content, a dropped paper, weaker evidence) is built again."""
+    waiting = _waiting_pages(extractions)
+    if not waiting:
         return False
     if row is None or row.get("content_source") != "pdf":
         return True
@@ -653,7 +665,7 @@ def main_text_needed(paper: dict, extractions: list[dict], row: dict | None) -> 
         return False
     if row.get("title_match") != 1.0:
         return True
-    return any(e.get("title") and (extraction_title_match(titles, e) or 0.0) < TITLE_MATCH_MIN for e in lean)
+    return any(e.get("title") and (extraction_title_match(titles, e) or 0.0) < TITLE_MATCH_MIN for e in waiting)
 
 
 # --- the same metadata abstract on several DOIs ------------------------------------------------

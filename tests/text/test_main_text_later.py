@@ -14,7 +14,7 @@ from openmsd_build.schemas import DOCUMENTS, PAPERS
 from openmsd_build.text import beam as text_beam
 from openmsd_build.text.beam import CompleteMainText, main_text_later
 from openmsd_build.text.command import run_text
-from openmsd_build.text.documents import TITLE_MATCH_MIN, main_text_needed
+from openmsd_build.text.documents import TITLE_MATCH_MIN, main_text_needed, main_text_needed_unbuilt
 from openmsd_build.text.fetch.config import FetchConfig
 from openmsd_build.text.fetch.testing import LocalServer, respond
 
@@ -62,6 +62,14 @@ def test_main_text_needed_exactly_when_the_text_could_change_the_document():
     # no metadata title: no title evidence at all
     assert not main_text_needed({"doi": "10.1/x", "title": None}, [other], _row("pdf", None))
     assert TITLE_MATCH_MIN > 0
+
+
+def test_main_text_needed_before_building_only_without_any_pdf_text():
+    pdf = {"kind": "pdf", "url": "https://h/a.pdf", "title": None, "content": "Body text of the article."}
+    assert main_text_needed_unbuilt([_landing("x")])
+    assert main_text_needed_unbuilt([_landing("x"), {**pdf, "content": None}])  # the PDF gave no text
+    assert not main_text_needed_unbuilt([_landing("x"), pdf])  # build first: the PDF's text may do
+    assert not main_text_needed_unbuilt([_landing("x", later=False)])  # no page waits for its text
 
 
 def _paper(doi: str, urls: list[tuple[str, str]], title: str | None = None) -> dict:
