@@ -277,12 +277,11 @@ def _join_lines(lines: list[str]) -> str:
     the line is a short heading."""
     lengths = [len(ln) for ln in lines if len(ln) > 20]
     typical = statistics.median(lengths) if lengths else 60
-    heading_max = min(60, 0.7 * typical)
 
     def marks(line: str) -> tuple[bool, bool]:
-        """(ends a sentence, `_looks_like_heading`) of a line, each read once."""
+        """(ends a sentence, `_looks_like_heading`) of a line, the sentence end read once."""
         end = _SENTENCE_END_RE.search(line) is not None
-        return end, (len(line) < heading_max and not end and line[:1].isupper() and len(line.split()) <= 8)
+        return end, _looks_like_heading(line, typical, end)
 
     out: list[str] = []
     prev_end = prev_heading = False  # the marks of out[-1]
@@ -308,15 +307,13 @@ def _join_lines(lines: list[str]) -> str:
     return "".join(out)
 
 
-def _looks_like_heading(line: str, typical: float = 80.0) -> bool:
+def _looks_like_heading(line: str, typical: float = 80.0, ends_sentence: bool | None = None) -> bool:
     """Short, unpunctuated, capitalized: a section heading (relative to the usual line length,
-    so the lines of a narrow column are not all headings)."""
-    return (
-        0 < len(line) < min(60, 0.7 * typical)
-        and not _SENTENCE_END_RE.search(line)
-        and line[:1].isupper()
-        and len(line.split()) <= 8
-    )
+    so the lines of a narrow column are not all headings). `ends_sentence`: whether
+    `_SENTENCE_END_RE` finds the line's sentence end, when the caller has read it already."""
+    if ends_sentence is None:
+        ends_sentence = _SENTENCE_END_RE.search(line) is not None
+    return 0 < len(line) < min(60, 0.7 * typical) and not ends_sentence and line[:1].isupper() and len(line.split()) <= 8
 
 
 ABSTRACT_BEFORE_REFERENCES_PAGES = 4
