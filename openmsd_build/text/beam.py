@@ -38,10 +38,12 @@ from openmsd_build.core.beam_io import (
 from openmsd_build.core.rejects import make_reject
 from openmsd_build.text.documents import (
     SHARED_ABSTRACT,
+    TITLE_NOT_NEEDED,
     build_document,
     drop_shared_abstract,
     main_text_needed,
     main_text_needed_unbuilt,
+    printed_title_evidence,
     shared_abstract_key,
 )
 from openmsd_build.text.fetch.archive_join import DEFAULT_MAX_REDIRECTS, advance, chain_index, lookup_key, new_units
@@ -70,7 +72,9 @@ META_FIELDS = (
 
 class PlanFetches(UntypedDoFn):
     """A batch (Arrow table) of papers -> `(doi, meta)` tagged META and fetch tasks
-    `(host_key, task)` on the main output, at most `cap` URLs per paper."""
+    `(host_key, task)` on the main output, at most `cap` URLs per paper. Every task carries
+    its paper's `title_keys` (`documents.printed_title_evidence`): any URL may answer a PDF,
+    whose extractor looks for the printed title only when a paper can use it."""
 
     def __init__(self, cap: int, shards_per_host: int):
         self.cap = cap
@@ -85,11 +89,13 @@ class PlanFetches(UntypedDoFn):
             counts["papers"] += 1
             counts["papers_with_urls"] += bool(planned)
             has_pdf = any(t.get("kind") == "pdf" for t in planned)
+            title_keys = printed_title_evidence(meta) if planned else None
             for task in planned:
                 counts[f"planned.{task.get('kind')}"] += 1
                 url = task["url"]
                 yield shard_host(host_key(url), url, self.shards_per_host), {
                     "doi": paper["doi"], "url": url, "kind": task.get("kind"), "follow": not has_pdf,
+                    "title_keys": title_keys,
                 }
         bump(STAGE, counts)
         yield beam.pvalue.TaggedOutput(COUNTS_TAG, dict(counts))
@@ -308,7 +314,9 @@ class _ExtractingDoFn(UntypedDoFn):
         body handed to the extractors; the answers ready by now go out (`_extracted`).
         `dated`: the row keeps the fetch time even without a response (live fetching).
         A landing page whose papers all have a PDF planned is extracted without its main text
-        when its archived record can be read again (`main_text_later`)."""
+        when its archived record can be read again (`main_text_later`); a PDF gets its
+        papers' `title_keys` (`pdf_title_keys`), so that its printed title is looked for only
+        when one of them can use it."""
         first = tasks[0]
         counts["fetch.ok" if result.ok else f"fetch.error.{result.error}"] += 1
         yield beam.pvalue.TaggedOutput(FETCH_TAG, {
@@ -328,7 +336,7 @@ class _ExtractingDoFn(UntypedDoFn):
                                        counts=counts)
             return
         # the one call into the extractors: what they are given besides the bytes is here
-        kwargs = {"url": result.final_url} if kind == "html" else {}
+        kwargs = {"url": result.final_url} if kind == "html" else {"titles": pdf_title_keys(tasks)}
         later = None
         if kind == "html" and main_text_later(tasks) and warc_offset is not None:
             later = [warc_file, warc_offset, warc_length or record_length, result.final_url]
@@ -347,6 +355,8 @@ class _ExtractingDoFn(UntypedDoFn):
             return
         extraction = {**extraction, "kind": "landing" if kind == "html" else "pdf", "url": url}
         counts[f"extracted.{extraction['kind']}"] += 1
+        if (extraction.get("rules") or {}).get("title") == TITLE_NOT_NEEDED:
+            counts["pdf_title.not_needed"] += 1
         if later is not None:
             extraction["content_from"] = later
             counts["main_text.deferred"] += 1
@@ -357,7 +367,8 @@ class _ExtractingDoFn(UntypedDoFn):
                 counts["follow.citation_pdf_url"] += 1
                 yield beam.pvalue.TaggedOutput(FOLLOW_TAG, (
                     shard_host(host_key(pdf_url), pdf_url, self.shards_per_host),
-                    {"doi": task["doi"], "url": pdf_url, "kind": "citation_pdf", "follow": False},
+                    {"doi": task["doi"], "url": pdf_url, "kind": "citation_pdf", "follow": False,
+                     "title_keys": task.get("title_keys")},
                 ))
 
 
@@ -487,7 +498,8 @@ class FetchLocal(_ExtractingDoFn):
 class PlanLocalFiles(UntypedDoFn):
     """`--fetch local:`: a batch of papers -> fetch tasks `(host_key, task)` for the files a
     manifest or the naming rule matches to each paper (`fetch.local_files.doi_tasks`), the
-    papers' own URLs being planned by `PlanFetches`; counts `local.*` tagged COUNTS."""
+    papers' own URLs being planned by `PlanFetches`; each task carries its paper's
+    `title_keys` as theirs do; counts `local.*` tagged COUNTS."""
 
     def __init__(self, spec: str, shards_per_host: int):
         self.spec = spec
@@ -502,16 +514,23 @@ class PlanLocalFiles(UntypedDoFn):
         from openmsd_build.text.fetch.local_files import doi_tasks
 
         counts: Counter = Counter()
-        for doi in table.column("doi").to_pylist():
-            tasks = doi_tasks(self.source, doi)
+        for paper in table.to_pylist():
+            tasks = doi_tasks(self.source, paper["doi"])
             counts["local.papers_matched"] += bool(tasks)
             has_pdf = any(t["kind"] == "pdf" for t in tasks)
+            title_keys = printed_title_evidence(paper) if tasks else None
             for task in tasks:
                 counts[f"local.files_matched.{task['kind']}"] += 1
                 yield shard_host(host_key(task["url"]), task["url"], self.shards_per_host), {
-                    **task, "follow": not has_pdf}
+                    **task, "follow": not has_pdf, "title_keys": title_keys}
         bump(STAGE, counts)
         yield beam.pvalue.TaggedOutput(COUNTS_TAG, dict(counts))
+
+
+def pdf_title_keys(tasks: list[dict]) -> list[list[str] | None]:
+    """The `titles` argument of `extract_pdf` for a URL fetched for `tasks`: each task's
+    paper's `title_keys`, None (the printed title may be used) for a task without them."""
+    return [t.get("title_keys") for t in tasks]
 
 
 def main_text_later(tasks: list[dict]) -> bool:

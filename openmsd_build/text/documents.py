@@ -188,14 +188,69 @@ def extraction_title_match(titles: list[str], extraction: dict) -> float | None:
     text = (extraction.get("content") or "")[:MATCH_TEXT_CHARS]
     if not found and not text:
         return None
-    head = _squash_title(text)
-    if head and any(_squash_title(t) in head for t in titles):
+    if _prints_title((_squash_title(t) for t in titles), text):
         return 1.0
     # ASCII text is asked about each title word (`_AsciiWords`); other text's distinct words
     # are case-folded once each
     head_words: set[str] | _AsciiWords = _AsciiWords(text.lower()) if text.isascii() else {
         w.casefold() for w in set(_TITLE_WORD_RE.findall(text))}
     return max(max(title_similarity(t, found) if found else 0.0, _word_coverage(t, head_words)) for t in titles)
+
+
+def _prints_title(keys: Iterable[str], text: str) -> bool:
+    """Whether one of the squashed titles `keys` (`_squash_title`) is printed in `text` (the
+    first `MATCH_TEXT_CHARS` of a document's text): the rule by which `extraction_title_match`
+    gives 1.0 from the text alone."""
+    head = _squash_title(text)
+    return bool(head) and any(key in head for key in keys)
+
+
+# --- a PDF's printed title: looked for only when it can change the document ------------------
+
+TITLE_NOT_NEEDED = "not_needed"
+"""`rules["title"]` of a PDF extraction whose printed title was not looked for: no paper it
+was fetched for can take it or be judged by it (`printed_title_needed`)."""
+
+
+def printed_title_evidence(paper: dict) -> list[str] | None:
+    """What each fetch task of `paper` carries to the PDF extractor (`title_keys`, see
+    `printed_title_needed`): its metadata titles squashed (`_squash_title` of each of
+    `metadata_titles`, a few dozen characters each) when `build_document` will give the paper
+    its metadata main title whatever a PDF prints, else None (the PDF's printed title may be
+    the document's). The main title is the document's when the metadata has one after
+    `clean_title`, and it is not refused as a damaged text layer (only a title whose source
+    is an extraction kind is checked for that): `_candidates` puts it first and the first
+    usable candidate is taken."""
+    title = clean_title(paper.get("title"))
+    if not title or ((paper.get("title_source") or "metadata") in _TITLE_ORDER and text_layer_damage(title)):
+        return None
+    return list(dict.fromkeys(_squash_title(t) for t in metadata_titles(paper)))
+
+
+def printed_title_needed(title_keys: list[str] | None, content: str | None) -> bool:
+    """Whether a PDF whose text (`content`, as the extractor returns it) is fetched for a
+    paper with `title_keys` (`printed_title_evidence`; None: the paper may take the PDF's
+    title) needs its printed title found (the first page's font sizes, `_title_from_font`,
+    the PDF metadata title, the cover-page rule), i.e. whether that title can change the
+    paper's document row. It cannot when the keys are given and
+
+    * they are empty: `metadata_titles` is empty, so `extraction_title_match` is None
+      whatever the PDF holds and `_other_text` is False; or
+    * one of them is printed in the first `MATCH_TEXT_CHARS` of `content`
+      (`_prints_title`): `extraction_title_match` is then 1.0 by its text rule before it
+      reads the PDF's title, so `_other_text` is False and `title_match` is the same.
+
+    Proof that nothing else reads the title of such a PDF: `build_document` takes the
+    metadata main title (`printed_title_evidence`), so no extraction's title or title rule
+    (`_extraction_rule`) is reached and no title is refused as damaged; `abstract_entries`,
+    `wrong_abstract_reason`, `_own_language` and the language get the document's title, not
+    the PDF's; `main_text_needed` reads the row and the waiting landing pages only;
+    `drop_shared_abstract` reads the row. The extraction's `content`, `abstracts` and
+    `abstract` do not depend on its title (`extract_pdf` computes them first). A sufficient
+    condition, not a necessary one."""
+    if title_keys is None:
+        return True
+    return bool(title_keys) and not _prints_title(title_keys, (content or "")[:MATCH_TEXT_CHARS])
 
 
 class _AsciiWords:

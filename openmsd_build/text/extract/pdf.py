@@ -24,7 +24,10 @@ order. Text layout is then repaired with plain rules, each reported in `rules`:
   fragments on one baseline joined, regular line spacing, split where the language changes,
   the part in the body's language first; a thesis cover's "на тему:" / "Thema:" label wins;
   journal banners, cover chrome, place-and-year lines and section labels skipped); otherwise a
-  plausible metadata title.
+  plausible metadata title. The title is found last, and in the text stage only when a paper
+  the PDF was fetched for can use it (`documents.printed_title_needed`: most papers have a
+  metadata title printed at the start of the PDF's text): the first page's glyph boxes are
+  the costliest rule after PDFium's own text, and the PDF is read once either way.
 * abstracts also without a heading: a structured abstract opening with an objective label
   followed by a methods label, and the paragraph right above a keywords line on the first
   pages; headings glued to the end of the previous line are split off first; the pages
@@ -1252,13 +1255,12 @@ def _at_most_words(lines: list[str], limit: int) -> bool:
     return words <= limit and words + len(_WIDE_CHAR_RE.findall(text)) // 2 <= limit
 
 
-def _title_above_abstract(data: bytes, pages: list[list[str]], abstract: str) -> str:
+def _title_above_abstract(doc: Any, pages: list[list[str]], abstract: str) -> str:
     """The title printed above the abstract on the page that holds it (after a cover page):
     that page's lines with their sizes, cut where the abstract's first words start (its
     heading is within the two lines before), through `_title_from_font`; "" when the
-    abstract is not on a front page after the first or nothing above it reads as a title."""
-    import pypdfium2 as pdfium
-
+    abstract is not on a front page after the first or nothing above it reads as a title.
+    `doc`: the PDF, still open (its page is loaded again, the file is not)."""
     head = _squash(abstract)[:60]
     if not head:
         return ""
@@ -1266,17 +1268,13 @@ def _title_above_abstract(data: bytes, pages: list[list[str]], abstract: str) ->
                        if head in _squash(" ".join(pages[k]))), None)
     if page_index is None:
         return ""
-    doc = pdfium.PdfDocument(data)
+    page = doc[page_index]
+    textpage = page.get_textpage()
     try:
-        page = doc[page_index]
-        textpage = page.get_textpage()
-        try:
-            sized = _first_page_lines_with_size(textpage)
-        finally:
-            textpage.close()
-            page.close()
+        sized = _first_page_lines_with_size(textpage)
     finally:
-        doc.close()
+        textpage.close()
+        page.close()
     start = _squash(abstract)[:20]
     cut = next((k for k, (text, _s, _t) in enumerate(sized) if start and start in _squash(text)
                 or _heading_at(text) is not None), None)
@@ -1285,10 +1283,20 @@ def _title_above_abstract(data: bytes, pages: list[list[str]], abstract: str) ->
     return _title_from_font(sized[:cut])
 
 
-def extract_pdf(data: bytes, max_pages: int = MAX_PAGES) -> dict[str, Any]:
+def extract_pdf(data: bytes, max_pages: int = MAX_PAGES, titles: list[list[str] | None] | None = None
+                ) -> dict[str, Any]:
     """Fields of one PDF: `{"title", "abstract", "content", "pdf_url": None,
     "language_hints": [], "rules", "n_pages"}` (missing fields None). Raises `PdfParseError`
-    when PDFium cannot open the bytes (encrypted, not a PDF)."""
+    when PDFium cannot open the bytes (encrypted, not a PDF).
+
+    `titles`: the `title_keys` of every paper the PDF is fetched for
+    (`documents.printed_title_evidence`, one entry a paper). The content and abstracts are
+    found first; the printed title (the first page's font sizes, the costliest rule after
+    PDFium itself, the title rules and the cover-page rule) only when some paper needs it
+    (`documents.printed_title_needed`); otherwise `title` is None and `rules["title"]`
+    "not_needed" (`documents.TITLE_NOT_NEEDED`), and everything else is what a full
+    extraction gives (the title is found last and reads nothing the rest writes). Without
+    `titles` (the default: fidelity, `inspect`, tests) every PDF's title is looked for."""
     import pypdfium2 as pdfium
 
     try:
@@ -1296,15 +1304,10 @@ def extract_pdf(data: bytes, max_pages: int = MAX_PAGES) -> dict[str, Any]:
     except pdfium.PdfiumError as exc:
         raise PdfParseError(str(exc)) from exc
     rules: dict[str, Any] = {"title": None, "abstract": None, "content": None, "pdf_url": None, "language_hints": []}
+    first: tuple[Any, Any, str | None] | None = None  # page one, its textpage, its whole text: open until the title
     try:
         n_pages = len(doc)
-        metadata_title = ""
-        try:
-            metadata_title = clean_title(doc.get_metadata_value("Title"))
-        except (KeyError, pdfium.PdfiumError):
-            pass
         pages: list[list[str]] = []
-        size_lines: list[tuple[str, float, float]] = []
         budget = MAX_CONTENT_CHARS  # characters read over all pages (see `caps`)
         breaks = False  # whether any page has a line-break hyphen (`resolve_breaks`)
         for index in range(min(n_pages, max_pages)):
@@ -1321,23 +1324,111 @@ def extract_pdf(data: bytes, max_pages: int = MAX_PAGES) -> dict[str, Any]:
                 breaks = breaks or "\ufffe" in page_text
                 pages.append(_page_lines(page_text))
                 if index == 0:  # the page's text read once: when whole, one character a code point
-                    size_lines = _first_page_lines_with_size(textpage, page_text if len(page_text) == chars else None)
+                    first = (page, textpage, page_text if len(page_text) == chars else None)
             finally:
-                textpage.close()
-                page.close()
+                if first is None or first[0] is not page:
+                    textpage.close()
+                    page.close()
+
+        pages = _remove_headers_footers(pages)
+        # the compounds the document writes with a hyphen decide each broken word
+        # (`resolve_breaks`); a word's decision depends on that word alone, so the first
+        # page's size lines are resolved with their own compounds when the title needs them
+        # and the pages are the same whether it does or not
+        hyphen_evidence = "\n".join(ln for lines in pages for ln in lines) if breaks else ""
+        if breaks:
+            compounds = break_compounds([ln for lines in pages for ln in lines], hyphen_evidence)
+            pages = [resolve_breaks(lines, compounds) for lines in pages]
+
+        # abstracts: front matter (a thesis puts them after its cover and contents) and the last
+        # pages (some journals print the English abstract at the end)
+        front = [ln for lines in pages[:ABSTRACT_FRONT_PAGES] for ln in lines]
+        found = _find_abstracts(front)
+        # the pages just before the reference list (a thesis prints its abstracts after the
+        # conclusion) and the last pages (some journals print the English abstract at the end)
+        ref_page = _references_page(pages)
+        tail_pages = set(range(max(ABSTRACT_FRONT_PAGES, len(pages) - ABSTRACT_TAIL_PAGES), len(pages)))
+        if ref_page is not None:
+            tail_pages |= set(range(max(ABSTRACT_FRONT_PAGES, ref_page - ABSTRACT_BEFORE_REFERENCES_PAGES), ref_page + 1))
+        tail = [ln for index in sorted(tail_pages) for ln in pages[index]]
+        if tail:
+            found += _find_abstracts(tail, limit=3)
+        unlabelled = _abstract_before_keywords([ln for lines in pages[:KEYWORDS_ABSTRACT_PAGES] for ln in lines])
+        if unlabelled:
+            head = _squash(unlabelled)[:200]
+            if not any(head in _squash(f.text) for f in found):
+                found.append(FoundAbstract(unlabelled, ""))
+        abstracts = [{"text": f.text, "rule": "abstract_heading", "heading": f.heading,
+                      **({"capped": True} if f.capped else {})} for f in found]
+        abstract = found[0].text if found else ""
+        if abstract:
+            rules["abstract"] = "abstract_heading"
+            rules["abstract_heading"] = found[0].heading
+
+        # content: every page, references cut
+        all_lines = [ln for lines in pages for ln in lines]
+        body, cut = _cut_references(all_lines)
+        body = [ln for ln in body if not is_tex_source_line(ln)]
+        rules["references_cut"] = cut
+        content = normalize_text(_join_lines(body))
+        if len(content) >= MIN_CONTENT_CHARS:
+            rules["content"] = "pdfium"
+        else:
+            content = ""
+
+        # whether a paper needs the title is told by the content's start (its cap cuts far later)
+        title = ""
+        if titles is not None and not _title_needed(titles, content):
+            rules["title"] = "not_needed"  # `documents.TITLE_NOT_NEEDED`
+        else:
+            title = _printed_title(doc, first, pages, found, breaks, hyphen_evidence, rules)
     finally:
+        if first is not None:
+            first[1].close()
+            first[0].close()
         doc.close()
 
-    pages = _remove_headers_footers(pages)
-    if breaks:
-        compounds = break_compounds([ln for lines in pages for ln in lines] + [t for t, _s, _y in size_lines],
-                                    "\n".join(ln for lines in pages for ln in lines))
-        pages = [resolve_breaks(lines, compounds) for lines in pages]
-        size_lines = list(zip(resolve_breaks([t for t, _s, _y in size_lines], compounds),
-                              [s for _t, s, _y in size_lines], [y for _t, _s, y in size_lines], strict=True))
+    return cap_extraction({
+        "title": title or None,
+        "abstract": abstract or None,
+        "abstracts": abstracts,
+        "content": content or None,
+        "pdf_url": None,
+        "language_hints": [],
+        "rules": rules,
+        "n_pages": n_pages,
+    })
 
-    # title; the body's language (CLD3 on a slice of the body) is found only when a rule
-    # below needs it: most PDFs have one title block and no metadata title to weigh
+
+def _title_needed(titles: list[list[str] | None], content: str) -> bool:
+    """`documents.printed_title_needed` for any of the PDF's papers."""
+    from openmsd_build.text.documents import printed_title_needed
+
+    return any(printed_title_needed(keys, content) for keys in titles)
+
+
+def _printed_title(doc: Any, first: tuple[Any, Any, str | None] | None, pages: list[list[str]],
+                   found: list[FoundAbstract], breaks: bool, hyphen_evidence: str, rules: dict[str, Any]) -> str:
+    """The PDF's title (`rules["title"]` set): its metadata `Title` when it looks like a
+    title printed on page one, unless the printed title in the body's language differs; else
+    the first page's largest-font title (`_title_from_font`); else a plausible metadata
+    title; on a cover page, the title printed above the abstract (`_title_above_abstract`).
+    `first`: page one, its open textpage and its whole text (None when not whole)."""
+    import pypdfium2 as pdfium
+
+    metadata_title = ""
+    try:
+        metadata_title = clean_title(doc.get_metadata_value("Title"))
+    except (KeyError, pdfium.PdfiumError):
+        pass
+    size_lines = _first_page_lines_with_size(first[1], first[2]) if first is not None else []
+    if breaks:
+        texts = [t for t, _s, _y in size_lines]
+        size_lines = list(zip(resolve_breaks(texts, hyphen_evidence), [s for _t, s, _y in size_lines],
+                              [y for _t, _s, y in size_lines], strict=True))
+
+    # the body's language (CLD3 on a slice of the body) is found only when a rule below
+    # needs it: most PDFs have one title block and no metadata title to weigh
     @functools.cache
     def body_language() -> str | None:
         return _body_language(pages)
@@ -1365,57 +1456,11 @@ def extract_pdf(data: bytes, max_pages: int = MAX_PAGES) -> dict[str, Any]:
     if not title and good_metadata:
         title, rules["title"] = metadata_title, "pdf_metadata"
 
-    # abstracts: front matter (a thesis puts them after its cover and contents) and the last
-    # pages (some journals print the English abstract at the end)
-    front = [ln for lines in pages[:ABSTRACT_FRONT_PAGES] for ln in lines]
-    found = _find_abstracts(front)
-    # the pages just before the reference list (a thesis prints its abstracts after the
-    # conclusion) and the last pages (some journals print the English abstract at the end)
-    ref_page = _references_page(pages)
-    tail_pages = set(range(max(ABSTRACT_FRONT_PAGES, len(pages) - ABSTRACT_TAIL_PAGES), len(pages)))
-    if ref_page is not None:
-        tail_pages |= set(range(max(ABSTRACT_FRONT_PAGES, ref_page - ABSTRACT_BEFORE_REFERENCES_PAGES), ref_page + 1))
-    tail = [ln for index in sorted(tail_pages) for ln in pages[index]]
-    if tail:
-        found += _find_abstracts(tail, limit=3)
-    unlabelled = _abstract_before_keywords([ln for lines in pages[:KEYWORDS_ABSTRACT_PAGES] for ln in lines])
-    if unlabelled:
-        head = _squash(unlabelled)[:200]
-        if not any(head in _squash(f.text) for f in found):
-            found.append(FoundAbstract(unlabelled, ""))
-    abstracts = [{"text": f.text, "rule": "abstract_heading", "heading": f.heading, **({"capped": True} if f.capped else {})}
-                 for f in found]
-    abstract = found[0].text if found else ""
-    if abstract:
-        rules["abstract"] = "abstract_heading"
-        rules["abstract_heading"] = found[0].heading
-
     # a cover page (a journal issue's cover, a publisher's cover sheet: a few words on page one)
     # names the journal, not the article: the title is the one printed above the abstract,
     # on the page where the abstract is (the abstract is near the title, under it)
     if found and pages and _at_most_words(pages[0], COVER_MAX_WORDS):
-        above = _title_above_abstract(data, pages, found[0].text)
+        above = _title_above_abstract(doc, pages, found[0].text)
         if above and _squash(above) != _squash(title):
             title, rules["title"] = above, "title_above_abstract"
-
-    # content: every page, references cut
-    all_lines = [ln for lines in pages for ln in lines]
-    body, cut = _cut_references(all_lines)
-    body = [ln for ln in body if not is_tex_source_line(ln)]
-    rules["references_cut"] = cut
-    content = normalize_text(_join_lines(body))
-    if len(content) >= MIN_CONTENT_CHARS:
-        rules["content"] = "pdfium"
-    else:
-        content = ""
-
-    return cap_extraction({
-        "title": title or None,
-        "abstract": abstract or None,
-        "abstracts": abstracts,
-        "content": content or None,
-        "pdf_url": None,
-        "language_hints": [],
-        "rules": rules,
-        "n_pages": n_pages,
-    })
+    return title
