@@ -6,6 +6,13 @@ shard's list of URLs, fetched in order under that host's rate limit, so politene
 however many workers run; big hosts are split into several keys so that no single worker
 gets an endless queue.
 
+Extraction does only the work a paper can use, decided where the document is read once:
+every fetch task carries its paper's `title_keys` (`documents.printed_title_evidence`), and
+a PDF's printed title is looked for only when one of its papers needs it
+(`documents.printed_title_needed`, counted `pdf_title.not_needed` when none does); a
+landing page's main text waits for the papers that need it (`main_text_later`,
+`CompleteMainText`).
+
 Documents whose abstract is metadata text meet by a hash of it (`DropSharedAbstracts`): the
 same abstract on two DOIs is dropped from both (OpenAlex attaches abstracts to wrong works).
 

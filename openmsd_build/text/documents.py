@@ -2,7 +2,8 @@
 
 This is where the kept text of a paper is decided (pure function, no Beam):
 
-- title: metadata (Crossref > OpenAlex > Unpaywall, see `merge`) > landing page > PDF;
+- title: metadata (Crossref > OpenAlex > Unpaywall, see `merge`) > landing page > PDF (a
+  PDF's printed title is found only for papers it can change: `printed_title_needed`);
 - abstract: metadata (Crossref JATS, OpenAlex) > landing page (meta tags or abstract
   section) > PDF abstract section — metadata abstracts are the publisher's own text;
 - content (full text): PDF body > landing page main text (trafilatura). Content that is

@@ -8,9 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from stage_papers import copy_papers, paper_row, stage_documents, write_papers
 
-from openmsd_build.core import layout, parquet_io
-from openmsd_build.schemas import DOCUMENTS, PAPERS
 from openmsd_build.text import beam as text_beam
 from openmsd_build.text.beam import CompleteMainText, main_text_later
 from openmsd_build.text.command import run_text
@@ -72,15 +71,6 @@ def test_main_text_needed_before_building_only_without_any_pdf_text():
     assert not main_text_needed_unbuilt([_landing("x", later=False)])  # no page waits for its text
 
 
-def _paper(doi: str, urls: list[tuple[str, str]], title: str | None = None) -> dict:
-    return {
-        "doi": doi, "title": title, "abstract": None, "abstract_source": None,
-        "categories": ["Biology"], "sources": ["unpaywall"], "n_records": 1, "relations": [],
-        "urls": [{"url": u, "kind": k, "host_type": "repository", "license": None, "version": None,
-                  "source": "unpaywall", "rank": i} for i, (u, k) in enumerate(urls)],
-    }
-
-
 @pytest.fixture()
 def site(real_samples: Path):
     landing = (real_samples / LANDING).read_bytes()
@@ -105,35 +95,25 @@ def site(real_samples: Path):
 def _write_papers(out: Path, server: LocalServer) -> None:
     rows = [
         # the PDF gives the content: the page's main text is never needed
-        _paper("10.1/pdf-ok", [(server.url("/landing/a"), "landing"), (server.url("/files/rosa.pdf"), "pdf")]),
+        paper_row("10.1/pdf-ok", [(server.url("/landing/a"), "landing"), (server.url("/files/rosa.pdf"), "pdf")]),
         # the PDF is gone / cannot be read: the page is read again for its main text
-        _paper("10.1/pdf-gone", [(server.url("/landing/b"), "landing"), (server.url("/gone.pdf"), "pdf")]),
-        _paper("10.1/pdf-broken", [(server.url("/landing/c"), "landing"), (server.url("/files/broken.pdf"), "pdf")]),
+        paper_row("10.1/pdf-gone", [(server.url("/landing/b"), "landing"), (server.url("/gone.pdf"), "pdf")]),
+        paper_row("10.1/pdf-broken", [(server.url("/landing/c"), "landing"), (server.url("/files/broken.pdf"), "pdf")]),
         # no PDF planned: the page is extracted whole at once
-        _paper("10.1/landing-only", [(server.url("/landing/d"), "landing")]),
+        paper_row("10.1/landing-only", [(server.url("/landing/d"), "landing")]),
         # metadata titles: the page's title is the paper's and the PDF is another text (its
         # text cannot be the content); the PDF's title is the paper's and the page's is not
         # (weak evidence for the page: its text could change the title match)
-        _paper("10.1/titled-page", [(server.url("/landing/e"), "landing"), (server.url("/files/rosa.pdf"), "pdf")],
+        paper_row("10.1/titled-page", [(server.url("/landing/e"), "landing"), (server.url("/files/rosa.pdf"), "pdf")],
                title="Global discharging methods for coloring problems in graphs"),
-        _paper("10.1/titled-pdf", [(server.url("/landing/f"), "landing"), (server.url("/files/rosa.pdf"), "pdf")],
+        paper_row("10.1/titled-pdf", [(server.url("/landing/f"), "landing"), (server.url("/files/rosa.pdf"), "pdf")],
                title="Towards a FISH-based karyotype of Rosa L. (Rosaceae)"),
         # the page's title is the paper's, the PDF (in another language, so not another text)
         # gives the content: the page's text cannot change anything
-        _paper("10.1/titled-lean", [(server.url("/landing/g"), "landing"), (server.url("/files/pt.pdf"), "pdf")],
+        paper_row("10.1/titled-lean", [(server.url("/landing/g"), "landing"), (server.url("/files/pt.pdf"), "pdf")],
                title="Global discharging methods for coloring problems in graphs"),
     ]
-    parquet_io.write_table(parquet_io.table_from_rows(rows, PAPERS), parquet_io.part_path(str(out / "papers"), 0, 1))
-
-
-def _copy_papers(src: Path, dst: Path) -> None:
-    (dst / "papers").mkdir(parents=True)
-    for part in (src / "papers").glob("*.parquet"):
-        (dst / "papers" / part.name).write_bytes(part.read_bytes())
-
-
-def _docs(out: Path) -> dict[str, dict]:
-    return {r["doi"]: r for r in parquet_io.read_table(layout.documents_dir(str(out)), schema=DOCUMENTS).to_pylist()}
+    write_papers(out, rows)
 
 
 def test_documents_equal_extracting_every_page_whole(tmp_path, site, beam_args, monkeypatch):
@@ -141,7 +121,7 @@ def test_documents_equal_extracting_every_page_whole(tmp_path, site, beam_args, 
     live = tmp_path / "live"
     _write_papers(live, site)
     counts = run_text(str(live), "http", beam_args, config, extract_timeout=60)
-    docs = _docs(live)
+    docs = stage_documents(live)
     assert docs["10.1/pdf-ok"]["content_source"] == "pdf"
     for doi in ("10.1/pdf-gone", "10.1/pdf-broken", "10.1/landing-only"):
         assert docs[doi]["content_source"] == "landing" and len(docs[doi]["content"]) > 1000, doi
@@ -155,15 +135,15 @@ def test_documents_equal_extracting_every_page_whole(tmp_path, site, beam_args, 
     # the same papers from the archive, once as the stage runs and once with every page
     # extracted whole at once: the same documents
     replay, whole = tmp_path / "replay", tmp_path / "whole"
-    _copy_papers(live, replay)
-    _copy_papers(live, whole)
+    copy_papers(live, replay)
+    copy_papers(live, whole)
     site.stop()
     replayed = run_text(str(replay), f"warc:{live}/warc/*.warc.gz", beam_args, extract_timeout=60, extract_workers=2)
     assert (replayed["main_text.deferred"], replayed["main_text.completed"]) == (6, 4)
     monkeypatch.setattr(text_beam, "main_text_later", lambda tasks: False)
     at_once = run_text(str(whole), f"warc:{live}/warc/*.warc.gz", beam_args, extract_timeout=60)
     assert "main_text.deferred" not in at_once
-    assert _docs(replay) == _docs(whole) == docs
+    assert stage_documents(replay) == stage_documents(whole) == docs
 
 
 def _unwrap(output):

@@ -8,9 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from stage_papers import copy_papers, paper_row, stage_documents, write_papers
 
-from openmsd_build.core import layout, parquet_io
-from openmsd_build.schemas import DOCUMENTS, PAPERS
 from openmsd_build.text import beam as text_beam
 from openmsd_build.text.beam import PlanFetches, pdf_title_keys
 from openmsd_build.text.command import run_text
@@ -178,40 +177,21 @@ def site(real_samples: Path):
         yield server
 
 
-def _paper(doi: str, urls: list[tuple[str, str]], title: str | None, titles: list[str] | None = None) -> dict:
-    return {
-        "doi": doi, "title": title, "titles": titles, "abstract": None, "abstract_source": None,
-        "categories": ["Biology"], "sources": ["unpaywall"], "n_records": 1, "relations": [],
-        "urls": [{"url": u, "kind": k, "host_type": "repository", "license": None, "version": None,
-                  "source": "unpaywall", "rank": i} for i, (u, k) in enumerate(urls)],
-    }
-
-
 def _write_papers(out: Path, server: LocalServer) -> None:
     other = "Global discharging methods for coloring problems in graphs"
     rows = [
-        _paper("10.1/a", [(server.url("/files/rosa-a.pdf"), "pdf")], ROSA_TITLE),  # printed: not needed
-        _paper("10.1/b", [(server.url("/files/pt-b.pdf"), "pdf")], other),  # not printed: needed
-        _paper("10.1/c", [(server.url("/files/rosa-c.pdf"), "pdf")], None),  # no metadata title: needed
-        _paper("10.1/d", [(server.url("/files/pt-d.pdf"), "pdf")], "Editorial"),  # no evidence: not needed
+        paper_row("10.1/a", [(server.url("/files/rosa-a.pdf"), "pdf")], ROSA_TITLE),  # printed: not needed
+        paper_row("10.1/b", [(server.url("/files/pt-b.pdf"), "pdf")], other),  # not printed: needed
+        paper_row("10.1/c", [(server.url("/files/rosa-c.pdf"), "pdf")], None),  # no metadata title: needed
+        paper_row("10.1/d", [(server.url("/files/pt-d.pdf"), "pdf")], "Editorial"),  # no evidence: not needed
         # one PDF, two papers: one needs the title, so both get it
-        _paper("10.1/e1", [(server.url("/files/rosa-e.pdf"), "pdf")], ROSA_TITLE),
-        _paper("10.1/e2", [(server.url("/files/rosa-e.pdf"), "pdf")], None),
-        _paper("10.1/g", [(server.url("/landing/served-pdf"), "landing")], ROSA_TITLE),  # not needed
-        _paper("10.1/h", [(server.url("/landing/cite"), "landing")], ROSA_TITLE),  # its follow-up PDF: not needed
-        _paper("10.1/i", [(server.url("/files/rosa-i.pdf"), "pdf")], None, [ROSA_TITLE]),  # needed
+        paper_row("10.1/e1", [(server.url("/files/rosa-e.pdf"), "pdf")], ROSA_TITLE),
+        paper_row("10.1/e2", [(server.url("/files/rosa-e.pdf"), "pdf")], None),
+        paper_row("10.1/g", [(server.url("/landing/served-pdf"), "landing")], ROSA_TITLE),  # not needed
+        paper_row("10.1/h", [(server.url("/landing/cite"), "landing")], ROSA_TITLE),  # its follow-up PDF: not needed
+        paper_row("10.1/i", [(server.url("/files/rosa-i.pdf"), "pdf")], None, [ROSA_TITLE]),  # needed
     ]
-    parquet_io.write_table(parquet_io.table_from_rows(rows, PAPERS), parquet_io.part_path(str(out / "papers"), 0, 1))
-
-
-def _copy_papers(src: Path, dst: Path) -> None:
-    (dst / "papers").mkdir(parents=True)
-    for part in (src / "papers").glob("*.parquet"):
-        (dst / "papers" / part.name).write_bytes(part.read_bytes())
-
-
-def _docs(out: Path) -> dict[str, dict]:
-    return {r["doi"]: r for r in parquet_io.read_table(layout.documents_dir(str(out)), schema=DOCUMENTS).to_pylist()}
+    write_papers(out, rows)
 
 
 def test_documents_equal_finding_every_pdf_title(tmp_path, site, beam_args, monkeypatch):
@@ -219,7 +199,7 @@ def test_documents_equal_finding_every_pdf_title(tmp_path, site, beam_args, monk
     live = tmp_path / "live"
     _write_papers(live, site)
     counts = run_text(str(live), "http", beam_args, config, extract_timeout=60)
-    docs = _docs(live)
+    docs = stage_documents(live)
     assert counts["extracted.pdf"] == 8  # a, b, c, d, e (two papers), g, h (followed), i
     assert counts["pdf_title.not_needed"] == 4  # a, d, g, h
     assert counts["follow.citation_pdf_url"] == 1
@@ -228,8 +208,8 @@ def test_documents_equal_finding_every_pdf_title(tmp_path, site, beam_args, monk
     assert docs["10.1/a"]["title_match"] == docs["10.1/h"]["title_match"] == 1.0
 
     replay, whole = tmp_path / "replay", tmp_path / "whole"
-    _copy_papers(live, replay)
-    _copy_papers(live, whole)
+    copy_papers(live, replay)
+    copy_papers(live, whole)
     site.stop()
     replayed = run_text(str(replay), f"warc:{live}/warc/*.warc.gz", beam_args, extract_timeout=60, extract_workers=2)
     assert replayed["pdf_title.not_needed"] == 4
@@ -237,4 +217,4 @@ def test_documents_equal_finding_every_pdf_title(tmp_path, site, beam_args, monk
     monkeypatch.setattr(text_beam, "pdf_title_keys", lambda tasks: [None] * len(tasks))
     at_once = run_text(str(whole), f"warc:{live}/warc/*.warc.gz", beam_args, extract_timeout=60)
     assert "pdf_title.not_needed" not in at_once
-    assert _docs(replay) == _docs(whole) == docs
+    assert stage_documents(replay) == stage_documents(whole) == docs
