@@ -1340,41 +1340,14 @@ def extract_pdf(data: bytes, max_pages: int = MAX_PAGES, titles: list[list[str] 
             compounds = break_compounds([ln for lines in pages for ln in lines], hyphen_evidence)
             pages = [resolve_breaks(lines, compounds) for lines in pages]
 
-        # abstracts: front matter (a thesis puts them after its cover and contents) and the last
-        # pages (some journals print the English abstract at the end)
-        front = [ln for lines in pages[:ABSTRACT_FRONT_PAGES] for ln in lines]
-        found = _find_abstracts(front)
-        # the pages just before the reference list (a thesis prints its abstracts after the
-        # conclusion) and the last pages (some journals print the English abstract at the end)
-        ref_page = _references_page(pages)
-        tail_pages = set(range(max(ABSTRACT_FRONT_PAGES, len(pages) - ABSTRACT_TAIL_PAGES), len(pages)))
-        if ref_page is not None:
-            tail_pages |= set(range(max(ABSTRACT_FRONT_PAGES, ref_page - ABSTRACT_BEFORE_REFERENCES_PAGES), ref_page + 1))
-        tail = [ln for index in sorted(tail_pages) for ln in pages[index]]
-        if tail:
-            found += _find_abstracts(tail, limit=3)
-        unlabelled = _abstract_before_keywords([ln for lines in pages[:KEYWORDS_ABSTRACT_PAGES] for ln in lines])
-        if unlabelled:
-            head = _squash(unlabelled)[:200]
-            if not any(head in _squash(f.text) for f in found):
-                found.append(FoundAbstract(unlabelled, ""))
+        found = _all_abstracts(pages)
         abstracts = [{"text": f.text, "rule": "abstract_heading", "heading": f.heading,
                       **({"capped": True} if f.capped else {})} for f in found]
         abstract = found[0].text if found else ""
         if abstract:
             rules["abstract"] = "abstract_heading"
             rules["abstract_heading"] = found[0].heading
-
-        # content: every page, references cut
-        all_lines = [ln for lines in pages for ln in lines]
-        body, cut = _cut_references(all_lines)
-        body = [ln for ln in body if not is_tex_source_line(ln)]
-        rules["references_cut"] = cut
-        content = normalize_text(_join_lines(body))
-        if len(content) >= MIN_CONTENT_CHARS:
-            rules["content"] = "pdfium"
-        else:
-            content = ""
+        content = _content(pages, rules)
 
         # whether a paper needs the title is told by the content's start (its cap cuts far later)
         title = ""
@@ -1398,6 +1371,41 @@ def extract_pdf(data: bytes, max_pages: int = MAX_PAGES, titles: list[list[str] 
         "rules": rules,
         "n_pages": n_pages,
     })
+
+
+def _all_abstracts(pages: list[list[str]]) -> list[FoundAbstract]:
+    """Every abstract of the PDF, in order: headed ones in the front matter (a thesis puts
+    them after its cover and contents), then in the pages just before the reference list (a
+    thesis prints its abstracts after the conclusion) and the last pages (some journals print
+    the English abstract at the end), then the unlabelled paragraph above a keywords line."""
+    front = [ln for lines in pages[:ABSTRACT_FRONT_PAGES] for ln in lines]
+    found = _find_abstracts(front)
+    ref_page = _references_page(pages)
+    tail_pages = set(range(max(ABSTRACT_FRONT_PAGES, len(pages) - ABSTRACT_TAIL_PAGES), len(pages)))
+    if ref_page is not None:
+        tail_pages |= set(range(max(ABSTRACT_FRONT_PAGES, ref_page - ABSTRACT_BEFORE_REFERENCES_PAGES), ref_page + 1))
+    tail = [ln for index in sorted(tail_pages) for ln in pages[index]]
+    if tail:
+        found += _find_abstracts(tail, limit=3)
+    unlabelled = _abstract_before_keywords([ln for lines in pages[:KEYWORDS_ABSTRACT_PAGES] for ln in lines])
+    if unlabelled:
+        head = _squash(unlabelled)[:200]
+        if not any(head in _squash(f.text) for f in found):
+            found.append(FoundAbstract(unlabelled, ""))
+    return found
+
+
+def _content(pages: list[list[str]], rules: dict[str, Any]) -> str:
+    """The PDF's text: every page, the reference list cut and LaTeX source lines dropped; ""
+    when shorter than `MIN_CONTENT_CHARS` (`rules` records the cut and the rule)."""
+    body, cut = _cut_references([ln for lines in pages for ln in lines])
+    body = [ln for ln in body if not is_tex_source_line(ln)]
+    rules["references_cut"] = cut
+    content = normalize_text(_join_lines(body))
+    if len(content) >= MIN_CONTENT_CHARS:
+        rules["content"] = "pdfium"
+        return content
+    return ""
 
 
 def _title_needed(titles: list[list[str] | None], content: str) -> bool:
