@@ -246,9 +246,12 @@ def printed_title_needed(title_keys: list[str] | None, content: str | None) -> b
     (`_extraction_rule`) is reached and no title is refused as damaged; `abstract_entries`,
     `wrong_abstract_reason`, `_own_language` and the language get the document's title, not
     the PDF's; `main_text_needed` reads the row and the waiting landing pages only;
-    `drop_shared_abstract` reads the row. The extraction's `content`, `abstracts` and
-    `abstract` do not depend on its title (`extract_pdf` computes them first). A sufficient
-    condition, not a necessary one."""
+    `drop_shared_abstract` reads the row; the stage's counters read rows and rules other
+    than the title's, its fetch rows hold no title, and `text.inspect` extracts without keys.
+    The extraction's `content`, `abstracts` and `abstract` do not depend on its title
+    (`extract_pdf` computes them first). A PDF fetched for several papers goes to each of
+    them, so the extractor finds its title when any one needs it. A sufficient condition,
+    not a necessary one."""
     if title_keys is None:
         return True
     return bool(title_keys) and not _prints_title(title_keys, (content or "")[:MATCH_TEXT_CHARS])
