@@ -133,6 +133,17 @@ def test_extract_pdf_with_title_keys_finds_the_same_text(real_samples: Path, nam
         assert full["rules"]["title"] == "title_above_abstract"
 
 
+def test_a_large_first_page_is_not_held_open_and_gives_the_same_title(real_samples: Path, monkeypatch):
+    """A first page past `_FirstPage.KEEP_CHARS` characters has its size lines read at once
+    and is closed (a text bomb's page is not held while the rest is read): the same result."""
+    from openmsd_build.text.extract import pdf
+
+    datas = [(real_samples / name).read_bytes() for name, _title in PDFS]
+    kept = [extract_pdf(data) for data in datas]
+    monkeypatch.setattr(pdf._FirstPage, "KEEP_CHARS", 0)
+    assert [extract_pdf(data) for data in datas] == kept
+
+
 def test_every_task_carries_its_papers_title_keys():
     import pyarrow as pa
 

@@ -621,6 +621,10 @@ _BOX_ALL = 48
 _BOX_SAMPLE = 16
 
 
+SIZE_LINES_MAX_CHARS = 20_000
+"""Characters of a page `_first_page_lines_with_size` reads: a title is at the top."""
+
+
 def _first_page_lines_with_size(textpage: Any, text: str | None = None) -> list[tuple[str, float, float]]:
     """(line, median glyph height, top y) for the first page: the font-size signal that finds
     a title. Loose char boxes give the font's height, independent of the glyph's shape.
@@ -633,7 +637,7 @@ def _first_page_lines_with_size(textpage: Any, text: str | None = None) -> list[
     import pypdfium2.raw as pdfium_c
 
     lines: list[tuple[str, float, float]] = []
-    n = min(textpage.count_chars(), 20_000)
+    n = min(textpage.count_chars(), SIZE_LINES_MAX_CHARS)
     # The extractor's hottest loop (thousands of glyphs a first page, two PDFium calls each
     # through ctypes): read the page's characters once, then take boxes of at most
     # `_BOX_SAMPLE` glyphs spread over a line -- a line's median height and top do not need
@@ -1283,6 +1287,39 @@ def _title_above_abstract(doc: Any, pages: list[list[str]], abstract: str) -> st
     return _title_from_font(sized[:cut])
 
 
+class _FirstPage:
+    """Page one for the title rules, which run last and only when a paper needs the title:
+    its textpage is kept open until then, so the page is loaded once. A page of more than
+    `KEEP_CHARS` characters (a text bomb: PDFium's text page costs memory per character)
+    is not held while the rest of the PDF is read: its size lines are read at once, as they
+    would be later, and the page is closed."""
+
+    KEEP_CHARS = SIZE_LINES_MAX_CHARS  # past it the page holds more than its size lines read
+
+    def __init__(self, page: Any, textpage: Any, chars: int, text: str | None) -> None:
+        self.page, self.textpage, self.text = page, textpage, text
+        self.lines: list[tuple[str, float, float]] | None = None
+        if chars > self.KEEP_CHARS:
+            self.lines = _first_page_lines_with_size(textpage, text)
+            self.page = self.textpage = None  # closed by the caller, as any other page
+
+    def holds(self, page: Any) -> bool:
+        """Whether `page` is kept open here (the caller must not close it)."""
+        return self.page is page
+
+    def size_lines(self) -> list[tuple[str, float, float]]:
+        """`_first_page_lines_with_size` of the page."""
+        if self.lines is None:
+            self.lines = _first_page_lines_with_size(self.textpage, self.text)
+        return self.lines
+
+    def close(self) -> None:
+        if self.textpage is not None:
+            self.textpage.close()
+            self.page.close()
+        self.page = self.textpage = None
+
+
 def extract_pdf(data: bytes, max_pages: int = MAX_PAGES, titles: list[list[str] | None] | None = None
                 ) -> dict[str, Any]:
     """Fields of one PDF: `{"title", "abstract", "content", "pdf_url": None,
@@ -1304,7 +1341,7 @@ def extract_pdf(data: bytes, max_pages: int = MAX_PAGES, titles: list[list[str] 
     except pdfium.PdfiumError as exc:
         raise PdfParseError(str(exc)) from exc
     rules: dict[str, Any] = {"title": None, "abstract": None, "content": None, "pdf_url": None, "language_hints": []}
-    first: tuple[Any, Any, str | None] | None = None  # page one, its textpage, its whole text: open until the title
+    first: _FirstPage | None = None  # page one, for the title rules (open until then)
     try:
         n_pages = len(doc)
         pages: list[list[str]] = []
@@ -1324,9 +1361,9 @@ def extract_pdf(data: bytes, max_pages: int = MAX_PAGES, titles: list[list[str] 
                 breaks = breaks or "\ufffe" in page_text
                 pages.append(_page_lines(page_text))
                 if index == 0:  # the page's text read once: when whole, one character a code point
-                    first = (page, textpage, page_text if len(page_text) == chars else None)
+                    first = _FirstPage(page, textpage, chars, page_text if len(page_text) == chars else None)
             finally:
-                if first is None or first[0] is not page:
+                if first is None or not first.holds(page):
                     textpage.close()
                     page.close()
 
@@ -1357,8 +1394,7 @@ def extract_pdf(data: bytes, max_pages: int = MAX_PAGES, titles: list[list[str] 
             title = _printed_title(doc, first, pages, found, breaks, hyphen_evidence, rules)
     finally:
         if first is not None:
-            first[1].close()
-            first[0].close()
+            first.close()
         doc.close()
 
     return cap_extraction({
@@ -1415,13 +1451,13 @@ def _title_needed(titles: list[list[str] | None], content: str) -> bool:
     return any(printed_title_needed(keys, content) for keys in titles)
 
 
-def _printed_title(doc: Any, first: tuple[Any, Any, str | None] | None, pages: list[list[str]],
+def _printed_title(doc: Any, first: _FirstPage | None, pages: list[list[str]],
                    found: list[FoundAbstract], breaks: bool, hyphen_evidence: str, rules: dict[str, Any]) -> str:
     """The PDF's title (`rules["title"]` set): its metadata `Title` when it looks like a
     title printed on page one, unless the printed title in the body's language differs; else
     the first page's largest-font title (`_title_from_font`); else a plausible metadata
     title; on a cover page, the title printed above the abstract (`_title_above_abstract`).
-    `first`: page one, its open textpage and its whole text (None when not whole)."""
+    `first`: page one (None when the PDF has no page)."""
     import pypdfium2 as pdfium
 
     metadata_title = ""
@@ -1429,7 +1465,7 @@ def _printed_title(doc: Any, first: tuple[Any, Any, str | None] | None, pages: l
         metadata_title = clean_title(doc.get_metadata_value("Title"))
     except (KeyError, pdfium.PdfiumError):
         pass
-    size_lines = _first_page_lines_with_size(first[1], first[2]) if first is not None else []
+    size_lines = first.size_lines() if first is not None else []
     if breaks:
         texts = [t for t, _s, _y in size_lines]
         size_lines = list(zip(resolve_breaks(texts, hyphen_evidence), [s for _t, s, _y in size_lines],
