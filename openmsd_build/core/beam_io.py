@@ -109,7 +109,8 @@ class ShardRows(beam.DoFn):
 
 
 class WriteRejects(beam.PTransform):
-    """Reject dicts (single or in lists) -> `rejects/<stage>/` Parquet, sorted and sharded."""
+    """Reject dicts (single or in lists), of one PCollection or a tuple of them ->
+    `rejects/<stage>/` Parquet, sorted and sharded."""
 
     def __init__(self, directory: str, num_shards: int = 4):
         super().__init__()
@@ -117,13 +118,17 @@ class WriteRejects(beam.PTransform):
         self.num_shards = num_shards
 
     def expand(self, pcoll):
-        return (
-            pcoll
-            | "AsLists" >> beam.Map(lambda r: r if isinstance(r, list) else [r])
-            | "ShardRejects" >> beam.ParDo(ShardRows("key", self.num_shards))
-            | "WriteRejects"
-            >> WriteParquetShards(self.directory, REJECTS, self.num_shards, sort_by=("reason", "key", "source", "raw"))
+        # several PCollections are sharded each where it is made and meet as batches in
+        # `GroupShards` (a Flatten of single rejects would be one more materialized step)
+        pcolls = (pcoll,) if isinstance(pcoll, beam.PCollection) else tuple(pcoll)
+        sharded = tuple(
+            pc
+            | f"AsLists{k or ''}" >> beam.Map(lambda r: r if isinstance(r, list) else [r])
+            | f"ShardRejects{k or ''}" >> beam.ParDo(ShardRows("key", self.num_shards))
+            for k, pc in enumerate(pcolls)
         )
+        return sharded | "WriteRejects" >> WriteParquetShards(
+            self.directory, REJECTS, self.num_shards, sort_by=("reason", "key", "source", "raw"))
 
 
 def merge_counts(counts: Iterable[Mapping[str, int]]) -> dict[str, int]:

@@ -62,6 +62,10 @@ MAIN_TEXT_TAG = "main_text"
 # redirect points to the URL. Producers tag their own outputs, so a round is one Flatten
 # and one GroupByKey (a CoGroupByKey adds a tagging Map per input and a regrouping Map).
 ROW, TASK, UNIT, TARGET = "row", "task", "unit", "target"
+# What a value is in the GroupByKey on DOI before `BuildDocuments`: a paper's metadata
+# (`PlanFetches`, output META_TAG) or one of its extractions (the fetching DoFns' main
+# output), tagged by their producers for the same reason.
+META, EXT = "meta", "ext"
 META_FIELDS = (
     "doi", "title", "title_source", "titles", "abstract", "abstract_source", "publisher_language",
     "year", "venue", "type", "categories", "relations",
@@ -69,8 +73,8 @@ META_FIELDS = (
 
 
 class PlanFetches(UntypedDoFn):
-    """A batch (Arrow table) of papers -> `(doi, meta)` tagged META and fetch tasks
-    `(host_key, task)` on the main output, at most `cap` URLs per paper."""
+    """A batch (Arrow table) of papers -> `(doi, ("meta", meta))` tagged META_TAG and fetch
+    tasks `(host_key, task)` on the main output, at most `cap` URLs per paper."""
 
     def __init__(self, cap: int, shards_per_host: int):
         self.cap = cap
@@ -80,7 +84,7 @@ class PlanFetches(UntypedDoFn):
         counts: Counter = Counter()
         for paper in table.to_pylist():
             meta = {k: paper.get(k) for k in META_FIELDS}
-            yield beam.pvalue.TaggedOutput(META_TAG, (paper["doi"], meta))
+            yield beam.pvalue.TaggedOutput(META_TAG, (paper["doi"], (META, meta)))
             planned = plan_urls(paper.get("urls") or [], self.cap)
             counts["papers"] += 1
             counts["papers_with_urls"] += bool(planned)
@@ -338,7 +342,8 @@ class _ExtractingDoFn(UntypedDoFn):
 
     def _extracted(self, tag, extraction, error, detail, *, counts: Counter):
         """One document's answer from the extractors -> its extraction for every task's
-        paper, follow-ups, or a reject."""
+        paper as `(doi, ("ext", extraction))` with only the fields documents are built from
+        (`slim`), follow-ups, or a reject."""
         url, tasks, kind, later = tag
         if error:
             counts[f"extract_failed.{error}"] += 1
@@ -351,8 +356,9 @@ class _ExtractingDoFn(UntypedDoFn):
             extraction["content_from"] = later
             counts["main_text.deferred"] += 1
         pdf_url = extraction.get("pdf_url")
+        slimmed = (EXT, slim(extraction))
         for task in tasks:
-            yield task["doi"], extraction
+            yield task["doi"], slimmed
             if self.follow and task.get("follow") and extraction["kind"] == "landing" and pdf_url and pdf_url != url:
                 counts["follow.citation_pdf_url"] += 1
                 yield beam.pvalue.TaggedOutput(FOLLOW_TAG, (
@@ -363,7 +369,7 @@ class _ExtractingDoFn(UntypedDoFn):
 
 class ReplayArchive(_ExtractingDoFn):
     """A resolved archive unit (a dict from `JoinArchiveIndex`: one URL, its tasks and the
-    index entries of its redirect chain) -> extractions `(doi, extraction)`, its fetch row
+    index entries of its redirect chain) -> extractions `(doi, ("ext", extraction))`, its fetch row
     tagged FETCH, citation_pdf_url follow-ups tagged FOLLOW as `(host_key, task)`, extraction
     failures tagged REJECTS. The unit is replayed by a `WarcBackend` holding only its chain's
     entries, which answers exactly as one holding the whole archive's index would. `resumed`:
@@ -554,7 +560,9 @@ def wrong_abstract_counts(dropped: list[tuple[str, str]]) -> Counter:
 
 
 class BuildDocuments(UntypedDoFn):
-    """`(doi, {"meta": [meta], "ext": [extraction, ...]})` -> a document row, or a count
+    """`(doi, [("meta", meta), ("ext", extraction), ...])` (a GroupByKey of values their
+    producers tagged: a CoGroupByKey would add a Map per input and one after the grouping,
+    and every extraction would cross one more materialized Flatten) -> a document row, or a count
     of why the paper was dropped. A document whose abstract is metadata text goes out tagged
     SHARED as `(shared_abstract_key, row)` instead, for `DropSharedAbstracts` to keep or
     change (and count); abstracts dropped as wrong are counted by reason.
@@ -595,9 +603,9 @@ class BuildDocuments(UntypedDoFn):
             self.pool.close()
 
     def process(self, element):
-        doi, grouped = element
-        metas = list(grouped["meta"])
-        extractions = list(grouped["ext"])
+        doi, values = element
+        grouped = untag(values, META, EXT)
+        metas, extractions = grouped[META], grouped[EXT]
         if not metas:  # an extraction for a DOI with no paper cannot happen; count if it does
             self.bundle_counts["orphan_extractions"] += len(extractions)
             return
