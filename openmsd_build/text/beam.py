@@ -30,6 +30,7 @@ from openmsd_build.core import parquet_io
 from openmsd_build.core.beam_io import (
     COUNTS_TAG,
     REJECTS_TAG,
+    Bumps,
     UntypedDoFn,
     bump,
     in_global_window,
@@ -261,6 +262,7 @@ class _ExtractingDoFn(UntypedDoFn):
 
     def start_bundle(self):
         self.bundle_counts: Counter = Counter()
+        self.bumps = Bumps(STAGE)
 
     def process(self, element):
         counts: Counter = Counter()
@@ -269,7 +271,7 @@ class _ExtractingDoFn(UntypedDoFn):
         except BaseException:
             self._stop()
             raise
-        bump(STAGE, counts)  # progress, as the element is done
+        self.bumps(counts)  # progress, as elements are done
         self.bundle_counts.update(counts)  # one count output per bundle, not per element
 
     def _process(self, element, counts: Counter):
@@ -286,7 +288,8 @@ class _ExtractingDoFn(UntypedDoFn):
             raise
         finally:
             self._end_bundle()
-        bump(STAGE, counts)
+        self.bumps(counts)
+        self.bumps.flush()
         counts.update(self.bundle_counts)
         if counts:
             outputs.append(beam.pvalue.TaggedOutput(COUNTS_TAG, dict(counts)))
@@ -597,6 +600,7 @@ class BuildDocuments(UntypedDoFn):
         self._batch: list[tuple[dict, list[dict]]] = []
         self._batch_chars = 0
         self.bundle_counts: Counter = Counter()  # output once per bundle, not per paper
+        self.bumps = Bumps(STAGE)
 
     def teardown(self):
         if getattr(self, "pool", None) is not None:
@@ -617,7 +621,11 @@ class BuildDocuments(UntypedDoFn):
             row, outcome = build_document(metas[0], extractions, dropped)
             yield from self._outputs(row, outcome, dropped, metas[0], extractions)
             return
-        self._batch.append((metas[0], extractions))
+        yield from self._queue(metas[0], extractions)
+
+    def _queue(self, paper, extractions):
+        """A paper for the children to build, sent with the batch it fills."""
+        self._batch.append((paper, extractions))
         self._batch_chars += sum(len(e.get("content") or "") for e in extractions)
         if len(self._batch) >= self.BATCH_PAPERS or self._batch_chars >= self.BATCH_CHARS:
             yield from self._send_batch()
@@ -625,17 +633,24 @@ class BuildDocuments(UntypedDoFn):
     def _send_batch(self):
         batch, self._batch, self._batch_chars = self._batch, [], 0
         try:
-            for tag, answer, error, _detail in self.pool.submit(batch, "documents", b"", papers=batch):
-                yield from self._answered(tag, answer, error)
+            for done in self.pool.submit(batch, "documents", b"", papers=batch):
+                yield from self._dispatch(*done)
         except BaseException:
             self.pool.abandon()
             raise
 
+    def _dispatch(self, tag, answer, error, _detail):
+        """One answer of the pool (here always a batch of papers)."""
+        yield from self._answered(tag, answer, error)
+
     def finish_bundle(self):
-        outputs = list(self._send_batch()) if self._batch else []
-        if self.pool is not None:
-            outputs += [out for tag, answer, error, _detail in self.pool.drain()
-                        for out in self._answered(tag, answer, error)]
+        outputs = []
+        while self.pool is not None:  # answers may queue papers (CompleteMainText): until none is left
+            outputs += [out for done in self.pool.drain() for out in self._dispatch(*done)]
+            if not self._batch:
+                break
+            outputs += self._send_batch()
+        self.bumps.flush()
         if self.bundle_counts:
             outputs.append(beam.pvalue.TaggedOutput(COUNTS_TAG, dict(self.bundle_counts)))
         yield from in_global_window(outputs)
@@ -667,7 +682,7 @@ class BuildDocuments(UntypedDoFn):
             counts.update(document_counts(row, outcome))
             if row is not None:
                 yield row
-        bump(STAGE, counts)
+        self.bumps(counts)
         self.bundle_counts.update(counts)
 
 
@@ -676,7 +691,9 @@ class CompleteMainText(BuildDocuments):
     extracted without it (`main_text_later`) -> each such page read again from its archived
     record and extracted whole, isolated as the first time (`ExtractorPool`, the same
     extractor, so the extraction is the one a single pass gives), then the document built
-    and counted as `BuildDocuments` does. A page that cannot be read or extracted again
+    and counted as `BuildDocuments` does (by the same children, in batches, when `workers`
+    > 1: the pool's answers are pages, tagged `(doi, k)`, or built batches, tagged by their
+    list of papers). A page that cannot be read or extracted again
     keeps what the first extraction found (title, abstracts, PDF link), is counted
     `main_text_failed.<reason>` and written to the rejects as `main_text_<reason>`."""
 
@@ -687,7 +704,7 @@ class CompleteMainText(BuildDocuments):
     def setup(self):
         from openmsd_build.text.extract.pool import ExtractorPool
 
-        self.pool = ExtractorPool(max(1, self.workers), extractors=STAGE_JOBS, timeout=self.extract_timeout)
+        self.pool = ExtractorPool(max(1, self.workers), extractors=self.JOBS, timeout=self.extract_timeout)
 
     def start_bundle(self):
         super().start_bundle()
@@ -712,16 +729,16 @@ class CompleteMainText(BuildDocuments):
                     yield from self._filled((doi, k), None, "unreadable", describe_failure(exc))
                     continue
                 for done in self.pool.submit((doi, k), "html", body or b"", url=final_url):
-                    yield from self._filled(*done)
+                    yield from self._dispatch(*done)
         except BaseException:
             self.pool.abandon()
             raise
 
-    def finish_bundle(self):
-        outputs = [out for done in self.pool.drain() for out in self._filled(*done)]
-        if self.bundle_counts:
-            outputs.append(beam.pvalue.TaggedOutput(COUNTS_TAG, dict(self.bundle_counts)))
-        yield from in_global_window(outputs)
+    def _dispatch(self, tag, answer, error, detail):
+        if isinstance(tag, list):  # a batch of papers built
+            yield from self._answered(tag, answer, error)
+        else:
+            yield from self._filled(tag, answer, error, detail)
 
     def _filled(self, tag, extraction, error, detail):
         """One page's answer into its paper; the paper is built once all its pages are in."""
@@ -731,7 +748,7 @@ class CompleteMainText(BuildDocuments):
         page = extractions[k]
         if error:
             self.bundle_counts[f"main_text_failed.{error}"] += 1
-            bump(STAGE, {f"main_text_failed.{error}": 1})
+            self.bumps({f"main_text_failed.{error}": 1})
             yield beam.pvalue.TaggedOutput(REJECTS_TAG, make_reject(
                 STAGE, f"main_text_{error}", key=page["url"], detail=detail, source=doi))
             extractions[k] = {**page, "content_from": None}
@@ -741,6 +758,9 @@ class CompleteMainText(BuildDocuments):
         waiting[2] -= 1
         if waiting[2] == 0:
             del self.waiting[doi]
+            if self.workers > 1:
+                yield from self._queue(paper, extractions)
+                return
             dropped: list[tuple[str, str]] = []
             row, outcome = build_document(paper, extractions, dropped)
             yield from self._outputs(row, outcome, dropped, paper, extractions)
@@ -758,8 +778,10 @@ class DropSharedAbstracts(UntypedDoFn):
 
     def start_bundle(self):
         self.bundle_counts: Counter = Counter()
+        self.bumps = Bumps(STAGE)
 
     def finish_bundle(self):
+        self.bumps.flush()
         if self.bundle_counts:
             yield from in_global_window([beam.pvalue.TaggedOutput(COUNTS_TAG, dict(self.bundle_counts))])
 
@@ -781,7 +803,7 @@ class DropSharedAbstracts(UntypedDoFn):
                 counts.update(document_counts(changed, outcome))
                 if changed is not None:
                     yield changed
-        bump(STAGE, counts)
+        self.bumps(counts)
         self.bundle_counts.update(counts)
 
 
