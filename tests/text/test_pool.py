@@ -108,6 +108,25 @@ def test_large_documents_and_answers_cross_whole(pool) -> None:
     assert reason == "parse_error" and "é" * 100 in pool.last_error
 
 
+def test_an_interrupt_between_a_request_and_its_bytes_drops_that_child(pool, monkeypatch) -> None:
+    """Ctrl-C after a request's arguments went out and before its bytes did: the half-sent
+    child is killed with the pending documents (it would read the next request as bytes)."""
+    pool.submit("first", "debug_sleep", b"0.2")
+    child = next(c for c in pool.children if not c.busy)
+    half_sent = child.process.pid
+
+    def interrupted(_data) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(child.conn, "send_bytes", lambda data, *a: (
+        interrupted(data) if data == b"the body" else type(child.conn).send_bytes(child.conn, data, *a)))
+    with pytest.raises(KeyboardInterrupt):
+        pool.submit("second", "debug_echo", b"the body")
+    assert pool.pending == 0 and half_sent not in pool.pids and _gone(half_sent)
+    answers = pool.submit("a", "debug_echo", b"abc") + pool.submit("b", "debug_echo", b"de") + pool.drain()
+    assert {tag: result["n_bytes"] for tag, result, _r, _d in answers} == {"a": 3, "b": 2}
+
+
 def test_limits_are_per_document(pool) -> None:
     answers = pool.submit("hang", "debug_sleep", b"60")
     answers += pool.submit("crash", "debug_exit", b"")
