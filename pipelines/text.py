@@ -130,7 +130,8 @@ def resolve_in_archive(tasks, index, hop_index, name: str, max_redirects: int = 
 
 
 def _group_tagged(inputs, name: str):
-    """`(url, (tag, value))` elements of several PCollections grouped by URL."""
+    """`(key, (tag, value))` elements of several PCollections grouped by key: the canonical
+    URL in the archive join rounds, the DOI before `BuildDocuments`."""
     return tuple(inputs) | f"{name}Inputs" >> beam.Flatten() | name >> beam.GroupByKey()
 
 
