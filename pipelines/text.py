@@ -4,8 +4,8 @@ With `--fetch none` papers become documents from their metadata in batches. Othe
 
     papers -> PlanFetches -> (host key, task) -> [pass] -> extractions, fetch rows
            -> citation_pdf_url follow-ups -> [pass, no follow]
-    meta + extractions -> CoGroupByKey(doi) -> BuildDocuments -> documents/
-                                                 -> CompleteMainText -> documents/
+    meta + extractions -> GroupByKey(doi) -> BuildDocuments -> documents/
+                                               -> CompleteMainText -> documents/
 
 A landing page whose papers all have a PDF planned is extracted without its main text
 (trafilatura) at first; BuildDocuments sends the few papers whose result that text could
@@ -66,7 +66,6 @@ from openmsd_build.text.beam import (
     PlanFetches,
     PlanLocalFiles,
     ReplayArchive,
-    slim,
 )
 from openmsd_build.text.fetch.archive_join import DEFAULT_MAX_REDIRECTS, redirect_target, rounds
 from openmsd_build.text.fetch.config import FetchConfig
@@ -131,7 +130,8 @@ def resolve_in_archive(tasks, index, hop_index, name: str, max_redirects: int = 
 
 
 def _group_tagged(inputs, name: str):
-    """`(url, (tag, value))` elements of several PCollections grouped by URL."""
+    """`(key, (tag, value))` elements of several PCollections grouped by key: the canonical
+    URL in the archive join rounds, the DOI before `BuildDocuments`."""
     return tuple(inputs) | f"{name}Inputs" >> beam.Flatten() | name >> beam.GroupByKey()
 
 
@@ -213,12 +213,15 @@ def drop_shared_abstracts(keyed):
     return checked.rows, checked[COUNTS_TAG]
 
 
-def shard_documents(rows, num_shards: int, name: str):
-    """Document rows -> `(shard, rows)` by DOI, as `WriteParquetShards` takes them."""
+def shard_rows(rows, key: str, num_shards: int, name: str):
+    """Rows -> `(shard, rows)` by column `key`, as `WriteParquetShards` takes them. Each
+    producer's rows are batched where they are made and the batches of all producers meet in
+    `WriteParquetShards` (`GroupShards`): a Flatten of the single rows before batching would
+    be materialized by the local runner, every row encoded and decoded once more."""
     return (
         rows
-        | f"Batch{name}Docs" >> beam.BatchElements(min_batch_size=500, max_batch_size=5000)
-        | f"Shard{name}Docs" >> beam.ParDo(ShardRows("doi", num_shards))
+        | f"Batch{name}" >> beam.BatchElements(min_batch_size=500, max_batch_size=5000)
+        | f"Shard{name}" >> beam.ParDo(ShardRows(key, num_shards))
     )
 
 
@@ -255,7 +258,7 @@ def build(
         docs = papers | "FromMetadata" >> beam.ParDo(MetadataDocuments(num_shards)).with_outputs(
             COUNTS_TAG, SHARED_TAG, main="docs")
         checked, checked_counts = drop_shared_abstracts(docs[SHARED_TAG])
-        doc_shards = (docs.docs, shard_documents(checked, num_shards, "Checked")) | "AllDocShards" >> beam.Flatten()
+        doc_shards = (docs.docs, shard_rows(checked, "doi", num_shards, "CheckedDocs"))
         counts = [docs[COUNTS_TAG], checked_counts]
         rejects = []
     else:
@@ -286,13 +289,11 @@ def build(
         first, hop_index = fetch_pass(tasks, fetch, fetch_dofn(follow), index, None, host_shards, "Fetch")
         second, _ = fetch_pass(first[FOLLOW_TAG], fetch, fetch_dofn(False), index, hop_index, host_shards,
                                "FetchFollowUps")
-        extractions = (
-            (first["ext"], second["ext"]) | "AllExtractions" >> beam.Flatten()
-            | "Slim" >> beam.MapTuple(lambda doi, ext: (doi, slim(ext)))
-        )
+        # metadata and extractions come tagged and slimmed by their producers: one Flatten
+        # (materialized by the local runner: every extraction is encoded once more) and one
+        # GroupByKey, where a CoGroupByKey after a Flatten of the passes cost two of each
         built = (
-            {"meta": planned[META_TAG], "ext": extractions}
-            | "JoinByDoi" >> beam.CoGroupByKey()
+            _group_tagged([planned[META_TAG], first["ext"], second["ext"]], "JoinByDoi")
             | "BuildDocuments" >> beam.ParDo(BuildDocuments(extract_workers)).with_outputs(
                 COUNTS_TAG, SHARED_TAG, MAIN_TEXT_TAG, main="rows")
         )
@@ -301,15 +302,11 @@ def build(
                 COUNTS_TAG, SHARED_TAG, REJECTS_TAG, MAIN_TEXT_TAG, main="rows")
         checked, checked_counts = drop_shared_abstracts(
             (built[SHARED_TAG], completed[SHARED_TAG]) | "AllShared" >> beam.Flatten())
-        doc_shards = shard_documents((built.rows, completed.rows, checked) | "AllDocs" >> beam.Flatten(),
-                                     num_shards, "")
-        _ = (
-            (first[FETCH_TAG], second[FETCH_TAG])
-            | "AllFetchRows" >> beam.Flatten()
-            | "BatchFetchRows" >> beam.BatchElements(min_batch_size=500, max_batch_size=5000)
-            | "ShardFetchRows" >> beam.ParDo(ShardRows("url", num_shards))
-            | "WriteFetch" >> WriteParquetShards(fetch_dir, FETCH, num_shards, sort_by=("url", "doi"))
-        )
+        doc_shards = tuple(shard_rows(rows, "doi", num_shards, name) for rows, name in (
+            (built.rows, "Docs"), (completed.rows, "CompletedDocs"), (checked, "CheckedDocs")))
+        fetch_shards = tuple(shard_rows(rows, "url", num_shards, name) for rows, name in (
+            (first[FETCH_TAG], "FetchRows"), (second[FETCH_TAG], "FollowUpFetchRows")))
+        _ = fetch_shards | "WriteFetch" >> WriteParquetShards(fetch_dir, FETCH, num_shards, sort_by=("url", "doi"))
         counts = [planned[COUNTS_TAG], first[COUNTS_TAG], second[COUNTS_TAG], built[COUNTS_TAG], completed[COUNTS_TAG],
                   checked_counts]
         if index_counts is not None:
@@ -320,8 +317,7 @@ def build(
         rejects += local_outputs[2:]
     _ = doc_shards | "WriteDocuments" >> WriteParquetShards(docs_dir, DOCUMENTS, num_shards, sort_by=("doi",))
     if rejects:
-        _ = tuple(rejects) | "AllRejects" >> beam.Flatten() | "WriteRejects" >> WriteRejects(
-            layout.rejects_dir(dest, "text"))
+        _ = tuple(rejects) | "WriteRejects" >> WriteRejects(layout.rejects_dir(dest, "text"))
     _ = (
         tuple(counts) | "AllCounts" >> beam.Flatten()
         | "WriteCounts" >> WriteCounts(layout.stats_path(dest, "text"), {"stage": "text", "fetch": str(fetch)})

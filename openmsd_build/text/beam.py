@@ -37,6 +37,7 @@ from openmsd_build.core import parquet_io
 from openmsd_build.core.beam_io import (
     COUNTS_TAG,
     REJECTS_TAG,
+    Bumps,
     UntypedDoFn,
     bump,
     in_global_window,
@@ -71,6 +72,10 @@ MAIN_TEXT_TAG = "main_text"
 # redirect points to the URL. Producers tag their own outputs, so a round is one Flatten
 # and one GroupByKey (a CoGroupByKey adds a tagging Map per input and a regrouping Map).
 ROW, TASK, UNIT, TARGET = "row", "task", "unit", "target"
+# What a value is in the GroupByKey on DOI before `BuildDocuments`: a paper's metadata
+# (`PlanFetches`, output META_TAG) or one of its extractions (the fetching DoFns' main
+# output), tagged by their producers for the same reason.
+META, EXT = "meta", "ext"
 META_FIELDS = (
     "doi", "title", "title_source", "titles", "abstract", "abstract_source", "publisher_language",
     "year", "venue", "type", "categories", "relations",
@@ -78,10 +83,10 @@ META_FIELDS = (
 
 
 class PlanFetches(UntypedDoFn):
-    """A batch (Arrow table) of papers -> `(doi, meta)` tagged META and fetch tasks
-    `(host_key, task)` on the main output, at most `cap` URLs per paper. Every task carries
-    its paper's `title_keys` (`documents.printed_title_evidence`): any URL may answer a PDF,
-    whose extractor looks for the printed title only when a paper can use it."""
+    """A batch (Arrow table) of papers -> `(doi, ("meta", meta))` tagged META_TAG and fetch
+    tasks `(host_key, task)` on the main output, at most `cap` URLs per paper. Every task
+    carries its paper's `title_keys` (`documents.printed_title_evidence`): any URL may answer
+    a PDF, whose extractor looks for the printed title only when a paper can use it."""
 
     def __init__(self, cap: int, shards_per_host: int):
         self.cap = cap
@@ -91,7 +96,7 @@ class PlanFetches(UntypedDoFn):
         counts: Counter = Counter()
         for paper in table.to_pylist():
             meta = {k: paper.get(k) for k in META_FIELDS}
-            yield beam.pvalue.TaggedOutput(META_TAG, (paper["doi"], meta))
+            yield beam.pvalue.TaggedOutput(META_TAG, (paper["doi"], (META, meta)))
             planned = plan_urls(paper.get("urls") or [], self.cap)
             counts["papers"] += 1
             counts["papers_with_urls"] += bool(planned)
@@ -270,6 +275,7 @@ class _ExtractingDoFn(UntypedDoFn):
 
     def start_bundle(self):
         self.bundle_counts: Counter = Counter()
+        self.bumps = Bumps(STAGE)
 
     def process(self, element):
         counts: Counter = Counter()
@@ -278,7 +284,7 @@ class _ExtractingDoFn(UntypedDoFn):
         except BaseException:
             self._stop()
             raise
-        bump(STAGE, counts)  # progress, as the element is done
+        self.bumps(counts)  # progress, as elements are done
         self.bundle_counts.update(counts)  # one count output per bundle, not per element
 
     def _process(self, element, counts: Counter):
@@ -295,7 +301,8 @@ class _ExtractingDoFn(UntypedDoFn):
             raise
         finally:
             self._end_bundle()
-        bump(STAGE, counts)
+        self.bumps(counts)
+        self.bumps.flush()
         counts.update(self.bundle_counts)
         if counts:
             outputs.append(beam.pvalue.TaggedOutput(COUNTS_TAG, dict(counts)))
@@ -353,7 +360,8 @@ class _ExtractingDoFn(UntypedDoFn):
 
     def _extracted(self, tag, extraction, error, detail, *, counts: Counter):
         """One document's answer from the extractors -> its extraction for every task's
-        paper, follow-ups, or a reject."""
+        paper as `(doi, ("ext", extraction))` with only the fields documents are built from
+        (`slim`), follow-ups, or a reject."""
         url, tasks, kind, later = tag
         if error:
             counts[f"extract_failed.{error}"] += 1
@@ -368,8 +376,9 @@ class _ExtractingDoFn(UntypedDoFn):
             extraction["content_from"] = later
             counts["main_text.deferred"] += 1
         pdf_url = extraction.get("pdf_url")
+        slimmed = (EXT, slim(extraction))
         for task in tasks:
-            yield task["doi"], extraction
+            yield task["doi"], slimmed
             if self.follow and task.get("follow") and extraction["kind"] == "landing" and pdf_url and pdf_url != url:
                 counts["follow.citation_pdf_url"] += 1
                 yield beam.pvalue.TaggedOutput(FOLLOW_TAG, (
@@ -381,7 +390,7 @@ class _ExtractingDoFn(UntypedDoFn):
 
 class ReplayArchive(_ExtractingDoFn):
     """A resolved archive unit (a dict from `JoinArchiveIndex`: one URL, its tasks and the
-    index entries of its redirect chain) -> extractions `(doi, extraction)`, its fetch row
+    index entries of its redirect chain) -> extractions `(doi, ("ext", extraction))`, its fetch row
     tagged FETCH, citation_pdf_url follow-ups tagged FOLLOW as `(host_key, task)`, extraction
     failures tagged REJECTS. The unit is replayed by a `WarcBackend` holding only its chain's
     entries, which answers exactly as one holding the whole archive's index would. `resumed`:
@@ -580,7 +589,9 @@ def wrong_abstract_counts(dropped: list[tuple[str, str]]) -> Counter:
 
 
 class BuildDocuments(UntypedDoFn):
-    """`(doi, {"meta": [meta], "ext": [extraction, ...]})` -> a document row, or a count
+    """`(doi, [("meta", meta), ("ext", extraction), ...])` (a GroupByKey of values their
+    producers tagged: a CoGroupByKey would add a Map per input and one after the grouping,
+    and every extraction would cross one more materialized Flatten) -> a document row, or a count
     of why the paper was dropped. A document whose abstract is metadata text goes out tagged
     SHARED as `(shared_abstract_key, row)` instead, for `DropSharedAbstracts` to keep or
     change (and count); abstracts dropped as wrong are counted by reason.
@@ -615,15 +626,16 @@ class BuildDocuments(UntypedDoFn):
         self._batch: list[tuple[dict, list[dict]]] = []
         self._batch_chars = 0
         self.bundle_counts: Counter = Counter()  # output once per bundle, not per paper
+        self.bumps = Bumps(STAGE)
 
     def teardown(self):
         if getattr(self, "pool", None) is not None:
             self.pool.close()
 
     def process(self, element):
-        doi, grouped = element
-        metas = list(grouped["meta"])
-        extractions = list(grouped["ext"])
+        doi, values = element
+        grouped = untag(values, META, EXT)
+        metas, extractions = grouped[META], grouped[EXT]
         if not metas:  # an extraction for a DOI with no paper cannot happen; count if it does
             self.bundle_counts["orphan_extractions"] += len(extractions)
             return
@@ -635,7 +647,11 @@ class BuildDocuments(UntypedDoFn):
             row, outcome = build_document(metas[0], extractions, dropped)
             yield from self._outputs(row, outcome, dropped, metas[0], extractions)
             return
-        self._batch.append((metas[0], extractions))
+        yield from self._queue(metas[0], extractions)
+
+    def _queue(self, paper, extractions):
+        """A paper for the children to build, sent with the batch it fills."""
+        self._batch.append((paper, extractions))
         self._batch_chars += sum(len(e.get("content") or "") for e in extractions)
         if len(self._batch) >= self.BATCH_PAPERS or self._batch_chars >= self.BATCH_CHARS:
             yield from self._send_batch()
@@ -643,17 +659,24 @@ class BuildDocuments(UntypedDoFn):
     def _send_batch(self):
         batch, self._batch, self._batch_chars = self._batch, [], 0
         try:
-            for tag, answer, error, _detail in self.pool.submit(batch, "documents", b"", papers=batch):
-                yield from self._answered(tag, answer, error)
+            for done in self.pool.submit(batch, "documents", b"", papers=batch):
+                yield from self._dispatch(*done)
         except BaseException:
             self.pool.abandon()
             raise
 
+    def _dispatch(self, tag, answer, error, _detail):
+        """One answer of the pool (here always a batch of papers)."""
+        yield from self._answered(tag, answer, error)
+
     def finish_bundle(self):
-        outputs = list(self._send_batch()) if self._batch else []
-        if self.pool is not None:
-            outputs += [out for tag, answer, error, _detail in self.pool.drain()
-                        for out in self._answered(tag, answer, error)]
+        outputs = []
+        while self.pool is not None:  # answers may queue papers (CompleteMainText): until none is left
+            outputs += [out for done in self.pool.drain() for out in self._dispatch(*done)]
+            if not self._batch:
+                break
+            outputs += self._send_batch()
+        self.bumps.flush()
         if self.bundle_counts:
             outputs.append(beam.pvalue.TaggedOutput(COUNTS_TAG, dict(self.bundle_counts)))
         yield from in_global_window(outputs)
@@ -685,7 +708,7 @@ class BuildDocuments(UntypedDoFn):
             counts.update(document_counts(row, outcome))
             if row is not None:
                 yield row
-        bump(STAGE, counts)
+        self.bumps(counts)
         self.bundle_counts.update(counts)
 
 
@@ -694,7 +717,9 @@ class CompleteMainText(BuildDocuments):
     extracted without it (`main_text_later`) -> each such page read again from its archived
     record and extracted whole, isolated as the first time (`ExtractorPool`, the same
     extractor, so the extraction is the one a single pass gives), then the document built
-    and counted as `BuildDocuments` does. A page that cannot be read or extracted again
+    and counted as `BuildDocuments` does (by the same children, in batches, when `workers`
+    > 1: the pool's answers are pages, tagged `(doi, k)`, or built batches, tagged by their
+    list of papers). A page that cannot be read or extracted again
     keeps what the first extraction found (title, abstracts, PDF link), is counted
     `main_text_failed.<reason>` and written to the rejects as `main_text_<reason>`."""
 
@@ -705,7 +730,7 @@ class CompleteMainText(BuildDocuments):
     def setup(self):
         from openmsd_build.text.extract.pool import ExtractorPool
 
-        self.pool = ExtractorPool(max(1, self.workers), extractors=STAGE_JOBS, timeout=self.extract_timeout)
+        self.pool = ExtractorPool(max(1, self.workers), extractors=self.JOBS, timeout=self.extract_timeout)
 
     def start_bundle(self):
         super().start_bundle()
@@ -730,16 +755,16 @@ class CompleteMainText(BuildDocuments):
                     yield from self._filled((doi, k), None, "unreadable", describe_failure(exc))
                     continue
                 for done in self.pool.submit((doi, k), "html", body or b"", url=final_url):
-                    yield from self._filled(*done)
+                    yield from self._dispatch(*done)
         except BaseException:
             self.pool.abandon()
             raise
 
-    def finish_bundle(self):
-        outputs = [out for done in self.pool.drain() for out in self._filled(*done)]
-        if self.bundle_counts:
-            outputs.append(beam.pvalue.TaggedOutput(COUNTS_TAG, dict(self.bundle_counts)))
-        yield from in_global_window(outputs)
+    def _dispatch(self, tag, answer, error, detail):
+        if isinstance(tag, list):  # a batch of papers built
+            yield from self._answered(tag, answer, error)
+        else:
+            yield from self._filled(tag, answer, error, detail)
 
     def _filled(self, tag, extraction, error, detail):
         """One page's answer into its paper; the paper is built once all its pages are in."""
@@ -749,7 +774,7 @@ class CompleteMainText(BuildDocuments):
         page = extractions[k]
         if error:
             self.bundle_counts[f"main_text_failed.{error}"] += 1
-            bump(STAGE, {f"main_text_failed.{error}": 1})
+            self.bumps({f"main_text_failed.{error}": 1})
             yield beam.pvalue.TaggedOutput(REJECTS_TAG, make_reject(
                 STAGE, f"main_text_{error}", key=page["url"], detail=detail, source=doi))
             extractions[k] = {**page, "content_from": None}
@@ -759,6 +784,9 @@ class CompleteMainText(BuildDocuments):
         waiting[2] -= 1
         if waiting[2] == 0:
             del self.waiting[doi]
+            if self.workers > 1:
+                yield from self._queue(paper, extractions)
+                return
             dropped: list[tuple[str, str]] = []
             row, outcome = build_document(paper, extractions, dropped)
             yield from self._outputs(row, outcome, dropped, paper, extractions)
@@ -776,8 +804,10 @@ class DropSharedAbstracts(UntypedDoFn):
 
     def start_bundle(self):
         self.bundle_counts: Counter = Counter()
+        self.bumps = Bumps(STAGE)
 
     def finish_bundle(self):
+        self.bumps.flush()
         if self.bundle_counts:
             yield from in_global_window([beam.pvalue.TaggedOutput(COUNTS_TAG, dict(self.bundle_counts))])
 
@@ -799,7 +829,7 @@ class DropSharedAbstracts(UntypedDoFn):
                 counts.update(document_counts(changed, outcome))
                 if changed is not None:
                     yield changed
-        bump(STAGE, counts)
+        self.bumps(counts)
         self.bundle_counts.update(counts)
 
 

@@ -12,7 +12,7 @@ ABSTRACT = ("We map the chromosomes of wild roses with fluorescent probes and co
             "of twelve species collected across three continents over four seasons.")
 
 
-def _elements() -> list[tuple[str, dict]]:
+def _papers() -> list[tuple[dict, list[dict]]]:
     out = []
     for k in range(12):
         meta = {"doi": f"10.1/{k}", "title": f"Wild roses number {k}", "title_source": "crossref",
@@ -23,8 +23,13 @@ def _elements() -> list[tuple[str, dict]]:
                                       "abstract": f"Résumé numéro {k}: " + "les roses sauvages " * 12,
                                       "abstracts": None, "content": "Le texte intégral de l'article. " * 40 if k % 4 == 1 else None,
                                       "pdf_url": None, "language_hints": ["fr"]}]
-        out.append((meta["doi"], {"meta": [meta], "ext": ext}))
+        out.append((meta, ext))
     return out
+
+
+def _elements() -> list[tuple[str, list]]:
+    """What BuildDocuments gets after the GroupByKey on DOI: values tagged by their producers."""
+    return [(meta["doi"], [*(("ext", e) for e in ext), ("meta", meta)]) for meta, ext in _papers()]
 
 
 def _run(dofn: BuildDocuments) -> tuple[list, list, list]:
@@ -85,7 +90,7 @@ def test_a_paper_that_fails_in_the_batch_job_is_reported_alone() -> None:
     exception, and the batch's other papers are built."""
     from openmsd_build.text.documents import build_document, build_documents_job
 
-    papers = [(element[1]["meta"][0], element[1]["ext"]) for element in _elements()[:3]]
+    papers = _papers()[:3]
     papers.insert(1, ({"doi": "10.1/broken", "title": 17}, [{"kind": "landing", "title": ["not", "text"]}]))
     answers = build_documents_job(b"", papers=papers)["answers"]
     assert len(answers) == 4
@@ -105,7 +110,7 @@ def test_a_paper_the_child_could_not_build_is_built_in_the_worker() -> None:
     inline.start_bundle()
     pooled.start_bundle()
     elements = _elements()[:4]
-    batch = [(element[1]["meta"][0], element[1]["ext"]) for element in elements]
+    batch = _papers()[:4]
     answer = build_documents_job(b"", papers=batch)
     answer["answers"][2] = {"error": "RuntimeError: the child could not"}
     mixed = list(pooled._answered(batch, answer, None))

@@ -153,15 +153,20 @@ def _unwrap(output):
     return output
 
 
-@pytest.mark.parametrize("scheme", ["", "file://"])
-def test_a_page_that_cannot_be_read_again_keeps_its_first_extraction(tmp_path, scheme):
+@pytest.mark.parametrize(("scheme", "workers", "build_job"), [
+    ("", 1, None), ("file://", 1, None), ("", 2, None),
+    ("", 2, "openmsd_build.text.extract.pool:_debug_exit"),  # the child building it dies: built in the worker
+])
+def test_a_page_that_cannot_be_read_again_keeps_its_first_extraction(tmp_path, scheme, workers, build_job):
     paper = {"doi": "10.1/x", "title": None, "abstract": None, "abstract_source": None}
     abstract = ("We describe chromosome maps of wild roses collected across the Caucasus, with counts, "
                 "karyotypes and the first banding patterns for six species of the genus.")
     page = {"kind": "landing", "url": "https://h/x", "title": "Chromosome maps of wild roses", "abstract": abstract,
             "abstracts": [{"text": abstract, "rule": "citation_abstract"}], "content": None, "pdf_url": None,
             "language_hints": ["en"], "rules": {}, "content_from": [scheme + str(tmp_path / "gone.warc.gz"), 0, None, "https://h/x"]}
-    dofn = CompleteMainText(extract_timeout=30)
+    dofn = CompleteMainText(extract_timeout=30, workers=workers)
+    if build_job:
+        dofn.JOBS = {**dofn.JOBS, "documents": build_job}
     dofn.setup()
     try:
         dofn.start_bundle()
@@ -175,3 +180,5 @@ def test_a_page_that_cannot_be_read_again_keeps_its_first_extraction(tmp_path, s
     assert len(rejects) == 1 and rejects[0]["key"] == "https://h/x"
     assert counts and counts[-1]["main_text_failed.unreadable"] == 1 and counts[-1]["documents.kept"] == 1
     assert rows and rows[0]["abstract"] == abstract and rows[0]["content"] is None
+    assert dofn.pool.stats["documents"] == (workers > 1)  # built by a child (in a batch) when there are several
+    assert dofn.pool.stats["crashed"] == bool(build_job)

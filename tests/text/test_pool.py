@@ -84,6 +84,49 @@ def test_every_child_works_at_once_and_every_answer_returns(pool) -> None:
     assert by_tag["b"][0]["pid"] in pool.pids
 
 
+def test_a_child_killed_while_idle_is_replaced_without_costing_a_document(pool) -> None:
+    """The pool polls every child's pipe: an idle child's end of file (killed between
+    documents) retires it instead of waking every later wait, and no document is lost."""
+    idle = pool.pids[1]
+    os.kill(idle, signal.SIGKILL)
+    assert _gone(idle)
+    answers = pool.submit("slow", "debug_sleep", b"0.3")
+    answers += pool.submit("next", "debug_echo", b"abc")  # may go to the dead child: then `crashed`
+    answers += pool.drain()
+    answers += pool.submit("again", "debug_echo", b"xy") + pool.drain()
+    reasons = _reasons(answers)
+    assert reasons["slow"] is None and reasons["again"] is None and reasons["next"] in (None, "crashed")
+    assert idle not in pool.pids and len(pool.pids) == 2
+
+
+def test_large_documents_and_answers_cross_whole(pool) -> None:
+    """A request is its arguments then the raw bytes; both directions carry megabytes."""
+    data = bytes(range(256)) * 3900  # ~1 MB (the limit is 1,000,000), every byte value
+    answers = pool.submit("a", "debug_echo", data) + pool.submit("b", "debug_echo", data[:7]) + pool.drain()
+    assert {tag: result["n_bytes"] for tag, result, _r, _d in answers} == {"a": len(data), "b": 7}
+    result, reason = pool.extract("debug_raise", "é".encode() * 100)
+    assert reason == "parse_error" and "é" * 100 in pool.last_error
+
+
+def test_an_interrupt_between_a_request_and_its_bytes_drops_that_child(pool, monkeypatch) -> None:
+    """Ctrl-C after a request's arguments went out and before its bytes did: the half-sent
+    child is killed with the pending documents (it would read the next request as bytes)."""
+    pool.submit("first", "debug_sleep", b"0.2")
+    child = next(c for c in pool.children if not c.busy)
+    half_sent = child.process.pid
+
+    def interrupted(_data) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(child.conn, "send_bytes", lambda data, *a: (
+        interrupted(data) if data == b"the body" else type(child.conn).send_bytes(child.conn, data, *a)))
+    with pytest.raises(KeyboardInterrupt):
+        pool.submit("second", "debug_echo", b"the body")
+    assert pool.pending == 0 and half_sent not in pool.pids and _gone(half_sent)
+    answers = pool.submit("a", "debug_echo", b"abc") + pool.submit("b", "debug_echo", b"de") + pool.drain()
+    assert {tag: result["n_bytes"] for tag, result, _r, _d in answers} == {"a": 3, "b": 2}
+
+
 def test_limits_are_per_document(pool) -> None:
     answers = pool.submit("hang", "debug_sleep", b"60")
     answers += pool.submit("crash", "debug_exit", b"")

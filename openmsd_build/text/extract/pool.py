@@ -29,20 +29,30 @@ waits for the rest. Answers are `(tag, result, reason, detail)`, in the order th
 finish. Deadlines are enforced whenever the caller waits on a full pool, drains or calls
 `collect_ready`. The pool holds only
 its configuration until `start`, so it pickles as a DoFn attribute.
+
+The hand-off is paid per document, so it is lean: a request is two messages, `(kind,
+kwargs)` pickled and then the document's bytes as they are (a pickle would copy a PDF once
+more), answers are pickled by `pickle` itself (`Connection.send` builds a `ForkingPickler`
+per message, whose copy of the reducer table cost ~15 us a document), and the pool keeps one
+`select.poll` of its children's pipes (`multiprocessing.connection.wait` builds a selector
+per call). A pipe that ends while its child is idle (killed between documents) retires it.
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
+import math
 import multiprocessing
 import os
+import pickle
+import select
 import signal
 import threading
 import time
 import weakref
 from dataclasses import dataclass
-from multiprocessing.connection import Connection, wait
+from multiprocessing.connection import Connection
 from typing import Any
 
 LOG = logging.getLogger(__name__)
@@ -109,9 +119,17 @@ def _load(spec: str) -> Any:
     return getattr(importlib.import_module(module_name), function_name)
 
 
+def _put(conn: Connection, message: Any) -> None:
+    """One message as `Connection.send` frames it (the other end reads it with `recv`),
+    pickled by `pickle` itself: `send` makes a `ForkingPickler` per message, whose copy of
+    the reducer table cost the children ~15 us a document."""
+    conn.send_bytes(pickle.dumps(message, pickle.HIGHEST_PROTOCOL))
+
+
 def _serve(conn: Connection, jobs: dict[str, str], max_memory_mb: int | None) -> None:
     """A child's life: limits, then "ready" (or why it cannot start), then one answer per
-    request until the parent sends None or is gone."""
+    request until the parent sends None or is gone. A request is two messages: `(kind,
+    kwargs)`, then the document's bytes as they are (never copied into a pickle)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     caller = multiprocessing.parent_process()  # the pool's process (the fork server is our parent)
     if caller is not None:  # gone (even killed) while we work: stop, nobody enforces the deadline
@@ -119,29 +137,31 @@ def _serve(conn: Connection, jobs: dict[str, str], max_memory_mb: int | None) ->
     try:
         functions = {kind: _load(spec) for kind, spec in jobs.items()}
     except Exception as exc:  # noqa: BLE001 - reported to the parent, which raises it
-        conn.send(("fatal", f"{type(exc).__name__}: {exc}"))
+        _put(conn, ("fatal", f"{type(exc).__name__}: {exc}"))
         return
     if max_memory_mb:
         import resource
 
         limit = max_memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    conn.send(("ready", os.getpid()))
+    _put(conn, ("ready", os.getpid()))
     while True:
         try:
             request = conn.recv()
+            if request is None:
+                return
+            kind, kwargs = request
+            data = conn.recv_bytes()
         except (EOFError, OSError):
             return
-        if request is None:
-            return
-        kind, data, kwargs = request
         try:
-            conn.send(("ok", functions[kind](data, **kwargs)))
+            answer = pickle.dumps(("ok", functions[kind](data, **kwargs)), pickle.HIGHEST_PROTOCOL)
         except MemoryError:
-            conn.send(("error", OUT_OF_MEMORY, "MemoryError"))
+            _put(conn, ("error", OUT_OF_MEMORY, "MemoryError"))
             return  # replaced by the parent
         except Exception as exc:  # noqa: BLE001 - every parser failure is one document's failure
-            conn.send(("error", PARSE_ERROR, f"{type(exc).__name__}: {exc}"[:500]))
+            answer = pickle.dumps(("error", PARSE_ERROR, f"{type(exc).__name__}: {exc}"[:500]))
+        conn.send_bytes(answer)
 
 
 def _context() -> multiprocessing.context.BaseContext:
@@ -170,6 +190,7 @@ _POOLS: weakref.WeakSet[ExtractorPool] = weakref.WeakSet()
 class _Child:
     process: Any
     conn: Connection
+    fd: int  # the pipe's descriptor, as the pool's poll object knows it
     documents: int = 0
     tag: Any = None
     deadline: float | None = None  # monotonic deadline of the pending document
@@ -197,11 +218,13 @@ class ExtractorPool:
         if debug_kinds:
             self.extractors.update(DEBUG_EXTRACTORS)
         self.children: list[_Child] = []
+        self._busy: dict[int, _Child] = {}  # fd -> child with a document
+        self._poll: Any = None  # one select.poll of every child's pipe, made at `start`
         self.stats = {"started": 0, "killed": 0, "crashed": 0, "recycled": 0, "documents": 0}
         self.last_error: str | None = None
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "children": []}  # configuration only, never processes
+        return {**self.__dict__, "children": [], "_busy": {}, "_poll": None}  # configuration only, never processes
 
     def __enter__(self) -> ExtractorPool:
         return self
@@ -212,7 +235,7 @@ class ExtractorPool:
     @property
     def pending(self) -> int:
         """Documents submitted whose answer has not been returned yet."""
-        return sum(child.busy for child in self.children)
+        return len(self._busy)
 
     @property
     def pids(self) -> list[int]:
@@ -222,6 +245,8 @@ class ExtractorPool:
     def start(self) -> None:
         """Start the missing children and wait until each is ready (`DoFn.setup`)."""
         _POOLS.add(self)
+        if self._poll is None:
+            self._poll = select.poll()
         while len(self.children) < self.size:
             self.children.append(self._spawn())
 
@@ -232,7 +257,7 @@ class ExtractorPool:
                                   name="extractor", daemon=True)
         process.start()
         child_end.close()
-        child = _Child(process, conn)
+        child = _Child(process, conn, conn.fileno())
         self.stats["started"] += 1
         try:
             if not conn.poll(STARTUP_TIMEOUT_S):
@@ -245,6 +270,7 @@ class ExtractorPool:
             self._stop(child, kill=True)
             raise RuntimeError(f"the extraction worker cannot start: {message[1]} (install the package's "
                                "dependencies: pip install openmsd-build, or `make test` for a development checkout)")
+        self._poll.register(child.fd, select.POLLIN)
         return child
 
     def _refuse(self, kind: str, data: bytes) -> tuple[None, str, str] | None:
@@ -271,10 +297,12 @@ class ExtractorPool:
             self.start()
             child = next(c for c in self.children if not c.busy)
             child.tag, child.deadline = tag, time.monotonic() + self.timeout
+            self._busy[child.fd] = child
             child.documents += 1
             self.stats["documents"] += 1
             try:
-                child.conn.send((kind, data, kwargs))
+                _put(child.conn, (kind, kwargs))
+                child.conn.send_bytes(data)  # the bytes as they are: no pickle copies them
             except (BrokenPipeError, EOFError, OSError):
                 pass  # the child is dead: `_collect` sees its end of file and answers `crashed`
             return done
@@ -308,25 +336,32 @@ class ExtractorPool:
     def _collect(self, block: bool) -> list[Answer]:
         """Answers of the busy children that have one (or died, or overran their deadline),
         waiting, when `block`, until the first answer or the earliest deadline."""
-        busy = [child for child in self.children if child.busy]
-        if not busy:
+        if not self._busy:
             return []
-        timeout = max(0.0, min(c.deadline for c in busy) - time.monotonic()) if block else 0.0  # type: ignore[type-var]
-        ready = {id(conn) for conn in wait([c.conn for c in busy], timeout)}
-        now = time.monotonic()
+        timeout_ms = 0
+        if block:  # whole milliseconds, rounded up: a wait cut short would spin until the deadline
+            first = min(c.deadline for c in self._busy.values())  # type: ignore[type-var]
+            timeout_ms = max(0, math.ceil((first - time.monotonic()) * 1000))
         done = []
-        for child in busy:
-            if id(child.conn) in ready:
+        for fd, _event in self._poll.poll(timeout_ms):
+            child = self._busy.get(fd)
+            if child is not None:
                 done.append(self._answer(child))
-            elif child.deadline <= now:  # type: ignore[operator]
-                self.stats["killed"] += 1
-                tag = child.tag
-                self._retire(child, kill=True)
-                done.append((tag, None, TIMEOUT, f"no answer within {self.timeout:g} s; worker killed"))
+                continue
+            idle = next((c for c in self.children if c.fd == fd), None)
+            if idle is not None:  # an idle child's pipe ended (killed between documents): replaced
+                self._retire(idle, kill=True)
+        now = time.monotonic()
+        for child in [c for c in self._busy.values() if c.deadline <= now]:  # type: ignore[operator]
+            self.stats["killed"] += 1
+            tag = child.tag
+            self._retire(child, kill=True)
+            done.append((tag, None, TIMEOUT, f"no answer within {self.timeout:g} s; worker killed"))
         return done
 
     def _answer(self, child: _Child) -> Answer:
         tag, child.tag, child.deadline = child.tag, None, None
+        del self._busy[child.fd]
         try:
             message = child.conn.recv()
         except (EOFError, OSError) as exc:
@@ -345,13 +380,15 @@ class ExtractorPool:
     def _retire(self, child: _Child, kill: bool = False) -> None:
         """Stop `child` and take it out of the pool (the next `submit` starts a new one)."""
         self.children.remove(child)
+        self._busy.pop(child.fd, None)
+        self._poll.unregister(child.fd)
         self._stop(child, kill)
 
     @staticmethod
     def _stop(child: _Child, kill: bool) -> None:
         if not kill:
             try:
-                child.conn.send(None)
+                _put(child.conn, None)
             except OSError:
                 kill = True
         child.conn.close()
