@@ -78,8 +78,12 @@ def normalize_text(text: str | None, keep_paragraphs: bool = True) -> str:
     (`repair_ligatures`)."""
     if not text:
         return ""
-    if keep_paragraphs and is_normal_layout(text):
-        return repair_ligatures(text)
+    if keep_paragraphs:
+        layout = text_layout(text)
+        if layout == NORMAL_LAYOUT:
+            return repair_ligatures(text)
+        if layout == WRAPPED_LAYOUT:  # only the line-wrapping steps below change it
+            return repair_ligatures(_SINGLE_NEWLINE_RE.sub(" ", _CJK_WRAP_RE.sub("", text)))
     text = unicodedata.normalize("NFC", text)
     if text.isprintable():
         # Fast path for the common case (most titles, many abstracts): no line breaks, no
@@ -104,29 +108,53 @@ def normalize_text(text: str | None, keep_paragraphs: bool = True) -> str:
     return repair_ligatures(text.strip())
 
 
+NORMAL_LAYOUT = 2
+"""`text_layout`: `normalize_text` changes nothing but ligatures (`is_normal_layout`)."""
+WRAPPED_LAYOUT = 1
+"""`text_layout`: as `NORMAL_LAYOUT` but for single line breaks (lines wrapped, as a PDF
+body joined by its lines gives them): `normalize_text` only unwraps them and repairs
+ligatures."""
+OTHER_LAYOUT = 0
+"""`text_layout`: any other text, which goes through every step of `normalize_text`."""
+
+
 def is_normal_layout(text: str) -> bool:
-    """Whether every step of `normalize_text` before `repair_ligatures` leaves `text` as it is:
-    NFC, no control, format or exotic space character (`str.isprintable` once the line breaks
-    are set aside), no run of spaces, no space at the start or end of a line, and line breaks
-    only in pairs (paragraphs). Text an extractor already normalized is so, and is then not
-    scanned again by each of those steps (a body is the longest text of a paper).
+    """Whether every step of `normalize_text` before `repair_ligatures` leaves `text` as it is
+    (`text_layout` is `NORMAL_LAYOUT`). Text an extractor already normalized is so, and is
+    then not scanned again by each of those steps (a body is the longest text of a paper)."""
+    return text_layout(text) == NORMAL_LAYOUT
+
+
+def text_layout(text: str) -> int:
+    """Which steps of `normalize_text` (with paragraphs kept) can change `text`: none but
+    `repair_ligatures` (`NORMAL_LAYOUT`), only the unwrapping of single line breaks as well
+    (`WRAPPED_LAYOUT`), or any (`OTHER_LAYOUT`). Text is normal layout when it is NFC, holds no
+    control, format or exotic space character (`str.isprintable` once the line breaks are set
+    aside), no run of spaces, no space at the start or end of a line, and line breaks only in
+    pairs (paragraphs); wrapped layout allows single line breaks too.
 
     Why each check suffices: printable text holds no `_CONTROL_RE` or `_OTHER_SPACES_RE`
     character and no "\\r" or "\\t", so its only whitespace is " " and "\\n"; with no "  ",
-    no " \\n" or "\\n " and no "\\n\\n\\n", every `_BLANK_LINES_RE` match is "\\n\\n" itself,
-    lines are stripped already, and with every line break in a pair neither `_CJK_WRAP_RE`
-    nor `_SINGLE_NEWLINE_RE` matches."""
+    no " \\n" or "\\n " and no "\\n\\n\\n", every `_BLANK_LINES_RE` match is "\\n\\n" itself and
+    lines are stripped already; with every line break in a pair neither `_CJK_WRAP_RE` nor
+    `_SINGLE_NEWLINE_RE` matches, and a single line break they replace has a non-space on
+    each side, so no run of spaces and no space at either end appears."""
     if "  " in text or text[:1] == " " or text[-1:] in (" ", "\n") or text[:1] == "\n":
-        return False
-    if "\n" in text and (" \n" in text or "\n " in text or "\n\n\n" in text
-                         or text.count("\n") != 2 * text.count("\n\n")):
-        return False
+        return OTHER_LAYOUT
+    layout = NORMAL_LAYOUT
+    if "\n" in text:
+        if " \n" in text or "\n " in text or "\n\n\n" in text:
+            return OTHER_LAYOUT
+        if text.count("\n") != 2 * text.count("\n\n"):
+            layout = WRAPPED_LAYOUT
     # printable but for its line breaks: the ASCII printable bytes and "\n" deleted in C, what
     # is left (the other characters, mostly few) asked `isprintable` (a lookup per character)
     rest = text.encode("utf-8", "surrogatepass").translate(None, _ASCII_PRINTABLE_OR_NEWLINE)
     if text.isascii():
-        return not rest
-    return rest.decode("utf-8", "surrogatepass").isprintable() and unicodedata.is_normalized("NFC", text)
+        return OTHER_LAYOUT if rest else layout
+    if rest.decode("utf-8", "surrogatepass").isprintable() and unicodedata.is_normalized("NFC", text):
+        return layout
+    return OTHER_LAYOUT
 
 
 _ASCII_PRINTABLE_OR_NEWLINE = bytes(b for b in range(128) if chr(b).isprintable() or b == ord("\n"))

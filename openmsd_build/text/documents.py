@@ -188,14 +188,38 @@ def extraction_title_match(titles: list[str], extraction: dict) -> float | None:
     text = (extraction.get("content") or "")[:MATCH_TEXT_CHARS]
     if not found and not text:
         return None
-    head = _squash_title(text)
-    if head and any(_squash_title(t) in head for t in titles):
+    if _title_printed([_squash_title(t) for t in titles], text):
+        return 1.0
+    similarity = [title_similarity(t, found) if found else 0.0 for t in titles]
+    if max(similarity) == 1.0:  # the most either measure gives: the text's words need not be read
         return 1.0
     # ASCII text is asked about each title word (`_AsciiWords`); other text's distinct words
     # are case-folded once each
     head_words: set[str] | _AsciiWords = _AsciiWords(text.lower()) if text.isascii() else {
         w.casefold() for w in set(_TITLE_WORD_RE.findall(text))}
-    return max(max(title_similarity(t, found) if found else 0.0, _word_coverage(t, head_words)) for t in titles)
+    return max(max(s, _word_coverage(t, head_words)) for t, s in zip(titles, similarity, strict=True))
+
+
+TITLE_PREFIX_CHARS = 1000
+"""Characters of a document's text squashed first when looking for its title there
+(`_title_printed`): a printed title is at the start of the text."""
+
+
+def _title_printed(squashed_titles: list[str], text: str) -> bool:
+    """`any(t in head for t in squashed_titles)` where `head = _squash_title(text)` is not
+    empty, looked for first in the squashed start of `text` (up to the first space after
+    `TITLE_PREFIX_CHARS`): a title found there is in `head`, which starts with it, and the
+    rest of the text is squashed only when none is. `_squash_title` of two pieces cut before
+    a space is the two pieces' squashes joined: NFKC never combines a character with a
+    following space (no composition ends with one, and a space is a starter), and case
+    folding and the alphanumeric filter go character by character."""
+    cut = text.find(" ", TITLE_PREFIX_CHARS) if len(text) > TITLE_PREFIX_CHARS else -1
+    if cut > 0:
+        start = _squash_title(text[:cut])
+        if start and any(t in start for t in squashed_titles):
+            return True
+    head = _squash_title(text)
+    return bool(head) and any(t in head for t in squashed_titles)
 
 
 class _AsciiWords:
@@ -380,8 +404,9 @@ def _abstract_rule(item: dict | str, extraction: dict) -> str:
 
 def abstract_entries(paper: dict, extractions: list[dict], title: str = "",
                      skip: Iterable[int] = ()) -> tuple[list[dict], list[tuple[str, str]]]:
-    """(every abstract of the paper as {"text", "language", "source", "rule"} in order of
-    trust, [(source, reason), ...] for the ones dropped as wrong). The metadata abstract comes
+    """(every abstract of the paper as {"text", "language", "source", "reliable", "rule",
+    "n_tokens"} in order of trust (`n_tokens`: `count_tokens` of the text, counted once here for
+    every later use), [(source, reason), ...] for the ones dropped as wrong). The metadata abstract comes
     first, then each extraction's (`abstracts` list, or its `abstract`) in `_ABSTRACT_ORDER`;
     texts that repeat an earlier one, or are too short, are skipped without a reason. The
     extractions at the indexes `skip` (documents found to be another text) give none: each of
@@ -440,7 +465,8 @@ def abstract_entries(paper: dict, extractions: list[dict], title: str = "",
             if heading:
                 headings.add(heading)
             seen.append(key)
-            entries.append({"text": part, "language": language, "source": source, "reliable": reliable, "rule": rule})
+            entries.append({"text": part, "language": language, "source": source, "reliable": reliable, "rule": rule,
+                            "n_tokens": n_part})
     return entries[:MAX_ABSTRACTS], dropped
 
 
@@ -483,7 +509,7 @@ def _own_language(title: str, entries: list[dict], content: str, hints: list[str
             return language
     languages = [e["language"] for e in entries if e["reliable"]]
     if page_text and len(set(hints)) == 1 and len(set(languages)) > 1 and count_tokens(page_text) >= 5 * max(
-            count_tokens(e["text"]) for e in entries):
+            e["n_tokens"] for e in entries):
         # a page's main text alone may be its interface; several times longer than the
         # abstracts and agreeing with the publisher's one language tag and one of the
         # abstracts, it is the paper's body (an English title over a French article does not
@@ -556,7 +582,7 @@ def build_document(paper: dict, extractions: Iterable[dict] = (), dropped: list[
         dropped.extend(_dropped)
         dropped.extend(_damaged)  # title and content refusals below join it as they happen
     abstracts = _candidates(paper, extractions, "abstract", _ABSTRACT_ORDER)
-    longest = max((count_tokens(e["text"]) for e in entries), default=0)
+    longest = max((e["n_tokens"] for e in entries), default=0)
     content, content_source, n_content = "", None, 0
     contents = _candidates({}, extractions, "content", _CONTENT_ORDER)
     for raw, source in contents:
@@ -581,7 +607,7 @@ def build_document(paper: dict, extractions: Iterable[dict] = (), dropped: list[
     abstract = chosen["text"] if chosen else ""
     abstract_source = chosen["source"] if chosen else None
     abstract_rule = chosen["rule"] if chosen else None
-    n_abstract = count_tokens(abstract)
+    n_abstract = chosen["n_tokens"] if chosen else 0  # `count_tokens(abstract)`, counted by `abstract_entries`
 
     if not abstract and not content:
         if other and not extractions and not entries:
