@@ -53,4 +53,23 @@ def start_gate(firsts: set[str], flags: int = re.IGNORECASE) -> Callable[[str], 
             return first in ascii_firsts
         return gate.match(line) is not None
 
+    may_start.ascii_firsts = ascii_firsts  # type: ignore[attr-defined]
     return may_start
+
+
+def gated_match(regex: re.Pattern[str], firsts: set[str]) -> Callable[[str], bool]:
+    """`lambda line: regex.match(line) is not None` for a regex `^\\s*(?:...)` every match of
+    which starts, after white space, with one of `firsts` (`first_characters` of its
+    alternation): the regex runs only on lines `start_gate(firsts, regex.flags)` lets through,
+    with the gate's lookup made in the same call."""
+    gate = start_gate(firsts, regex.flags)
+    ascii_firsts = gate.ascii_firsts  # type: ignore[attr-defined]
+    match = regex.match
+
+    def matches(line: str) -> bool:
+        first = line[:1]
+        if first.isascii() and not first.isspace() and first not in ascii_firsts:
+            return False
+        return match(line) is not None
+
+    return matches

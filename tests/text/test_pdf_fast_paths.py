@@ -426,3 +426,22 @@ def test_page_lines_collapse_only_the_lines_the_rule_would_change() -> None:
         plain = [collapse_letter_spacing(line.strip()) for line in P.fix_text_layer(text).replace("\r\n", "\n").split("\n")]
         if "\r" not in text.replace("\r\n", "") and "\ufffe" not in text:
             assert P._page_lines(text) == plain, repr(text)
+
+
+def test_dot_leaders_and_trailing_headings_are_asked_only_where_they_can_be(lines: list[str]) -> None:
+    """A line without four full stops, an ellipsis or a final digit has no dot leader; a line
+    ending with a character no heading word ends with has no heading glued to its end."""
+    pieces = ["Contents", ". ", ".", "..", "…", "……", " 12", "3", "٣", " ", "\t", "\n", "x", "Abstract", "RÉSUMÉ", "sumé",
+              "要", "약", "Реферат", ":", "：", "word", "。"]
+    drawn = lines + _line_draw(23, pieces)
+    leaders = [P._has_dot_leader(t) for t in drawn]
+    assert leaders == [P._DOT_LEADER_RE.search(t) is not None for t in drawn]
+    assert sum(leaders) > 1000
+    for t in drawn:
+        end = t.rstrip()
+        if end[-1:] in (":", ".", "："):
+            end = end[:-1].rstrip()
+        assert P._may_end_with_heading(t) == end.endswith(P._TRAILING_HEADING_ENDS), repr(t)
+        if P._TRAILING_HEADING_RE.search(t):
+            assert P._may_end_with_heading(t), repr(t)
+    assert sum(map(P._may_end_with_heading, drawn)) > 1000

@@ -48,7 +48,7 @@ from typing import Any, NamedTuple
 
 import numpy as np  # imported with the module: the extractor children's fork server preloads it
 
-from openmsd_build.core.regex_gates import first_characters, start_gate
+from openmsd_build.core.regex_gates import first_characters, gated_match, start_gate
 from openmsd_build.core.textclean import (
     KEYWORD_LABELS,
     MAX_SPACED_LINE_CHARS,
@@ -463,6 +463,15 @@ def _structured_start(lines: list[str], i: int) -> bool:
 _DOT_LEADER_RE = re.compile(r"(?:\.\s?){4,}|…{2,}|\s\d{1,3}\s*$")
 
 
+def _has_dot_leader(line: str) -> bool:
+    """`_DOT_LEADER_RE.search(line)`, asked only of a line that holds what one of its branches
+    needs: four full stops, an ellipsis, or a digit last before white space (`\\d` is
+    `str.isdecimal`, `\\s` what `rstrip` strips); most lines of an abstract hold none."""
+    if line.count(".") < 4 and "…" not in line and not line.rstrip()[-1:].isdecimal():
+        return False
+    return _DOT_LEADER_RE.search(line) is not None
+
+
 # A heading printed at the end of the previous line in the text layer ("... Kim** 요 약",
 # "... 높인다. Abstract"): after a non-letter (sentence end, footnote star, digit), a
 # capitalized Latin heading word or a CJK / Hangul one, letter-spaced or not.
@@ -473,12 +482,8 @@ _TRAILING_HEADING_RE = re.compile(
     r"|(?<=\S)\s+((?:摘\s?要|要\s?旨|초\s?록|요\s?약))\s*[:：]?\s*$"
 )
 _KEYWORDS_RE = re.compile(rf"^\s*(?:{_KEYWORD_WORDS})(?!\w)", re.IGNORECASE)
-_may_start_keywords = start_gate(first_characters(_KEYWORD_WORDS))
-
-
-def _is_keywords_line(line: str) -> bool:
-    """`_KEYWORDS_RE.match(line)`, most lines passed over by their first character."""
-    return _may_start_keywords(line) and _KEYWORDS_RE.match(line) is not None
+_is_keywords_line = gated_match(_KEYWORDS_RE, first_characters(_KEYWORD_WORDS))
+"""`_KEYWORDS_RE.match(line) is not None`, most lines passed over by their first character."""
 KEYWORDS_ABSTRACT_PAGES = 3
 """Pages (from the start) where a paragraph right above a keywords line is taken as an
 unlabelled abstract."""
@@ -492,8 +497,16 @@ _TRAILING_HEADING_ENDS = ("Abstract", "ABSTRACT", "Summary", "SUMMARY", "Resumo"
                           "Анотація", "Реферат", "РЕФЕРАТ", "要", "旨", "록", "약")
 
 
+_TRAILING_HEADING_LAST = frozenset(end[-1] for end in _TRAILING_HEADING_ENDS) | {":", ".", "："}
+
+
 def _may_end_with_heading(line: str) -> bool:
-    """False when `_TRAILING_HEADING_RE` cannot match `line` (a necessary test, not a sufficient one)."""
+    """False when `_TRAILING_HEADING_RE` cannot match `line` (a necessary test, not a sufficient one).
+    A line ending with a character no heading word (nor its colon or full stop) ends with, and
+    not white space, is answered by that character."""
+    last = line[-1:]
+    if last not in _TRAILING_HEADING_LAST and not last.isspace():
+        return False
     end = line.rstrip()
     if end[-1:] in (":", ".", "："):
         end = end[:-1].rstrip()
@@ -621,7 +634,7 @@ def _find_abstracts(lines: list[str], limit: int = 4) -> list[FoundAbstract]:
                 while len(body) > 1 and not _ends_sentence(body[-1]):
                     body.pop()
                 body += rest
-        leaders = sum(1 for ln in body if _DOT_LEADER_RE.search(ln))
+        leaders = sum(map(_has_dot_leader, body))
         text = clean_abstract(_join_lines(body))
         key = word_chars(text)[:200]
         if len(text) >= MIN_ABSTRACT_CHARS and leaders <= len(body) // 4 and not any(key[:80] in k for k in seen):
