@@ -79,11 +79,15 @@ def normalize_text(text: str | None, keep_paragraphs: bool = True) -> str:
     if not text:
         return ""
     if keep_paragraphs:
-        layout = text_layout(text)
+        # line breaks at either end go (a run of them becomes one blank line or one space, and
+        # the end result is stripped) without touching the rest: what is between them is
+        # classified (the first line of a block cut off, as `clean_abstract` does with a heading)
+        core = text.strip("\n") if text[:1] == "\n" or text[-1:] == "\n" else text
+        layout = text_layout(core) if core else OTHER_LAYOUT
         if layout == NORMAL_LAYOUT:
-            return repair_ligatures(text)
+            return repair_ligatures(core)
         if layout == WRAPPED_LAYOUT:  # only the line-wrapping steps below change it
-            return repair_ligatures(_SINGLE_NEWLINE_RE.sub(" ", _CJK_WRAP_RE.sub("", text)))
+            return repair_ligatures(_SINGLE_NEWLINE_RE.sub(" ", _CJK_WRAP_RE.sub("", core)))
     text = unicodedata.normalize("NFC", text)
     if text.isprintable():
         # Fast path for the common case (most titles, many abstracts): no line breaks, no

@@ -313,3 +313,17 @@ def test_extraction_title_match_is_the_best_of_both_measures() -> None:
         content = " ".join(rng.choice(words) for _ in range(rng.randint(0, 400)))
         extraction = {"title": found, "content": content}
         assert documents.extraction_title_match(titles, extraction) == plain(titles, extraction), (titles, found)
+
+
+def test_line_breaks_at_the_ends_leave_the_rest_to_its_layout(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Line breaks before and after a text in normal or wrapped layout (what is left when a
+    heading line is cut off an abstract) are dropped and the rest takes its fast path: the
+    result is the full normalization's."""
+    cores = _texts(list("ab fi") + ["\n", "\n\n", "中", "\u0301", "ﬁ", "é"], 5000, seed=6, max_len=20)
+    fast = 0
+    for k, core in enumerate(cores):
+        text = "\n" * (k % 4) + core + "\n" * ((k // 4) % 3)
+        stripped = text.strip("\n")
+        fast += bool(stripped) and text != stripped and textclean.text_layout(stripped) != textclean.OTHER_LAYOUT
+        assert normalize_text(text) == _slow_normalize(text, monkeypatch), repr(text)
+    assert fast > 1000
