@@ -603,11 +603,19 @@ _LATIN1_NOT_WORD = bytes(b for b in range(256) if not (chr(b).isalnum() or b == 
 
 
 def count_letters(text: str) -> int:
-    """How many characters of `text` are letters (`str.isalpha`); ASCII text counted in C."""
+    """How many characters of `text` are letters (`str.isalpha`); ASCII text counted in C, and
+    in other text its ASCII letters, its other characters asked one by one only when they are
+    not all letters (a dash, a quotation mark)."""
     if text.isascii():
         data = text.encode("ascii")
         return len(data) - len(data.translate(None, _ASCII_LETTERS))
-    return sum(map(str.isalpha, text))
+    data = text.encode("utf-8", "surrogatepass")
+    letters = len(data.translate(None, _NOT_ASCII_LETTER_BYTES))
+    rest = data.translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass")  # the non-ASCII characters
+    return letters + (len(rest) if rest.isalpha() else sum(map(str.isalpha, rest)))
+
+
+_NOT_ASCII_LETTER_BYTES = bytes(b for b in range(256) if not (b < 128 and chr(b).isalpha()))
 
 
 def word_chars(text: str) -> str:
@@ -797,7 +805,7 @@ def text_layer_damage(text: str | None) -> str | None:
         alnum = len(data) - len(data.translate(None, _ASCII_ALNUM))
         return "symbols_not_letters" if visible >= 40 and alnum * 3 < visible else None
     if _ANY_DAMAGE_CHAR_RE.search(text) is None:  # one scan: none of the four signs below can count
-        return "symbols_not_letters" if visible >= 40 and len(alnum_only(text)) * 3 < visible else None
+        return "symbols_not_letters" if visible >= 40 and _few_alnum(text, visible) else None
     if len(_PRIVATE_USE_RE.findall(text)) * 20 > visible:
         return "private_use_glyphs"
     if text.count("\ufffd") * 30 > visible:
@@ -806,6 +814,16 @@ def text_layer_damage(text: str | None) -> str | None:
         return "control_characters"
     if visible >= 12 and len(_UTF8_AS_LATIN1_RE.findall(text)) * 40 > visible:
         return "utf8_read_as_latin1"
-    if visible >= 40 and len(alnum_only(text)) * 3 < visible:
+    if visible >= 40 and _few_alnum(text, visible):
         return "symbols_not_letters"
     return None
+
+
+def _few_alnum(text: str, visible: int) -> bool:
+    """`len(alnum_only(text)) * 3 < visible`: the ASCII letters and digits alone (bytes kept
+    in C) are a lower bound of the count, enough to say no for most text in a Latin script;
+    the others are counted as `alnum_only` counts them."""
+    data = text.encode("utf-8", "surrogatepass")
+    if (len(data) - len(data.translate(None, _ASCII_ALNUM))) * 3 >= visible:
+        return False
+    return len(alnum_only(text)) * 3 < visible

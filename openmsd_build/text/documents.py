@@ -86,15 +86,18 @@ _CHROME_WORDS = ("cookie", "javascript", "sign in", "log in", "subscribe", "all 
                  "your browser", "computer science >", "digital repository", "dettaglio tesi", "download")
 _TOC_PIECES = tuple(f".{c}." for c in map(chr, range(128)) if c.isspace()) + ("..", "…")  # `\s` is `isspace`
 _ENUMERATED_PIECES = ("1.", "2.", "3.")
+_CASELESS_PIECES = _TOC_PIECES + _ENUMERATED_PIECES
+assert not any(char.isalpha() for piece in _CASELESS_PIECES for char in piece)  # `_may_hold(..., fold=False)`
 
 
-def _may_hold(text: str, pieces: tuple[str, ...], every: bool = False) -> bool:
+def _may_hold(text: str, pieces: tuple[str, ...], every: bool = False, fold: bool = True) -> bool:
     """False only when the ASCII `text` (lower-cased) holds none of `pieces` (with `every`: not
     all of them), so that a regex whose every match holds one (all) of them cannot match; True
-    for any other text."""
+    for any other text. `fold=False` for pieces without letters (`_CASELESS_PIECES`), which an
+    ASCII text holds lower-cased or not: it is not lower-cased then."""
     if not text.isascii():
         return True
-    lower = text.lower()
+    lower = text.lower() if fold else text
     return (all if every else any)(piece in lower for piece in pieces)
 
 
@@ -291,7 +294,7 @@ def wrong_abstract_reason(text: str, title: str = "") -> str | None:
         return "citation"
     if len(text) < 600 and _may_hold(head, _CHROME_WORDS) and _CHROME_RE.search(head):
         return "page_chrome"
-    if (_may_hold(text, _TOC_PIECES) and len(_TOC_RE.findall(text)) >= 3) or _enumerated_sections(text):
+    if (_may_hold(text, _TOC_PIECES, fold=False) and len(_TOC_RE.findall(text)) >= 3) or _enumerated_sections(text):
         return "table_of_contents"
     if looks_like_bibliography(text):
         return "bibliography"
@@ -328,7 +331,7 @@ def _cut_bibliography(text: str) -> tuple[str, bool]:
 def _enumerated_sections(text: str) -> bool:
     """Whether `text` opens as a numbered list of sections (1., 2., 3. in order, each after a
     dash, a semicolon or a line break): a contents list, not running prose."""
-    if not _may_hold(text[:3000], _ENUMERATED_PIECES, every=True):
+    if not _may_hold(text[:3000], _ENUMERATED_PIECES, every=True, fold=False):
         return False
     numbers = [int(n) for n in _ENUMERATED_RE.findall(text[:3000])]
     return numbers[:3] == [1, 2, 3]

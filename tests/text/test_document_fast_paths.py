@@ -327,3 +327,17 @@ def test_line_breaks_at_the_ends_leave_the_rest_to_its_layout(monkeypatch: pytes
         fast += bool(stripped) and text != stripped and textclean.text_layout(stripped) != textclean.OTHER_LAYOUT
         assert normalize_text(text) == _slow_normalize(text, monkeypatch), repr(text)
     assert fast > 1000
+
+
+def test_count_letters_and_the_alnum_share_are_the_plain_counts() -> None:
+    """`count_letters` counts ASCII letters as bytes and asks the other characters one by one
+    only when they are not all letters; `_few_alnum` decides from the ASCII letters and digits
+    when they suffice. Both give the plain counts on texts of every kind of character."""
+    alphabet = ["a", "Z", "7", " ", "-", "é", "ñ", "—", "«", "中", "٣", "²", "ß", "\ud800", "\U0001d400", "\u0301", "_", "…"]
+    for seed, weights in ((10, None), (11, [9] * 4 + [1] * 14)):
+        rng = random.Random(seed)
+        for _ in range(20_000):
+            text = "".join(rng.choices(alphabet, weights=weights, k=rng.randint(0, 60)))
+            assert textclean.count_letters(text) == sum(map(str.isalpha, text)), repr(text)
+            visible = sum(map(len, text.split()))
+            assert textclean._few_alnum(text, visible) == (len(alnum_only(text)) * 3 < visible), repr(text)
