@@ -299,7 +299,7 @@ def test_join_lines_reads_each_line_once_with_the_same_result() -> None:
 
 def test_at_most_words_is_the_word_count_test() -> None:
     rng = random.Random(17)
-    pool = ["word", "two words", "語語語語", "한국어", "a b c d e f", "", "x"]
+    pool = ["word", "two words", "語語語語", "한국어", "a b c d e f", "", "x", " ", "\u3000y\u3000", "\tz "]
     for _ in range(3_000):
         lines = [rng.choice(pool) for _ in range(rng.randint(0, 12))]
         for limit in (3, 10, 25):

@@ -146,6 +146,7 @@ _BOILERPLATE_LINE_RE = re.compile(
     re.IGNORECASE,
 )
 _BOILERPLATE_ANYWHERE_RE = re.compile(r"\bcookies?\b|\bjavascript\b|your browser", re.IGNORECASE)
+_COOKIE_WORD_RE = re.compile(r"\bcookies?\b", re.IGNORECASE)
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 
 
@@ -439,7 +440,7 @@ def clean_content(text: str | None) -> str:
         line = collapse_letter_spacing(line)
         if len(line) < 80 and (_BOILERPLATE_LINE_RE.match(line) or _BOILERPLATE_ANYWHERE_RE.search(line)):
             continue
-        if len(line) < 300 and re.search(r"\bcookies?\b", line, re.IGNORECASE) and "consent" in line.lower():
+        if len(line) < 300 and "consent" in line.lower() and _COOKIE_WORD_RE.search(line):
             continue
         kept.append(line)
     return normalize_text("\n\n".join(kept))

@@ -1287,10 +1287,13 @@ def _words(lines: list[str]) -> int:
 
 def _at_most_words(lines: list[str], limit: int) -> bool:
     """`_words(lines) <= limit`, the wide characters counted only when the spaced words alone
-    are few enough (a page of body text is decided by one split)."""
-    text = " ".join(lines)
-    words = len(text.split())
-    return words <= limit and words + len(_WIDE_CHAR_RE.findall(text)) // 2 <= limit
+    are few enough (a page of body text is decided by its first lines)."""
+    words = 0
+    for line in lines:  # the lines' words add up to the joined text's; a long page stops early
+        words += len(line.split())
+        if words > limit:
+            return False
+    return words + len(_WIDE_CHAR_RE.findall(" ".join(lines))) // 2 <= limit
 
 
 def _title_above_abstract(data: bytes, pages: list[list[str]], abstract: str) -> str:
