@@ -78,8 +78,16 @@ def normalize_text(text: str | None, keep_paragraphs: bool = True) -> str:
     (`repair_ligatures`)."""
     if not text:
         return ""
-    if keep_paragraphs and is_normal_layout(text):
-        return repair_ligatures(text)
+    if keep_paragraphs:
+        # line breaks at either end go (a run of them becomes one blank line or one space, and
+        # the end result is stripped) without touching the rest: what is between them is
+        # classified (the first line of a block cut off, as `clean_abstract` does with a heading)
+        core = text.strip("\n") if text[:1] == "\n" or text[-1:] == "\n" else text
+        layout = text_layout(core) if core else OTHER_LAYOUT
+        if layout == NORMAL_LAYOUT:
+            return repair_ligatures(core)
+        if layout == WRAPPED_LAYOUT:  # only the line-wrapping steps below change it
+            return repair_ligatures(_SINGLE_NEWLINE_RE.sub(" ", _CJK_WRAP_RE.sub("", core)))
     text = unicodedata.normalize("NFC", text)
     if text.isprintable():
         # Fast path for the common case (most titles, many abstracts): no line breaks, no
@@ -104,29 +112,53 @@ def normalize_text(text: str | None, keep_paragraphs: bool = True) -> str:
     return repair_ligatures(text.strip())
 
 
+NORMAL_LAYOUT = 2
+"""`text_layout`: `normalize_text` changes nothing but ligatures (`is_normal_layout`)."""
+WRAPPED_LAYOUT = 1
+"""`text_layout`: as `NORMAL_LAYOUT` but for single line breaks (lines wrapped, as a PDF
+body joined by its lines gives them): `normalize_text` only unwraps them and repairs
+ligatures."""
+OTHER_LAYOUT = 0
+"""`text_layout`: any other text, which goes through every step of `normalize_text`."""
+
+
 def is_normal_layout(text: str) -> bool:
-    """Whether every step of `normalize_text` before `repair_ligatures` leaves `text` as it is:
-    NFC, no control, format or exotic space character (`str.isprintable` once the line breaks
-    are set aside), no run of spaces, no space at the start or end of a line, and line breaks
-    only in pairs (paragraphs). Text an extractor already normalized is so, and is then not
-    scanned again by each of those steps (a body is the longest text of a paper).
+    """Whether every step of `normalize_text` before `repair_ligatures` leaves `text` as it is
+    (`text_layout` is `NORMAL_LAYOUT`). Text an extractor already normalized is so, and is
+    then not scanned again by each of those steps (a body is the longest text of a paper)."""
+    return text_layout(text) == NORMAL_LAYOUT
+
+
+def text_layout(text: str) -> int:
+    """Which steps of `normalize_text` (with paragraphs kept) can change `text`: none but
+    `repair_ligatures` (`NORMAL_LAYOUT`), only the unwrapping of single line breaks as well
+    (`WRAPPED_LAYOUT`), or any (`OTHER_LAYOUT`). Text is normal layout when it is NFC, holds no
+    control, format or exotic space character (`str.isprintable` once the line breaks are set
+    aside), no run of spaces, no space at the start or end of a line, and line breaks only in
+    pairs (paragraphs); wrapped layout allows single line breaks too.
 
     Why each check suffices: printable text holds no `_CONTROL_RE` or `_OTHER_SPACES_RE`
     character and no "\\r" or "\\t", so its only whitespace is " " and "\\n"; with no "  ",
-    no " \\n" or "\\n " and no "\\n\\n\\n", every `_BLANK_LINES_RE` match is "\\n\\n" itself,
-    lines are stripped already, and with every line break in a pair neither `_CJK_WRAP_RE`
-    nor `_SINGLE_NEWLINE_RE` matches."""
+    no " \\n" or "\\n " and no "\\n\\n\\n", every `_BLANK_LINES_RE` match is "\\n\\n" itself and
+    lines are stripped already; with every line break in a pair neither `_CJK_WRAP_RE` nor
+    `_SINGLE_NEWLINE_RE` matches, and a single line break they replace has a non-space on
+    each side, so no run of spaces and no space at either end appears."""
     if "  " in text or text[:1] == " " or text[-1:] in (" ", "\n") or text[:1] == "\n":
-        return False
-    if "\n" in text and (" \n" in text or "\n " in text or "\n\n\n" in text
-                         or text.count("\n") != 2 * text.count("\n\n")):
-        return False
+        return OTHER_LAYOUT
+    layout = NORMAL_LAYOUT
+    if "\n" in text:
+        if " \n" in text or "\n " in text or "\n\n\n" in text:
+            return OTHER_LAYOUT
+        if text.count("\n") != 2 * text.count("\n\n"):
+            layout = WRAPPED_LAYOUT
     # printable but for its line breaks: the ASCII printable bytes and "\n" deleted in C, what
     # is left (the other characters, mostly few) asked `isprintable` (a lookup per character)
     rest = text.encode("utf-8", "surrogatepass").translate(None, _ASCII_PRINTABLE_OR_NEWLINE)
     if text.isascii():
-        return not rest
-    return rest.decode("utf-8", "surrogatepass").isprintable() and unicodedata.is_normalized("NFC", text)
+        return OTHER_LAYOUT if rest else layout
+    if rest.decode("utf-8", "surrogatepass").isprintable() and unicodedata.is_normalized("NFC", text):
+        return layout
+    return OTHER_LAYOUT
 
 
 _ASCII_PRINTABLE_OR_NEWLINE = bytes(b for b in range(128) if chr(b).isprintable() or b == ord("\n"))
@@ -571,11 +603,19 @@ _LATIN1_NOT_WORD = bytes(b for b in range(256) if not (chr(b).isalnum() or b == 
 
 
 def count_letters(text: str) -> int:
-    """How many characters of `text` are letters (`str.isalpha`); ASCII text counted in C."""
+    """How many characters of `text` are letters (`str.isalpha`); ASCII text counted in C, and
+    in other text its ASCII letters, its other characters asked one by one only when they are
+    not all letters (a dash, a quotation mark)."""
     if text.isascii():
         data = text.encode("ascii")
         return len(data) - len(data.translate(None, _ASCII_LETTERS))
-    return sum(map(str.isalpha, text))
+    data = text.encode("utf-8", "surrogatepass")
+    letters = len(data.translate(None, _NOT_ASCII_LETTER_BYTES))
+    rest = data.translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass")  # the non-ASCII characters
+    return letters + (len(rest) if rest.isalpha() else sum(map(str.isalpha, rest)))
+
+
+_NOT_ASCII_LETTER_BYTES = bytes(b for b in range(256) if not (b < 128 and chr(b).isalpha()))
 
 
 def word_chars(text: str) -> str:
@@ -765,7 +805,7 @@ def text_layer_damage(text: str | None) -> str | None:
         alnum = len(data) - len(data.translate(None, _ASCII_ALNUM))
         return "symbols_not_letters" if visible >= 40 and alnum * 3 < visible else None
     if _ANY_DAMAGE_CHAR_RE.search(text) is None:  # one scan: none of the four signs below can count
-        return "symbols_not_letters" if visible >= 40 and len(alnum_only(text)) * 3 < visible else None
+        return "symbols_not_letters" if visible >= 40 and _few_alnum(text, visible) else None
     if len(_PRIVATE_USE_RE.findall(text)) * 20 > visible:
         return "private_use_glyphs"
     if text.count("\ufffd") * 30 > visible:
@@ -774,6 +814,16 @@ def text_layer_damage(text: str | None) -> str | None:
         return "control_characters"
     if visible >= 12 and len(_UTF8_AS_LATIN1_RE.findall(text)) * 40 > visible:
         return "utf8_read_as_latin1"
-    if visible >= 40 and len(alnum_only(text)) * 3 < visible:
+    if visible >= 40 and _few_alnum(text, visible):
         return "symbols_not_letters"
     return None
+
+
+def _few_alnum(text: str, visible: int) -> bool:
+    """`len(alnum_only(text)) * 3 < visible`: the ASCII letters and digits alone (bytes kept
+    in C) are a lower bound of the count, enough to say no for most text in a Latin script;
+    the others are counted as `alnum_only` counts them."""
+    data = text.encode("utf-8", "surrogatepass")
+    if (len(data) - len(data.translate(None, _ASCII_ALNUM))) * 3 >= visible:
+        return False
+    return len(alnum_only(text)) * 3 < visible

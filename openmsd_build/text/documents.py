@@ -87,15 +87,18 @@ _CHROME_WORDS = ("cookie", "javascript", "sign in", "log in", "subscribe", "all 
                  "your browser", "computer science >", "digital repository", "dettaglio tesi", "download")
 _TOC_PIECES = tuple(f".{c}." for c in map(chr, range(128)) if c.isspace()) + ("..", "…")  # `\s` is `isspace`
 _ENUMERATED_PIECES = ("1.", "2.", "3.")
+_CASELESS_PIECES = _TOC_PIECES + _ENUMERATED_PIECES
+assert not any(char.isalpha() for piece in _CASELESS_PIECES for char in piece)  # `_may_hold(..., fold=False)`
 
 
-def _may_hold(text: str, pieces: tuple[str, ...], every: bool = False) -> bool:
+def _may_hold(text: str, pieces: tuple[str, ...], every: bool = False, fold: bool = True) -> bool:
     """False only when the ASCII `text` (lower-cased) holds none of `pieces` (with `every`: not
     all of them), so that a regex whose every match holds one (all) of them cannot match; True
-    for any other text."""
+    for any other text. `fold=False` for pieces without letters (`_CASELESS_PIECES`), which an
+    ASCII text holds lower-cased or not: it is not lower-cased then."""
     if not text.isascii():
         return True
-    lower = text.lower()
+    lower = text.lower() if fold else text
     return (all if every else any)(piece in lower for piece in pieces)
 
 
@@ -189,21 +192,38 @@ def extraction_title_match(titles: list[str], extraction: dict) -> float | None:
     text = (extraction.get("content") or "")[:MATCH_TEXT_CHARS]
     if not found and not text:
         return None
-    if _prints_title((_squash_title(t) for t in titles), text):
+    if _title_printed([_squash_title(t) for t in titles], text):
+        return 1.0
+    similarity = [title_similarity(t, found) if found else 0.0 for t in titles]
+    if max(similarity) == 1.0:  # the most either measure gives: the text's words need not be read
         return 1.0
     # ASCII text is asked about each title word (`_AsciiWords`); other text's distinct words
     # are case-folded once each
     head_words: set[str] | _AsciiWords = _AsciiWords(text.lower()) if text.isascii() else {
         w.casefold() for w in set(_TITLE_WORD_RE.findall(text))}
-    return max(max(title_similarity(t, found) if found else 0.0, _word_coverage(t, head_words)) for t in titles)
+    return max(max(s, _word_coverage(t, head_words)) for t, s in zip(titles, similarity, strict=True))
 
 
-def _prints_title(keys: Iterable[str], text: str) -> bool:
-    """Whether one of the squashed titles `keys` (`_squash_title`) is printed in `text` (the
-    first `MATCH_TEXT_CHARS` of a document's text): the rule by which `extraction_title_match`
-    gives 1.0 from the text alone."""
+TITLE_PREFIX_CHARS = 1000
+"""Characters of a document's text squashed first when looking for its title there
+(`_title_printed`): a printed title is at the start of the text."""
+
+
+def _title_printed(squashed_titles: list[str], text: str) -> bool:
+    """`any(t in head for t in squashed_titles)` where `head = _squash_title(text)` is not
+    empty, looked for first in the squashed start of `text` (up to the first space after
+    `TITLE_PREFIX_CHARS`): a title found there is in `head`, which starts with it, and the
+    rest of the text is squashed only when none is. `_squash_title` of two pieces cut before
+    a space is the two pieces' squashes joined: NFKC never combines a character with a
+    following space (no composition ends with one, and a space is a starter), and case
+    folding and the alphanumeric filter go character by character."""
+    cut = text.find(" ", TITLE_PREFIX_CHARS) if len(text) > TITLE_PREFIX_CHARS else -1
+    if cut > 0:
+        start = _squash_title(text[:cut])
+        if start and any(t in start for t in squashed_titles):
+            return True
     head = _squash_title(text)
-    return bool(head) and any(key in head for key in keys)
+    return bool(head) and any(t in head for t in squashed_titles)
 
 
 # --- a PDF's printed title: looked for only when it can change the document ------------------
@@ -238,7 +258,7 @@ def printed_title_needed(title_keys: list[str] | None, content: str | None) -> b
     * they are empty: `metadata_titles` is empty, so `extraction_title_match` is None
       whatever the PDF holds and `_other_text` is False; or
     * one of them is printed in the first `MATCH_TEXT_CHARS` of `content`
-      (`_prints_title`): `extraction_title_match` is then 1.0 by its text rule before it
+      (`_title_printed`): `extraction_title_match` is then 1.0 by its text rule before it
       reads the PDF's title, so `_other_text` is False and `title_match` is the same.
 
     Proof that nothing else reads the title of such a PDF: `build_document` takes the
@@ -254,7 +274,7 @@ def printed_title_needed(title_keys: list[str] | None, content: str | None) -> b
     not a necessary one."""
     if title_keys is None:
         return True
-    return bool(title_keys) and not _prints_title(title_keys, (content or "")[:MATCH_TEXT_CHARS])
+    return bool(title_keys) and not _title_printed(title_keys, (content or "")[:MATCH_TEXT_CHARS])
 
 
 class _AsciiWords:
@@ -326,7 +346,7 @@ def wrong_abstract_reason(text: str, title: str = "") -> str | None:
         return "citation"
     if len(text) < 600 and _may_hold(head, _CHROME_WORDS) and _CHROME_RE.search(head):
         return "page_chrome"
-    if (_may_hold(text, _TOC_PIECES) and len(_TOC_RE.findall(text)) >= 3) or _enumerated_sections(text):
+    if (_may_hold(text, _TOC_PIECES, fold=False) and len(_TOC_RE.findall(text)) >= 3) or _enumerated_sections(text):
         return "table_of_contents"
     if looks_like_bibliography(text):
         return "bibliography"
@@ -363,7 +383,7 @@ def _cut_bibliography(text: str) -> tuple[str, bool]:
 def _enumerated_sections(text: str) -> bool:
     """Whether `text` opens as a numbered list of sections (1., 2., 3. in order, each after a
     dash, a semicolon or a line break): a contents list, not running prose."""
-    if not _may_hold(text[:3000], _ENUMERATED_PIECES, every=True):
+    if not _may_hold(text[:3000], _ENUMERATED_PIECES, every=True, fold=False):
         return False
     numbers = [int(n) for n in _ENUMERATED_RE.findall(text[:3000])]
     return numbers[:3] == [1, 2, 3]
@@ -439,8 +459,9 @@ def _abstract_rule(item: dict | str, extraction: dict) -> str:
 
 def abstract_entries(paper: dict, extractions: list[dict], title: str = "",
                      skip: Iterable[int] = ()) -> tuple[list[dict], list[tuple[str, str]]]:
-    """(every abstract of the paper as {"text", "language", "source", "rule"} in order of
-    trust, [(source, reason), ...] for the ones dropped as wrong). The metadata abstract comes
+    """(every abstract of the paper as {"text", "language", "source", "reliable", "rule",
+    "n_tokens"} in order of trust (`n_tokens`: `count_tokens` of the text, counted once here for
+    every later use), [(source, reason), ...] for the ones dropped as wrong). The metadata abstract comes
     first, then each extraction's (`abstracts` list, or its `abstract`) in `_ABSTRACT_ORDER`;
     texts that repeat an earlier one, or are too short, are skipped without a reason. The
     extractions at the indexes `skip` (documents found to be another text) give none: each of
@@ -499,7 +520,8 @@ def abstract_entries(paper: dict, extractions: list[dict], title: str = "",
             if heading:
                 headings.add(heading)
             seen.append(key)
-            entries.append({"text": part, "language": language, "source": source, "reliable": reliable, "rule": rule})
+            entries.append({"text": part, "language": language, "source": source, "reliable": reliable, "rule": rule,
+                            "n_tokens": n_part})
     return entries[:MAX_ABSTRACTS], dropped
 
 
@@ -542,7 +564,7 @@ def _own_language(title: str, entries: list[dict], content: str, hints: list[str
             return language
     languages = [e["language"] for e in entries if e["reliable"]]
     if page_text and len(set(hints)) == 1 and len(set(languages)) > 1 and count_tokens(page_text) >= 5 * max(
-            count_tokens(e["text"]) for e in entries):
+            e["n_tokens"] for e in entries):
         # a page's main text alone may be its interface; several times longer than the
         # abstracts and agreeing with the publisher's one language tag and one of the
         # abstracts, it is the paper's body (an English title over a French article does not
@@ -615,7 +637,7 @@ def build_document(paper: dict, extractions: Iterable[dict] = (), dropped: list[
         dropped.extend(_dropped)
         dropped.extend(_damaged)  # title and content refusals below join it as they happen
     abstracts = _candidates(paper, extractions, "abstract", _ABSTRACT_ORDER)
-    longest = max((count_tokens(e["text"]) for e in entries), default=0)
+    longest = max((e["n_tokens"] for e in entries), default=0)
     content, content_source, n_content = "", None, 0
     contents = _candidates({}, extractions, "content", _CONTENT_ORDER)
     for raw, source in contents:
@@ -640,7 +662,7 @@ def build_document(paper: dict, extractions: Iterable[dict] = (), dropped: list[
     abstract = chosen["text"] if chosen else ""
     abstract_source = chosen["source"] if chosen else None
     abstract_rule = chosen["rule"] if chosen else None
-    n_abstract = count_tokens(abstract)
+    n_abstract = chosen["n_tokens"] if chosen else 0  # `count_tokens(abstract)`, counted by `abstract_entries`
 
     if not abstract and not content:
         if other and not extractions and not entries:

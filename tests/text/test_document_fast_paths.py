@@ -37,7 +37,7 @@ def _texts(alphabet: list[str], n: int, seed: int, max_len: int = 40) -> list[st
 
 def _slow_normalize(text: str, monkeypatch: pytest.MonkeyPatch) -> str:
     with monkeypatch.context() as m:
-        m.setattr(textclean, "is_normal_layout", lambda _text: False)
+        m.setattr(textclean, "text_layout", lambda _text: textclean.OTHER_LAYOUT)
         return normalize_text(text)
 
 
@@ -49,6 +49,22 @@ def test_normal_layout_means_normalize_text_only_repairs_ligatures(monkeypatch: 
             assert _slow_normalize(text, monkeypatch) == textclean.repair_ligatures(text), repr(text)
         assert normalize_text(text) == _slow_normalize(text, monkeypatch), repr(text)
     assert fast > 500  # the fast path is taken, not only refused
+
+
+def test_wrapped_layout_means_normalize_text_only_unwraps_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Text in normal layout but for single line breaks (a PDF body joined by its lines) is
+    only unwrapped: the draw favours lines of words, CJK characters and ligatures around
+    single and double line breaks, with every character that sends a text the slow way."""
+    alphabet = list("ab fi") + ["\n", "\n", "\n\n", "中", "文", "。", "é", "e\u0301", "ﬁ", " fi ", "ff ", "\u00a0", "\t", "\r",
+                                "\u200b", "\x85", "\u2028", "  "]
+    wrapped = 0
+    for text in _texts(alphabet, 30_000, seed=4, max_len=30) + _texts(list("ab中\n"), 5000, seed=5):
+        layout = textclean.text_layout(text) if text else None
+        wrapped += layout == textclean.WRAPPED_LAYOUT
+        assert normalize_text(text) == _slow_normalize(text, monkeypatch), repr(text)
+        if layout == textclean.WRAPPED_LAYOUT:
+            assert "\n" in text and not is_normal_layout(text)
+    assert wrapped > 1000  # the fast path is taken, not only refused
 
 
 def test_normalized_text_takes_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -245,3 +261,83 @@ def test_same_words_is_the_key_comparison() -> None:
     for text in texts:
         title = rng.choice(texts) if rng.random() < 0.5 else text.upper()
         assert documents._same_words(text, title) == (textclean.word_chars(text) == textclean.word_chars(title)), (text, title)
+
+
+def test_title_printed_looks_at_the_start_first_with_the_answer_of_the_whole_text() -> None:
+    """`_title_printed` squashes the start of a text (cut before a space) before the whole:
+    texts of letters, spaces, combining marks, compatibility characters (ligatures, no-break
+    spaces, full-width letters), Hangul jamo and letters that case-fold to two get the answer
+    of squashing the whole text, on both sides of the cut."""
+    rng = random.Random(8)
+    alphabet = ["a", "b", "T", " ", " ", "e\u0301", "\u0301", "\u0327", "\ufb01", "\u00a0", "\uff21", "\u1100", "\u1161",
+                "\u11a8", "\u00df", "\u0130", "\u00b4", "-", "中", "\u212b", "Ǆ"]
+    titles_pool = ["ab", "ta", "fi", "ss", "가", "aé", "i̇", "tab", "b中", "dž"]
+    hits = near_cut = 0
+    for _ in range(20_000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60)))
+        titles = rng.sample(titles_pool, rng.randint(1, 3))
+        squashed = [documents._squash_title(t) for t in titles]
+        head = documents._squash_title(text)
+        want = bool(head) and any(t in head for t in squashed)
+        for cut_at in (0, 5, 20, 10_000):  # the start squashed first, or (10,000) not at all
+            documents.TITLE_PREFIX_CHARS, saved = cut_at, documents.TITLE_PREFIX_CHARS
+            try:
+                assert documents._title_printed(squashed, text) == want, (text, titles, cut_at)
+            finally:
+                documents.TITLE_PREFIX_CHARS = saved
+        hits += want
+        near_cut += " " in text[5:]
+    assert 2000 < hits < 18_000 and near_cut > 10_000  # both answers, and texts that are cut
+
+
+def test_extraction_title_match_is_the_best_of_both_measures() -> None:
+    """With the similarity of the printed title at 1.0 the words of the text are not read: the
+    answer is what the plain definition (the best of both measures over all titles) gives."""
+    def plain(titles: list[str], extraction: dict) -> float | None:
+        found = extraction.get("title") or ""
+        text = (extraction.get("content") or "")[:documents.MATCH_TEXT_CHARS]
+        if not titles or (not found and not text):
+            return None
+        head = documents._squash_title(text)
+        if head and any(documents._squash_title(t) in head for t in titles):
+            return 1.0
+        words = {w.casefold() for w in documents._TITLE_WORD_RE.findall(text)}
+        return max(max(documents.title_similarity(t, found) if found else 0.0, documents._word_coverage(t, words))
+                   for t in titles)
+
+    rng = random.Random(9)
+    words = ["deep", "learning", "river", "sediment", "dynamics", "Über", "Flüsse", "model", "the", "of", "Ünïcode"]
+    for _ in range(3_000):
+        titles = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 6))) for _ in range(rng.randint(0, 2))]
+        found = rng.choice(["", *titles, " ".join(rng.choice(words) for _ in range(4))]) if titles else ""
+        content = " ".join(rng.choice(words) for _ in range(rng.randint(0, 400)))
+        extraction = {"title": found, "content": content}
+        assert documents.extraction_title_match(titles, extraction) == plain(titles, extraction), (titles, found)
+
+
+def test_line_breaks_at_the_ends_leave_the_rest_to_its_layout(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Line breaks before and after a text in normal or wrapped layout (what is left when a
+    heading line is cut off an abstract) are dropped and the rest takes its fast path: the
+    result is the full normalization's."""
+    cores = _texts(list("ab fi") + ["\n", "\n\n", "中", "\u0301", "ﬁ", "é"], 5000, seed=6, max_len=20)
+    fast = 0
+    for k, core in enumerate(cores):
+        text = "\n" * (k % 4) + core + "\n" * ((k // 4) % 3)
+        stripped = text.strip("\n")
+        fast += bool(stripped) and text != stripped and textclean.text_layout(stripped) != textclean.OTHER_LAYOUT
+        assert normalize_text(text) == _slow_normalize(text, monkeypatch), repr(text)
+    assert fast > 1000
+
+
+def test_count_letters_and_the_alnum_share_are_the_plain_counts() -> None:
+    """`count_letters` counts ASCII letters as bytes and asks the other characters one by one
+    only when they are not all letters; `_few_alnum` decides from the ASCII letters and digits
+    when they suffice. Both give the plain counts on texts of every kind of character."""
+    alphabet = ["a", "Z", "7", " ", "-", "é", "ñ", "—", "«", "中", "٣", "²", "ß", "\ud800", "\U0001d400", "\u0301", "_", "…"]
+    for seed, weights in ((10, None), (11, [9] * 4 + [1] * 14)):
+        rng = random.Random(seed)
+        for _ in range(20_000):
+            text = "".join(rng.choices(alphabet, weights=weights, k=rng.randint(0, 60)))
+            assert textclean.count_letters(text) == sum(map(str.isalpha, text)), repr(text)
+            visible = sum(map(len, text.split()))
+            assert textclean._few_alnum(text, visible) == (len(alnum_only(text)) * 3 < visible), repr(text)

@@ -219,7 +219,6 @@ def test_not_continuation_agrees_with_the_regex(lines: list[str]) -> None:
 def test_heading_start_precheck_decides_as_the_rule(lines: list[str], monkeypatch) -> None:
     """`_heading_at` passes over a line whose first character cannot start a heading: the
     lines and headings in every casing and spacing get the answer of the rule without it."""
-    import re
 
     headings = ["Abstract", "ABSTRACT: We study", "A B S T R A C T", "1. Summary", "I. Özet", "摘 要", "Resumo",
                 "RÉSUMÉ Les", "ıntisari", "Аннотация", "0 Summary", "Zusammenfassung: Wir", "ſummary"]
@@ -227,7 +226,7 @@ def test_heading_start_precheck_decides_as_the_rule(lines: list[str], monkeypatc
                      for tail in ("", ".", " Text follows here in a sentence of some length.")]
     drawn += [h.lower() for h in drawn] + [h.upper() for h in drawn]
     got = [P._heading_at(t) for t in drawn]
-    monkeypatch.setattr(P, "_HEADING_START_RE", re.compile(""))  # every line to the rule
+    monkeypatch.setattr(P, "_may_start_heading", lambda _line: True)  # every line to the rule
     assert got == [P._heading_at(t) for t in drawn]
     assert sum(g is not None for g in got) > 50
 
@@ -300,7 +299,7 @@ def test_join_lines_reads_each_line_once_with_the_same_result() -> None:
 
 def test_at_most_words_is_the_word_count_test() -> None:
     rng = random.Random(17)
-    pool = ["word", "two words", "語語語語", "한국어", "a b c d e f", "", "x"]
+    pool = ["word", "two words", "語語語語", "한국어", "a b c d e f", "", "x", " ", "\u3000y\u3000", "\tz "]
     for _ in range(3_000):
         lines = [rng.choice(pool) for _ in range(rng.randint(0, 12))]
         for limit in (3, 10, 25):
@@ -384,3 +383,65 @@ def test_title_blocks_found_largest_first_on_real_first_pages(real_samples: Path
     for lines in pages:
         for cut in (len(lines), 12, 30):
             assert P._title_from_font(lines[:cut]) == _reference_title_from_font(lines[:cut])
+
+
+def _line_draw(seed: int, pieces: list[str], n: int = 20_000) -> list[str]:
+    rng = random.Random(seed)
+    return ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 6))) for _ in range(n)]
+
+
+def test_line_start_gates_agree_with_their_regexes(lines: list[str]) -> None:
+    """The keyword, objective and page-number checks pass a line over by its first or last
+    character before the regex: every line gets the regex's answer."""
+    import re
+
+    pieces = ["Keywords", "KEY WORDS", "palavras-chave", "Ключевые слова", "关键词", "Objective", "OBJETIVO.", "Aims:",
+              "Цель", "Page ", "p. ", "Seite ", "стр.", "12", "٣", "² ", " of 9", "/", " ", "\t", "\u3000", "\n", "ſ",
+              "\u212a", "ı", "İ", ":", " text", "x", "-"]
+    drawn = lines + _line_draw(21, pieces) + list(pieces)
+    for label in ("Objective", "OBJETIVOS", "aims", "Цель", "ſcopo", "\u212aontext", "İntroducción", "Background"):
+        for pad, sep in (("", ":"), (" ", "."), ("\t", " -"), ("", "")):
+            drawn += [f"{pad}{label}{sep} text of the first section", "more text", f"{pad}Methods{sep} we did"]
+    keywords = [P._is_keywords_line(t) for t in drawn]
+    assert keywords == [P._KEYWORDS_RE.match(t) is not None for t in drawn]
+    assert [P._is_page_number(t) for t in drawn] == [P._PAGE_NUMBER_RE.match(t) is not None for t in drawn]
+    assert [P._ends_sentence(t) for t in drawn + ["a.\n", "a\n", ".\n\n", "\n"]] == [
+        P._SENTENCE_END_RE.search(t) is not None for t in drawn + ["a.\n", "a\n", ".\n\n", "\n"]]
+    assert sum(keywords) > 500 and sum(map(P._is_page_number, drawn)) > 200
+    # `_structured_start` with its gate and without (every line to the regex)
+    starts = [P._structured_start(drawn, i) for i in range(len(drawn))]
+    objective = re.compile(P._OBJECTIVE_LABEL_RE.pattern, re.IGNORECASE)
+    assert [objective.match(t) is not None and any(P._METHODS_LABEL_RE.match(ln) for ln in drawn[i + 1:i + 26])
+            for i, t in enumerate(drawn)] == starts
+    assert sum(starts) > 20
+
+
+def test_page_lines_collapse_only_the_lines_the_rule_would_change() -> None:
+    """`_page_lines` calls `collapse_letter_spacing` only on short lines holding a space: the
+    lines it skips are the ones the rule returns as they are."""
+    from openmsd_build.core.textclean import collapse_letter_spacing
+
+    pieces = ["A B S T R A C T", "R EVI EW", "摘 要", "word", " ", "  ", "\t", "x" * 40, "ab", "\u00a0", "\r\n", "\n"]
+    for text in _line_draw(22, pieces, 5_000):
+        plain = [collapse_letter_spacing(line.strip()) for line in P.fix_text_layer(text).replace("\r\n", "\n").split("\n")]
+        if "\r" not in text.replace("\r\n", "") and "\ufffe" not in text:
+            assert P._page_lines(text) == plain, repr(text)
+
+
+def test_dot_leaders_and_trailing_headings_are_asked_only_where_they_can_be(lines: list[str]) -> None:
+    """A line without four full stops, an ellipsis or a final digit has no dot leader; a line
+    ending with a character no heading word ends with has no heading glued to its end."""
+    pieces = ["Contents", ". ", ".", "..", "…", "……", " 12", "3", "٣", " ", "\t", "\n", "x", "Abstract", "RÉSUMÉ", "sumé",
+              "要", "약", "Реферат", ":", "：", "word", "。"]
+    drawn = lines + _line_draw(23, pieces)
+    leaders = [P._has_dot_leader(t) for t in drawn]
+    assert leaders == [P._DOT_LEADER_RE.search(t) is not None for t in drawn]
+    assert sum(leaders) > 1000
+    for t in drawn:
+        end = t.rstrip()
+        if end[-1:] in (":", ".", "："):
+            end = end[:-1].rstrip()
+        assert P._may_end_with_heading(t) == end.endswith(P._TRAILING_HEADING_ENDS), repr(t)
+        if P._TRAILING_HEADING_RE.search(t):
+            assert P._may_end_with_heading(t), repr(t)
+    assert sum(map(P._may_end_with_heading, drawn)) > 1000

@@ -38,6 +38,7 @@ import lxml.etree
 import lxml.html
 
 from openmsd_build.core.language import normalize_language_code
+from openmsd_build.core.regex_gates import first_characters, start_gate
 from openmsd_build.core.textclean import (
     clean_abstract,
     clean_title,
@@ -105,17 +106,37 @@ _TITLE_SPLIT_RE = re.compile(r"\s+[|–—-]\s+|\s+::\s+")
 _ABSTRACT_TOKEN_RE = re.compile(
     r"abstract|^(?:article-?)?summary$|resumo|resumen|résumé|zusammenfassung", re.IGNORECASE
 )
+# Every match of `_ABSTRACT_TOKEN_RE` holds one of these (lower-cased); ASCII class and id
+# names (almost all) are looked up with `in` on their lower-cased string, which for ASCII text
+# is what the regex's case-insensitive comparison does.
+_ABSTRACT_TOKEN_PIECES = ("abstract", "summary", "resumo", "resumen", "zusammenfassung")
+
+
+def _may_name_abstract(names: str) -> bool:
+    """False when no token of `names` (class and id) can match `_ABSTRACT_TOKEN_RE`: an ASCII
+    string without any of its pieces (the piece "résumé" is not ASCII, so it cannot occur in
+    one). Other strings are left to the regex."""
+    if not names.isascii():
+        return True
+    lower = names.lower()
+    return any(piece in lower for piece in _ABSTRACT_TOKEN_PIECES)
+
+
 _NOT_ABSTRACT_TOKEN_RE = re.compile(
     r"img|image|figure|graphic|dropzone|heading|title|toggle|link|btn|button|nav|menu|highlight|"
     r"keyword|teaser|^tabs?(?:-|$)|label|preview|related|list|metric|download|citation|cite|promo",
     re.IGNORECASE,
 )
-_ABSTRACT_HEADING_RE = re.compile(
-    r"^\s*(?:abstract|summary|résumé|resume|resumen|resumo|zusammenfassung|kurzfassung|riassunto|sommario|"
+_ABSTRACT_HEADING_WORDS = (
+    r"abstract|summary|résumé|resume|resumen|resumo|zusammenfassung|kurzfassung|riassunto|sommario|"
     r"samenvatting|streszczenie|аннотация|анотація|реферат|резюме|摘\s?要|要\s?旨|抄\s?録|초\s?록|요\s?약|özet|öz|"
-    r"ملخص|الملخص|چکیده|abstrak|sammanfattning|tiivistelmä|sammendrag|resum)\s*[:.：]?\s*$",
-    re.IGNORECASE,
+    r"ملخص|الملخص|چکیده|abstrak|sammanfattning|tiivistelmä|sammendrag|resum"
 )
+_ABSTRACT_HEADING_RE = re.compile(rf"^\s*(?:{_ABSTRACT_HEADING_WORDS})\s*[:.：]?\s*$", re.IGNORECASE)
+# An element's text starts with its own leading text (`.text`): when that holds a character,
+# its first one decides whether the whole text can be a heading word (`regex_gates`), and
+# most labels, bold runs and spans are passed over without building their text.
+_may_start_heading_word = start_gate(first_characters(_ABSTRACT_HEADING_WORDS))
 _BOILERPLATE_LINE_RE = re.compile(
     r"^(?:download (?:pdf|citation|article)|view pdf|pdf|full text|cookie|we use cookies|"
     r"accept(?: all)? cookies|share (?:this|on)|sign in|log in|subscribe|print|email|"
@@ -125,6 +146,7 @@ _BOILERPLATE_LINE_RE = re.compile(
     re.IGNORECASE,
 )
 _BOILERPLATE_ANYWHERE_RE = re.compile(r"\bcookies?\b|\bjavascript\b|your browser", re.IGNORECASE)
+_COOKIE_WORD_RE = re.compile(r"\bcookies?\b", re.IGNORECASE)
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 
 
@@ -293,11 +315,14 @@ def _abstract_candidates(tree: lxml.html.HtmlElement) -> list[lxml.html.HtmlElem
     abstract."""
     found = []
     for node in tree.iter("section", "div", "article", "blockquote", "p", "span"):
-        tokens = f"{node.get('class') or ''} {node.get('id') or ''}".split()
+        names = f"{node.get('class') or ''} {node.get('id') or ''}"
         if node.get("itemprop") in ("abstract", "description") and node.tag != "meta":
             if not _another_papers(node):
                 found.append(node)
             continue
+        if not _may_name_abstract(names):
+            continue
+        tokens = names.split()
         if any(_ABSTRACT_TOKEN_RE.search(t) for t in tokens) and not any(
             _NOT_ABSTRACT_TOKEN_RE.search(t) for t in tokens
         ):
@@ -320,6 +345,9 @@ def _abstracts_after_headings(tree: lxml.html.HtmlElement, limit: int = 4) -> li
     for heading in tree.iter(*_HEADINGS, "strong", "b", "dt", "label", "th", "span"):
         if len(found) >= limit:
             break
+        lead = heading.text
+        if lead and not lead.isspace() and not _may_start_heading_word(lead):
+            continue
         if not _ABSTRACT_HEADING_RE.match(heading.text_content() or ""):
             continue
         if _another_papers(heading):  # a "show abstract" heading in a reference list
@@ -412,7 +440,7 @@ def clean_content(text: str | None) -> str:
         line = collapse_letter_spacing(line)
         if len(line) < 80 and (_BOILERPLATE_LINE_RE.match(line) or _BOILERPLATE_ANYWHERE_RE.search(line)):
             continue
-        if len(line) < 300 and re.search(r"\bcookies?\b", line, re.IGNORECASE) and "consent" in line.lower():
+        if len(line) < 300 and "consent" in line.lower() and _COOKIE_WORD_RE.search(line):
             continue
         kept.append(line)
     return normalize_text("\n\n".join(kept))

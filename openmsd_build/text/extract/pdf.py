@@ -51,8 +51,10 @@ from typing import Any, NamedTuple
 
 import numpy as np  # imported with the module: the extractor children's fork server preloads it
 
+from openmsd_build.core.regex_gates import first_characters, gated_match, start_gate
 from openmsd_build.core.textclean import (
     KEYWORD_LABELS,
+    MAX_SPACED_LINE_CHARS,
     clean_abstract,
     clean_title,
     collapse_letter_spacing,
@@ -94,10 +96,9 @@ _ABSTRACT_GLUED_RE = re.compile(
 # Every match of `_ABSTRACT_ALONE_RE`, `_ABSTRACT_GLUED_RE` and `_ABSTRACT_UPPER_GLUED_RE` (a
 # letter-spaced line compacted keeps its first character) starts, after spaces, with the first
 # letter of a heading word or of a section number: a line starting otherwise (most lines) is
-# passed over by `_heading_at` at once.
-_HEADING_FIRSTS = {word[:1] for word in _ABSTRACT_WORDS.split("|")} | {"0", "1", "I"}
-assert all(first.isalnum() for first in _HEADING_FIRSTS)  # literal letters, no regex syntax
-_HEADING_START_RE = re.compile(r"\s*[" + "".join(sorted(_HEADING_FIRSTS)) + "]", re.IGNORECASE)
+# passed over by `_heading_at` at once (`regex_gates.start_gate`: a set lookup for most lines).
+_HEADING_FIRSTS = first_characters(_ABSTRACT_WORDS) | {"0", "1", "I"}
+_may_start_heading = start_gate(_HEADING_FIRSTS)
 _ABSTRACT_UPPER_GLUED_RE = re.compile(r"^\s*(?:ABSTRACT|RESUMO|RESUMEN|RÉSUMÉ|SUMMARY|ZUSAMMENFASSUNG|RIASSUNTO)\s+(?=\S)")
 # A letter-spaced line ("A B S T R A C T", "R E S U M O"): every token one or two letters.
 _LETTER_SPACED_RE = re.compile(r"^(?:\w{1,2} ){2,}\w{1,2}\s*[:.：]?$")
@@ -144,8 +145,26 @@ _REFERENCES_RE = re.compile(
     re.IGNORECASE,
 )
 _PAGE_NUMBER_RE = re.compile(r"^\s*(?:page|p\.|pág\.?|seite|стр\.?)?\s*\d{1,4}\s*(?:(?:of|/|de|von|из)\s*\d{1,4})?\s*$", re.IGNORECASE)
+
+
+def _is_page_number(line: str) -> bool:
+    """`_PAGE_NUMBER_RE.match(line)`: every match ends with a digit (`\\d` is `str.isdecimal`)
+    before white space (`\\s` is `str.isspace`, what `rstrip` strips), so a line ending
+    otherwise (most lines) is passed over without the regex."""
+    end = line[-1:]
+    if end.isspace():
+        end = line.rstrip()[-1:]
+    return end.isdecimal() and _PAGE_NUMBER_RE.match(line) is not None
 _DIGITS_RE = re.compile(r"\d+")
 _SENTENCE_END_RE = re.compile(r"[.!?:;)\]。！？]$")
+_SENTENCE_END_CHARS = frozenset(".!?:;)]。！？")  # `_SENTENCE_END_RE`'s class
+
+
+def _ends_sentence(line: str) -> bool:
+    """`_SENTENCE_END_RE.search(line) is not None` without a search along the line: its class at
+    the end, or before a final line break (where `$` also matches)."""
+    last = line[-1:]
+    return last in _SENTENCE_END_CHARS or (last == "\n" and line[-2:-1] in _SENTENCE_END_CHARS)
 _BAD_METADATA_TITLE_RE = re.compile(
     r"\.(?:pdf|docx?|p65|indd|qxd|tex|dvi|rtf|ps)\b|^untitled|^microsoft word|^title$|^\s*$|^[\w-]+$|template|"
     r"^(?:doi|http|www)",
@@ -241,8 +260,10 @@ def _page_lines(text: str) -> list[str]:
         text = _BREAK_HYPHEN_RE.sub("-", text).replace("\uffff", "\ufffe")
     text = fix_text_layer(text)
     # lone CRs are gone (above), so the line ends left are CR LF and LF: str methods split
-    # there as the regex `\r\n|\r|\n` did, in a fifth of its time
-    return [collapse_letter_spacing(line.strip()) for line in text.replace("\r\n", "\n").split("\n")]
+    # there as the regex `\r\n|\r|\n` did, in a fifth of its time. A stripped line that is long
+    # or holds no space is one `collapse_letter_spacing` returns as it is: it is not called.
+    lines = [line.strip() for line in text.replace("\r\n", "\n").split("\n")]
+    return [ln if len(ln) > MAX_SPACED_LINE_CHARS or " " not in ln else collapse_letter_spacing(ln) for ln in lines]
 
 
 def _edge_key(line: str) -> str:
@@ -268,7 +289,7 @@ def _remove_headers_footers(pages: list[list[str]]) -> list[list[str]]:
             [
                 ln
                 for ln in lines
-                if not _PAGE_NUMBER_RE.match(ln) and not (ln in edges and edges[ln] in repeated)
+                if not _is_page_number(ln) and not (ln in edges and edges[ln] in repeated)
             ]
         )
     return cleaned
@@ -283,7 +304,7 @@ def _join_lines(lines: list[str]) -> str:
 
     def marks(line: str) -> tuple[bool, bool]:
         """(ends a sentence, `_looks_like_heading`) of a line, the sentence end read once."""
-        end = _SENTENCE_END_RE.search(line) is not None
+        end = _ends_sentence(line)
         return end, _looks_like_heading(line, typical, end)
 
     out: list[str] = []
@@ -315,7 +336,7 @@ def _looks_like_heading(line: str, typical: float = 80.0, ends_sentence: bool | 
     so the lines of a narrow column are not all headings). `ends_sentence`: whether
     `_SENTENCE_END_RE` finds the line's sentence end, when the caller has read it already."""
     if ends_sentence is None:
-        ends_sentence = _SENTENCE_END_RE.search(line) is not None
+        ends_sentence = _ends_sentence(line)
     return 0 < len(line) < min(60, 0.7 * typical) and not ends_sentence and line[:1].isupper() and len(line.split()) <= 8
 
 
@@ -364,7 +385,7 @@ def _heading_at(line: str) -> tuple[str, str] | None:
     """(heading as printed, text glued after it) when `line` starts an abstract: the heading
     alone (also letter-spaced, "A B S T R A C T" / "摘 要"), or glued to the first sentence
     ("Abstract: We ...", "ABSTRACT We ...", "摘要：本文 ...")."""
-    if _HEADING_START_RE.match(line) is None:
+    if not _may_start_heading(line):
         return None
     stripped = line.strip()
     if len(stripped) <= 40:
@@ -397,6 +418,7 @@ _METHODS_LABEL_RE = re.compile(rf"^\s*(?:{_METHODS_WORDS})\s*(?:[.:：]|\s[-–�
 # the same labels alone on their line, as boxed structured abstracts print them ("Objective")
 _BARE_OBJECTIVE_RE = re.compile(rf"^\s*(?:{_OBJECTIVE_WORDS})\s*[.:：]?\s*$", re.IGNORECASE)
 _BARE_METHODS_RE = re.compile(rf"^\s*(?:{_METHODS_WORDS})\s*[.:：]?\s*$", re.IGNORECASE)
+_may_start_objective = start_gate(first_characters(_OBJECTIVE_WORDS))  # before `_OBJECTIVE_LABEL_RE`
 STRUCTURED_LOOKAHEAD = 25
 """Lines after an objective label within which a methods label must follow."""
 
@@ -436,12 +458,21 @@ def _structured_continuation(lines: list[str], body: list[str], j: int) -> tuple
 
 def _structured_start(lines: list[str], i: int) -> bool:
     """Whether `lines[i]` opens a structured abstract that has no heading (see above)."""
-    if not _OBJECTIVE_LABEL_RE.match(lines[i]):
+    if not _may_start_objective(lines[i]) or not _OBJECTIVE_LABEL_RE.match(lines[i]):
         return False
     return any(_METHODS_LABEL_RE.match(ln) for ln in lines[i + 1:i + 1 + STRUCTURED_LOOKAHEAD])
 
 
 _DOT_LEADER_RE = re.compile(r"(?:\.\s?){4,}|…{2,}|\s\d{1,3}\s*$")
+
+
+def _has_dot_leader(line: str) -> bool:
+    """`_DOT_LEADER_RE.search(line)`, asked only of a line that holds what one of its branches
+    needs: four full stops, an ellipsis, or a digit last before white space (`\\d` is
+    `str.isdecimal`, `\\s` what `rstrip` strips); most lines of an abstract hold none."""
+    if line.count(".") < 4 and "…" not in line and not line.rstrip()[-1:].isdecimal():
+        return False
+    return _DOT_LEADER_RE.search(line) is not None
 
 
 # A heading printed at the end of the previous line in the text layer ("... Kim** 요 약",
@@ -454,6 +485,8 @@ _TRAILING_HEADING_RE = re.compile(
     r"|(?<=\S)\s+((?:摘\s?要|要\s?旨|초\s?록|요\s?약))\s*[:：]?\s*$"
 )
 _KEYWORDS_RE = re.compile(rf"^\s*(?:{_KEYWORD_WORDS})(?!\w)", re.IGNORECASE)
+_is_keywords_line = gated_match(_KEYWORDS_RE, first_characters(_KEYWORD_WORDS))
+"""`_KEYWORDS_RE.match(line) is not None`, most lines passed over by their first character."""
 KEYWORDS_ABSTRACT_PAGES = 3
 """Pages (from the start) where a paragraph right above a keywords line is taken as an
 unlabelled abstract."""
@@ -467,8 +500,16 @@ _TRAILING_HEADING_ENDS = ("Abstract", "ABSTRACT", "Summary", "SUMMARY", "Resumo"
                           "Анотація", "Реферат", "РЕФЕРАТ", "要", "旨", "록", "약")
 
 
+_TRAILING_HEADING_LAST = frozenset(end[-1] for end in _TRAILING_HEADING_ENDS) | {":", ".", "："}
+
+
 def _may_end_with_heading(line: str) -> bool:
-    """False when `_TRAILING_HEADING_RE` cannot match `line` (a necessary test, not a sufficient one)."""
+    """False when `_TRAILING_HEADING_RE` cannot match `line` (a necessary test, not a sufficient one).
+    A line ending with a character no heading word (nor its colon or full stop) ends with, and
+    not white space, is answered by that character."""
+    last = line[-1:]
+    if last not in _TRAILING_HEADING_LAST and not last.isspace():
+        return False
     end = line.rstrip()
     if end[-1:] in (":", ".", "："):
         end = end[:-1].rstrip()
@@ -493,11 +534,11 @@ def _abstract_before_keywords(lines: list[str]) -> str:
     (the caller drops it when it repeats an abstract found by its heading). The paragraph runs up
     from the keywords line while lines are near the usual line length (a short line above it
     is an affiliation, an e-mail or a title)."""
-    lengths = [len(ln) for ln in lines if len(ln) > 20]
-    typical = statistics.median(lengths) if lengths else 60
     for k, line in enumerate(lines):
-        if not _KEYWORDS_RE.match(line):
+        if not _is_keywords_line(line):
             continue
+        lengths = [len(ln) for ln in lines if len(ln) > 20]  # only for the first keywords line
+        typical = statistics.median(lengths) if lengths else 60
         body: list[str] = []
         i = k - 1
         while i >= 0 and len(body) < 60:
@@ -528,7 +569,7 @@ def _after_keywords(lines: list[str], k: int) -> int:
     end = k
     while end < len(lines) and end - k < MAX_KEYWORD_LINES:
         end += 1
-        if _SENTENCE_END_RE.search(lines[end - 1]) or not lines[end - 1]:
+        if _ends_sentence(lines[end - 1]) or not lines[end - 1]:
             break
     return end
 
@@ -573,7 +614,7 @@ def _find_abstracts(lines: list[str], limit: int = 4) -> list[FoundAbstract]:
         while j < len(lines):
             nxt = lines[j]
             if nxt:
-                if _KEYWORDS_RE.match(nxt) and len(" ".join(body)) < MIN_ABSTRACT_CHARS:
+                if _is_keywords_line(nxt) and len(" ".join(body)) < MIN_ABSTRACT_CHARS:
                     # keywords printed first, under the heading (a Ukrainian or Russian
                     # "реферат" opens with the work's size and its keywords, as its standard
                     # asks): they are part of it as printed, and the abstract goes on after
@@ -593,10 +634,10 @@ def _find_abstracts(lines: list[str], limit: int = 4) -> list[FoundAbstract]:
         if not capped:
             rest, j = _structured_continuation(lines, body, j)
             if rest:  # what the text layer put between the two parts (a running head) goes
-                while len(body) > 1 and not _SENTENCE_END_RE.search(body[-1]):
+                while len(body) > 1 and not _ends_sentence(body[-1]):
                     body.pop()
                 body += rest
-        leaders = sum(1 for ln in body if _DOT_LEADER_RE.search(ln))
+        leaders = sum(map(_has_dot_leader, body))
         text = clean_abstract(_join_lines(body))
         key = word_chars(text)[:200]
         if len(text) >= MIN_ABSTRACT_CHARS and leaders <= len(body) // 4 and not any(key[:80] in k for k in seen):
@@ -1253,10 +1294,13 @@ def _words(lines: list[str]) -> int:
 
 def _at_most_words(lines: list[str], limit: int) -> bool:
     """`_words(lines) <= limit`, the wide characters counted only when the spaced words alone
-    are few enough (a page of body text is decided by one split)."""
-    text = " ".join(lines)
-    words = len(text.split())
-    return words <= limit and words + len(_WIDE_CHAR_RE.findall(text)) // 2 <= limit
+    are few enough (a page of body text is decided by its first lines)."""
+    words = 0
+    for line in lines:  # the lines' words add up to the joined text's; a long page stops early
+        words += len(line.split())
+        if words > limit:
+            return False
+    return words + len(_WIDE_CHAR_RE.findall(" ".join(lines))) // 2 <= limit
 
 
 def _title_above_abstract(doc: Any, pages: list[list[str]], abstract: str) -> str:
