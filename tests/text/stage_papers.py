@@ -7,6 +7,8 @@ from pathlib import Path
 
 from openmsd_build.core import layout, parquet_io
 from openmsd_build.schemas import DOCUMENTS, PAPERS
+from openmsd_build.text.command import run_text
+from openmsd_build.text.fetch.config import FetchConfig
 
 
 def paper_row(doi: str, urls: list[tuple[str, str]], title: str | None = None,
@@ -35,3 +37,11 @@ def copy_papers(src: Path, dst: Path) -> None:
 def stage_documents(out: Path) -> dict[str, dict]:
     """The build's document rows by DOI."""
     return {r["doi"]: r for r in parquet_io.read_table(layout.documents_dir(str(out)), schema=DOCUMENTS).to_pylist()}
+
+
+def fetch_live(out: Path, beam_args: list[str]) -> tuple[dict, dict[str, dict]]:
+    """The stage fetching the papers under `out` live (`--fetch http`, from the tests' own
+    server on 127.0.0.1): (its counts, its documents by DOI)."""
+    config = FetchConfig(allow_networks=("127.0.0.0/8",), per_host_rate=None, max_retries=0, read_timeout=10)
+    counts = run_text(str(out), "http", beam_args, config, extract_timeout=60)
+    return counts, stage_documents(out)

@@ -8,13 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from stage_papers import copy_papers, paper_row, stage_documents, write_papers
+from stage_papers import copy_papers, fetch_live, paper_row, stage_documents, write_papers
 
 from openmsd_build.text import beam as text_beam
 from openmsd_build.text.beam import CompleteMainText, main_text_later
 from openmsd_build.text.command import run_text
 from openmsd_build.text.documents import TITLE_MATCH_MIN, main_text_needed, main_text_needed_unbuilt
-from openmsd_build.text.fetch.config import FetchConfig
 from openmsd_build.text.fetch.testing import LocalServer, respond
 
 PDF = "pdf/crminer__10.3897.compcytogen.v10i4.9536.pdf"
@@ -117,11 +116,9 @@ def _write_papers(out: Path, server: LocalServer) -> None:
 
 
 def test_documents_equal_extracting_every_page_whole(tmp_path, site, beam_args, monkeypatch):
-    config = FetchConfig(allow_networks=("127.0.0.0/8",), per_host_rate=None, max_retries=0, read_timeout=10)
     live = tmp_path / "live"
     _write_papers(live, site)
-    counts = run_text(str(live), "http", beam_args, config, extract_timeout=60)
-    docs = stage_documents(live)
+    counts, docs = fetch_live(live, beam_args)
     assert docs["10.1/pdf-ok"]["content_source"] == "pdf"
     for doi in ("10.1/pdf-gone", "10.1/pdf-broken", "10.1/landing-only"):
         assert docs[doi]["content_source"] == "landing" and len(docs[doi]["content"]) > 1000, doi

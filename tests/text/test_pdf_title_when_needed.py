@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from stage_papers import copy_papers, paper_row, stage_documents, write_papers
+from stage_papers import copy_papers, fetch_live, paper_row, stage_documents, write_papers
 
 from openmsd_build.text import beam as text_beam
 from openmsd_build.text.beam import PlanFetches, pdf_title_keys
@@ -21,7 +21,6 @@ from openmsd_build.text.documents import (
     printed_title_needed,
 )
 from openmsd_build.text.extract.pdf import extract_pdf
-from openmsd_build.text.fetch.config import FetchConfig
 from openmsd_build.text.fetch.testing import LocalServer, respond
 
 TITLE = "Soil microbial biomass in the northern valleys"
@@ -206,11 +205,9 @@ def _write_papers(out: Path, server: LocalServer) -> None:
 
 
 def test_documents_equal_finding_every_pdf_title(tmp_path, site, beam_args, monkeypatch):
-    config = FetchConfig(allow_networks=("127.0.0.0/8",), per_host_rate=None, max_retries=0, read_timeout=10)
     live = tmp_path / "live"
     _write_papers(live, site)
-    counts = run_text(str(live), "http", beam_args, config, extract_timeout=60)
-    docs = stage_documents(live)
+    counts, docs = fetch_live(live, beam_args)
     assert counts["extracted.pdf"] == 8  # a, b, c, d, e (two papers), g, h (followed), i
     assert counts["pdf_title.not_needed"] == 4  # a, d, g, h
     assert counts["follow.citation_pdf_url"] == 1
