@@ -63,6 +63,7 @@ from openmsd_build.core.textclean import (
     normalize_text,
     word_chars,
 )
+from openmsd_build.text.documents import TITLE_NOT_NEEDED, printed_title_needed
 from openmsd_build.text.extract.caps import MAX_CONTENT_CHARS, cap_extraction
 from openmsd_build.text.extract.legacy_fonts import LEGACY_SIGNS, choose_encoding, decode_text, legacy_signs
 from openmsd_build.text.extract.presentation_forms import has_presentation_forms, read_presentation_forms
@@ -1375,7 +1376,7 @@ def extract_pdf(data: bytes, max_pages: int = MAX_PAGES, titles: list[list[str] 
     found first; the printed title (the first page's font sizes, the costliest rule after
     PDFium itself, the title rules and the cover-page rule) only when some paper needs it
     (`documents.printed_title_needed`); otherwise `title` is None and `rules["title"]`
-    "not_needed" (`documents.TITLE_NOT_NEEDED`), and everything else is what a full
+    `TITLE_NOT_NEEDED`, and everything else is what a full
     extraction gives (the title is found last and reads nothing the rest writes). Without
     `titles` (the default: fidelity, `inspect`, tests) every PDF's title is looked for."""
     import pypdfium2 as pdfium
@@ -1433,7 +1434,7 @@ def extract_pdf(data: bytes, max_pages: int = MAX_PAGES, titles: list[list[str] 
         # whether a paper needs the title is told by the content's start (its cap cuts far later)
         title = ""
         if titles is not None and not _title_needed(titles, content):
-            rules["title"] = "not_needed"  # `documents.TITLE_NOT_NEEDED`
+            rules["title"] = TITLE_NOT_NEEDED
         else:
             title = _printed_title(doc, first, pages, found, breaks, hyphen_evidence, rules)
     finally:
@@ -1490,8 +1491,6 @@ def _content(pages: list[list[str]], rules: dict[str, Any]) -> str:
 
 def _title_needed(titles: list[list[str] | None], content: str) -> bool:
     """`documents.printed_title_needed` for any of the PDF's papers."""
-    from openmsd_build.text.documents import printed_title_needed
-
     return any(printed_title_needed(keys, content) for keys in titles)
 
 
