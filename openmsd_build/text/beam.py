@@ -642,12 +642,17 @@ class BuildDocuments(UntypedDoFn):
         if main_text_needed_unbuilt(extractions):  # not built twice
             yield beam.pvalue.TaggedOutput(MAIN_TEXT_TAG, (doi, (metas[0], extractions)))
             return
-        if self.pool is None:
+        yield from self._build(metas[0], extractions)
+
+    def _build(self, paper, extractions):
+        """A paper built: by the children, in batches, when there are several workers; else
+        here, at once."""
+        if self.workers <= 1:
             dropped: list[tuple[str, str]] = []
-            row, outcome = build_document(metas[0], extractions, dropped)
-            yield from self._outputs(row, outcome, dropped, metas[0], extractions)
+            row, outcome = build_document(paper, extractions, dropped)
+            yield from self._outputs(row, outcome, dropped, paper, extractions)
             return
-        yield from self._queue(metas[0], extractions)
+        yield from self._queue(paper, extractions)
 
     def _queue(self, paper, extractions):
         """A paper for the children to build, sent with the batch it fills."""
@@ -784,12 +789,7 @@ class CompleteMainText(BuildDocuments):
         waiting[2] -= 1
         if waiting[2] == 0:
             del self.waiting[doi]
-            if self.workers > 1:
-                yield from self._queue(paper, extractions)
-                return
-            dropped: list[tuple[str, str]] = []
-            row, outcome = build_document(paper, extractions, dropped)
-            yield from self._outputs(row, outcome, dropped, paper, extractions)
+            yield from self._build(paper, extractions)
 
 
 class DropSharedAbstracts(UntypedDoFn):
