@@ -19,6 +19,13 @@ server) end with `os._exit`; a fork starts a profile of its own.
 
 `--real` profiles the run on the real pages and PDFs of ../shared/real-samples instead
 (`text_real_bench.py` writes their WARC).
+
+`--phases` runs the stage without the profiler and prints where its wall time goes instead:
+the local runner executes its fused stages one after another, so the run is a sequence of
+phases, and each is shown with its wall time and how many cores all the stage's processes
+kept busy meanwhile (their CPU read from /proc every 0.2 s). A phase on about one core is the
+worker alone (start-up, the archive index, the joins, writing Parquet): that is the wall time
+two processes of the direct extractors do not pay.
 """
 
 from __future__ import annotations
@@ -108,6 +115,8 @@ def main() -> None:
     parser.add_argument("--real", action="store_true", help="the real samples instead of the bench sample")
     parser.add_argument("--by-role", action="store_true",
                         help="one table per role (worker, extractor children summed), not per process")
+    parser.add_argument("--phases", action="store_true",
+                        help="the runner's stages with their wall time and cores busy, no profiler")
     args = parser.parse_args()
     sys.path.insert(0, str(HERE))
     from run_all import prepare_text_sample
@@ -120,6 +129,9 @@ def main() -> None:
         sample, build = data, papers.parent
     else:
         sample, build = prepare_text_sample(args.papers)
+    if args.phases:
+        _phases(sample, build, args.papers)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         site, out, copy = Path(tmp) / "site", Path(tmp) / "profiles", Path(tmp) / "build"
         site.mkdir()
@@ -141,6 +153,112 @@ def main() -> None:
         shown = [(k, v) for k, v in p["functions"] if "<frozen" not in k and "runpy" not in k]
         for key, seconds in shown[:args.top]:
             print(f"  {seconds:6.2f} s {100 * seconds / p['cpu_s']:5.1f}%  {key}")
+
+
+_TIMED_RUN = r'''
+import json, os, runpy, sys, time
+
+
+def main():
+    from apache_beam.runners.portability.fn_api_runner import fn_runner
+
+    log = open(os.environ["OPENMSD_PHASES_FILE"], "a")
+    execute = fn_runner.FnApiRunner._execute_bundle
+
+    def timed(self, context, manager, inputs):  # one fused stage of the runner, start to end
+        start = time.time()
+        try:
+            return execute(self, context, manager, inputs)
+        finally:
+            log.write(json.dumps([start, time.time(), manager.stage.name]) + "\n")
+            log.flush()
+
+    fn_runner.FnApiRunner._execute_bundle = timed
+    sys.argv = ["openmsd-build", *sys.argv[1:]]
+    runpy.run_module("openmsd_build.cli", run_name="__main__")
+
+
+if __name__ == "__main__":  # the extractors' fork server imports this file too
+    main()
+'''
+
+
+def _tree_cpu(root: int) -> dict[int, float]:
+    """CPU seconds (user + system) of process `root` and of every live descendant, by pid (the
+    extractor children are the fork server's, the fork server is the worker's)."""
+    tick, parents, cpu = os.sysconf("SC_CLK_TCK"), {}, {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue  # gone meanwhile
+            parents[int(entry)], cpu[int(entry)] = int(fields[1]), (int(fields[11]) + int(fields[12])) / tick
+    tree, todo = {}, [root]
+    while todo:
+        pid = todo.pop()
+        tree[pid] = cpu.get(pid, 0.0)
+        todo += [child for child, parent in parents.items() if parent == pid]
+    return tree
+
+
+def _phases(sample: Path, build: Path, papers: int) -> None:
+    """Run the stage once, sampling its processes' CPU, and print its phases (see the module
+    docstring). A recycled child's CPU since the last sample is lost: at most 0.2 s each."""
+    import re
+    import threading
+    import time
+
+    with tempfile.TemporaryDirectory() as tmp:
+        script, log, copy = Path(tmp) / "timed_run.py", Path(tmp) / "phases.jsonl", Path(tmp) / "build"
+        script.write_text(_TIMED_RUN)
+        shutil.copytree(build, copy)
+        env = {**os.environ, "OPENMSD_PHASES_FILE": str(log), "PYTHONWARNINGS": "ignore"}
+        start = time.time()
+        run = subprocess.Popen([PYTHON, str(script), "text", "--out", str(copy), "--fetch",
+                                f"warc:{sample}/warc/*.warc.gz"], env=env, stdout=subprocess.DEVNULL)
+        samples, seen = [(start, 0.0)], {}
+
+        def watch():  # an exited child's CPU stays in the sum: its last reading
+            while run.poll() is None:
+                seen.update(_tree_cpu(run.pid))
+                samples.append((time.time(), sum(seen.values())))
+                time.sleep(0.2)
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        run.wait()
+        watcher.join()
+        end = time.time()
+        stages = [json.loads(line) for line in log.read_text().splitlines()]
+    if run.returncode:
+        raise SystemExit(f"the stage failed (exit {run.returncode})")
+
+    def cpu_at(when: float) -> float:  # the processes' CPU by `when`
+        return max((c for t, c in samples if t <= when), default=0.0)
+
+    rows, cursor = [], start
+    for begin, finish, name in stages:
+        if begin - cursor > 0.05:  # the worker between stages: imports, the graph, planning
+            rows.append((cursor, begin, ["(start-up: imports, graph, planning)" if not rows else "(between stages)"],
+                         False))
+        steps = re.findall(r"ref_AppliedPTransform_([A-Za-z0-9]+)", name) or re.findall(r"\(?([A-Za-z0-9]+)/", name)[:1]
+        if rows and finish - begin < 1 and rows[-1][3] and begin - cursor <= 0.05:
+            rows[-1] = (rows[-1][0], finish, rows[-1][2] + steps, True)  # short stages in a row: one line
+        else:
+            rows.append((begin, finish, steps, finish - begin < 1))
+        cursor = finish
+    rows.append((cursor, end, ["(after the last stage: stats, shutdown)"], False))
+    print(f"text stage, {papers:,} papers: {end - start:.1f} s wall, {cpu_at(end):.1f} s CPU (all processes, "
+          "sampled)\n\n   start   wall  cores  phase")
+    alone = 0.0
+    for begin, finish, steps, _short in rows:
+        wall = finish - begin
+        cores = (cpu_at(finish) - cpu_at(begin)) / wall if wall > 0 else 0.0
+        alone += wall if cores < 1.5 else 0.0
+        steps = list(dict.fromkeys(steps))
+        print(f"  {begin - start:6.1f} {wall:6.1f} {cores:6.2f}  {', '.join(steps[:5])[:100]}"
+              + (f" (+{len(steps) - 5} steps)" if len(steps) > 5 else ""))
+    print(f"\n{alone:.1f} s of the wall ran on fewer than 1.5 cores")
 
 
 def _by_role(profiles: list[dict]) -> list[dict]:
