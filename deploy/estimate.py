@@ -41,7 +41,7 @@ SHUFFLE_BYTES_PER_PAIR = 24.0
 SPLIT_CPU_S_FLOOR = 20e-6
 # ASSUMED: real documents are far larger than generated ones. Full content of 38M papers
 # at ~40 KB of text each plus 74M titles + abstracts at ~1.5 KB move through the text
-# stage's CoGroupByKey (uncompressed); zstd Parquet keeps ~30% of that.
+# stage's GroupByKey by DOI (uncompressed); zstd Parquet keeps ~30% of that.
 # ASSUMED: real Unpaywall / Crossref records average ~3 KB of JSON (the generated ones are
 # ~0.3 KB); parsing and projection cost is taken as proportional to record bytes.
 REAL_RECORD_BYTES = 3000.0
