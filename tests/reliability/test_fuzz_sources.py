@@ -184,6 +184,21 @@ def test_regression_unexpected_parser_exception_is_a_reject(tmp_path, monkeypatc
     assert acc == {"read": 3, "records": 2, "rejects": 1, "reasons": {"parser_error": 1}}
 
 
+def test_failures_past_the_reject_cap_are_counted(tmp_path):
+    """A file whose every line is broken (a bit-flipped snapshot) fails more records than
+    `MAX_REJECTS_PER_FILE`: the first ones become reject rows, the rest are counted as
+    `rejects_suppressed`, and read = records + reject rows + suppressed still holds (the
+    soak's fuzz round found the harness ignoring them)."""
+    from openmsd_build.core.rejects import MAX_REJECTS_PER_FILE
+
+    broken = 25
+    path = tmp_path / "u.jsonl"
+    path.write_text('{"doi": "10.1234/a"}\n' + "{not json\n" * (MAX_REJECTS_PER_FILE + broken) + '{"doi": "10.1234/b"}\n')
+    acc = account_source_file(str(path), "unpaywall")
+    assert acc == {"read": MAX_REJECTS_PER_FILE + broken + 2, "records": 2, "rejects": MAX_REJECTS_PER_FILE,
+                   "reasons": {"invalid_json": MAX_REJECTS_PER_FILE}, "suppressed": broken}
+
+
 @pytest.mark.parametrize("field", ["oa_locations", "license", "link", "locations"])
 @pytest.mark.parametrize("source", sorted(PARSERS))
 def test_regression_list_fields_holding_scalars(source, field):
