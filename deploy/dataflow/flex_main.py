@@ -2,7 +2,7 @@
 
 Dataflow passes the template parameters as `--name=value` flags (plus its own pipeline
 options). `--command` chooses the subcommand (papers, text, citations, split, pairs,
-release, reconstruct); `--build_root` becomes the command's positional argument where it
+contexts, release, reconstruct); `--build_root` becomes the command's positional argument where it
 has one (release OUT, reconstruct RELEASE) and `--out` otherwise. Glob parameters may hold
 several globs separated by `;`. Everything else goes to the command unchanged, so Beam and
 Dataflow options pass through as they do on the command line.

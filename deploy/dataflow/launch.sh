@@ -22,7 +22,7 @@ INPUT_CROSSREF="${INPUT_CROSSREF:-gs://$BUCKET/snapshots/crossref/*.json.gz}"
 INPUT_OPENCITATIONS="${INPUT_OPENCITATIONS:-gs://$BUCKET/snapshots/opencitations/*.zip}"
 INPUT_META="${INPUT_META:-}"                 # OpenCitations Meta CSVs, for OMID-only Index dumps
 
-STAGES=(papers text citations split pairs release)
+STAGES=(papers text citations split pairs contexts release)
 FIRST="${1:-papers}"; LAST="${2:-release}"
 
 # Options every job shares. Dataflow Shuffle (service-side shuffle) keeps shuffle data off
@@ -49,6 +49,8 @@ stage_options() {
     split)     echo --machine_type=n2-highmem-16  --disk_size_gb=100 --max_num_workers=32 ;;
     # ~75B CC/BC pair instances through the shuffle: most workers, Dataflow Shuffle
     pairs)     echo --machine_type=n2-highmem-8   --disk_size_gb=100 --max_num_workers=500 ;;
+    # citation sentences of the full texts (~40-100 vCPU-h) joined with Crossref's reference lists
+    contexts)  echo --machine_type=n2-highmem-8   --disk_size_gb=100 --max_num_workers=128 ;;
     release)   echo --machine_type=n2-standard-4  --disk_size_gb=50  --max_num_workers=64 ;;
   esac
 }
@@ -71,6 +73,7 @@ for stage in "${STAGES[@]}"; do
     citations) run_stage citations --out "$OUT" --opencitations "$INPUT_OPENCITATIONS" ${INPUT_META:+--meta "$INPUT_META"} ;;
     split)     run_stage split --out "$OUT" --seed "$SEED" ;;
     pairs)     run_stage pairs --out "$OUT" ;;
+    contexts)  run_stage contexts --out "$OUT" --crossref "$INPUT_CROSSREF" ;;
     release)   run_stage release "$OUT" ;;
   esac
   [[ "$stage" == "$LAST" ]] && break

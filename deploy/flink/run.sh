@@ -30,7 +30,7 @@ stage_beam() {
   esac
 }
 
-STAGES=(papers text citations split pairs release)
+STAGES=(papers text citations split pairs contexts release)
 FIRST="${1:-papers}"; LAST="${2:-release}"; started=0
 for stage in "${STAGES[@]}"; do
   [[ "$stage" == "$FIRST" ]] && started=1
@@ -43,6 +43,7 @@ for stage in "${STAGES[@]}"; do
     citations) "$OPENMSD" citations --out "$OUT" --opencitations "$INPUT_OPENCITATIONS" "${beam[@]}" ;;
     split)     "$OPENMSD" split --out "$OUT" --seed "$SEED" "${beam[@]}" $(stage_beam split) ;;
     pairs)     "$OPENMSD" pairs --out "$OUT" "${beam[@]}" ;;
+    contexts)  "$OPENMSD" contexts --out "$OUT" --crossref "$INPUT_CROSSREF" "${beam[@]}" ;;
     release)   "$OPENMSD" release "$OUT" "${beam[@]}" ;;
   esac
   [[ "$stage" == "$LAST" ]] && break

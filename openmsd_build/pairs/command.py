@@ -107,8 +107,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--mixes",
         nargs="*",
         metavar="NAME",
-        help="also write relation mixes to OUT/pairs/mix/<name>/split=*/: unions down-sampled to equal counts "
-        "per relation ('dc+cc') and intersections ('dc&cc'); no NAME = all of " + ", ".join(pg.MIX_NAMES),
+        help="also write relation mixes to OUT/pairs/mix/<folder>/split=*/: unions down-sampled to equal counts "
+        "per relation ('dc+cc', folder dc_or_cc) and intersections ('dc&cc', folder dc_and_cc); no NAME = all of "
+        + ", ".join(pg.MIX_NAMES),
     )
 
 

@@ -2,7 +2,7 @@
 before any file is used.
 
 `reconstruct` reads the release's `ids/` files and copies its graph files (citations,
-pairs, negatives) into the output folder, by paths listed in `manifest.json`. A manifest
+pairs, negatives) into the output folder, by paths listed in `MANIFEST.json`. A manifest
 edited or corrupted in transit could name `../../etc/x.parquet` (read outside the release,
 written outside the output) or list a file whose bytes are not the ones released. So every
 path is confined to the release (to read) and to the output folder (to write)
