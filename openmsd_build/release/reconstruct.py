@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from openmsd_build.core import layout, parquet_io
+from openmsd_build.core import layout, parquet_io, paths
 from openmsd_build.core.beam_io import WriteCounts, WriteParquetShards
 from openmsd_build.core.errors import UserError
 from openmsd_build.core.runner import pipeline_options
@@ -86,6 +86,8 @@ def reconstruct(
 
     options = pipeline_options(beam_args)
     release, out = _abs(release), _abs(out)
+    if paths.inside(release, out):  # its stages would clear the release's own citations/, fetch/, ...
+        raise UserError(f"--out {out} is the release folder or inside it: reconstruct into another folder")
     manifest = _read_json(parquet_io.join_path(release, MANIFEST))
     if manifest is None:
         raise UserError(f"{release}: no {MANIFEST} (is it a release written by `openmsd-build release`?)")

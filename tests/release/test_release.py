@@ -120,6 +120,24 @@ def test_reconstruct_reports_what_is_missing(demo, release, tmp_path, beam_args)
     assert set(mismatches.column("field").to_pylist()) >= {"content"}
 
 
+def test_reconstruct_refuses_to_write_into_the_release(demo, release, beam_args, capsys):
+    """`--out` the release folder (or a folder inside it) would have the stages clear the
+    release's own citations/ and fetch/ before reading them: refused before anything runs."""
+    sample, _ = demo
+
+    def files() -> dict[str, str]:
+        return {str(p.relative_to(release)): hashlib.sha256(p.read_bytes()).hexdigest()
+                for p in sorted(release.rglob("*")) if p.is_file()}
+
+    before = files()
+    for out in (release, release / "rebuilt"):
+        code = main(["reconstruct", str(release), "--out", str(out), "--unpaywall",
+                     str(sample / "unpaywall" / "*.jsonl.gz"), "--fetch", "none", *beam_args])
+        assert code == 2, out
+        assert "is the release folder or inside it" in capsys.readouterr().err
+    assert files() == before
+
+
 def test_compare_shard_counts_each_outcome():
     docs = pa.Table.from_pylist([
         {"doi": "10.1/a", "title": "A", "abstract": "x", "content": None, "language": "en", "text_source": "meta"},

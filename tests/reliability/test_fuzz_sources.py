@@ -199,6 +199,19 @@ def test_failures_past_the_reject_cap_are_counted(tmp_path):
                    "reasons": {"invalid_json": MAX_REJECTS_PER_FILE}, "suppressed": broken}
 
 
+@pytest.mark.parametrize("compressed", [False, True])
+def test_a_byte_order_mark_costs_no_record(tmp_path, compressed):
+    """Files saved by Windows editors start with a UTF-8 byte order mark, which JSON parsers
+    refuse: the first line of a JSON Lines snapshot, or a whole Crossref document, was lost."""
+    bom = b"\xef\xbb\xbf"
+    lines = bom + b'{"doi": "10.1234/a"}\r\n{"doi": "10.1234/b"}\r\n'
+    works = bom + b'{"items": [{"DOI": "10.1234/c", "title": ["C"]}, {"DOI": "10.1234/d", "title": ["D"]}]}'
+    for name, data, source in (("u.jsonl", lines, "unpaywall"), ("c.json", works, "crossref")):
+        path = tmp_path / (name + (".gz" if compressed else ""))
+        path.write_bytes(gzip.compress(data) if compressed else data)
+        assert account_source_file(str(path), source) == {"read": 2, "records": 2, "rejects": 0, "reasons": {}}, name
+
+
 @pytest.mark.parametrize("field", ["oa_locations", "license", "link", "locations"])
 @pytest.mark.parametrize("source", sorted(PARSERS))
 def test_regression_list_fields_holding_scalars(source, field):

@@ -60,6 +60,30 @@ def test_naming_rule_matches_dois_anywhere_under_the_folder(tmp_path):
     assert backend.fetch("https://example.org/10.1000/abc.def").error == NOT_IN_FOLDER
 
 
+def test_naming_rule_with_a_relative_folder_links_and_sici_dois(tmp_path, monkeypatch):
+    """The folder as a new user types it (relative: it was joined twice and matched nothing),
+    a link named after the DOI to a file elsewhere in the folder (matched by the link's name,
+    read from its target), a link out of the folder (a problem, not a silent skip), and a
+    SICI DOI with only its `/` written `%2F` (its `( ) : ; < >` as they are)."""
+    folder = tmp_path / "my files"
+    (folder / "store").mkdir(parents=True)
+    (folder / "store" / "blob1.pdf").write_bytes(b"%PDF-1.4 linked")
+    (folder / "10.2903_j.efsa.2014.3550.pdf").symlink_to(folder / "store" / "blob1.pdf")
+    (tmp_path / "elsewhere.pdf").write_bytes(b"%PDF-1.4 outside")
+    (folder / "10.9_out.pdf").symlink_to(tmp_path / "elsewhere.pdf")
+    sici = "10.1002/(sici)1097-461x(1998)66:4<261::aid-qua1>3.0.co;2-t"
+    (folder / (sici.replace("/", "%2F") + ".pdf")).write_bytes(b"%PDF-1.4 sici")
+    monkeypatch.chdir(tmp_path)
+    for spec in ("local:my files", "local:./my files/", f"local:{folder}"):
+        source = load(spec)
+        linked = doi_tasks(source, "10.2903/j.efsa.2014.3550")
+        assert [t["url"] for t in linked] == [file_url(str(folder / "store" / "blob1.pdf"))], spec
+        assert LocalFilesBackend(spec).fetch(linked[0]["url"]).body == b"%PDF-1.4 linked"
+        assert len(doi_tasks(source, sici.upper())) == 1, spec
+        assert doi_tasks(source, "10.9/out") == []
+        assert [(reason, os.path.basename(key)) for reason, key, _ in source.problems] == [(OUTSIDE, "10.9_out.pdf")]
+
+
 def test_manifest_rows_and_their_rejects(tmp_path):
     folder = tmp_path / "files"
     folder.mkdir()

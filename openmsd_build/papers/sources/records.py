@@ -128,8 +128,15 @@ def _decode_error(exc: BaseException) -> str:
     return "read_error"
 
 
+_BOM = b"\xef\xbb\xbf"
+"""UTF-8's byte order mark: editors on Windows start a saved file with it, and JSON parsers
+refuse it, so a file's first record (or a whole-file document) would be lost to it."""
+
+
 def _parse_json(data: bytes, origin: str) -> Item:
-    """One record, unless it would parse into more than `MAX_NODES_PER_RECORD` objects."""
+    """One record, unless it would parse into more than `MAX_NODES_PER_RECORD` objects (a
+    leading byte order mark is not part of it)."""
+    data = data.removeprefix(_BOM)
     # `count_nodes` counts bytes, so a line shorter than the cap cannot exceed it: skip the
     # three passes over every line of a snapshot.
     nodes = count_nodes(data) if len(data) >= MAX_NODES_PER_RECORD else 0
@@ -256,6 +263,7 @@ def iter_documents_in(data: bytes, path: str, list_keys: tuple[tuple[str, ...], 
     `MAX_NODES_PER_DOCUMENT` values is never parsed whole: it is read as JSON Lines, where
     each line has its own caps (a one-line bomb becomes one `record_too_large` reject), so
     the item-by-item reading never sees more than that many values either."""
+    data = data.removeprefix(_BOM)
     if not data.strip():
         return
     if count_nodes(data) > MAX_NODES_PER_DOCUMENT:

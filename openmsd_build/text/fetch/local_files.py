@@ -15,13 +15,15 @@ Two ways to say which file is which paper's:
   paths are read under FOLDER;
 * a **file-naming rule** (`local:FOLDER`, no manifest): a file anywhere under FOLDER whose
   name, without its extension and in any case, is the paper's DOI with each `/` written as
-  `_` (`10.2903_j.efsa.2014.3550.pdf`) or percent-encoded (`10.2903%2Fj.efsa.2014.3550.pdf`).
+  `_` (`10.2903_j.efsa.2014.3550.pdf`) or `%2F` (`10.2903%2Fj.efsa.2014.3550.pdf`), or the
+  whole DOI percent-encoded. A symbolic link counts by its own name and is read from its
+  target.
 
 Only `.pdf`, `.html`, `.htm` and `.xhtml` files are documents (the media type comes from the
 extension; a body starting `%PDF-` is a PDF whatever its name). Every path must stay inside
 FOLDER once resolved (symbolic links and `..` included). A manifest row whose file is
-missing, outside the folder or of another type is a counted reject naming it
-(`manifest_problems`); a URL nobody put in the folder answers `not_in_folder` (a miss, as
+missing, outside the folder or of another type, and a document-named link out of the
+folder, is a counted reject naming it (`manifest_problems`); a URL nobody put in the folder answers `not_in_folder` (a miss, as
 `not_in_archive` is for archives).
 
 The stage turns every DOI match into a task for the file's own `file://` URL (`doi_tasks`),
@@ -64,9 +66,11 @@ def is_local(spec: str) -> bool:
 
 
 def doi_file_stems(doi: str) -> tuple[str, ...]:
-    """The file names (without extension, lower case) the naming rule accepts for `doi`."""
+    """The file names (without extension, lower case) the naming rule accepts for `doi`: each
+    `/` written as `_` or as `%2F` (the other characters as they are), or the whole DOI
+    percent-encoded (SICI DOIs hold `( ) : ; < >`, which some tools encode too)."""
     doi = doi.strip().lower()
-    return tuple(dict.fromkeys((doi.replace("/", "_"), quote(doi, safe="").lower())))
+    return tuple(dict.fromkeys((doi.replace("/", "_"), doi.replace("/", "%2f"), quote(doi, safe="").lower())))
 
 
 def file_url(path: str) -> str:
@@ -146,8 +150,8 @@ def load(spec: str) -> LocalSource:
     folder, manifest = parse_spec(spec)
     source = LocalSource(folder=folder, manifest=manifest)
     if manifest is None:
-        for path in sorted(_documents_under(folder)):
-            stem = os.path.splitext(os.path.basename(path))[0].lower()
+        for name, path in sorted(_documents_under(folder, source.problems)):
+            stem = os.path.splitext(os.path.basename(name))[0].lower()
             source.by_doi.setdefault(stem, []).append(path)
         return source
     for n, row in enumerate(_manifest_rows(manifest), start=2):
@@ -175,13 +179,21 @@ def load(spec: str) -> LocalSource:
     return source
 
 
-def _documents_under(folder: str) -> Iterator[str]:
-    """Document files anywhere under `folder` (recursively), resolved and inside it."""
+def _documents_under(folder: str, problems: list[tuple[str, str, str]]) -> Iterator[tuple[str, str]]:
+    """(path as listed, resolved path) of the document files anywhere under `folder`
+    (recursively). The name that matches a paper is the listed one (a link named after the
+    DOI counts by its own name); what is read is the resolved file, which must stay inside
+    `folder` (a link out of it is a problem, reported like a manifest row's)."""
     for top, _dirs, files in os.walk(folder, followlinks=False):
         for name in files:
-            full = inside(folder, os.path.join(top, name))
-            if full is not None and _media_type(full) is not None and os.path.isfile(full):
-                yield full
+            listed = os.path.join(top, name)
+            if _media_type(listed) is None:
+                continue
+            full = inside(folder, os.path.relpath(listed, folder))
+            if full is None:
+                problems.append((OUTSIDE, listed, f"{listed} points outside {folder}"))
+            elif _media_type(full) is not None and os.path.isfile(full):
+                yield listed, full
 
 
 def files_for(source: LocalSource, doi: str) -> list[str]:
