@@ -62,6 +62,10 @@ def _text(counts: Mapping[str, int]) -> list[str]:
     if rejected_files:
         out.append(f"{_n(rejected_files)} of {_n(counts.get('archive.files_indexed', 0))} archive files were "
                    f"rejected ({_top(counts, 'archive.rejected.')}): see rejects/text/ for the file names")
+    cut = counts.get("archive.records_cut_short", 0)
+    if cut:
+        out.append(f"{_n(cut)} archived {'record ends' if cut == 1 else 'records end'} before the Content-Length "
+                   "(a truncated file?), not replayed: see rejects/text/ for the files")
     bad_rows = sum(v for k, v in counts.items() if k.startswith("local.rejected."))
     if bad_rows:
         out.append(f"{_n(bad_rows)} manifest rows were rejected ({_top(counts, 'local.rejected.')}): see "

@@ -188,6 +188,7 @@ class IndexArchive(UntypedDoFn):
 
     def process(self, path: str):
         from openmsd_build.core.paths import describe_failure
+        from openmsd_build.text.fetch import warc_index
         from openmsd_build.text.fetch.warc_store import is_remote
         from openmsd_build.text.fetch.warc_stream import ARCHIVE_UNREADABLE, archive_problem
 
@@ -202,6 +203,10 @@ class IndexArchive(UntypedDoFn):
                 if isinstance(exc, OSError) and is_remote(path):
                     raise  # a remote read that failed (maybe for now): Beam retries the file
                 problem = (ARCHIVE_UNREADABLE, f"{path}: {describe_failure(exc)}")
+        if counts[warc_index.CUT_SHORT]:  # not indexed: each URL is another copy's or missing
+            yield beam.pvalue.TaggedOutput(REJECTS_TAG, make_reject(
+                STAGE, "archive_records_cut_short", key=path,
+                detail=f"{counts[warc_index.CUT_SHORT]} response records end before their Content-Length"))
         if problem is not None:
             # the rows read before the damage stay indexed; the file is named in the reject
             reason, detail = problem
@@ -215,7 +220,7 @@ class IndexArchive(UntypedDoFn):
         from openmsd_build.text.fetch import warc_index
 
         if self.kind == "warc":
-            yield from warc_index.index_warc_file(path)
+            yield from warc_index.index_warc_file(path, counts=counts)  # records cut short counted
             return
         for row in warc_index.read_cc_index(path, self.warc_prefix, counts):  # refused paths counted
             if warc_index.needs_location(row):

@@ -32,6 +32,15 @@ def test_citations_warning_names_the_cause():
     assert stage_warnings("text", {"papers": 10, "documents.no_text": 10})
 
 
+def test_archived_records_cut_short_warn():
+    """A truncated WARC's last record is not replayed (`warc_index.CUT_SHORT`): said, not
+    left to a `not_in_archive` count."""
+    healthy = {"papers": 10, "documents.kept": 10, "fetch.ok": 20, "extracted.pdf": 20, "archive.files_indexed": 2}
+    assert stage_warnings("text", healthy) == []
+    [line] = stage_warnings("text", {**healthy, "archive.records_cut_short": 1})
+    assert line.startswith("1 archived record ends before the Content-Length (a truncated file?), not replayed")
+
+
 def test_high_reject_rate_is_loud_and_limited():
     counts = {"read.crossref": 100, "rejected.crossref.bad_doi": 60, "written": 40}
     assert any("rejected 60 of 100 records read (60%)" in line for line in stage_warnings("papers", counts))

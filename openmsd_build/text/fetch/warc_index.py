@@ -47,7 +47,7 @@ CC_REDIRECT = "fetch_redirect"
 _BATCH_ROWS = 65_536
 
 
-def index_warc_file(path: str, target_uri: bool = False) -> Iterator[dict]:
+def index_warc_file(path: str, target_uri: bool = False, counts: Counter | None = None) -> Iterator[dict]:
     """Rows of every response record of one WARC, in file order (so the later of two
     records of one URL comes last, as `WarcBackend` resolves it). Records without a
     target URI are skipped; request, metadata and revisit records are not responses.
@@ -59,21 +59,22 @@ def index_warc_file(path: str, target_uri: bool = False) -> Iterator[dict]:
     sure about is read alone by warcio, and from the first member that is not a tidy,
     complete gzip member on warcio reads the rest of the file, as it would have. A WARC
     gzipped as one stream is indexed from its inflated copy (`warc_stream`): the rows carry
-    `path` and that copy's offsets, which `read_record` reads the same way."""
+    `path` and that copy's offsets, which `read_record` reads the same way. A record cut
+    short is not indexed (`CUT_SHORT`, counted in `counts`)."""
     if is_one_stream(path):
-        for row in index_warc_file(plain_copy(path), target_uri):
+        for row in index_warc_file(plain_copy(path), target_uri, counts):
             yield {**row, "warc_file": path}
         return
     with open_for_read(path) as fh:
         for offset, length, data in iter_members(fh, 0):
             record = parse_member(data) if data is not None else None
             if record is None or not record.tidy_end:
-                yield from _warcio_rows(path, fh, offset, target_uri)
+                yield from _warcio_rows(path, fh, offset, target_uri, counts)
                 return
             if record.rec_type != "response" and record.plain:
                 continue
             if not record.plain:
-                yield from _warcio_member_rows(path, fh, offset, length, target_uri)
+                yield from _warcio_member_rows(path, fh, offset, length, target_uri, counts)
                 continue
             uri = record.warc_fields.get("warc-target-uri")
             if uri:
@@ -100,14 +101,15 @@ def _row(path: str, offset: int, length: int, uri: str, status: int | None, head
     return row
 
 
-def _warcio_member_rows(path: str, fh: IO[bytes], offset: int, length: int, target_uri: bool = False) -> Iterator[dict]:
+def _warcio_member_rows(path: str, fh: IO[bytes], offset: int, length: int, target_uri: bool = False,
+                        counts: Counter | None = None) -> Iterator[dict]:
     """The row (if any) of the one-record gzip member at `offset`, read by warcio; the
     file position is kept for `iter_members`."""
     resume = fh.tell()
     fh.seek(offset)
     member = fh.read(length)
     fh.seek(resume)
-    for row in _warcio_rows(path, io.BytesIO(member), 0, target_uri):
+    for row in _warcio_rows(path, io.BytesIO(member), 0, target_uri, counts):
         yield {**row, "offset": offset, "length": length}
 
 
@@ -132,9 +134,18 @@ class _Aligned:
         return self._fh.read(size)
 
 
-def _warcio_rows(path: str, fh: IO[bytes], offset: int, target_uri: bool = False) -> Iterator[dict]:
+CUT_SHORT = "archive.records_cut_short"
+"""Counted for each response record whose block ends before its `Content-Length` (a file
+cut by a partial download or copy, a crash while writing, a lying header): warcio hands such
+a record over as if it were whole, so its first bytes would be replayed as the complete
+response. It is not indexed: the URL is answered by another archived copy, or is missing."""
+
+
+def _warcio_rows(path: str, fh: IO[bytes], offset: int, target_uri: bool = False,
+                 counts: Counter | None = None) -> Iterator[dict]:
     """Rows of the records from `offset` (a member boundary) on, read by warcio. Past the
-    start it continues as the iterator over the whole file would: WARC only, same blocks."""
+    start it continues as the iterator over the whole file would: WARC only, same blocks.
+    A record cut short is left out, counted in `counts` (`CUT_SHORT`) and logged."""
     if offset:
         iterator: ArchiveIterator = WARCIterator(_Aligned(fh, offset))
     else:
@@ -149,8 +160,15 @@ def _warcio_rows(path: str, fh: IO[bytes], offset: int, target_uri: bool = False
         status, headers = record_status_headers(record)
         payload_type = record.rec_headers.get_header(_PAYLOAD_TYPE)
         # reads the record to its end: the length is only known then
-        yield _row(path, iterator.get_record_offset(), iterator.get_record_length(), uri, status, headers,
-                   payload_type, target_uri)
+        length = iterator.get_record_length()
+        missing = getattr(record.raw_stream, "limit", 0)  # bytes of the block never read
+        if missing > 0:
+            if counts is not None:
+                counts[CUT_SHORT] += 1
+            LOG.warning("%s: the record at offset %d (%s) ends %d bytes before its Content-Length: not indexed",
+                        path, iterator.get_record_offset(), uri, missing)
+            continue
+        yield _row(path, iterator.get_record_offset(), length, uri, status, headers, payload_type, target_uri)
 
 
 def warc_path(prefix: str, warc_filename: str) -> str:
