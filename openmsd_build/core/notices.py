@@ -70,12 +70,14 @@ def _text(counts: Mapping[str, int]) -> list[str]:
     if bad_rows:
         out.append(f"{_n(bad_rows)} manifest rows were rejected ({_top(counts, 'local.rejected.')}): see "
                    "rejects/text/ for the files named")
-    if "local.papers_matched" in counts and not counts["local.papers_matched"]:
+    local = "local.papers_matched" in counts
+    if local and not counts["local.papers_matched"] and not counts.get("fetch.ok", 0):  # URL rows read none either
         out.append(f"no file of the folder matched any of the {_n(papers)} papers: does the manifest use the papers' "
-                   "DOIs (or are the files named after them, / as _)?")
+                   "DOIs or URLs (or are the files named after the DOIs, / as _)?")
     if papers and not kept:
-        hint = ("with --fetch none only papers whose metadata has an abstract are kept; give their pages "
-                "(--fetch warc:, local:, http)" if not fetched else "no page or PDF gave a usable text")
+        hint = ("no page or PDF gave a usable text" if fetched else "no file of the folder was read for them"
+                if local else "with --fetch none only papers whose metadata has an abstract are kept; give their "
+                "pages (--fetch warc:, local:, http)")
         out.append(f"text kept 0 documents of {_n(papers)} papers ({_top(counts, 'documents.')}): {hint}")
     return out
 

@@ -41,6 +41,18 @@ def test_archived_records_cut_short_warn():
     assert line.startswith("1 archived record ends before the Content-Length (a truncated file?), not replayed")
 
 
+def test_local_folder_warnings_count_url_rows_and_name_the_folder():
+    """A manifest of URL rows matches no DOI but reads files: no "nothing matched" warning;
+    a folder that gave nothing says so, not the `--fetch none` hint."""
+    read_by_url = {"papers": 5, "local.papers_matched": 0, "fetch.ok": 2, "extracted.pdf": 2, "documents.kept": 2,
+                   "documents.no_text": 3}
+    assert not any("matched" in line for line in stage_warnings("text", read_by_url))
+    nothing = {"papers": 5, "local.papers_matched": 0, "documents.no_text": 5}
+    lines = stage_warnings("text", nothing)
+    assert any(line.startswith("no file of the folder matched any of the 5 papers") for line in lines)
+    assert any(line.endswith("no file of the folder was read for them") for line in lines), lines
+
+
 def test_high_reject_rate_is_loud_and_limited():
     counts = {"read.crossref": 100, "rejected.crossref.bad_doi": 60, "written": 40}
     assert any("rejected 60 of 100 records read (60%)" in line for line in stage_warnings("papers", counts))

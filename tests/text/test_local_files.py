@@ -84,6 +84,14 @@ def test_naming_rule_with_a_relative_folder_links_and_sici_dois(tmp_path, monkey
         assert [(reason, os.path.basename(key)) for reason, key, _ in source.problems] == [(OUTSIDE, "10.9_out.pdf")]
 
 
+def test_a_manifest_that_is_not_utf8_is_named(tmp_path):
+    (tmp_path / "a.pdf").write_bytes(b"%PDF-1.4 x")
+    manifest = tmp_path / "list.csv"
+    manifest.write_bytes("doi,path\n10.1000/caf\xe9,a.pdf\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"list\.csv: not UTF-8 text .*save the manifest as UTF-8"):
+        load(f"local:{tmp_path}@{manifest}")
+
+
 def test_manifest_rows_and_their_rejects(tmp_path):
     folder = tmp_path / "files"
     folder.mkdir()

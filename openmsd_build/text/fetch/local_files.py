@@ -131,6 +131,14 @@ def _manifest_rows(manifest: str) -> Iterator[dict]:
         for row in table.to_pylist():
             yield {k: row.get(k) for k in ("doi", "url", "path")}
         return
+    try:
+        yield from _csv_rows(manifest)
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{manifest}: not UTF-8 text ({exc.reason}): save the manifest as UTF-8") from None
+
+
+def _csv_rows(manifest: str) -> Iterator[dict]:
+    """A CSV manifest's rows (header names compared trimmed and in lower case)."""
     with open(manifest, encoding="utf-8-sig", newline="") as fh:
         reader = csv.DictReader(fh)
         names = {n.strip().lower() for n in reader.fieldnames or ()}
