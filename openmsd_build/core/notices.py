@@ -143,9 +143,31 @@ def reject_rate(stage: str, counts: Mapping[str, int]) -> tuple[int, int]:
     return 0, 0
 
 
+_DAMAGED_INPUT = ("truncated_gzip", "corrupt_gzip", "read_error")
+"""Reasons of `papers` rejects for a file that ends early or cannot be read on (its records
+after the damage are missing, which one reject row does not make loud enough)."""
+
+
+def _damaged_inputs(stage: str, counts: Mapping[str, int]) -> list[str]:
+    """A warning for input files cut short or damaged (the reads before the damage kept)."""
+    if stage == "papers":
+        damaged = {k.rsplit(".", 1)[1]: v for k, v in counts.items()
+                   if k.startswith("rejected.") and k.rsplit(".", 1)[1] in _DAMAGED_INPUT and v}
+        n = sum(damaged.values())
+        detail = ", ".join(f"{reason} {_n(v)}" for reason, v in sorted(damaged.items()))
+    elif stage == "citations":
+        n, detail = counts.get("files_unreadable", 0), "files_unreadable"
+    else:
+        return []
+    if not n:
+        return []
+    return [f"{_n(n)} input {'file ends' if n == 1 else 'files end'} early or cannot be read on ({detail}): "
+            f"their records after the damage are missing; see rejects/{stage}/ for the files"]
+
+
 def stage_warnings(stage: str, counts: Mapping[str, int]) -> list[str]:
     """The warnings `stage`'s counts call for (empty when it looks healthy)."""
-    out = list(RULES.get(stage, lambda _c: [])(counts))
+    out = list(RULES.get(stage, lambda _c: [])(counts)) + _damaged_inputs(stage, counts)
     rejected, read = reject_rate(stage, counts)
     if read and rejected / read > LOUD_REJECT_RATE:
         out.append(f"{stage} rejected {_n(rejected)} of {_n(read)} records read ({rejected / read:.0%}): "

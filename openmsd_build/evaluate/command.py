@@ -40,6 +40,7 @@ from apache_beam.io.filesystems import FileSystems
 from openmsd_build.core import layout
 from openmsd_build.core.doi import try_normalize_doi
 from openmsd_build.core.errors import UserError
+from openmsd_build.core.notices import warn
 from openmsd_build.core.parquet_io import join_path
 from openmsd_build.evaluate import metrics, tasks
 
@@ -299,6 +300,17 @@ def format_comparison(raw: dict, enriched: dict) -> str:
     return "\n".join(lines)
 
 
+def empty_warning(result: dict) -> list[str]:
+    """A warning when nothing could be scored: an empty pool, or no query with a relevant
+    paper in it (every score would be "—", which a table of dashes does not say loudly)."""
+    scored = sum(m["queries"] - m["queries_without_relevant"] for by_cls in result["relations"].values()
+                 for m in by_cls.values())
+    if scored:
+        return []
+    return [f"evaluate on {result['split']}: no query has a relevant paper in the pool of {result['pool']:,} papers, "
+            "nothing was scored: does the build have pairs of these relations in this split (_stats/pairs.json)?"]
+
+
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     if beam_args:
         raise UserError(f"evaluate runs no Beam pipeline; unknown options: {' '.join(beam_args)}")
@@ -324,6 +336,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
             paths = [write_result(args.out, base, raw), write_result(args.out, f"{base}_enriched", enr)]
             print(format_comparison(raw, enr))
             print(f"written: {', '.join(paths)}")
+            warn(empty_warning(raw))
         return 0
     if args.baseline:
         from openmsd_build.evaluate.bm25 import bm25_scorer
@@ -340,4 +353,5 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         path = write_result(args.out, name, result)
         print(format_result(result))
         print(f"written: {path}")
+        warn(empty_warning(result))
     return 0

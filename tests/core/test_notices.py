@@ -53,6 +53,18 @@ def test_local_folder_warnings_count_url_rows_and_name_the_folder():
     assert any(line.endswith("no file of the folder was read for them") for line in lines), lines
 
 
+def test_input_files_cut_short_warn():
+    """A truncated .jsonl.gz or .csv.gz keeps the records before the cut: one reject row is
+    not enough to tell the user the rest of the file is missing."""
+    papers = {"read.unpaywall": 1000, "written": 990, "rejected.unpaywall.truncated_gzip": 1, "with_abstract": 900}
+    [line] = stage_warnings("papers", papers)
+    assert line.startswith("1 input file ends early or cannot be read on (truncated_gzip 1)")
+    assert stage_warnings("papers", {**papers, "rejected.unpaywall.truncated_gzip": 0}) == []
+    citations = {"rows_read": 416, "edges_kept": 400, "files_unreadable": 2, "documents_read": 300}
+    [line] = stage_warnings("citations", citations)
+    assert line.startswith("2 input files end early or cannot be read on (files_unreadable)")
+
+
 def test_high_reject_rate_is_loud_and_limited():
     counts = {"read.crossref": 100, "rejected.crossref.bad_doi": 60, "written": 40}
     assert any("rejected 60 of 100 records read (60%)" in line for line in stage_warnings("papers", counts))

@@ -92,6 +92,22 @@ def test_a_manifest_that_is_not_utf8_is_named(tmp_path):
         load(f"local:{tmp_path}@{manifest}")
 
 
+def test_a_folder_named_with_an_at_sign(tmp_path):
+    """`local:FOLDER@MANIFEST` splits at an `@`, but a folder may hold one in its name."""
+    from openmsd_build.text.fetch.local_files import parse_spec
+
+    folder = tmp_path / "files@2024"
+    folder.mkdir()
+    (folder / "10.1000_abc.pdf").write_bytes(b"%PDF-1.4 x")
+    manifest = tmp_path / "m@v2.csv"
+    manifest.write_text("doi,path\n10.1000/abc,10.1000_abc.pdf\n")
+    assert parse_spec(f"local:{folder}") == (str(folder), None)
+    assert parse_spec(f"local:{folder}@{manifest}") == (str(folder), str(manifest))
+    assert len(doi_tasks(load(f"local:{folder}"), "10.1000/abc")) == 1
+    with pytest.raises(ValueError, match="is not a folder"):
+        parse_spec(f"local:{tmp_path}/nothing@{manifest}")
+
+
 def test_manifest_rows_and_their_rejects(tmp_path):
     folder = tmp_path / "files"
     folder.mkdir()

@@ -100,10 +100,18 @@ class LocalSource:
 
 
 def parse_spec(spec: str) -> tuple[str, str | None]:
-    """`local:FOLDER[@MANIFEST]` -> (folder, manifest or None); a ValueError says what is wrong."""
+    """`local:FOLDER[@MANIFEST]` -> (folder, manifest or None); a ValueError says what is wrong.
+    A folder whose name holds `@` (`data@2024`) is read as the folder when it is one: the
+    split is at the first `@` after which the part before is an existing folder."""
     if not is_local(spec):
         raise ValueError(f"not a local fetch spec: {spec!r}")
-    folder, _, manifest = spec[len(PREFIX):].partition("@")
+    rest = spec[len(PREFIX):]
+    cuts = [i for i, c in enumerate(rest) if c == "@"]
+    if os.path.isdir(rest) or not cuts:
+        folder, manifest = rest, ""
+    else:
+        at = next((i for i in cuts if os.path.isdir(rest[:i])), cuts[0])
+        folder, manifest = rest[:at], rest[at + 1:]
     if not folder:
         raise ValueError("--fetch local: needs a folder (local:FOLDER or local:FOLDER@MANIFEST.csv)")
     if not os.path.isdir(folder):
