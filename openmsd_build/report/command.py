@@ -88,7 +88,7 @@ def headline_table(stats: dict) -> str:
     """A short plain-text table of the headline numbers (what the demo prints)."""
     t = stats.get("table1") or {}
     rows: list[tuple[str, str]] = [
-        ("papers", render.fmt_int(t.get("papers"))),
+        ("documents", render.fmt_int(t.get("papers"))),  # papers with text (documents/), not papers/ rows
         ("with abstract", render.fmt_int(t.get("with_abstract"))),
         ("with full content", render.fmt_int(t.get("with_content"))),
         ("English", render.fmt_int(t.get("english"))),

@@ -403,7 +403,7 @@ def test_headline_table(full):
         line.split(None, 1) if not line.startswith(("with", "pairs")) else (line[:18].strip(), line[18:].strip())
         for line in text.splitlines()
     )
-    assert lines["papers"] == "9" and lines["English"] == "3" and lines["languages"] == "5"
+    assert lines["documents"] == "9" and lines["English"] == "3" and lines["languages"] == "5"
     assert "pairs train" in text and "DC 2, CC 2, BC 1" in text
     assert "DC 1, CC not built, BC not built" in text  # idt
     assert "DC 1, CC 0, BC not built" in text  # odt: cc folder exists but is empty
