@@ -469,7 +469,7 @@ def test_cli_report(tmp_path: Path, capsys):
     _build(tmp_path, ALL)
     assert main(["report", str(tmp_path), "--top", "2", "--rate-per-host", "0.5"]) == 0
     printed = capsys.readouterr().out
-    assert "papers" in printed and "report.html" in printed
+    assert "documents" in printed and "report.html" in printed
     stats = json.loads((tmp_path / "report" / "stats.json").read_text())
     assert stats["options"] == {"top": 2, "rate_per_host": 0.5} and len(stats["documents"]["top_languages"]) == 2
 
