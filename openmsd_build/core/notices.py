@@ -11,6 +11,7 @@ the sentences are printed as the stage ends (`announce`), kept in `_stats/<stage
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from collections.abc import Callable, Mapping
 
 # A stage keeping less than this share of what it read, from at least SMALL_MIN records, is
@@ -75,9 +76,13 @@ def _text(counts: Mapping[str, int]) -> list[str]:
         out.append(f"no file of the folder matched any of the {_n(papers)} papers: does the manifest use the papers' "
                    "DOIs or URLs (or are the files named after the DOIs, / as _)?")
     if papers and not kept:
-        hint = ("no page or PDF gave a usable text" if fetched else "no file of the folder was read for them"
-                if local else "with --fetch none only papers whose metadata has an abstract are kept; give their "
-                "pages (--fetch warc:, local:, http)")
+        if fetched:
+            hint = "no page or PDF gave a usable text"
+        elif local:
+            hint = "no file of the folder was read for them"
+        else:
+            hint = ("with --fetch none only papers whose metadata has an abstract are kept; give their pages "
+                    "(--fetch warc:, local:, http)")
         out.append(f"text kept 0 documents of {_n(papers)} papers ({_top(counts, 'documents.')}): {hint}")
     return out
 
@@ -150,11 +155,14 @@ after the damage are missing, which one reject row does not make loud enough).""
 
 def _damaged_inputs(stage: str, counts: Mapping[str, int]) -> list[str]:
     """A warning for input files cut short or damaged (the reads before the damage kept)."""
-    if stage == "papers":
-        damaged = {k.rsplit(".", 1)[1]: v for k, v in counts.items()
-                   if k.startswith("rejected.") and k.rsplit(".", 1)[1] in _DAMAGED_INPUT and v}
+    if stage == "papers":  # `rejected.<source>.<reason>`, summed over the sources
+        damaged: Counter[str] = Counter()
+        for key, value in counts.items():
+            reason = key.rsplit(".", 1)[-1]
+            if key.startswith("rejected.") and reason in _DAMAGED_INPUT:
+                damaged[reason] += value
         n = sum(damaged.values())
-        detail = ", ".join(f"{reason} {_n(v)}" for reason, v in sorted(damaged.items()))
+        detail = ", ".join(f"{reason} {_n(v)}" for reason, v in sorted(damaged.items()) if v)
     elif stage == "citations":
         n, detail = counts.get("files_unreadable", 0), "files_unreadable"
     else:

@@ -23,8 +23,8 @@ Only `.pdf`, `.html`, `.htm` and `.xhtml` files are documents (the media type co
 extension; a body starting `%PDF-` is a PDF whatever its name). Every path must stay inside
 FOLDER once resolved (symbolic links and `..` included). A manifest row whose file is
 missing, outside the folder or of another type, and a document-named link out of the
-folder, is a counted reject naming it (`manifest_problems`); a URL nobody put in the folder answers `not_in_folder` (a miss, as
-`not_in_archive` is for archives).
+folder, is a counted reject naming it (`manifest_problems`); a URL nobody put in the folder
+answers `not_in_folder` (a miss, as `not_in_archive` is for archives).
 
 The stage turns every DOI match into a task for the file's own `file://` URL (`doi_tasks`),
 so a file matched to several papers (or listed twice) is read and extracted once, like one
