@@ -36,22 +36,23 @@ _SPACES_RE = re.compile(r"[ \t\u00a0\u2000-\u200a\u202f\u205f\u3000]+")
 # quarter of cleaning an abstract.
 _OTHER_SPACES_RE = re.compile(r"[\t\u00a0\u2000-\u200a\u202f\u205f\u3000]")
 _BLANK_LINES_RE = re.compile(r"\n\s*\n+")
-# A heading that only says "Abstract" (in the languages we see most) before the real text.
-_ABSTRACT_HEADING_RE = re.compile(
-    r"^\s*(?:abstract|summary|résumé|resume|resumen|resumo|zusammenfassung|riassunto|"
-    r"samenvatting|streszczenie|аннотация|резюме|реферат|摘要|要旨|要約|초록|özet|ملخص|abstrak)"
-    r"\s*[:.\-–—]?\s*(?:\n|$)",
-    re.IGNORECASE,
+# The abstract's heading in the languages of the world's journals. One list for every source,
+# as `KEYWORD_LABELS` is: the same label heads an abstract on a landing page
+# (`extract.landing`), in a PDF (`extract.pdf`) and at the start of a metadata abstract, where
+# it is removed (`clean_abstract`).
+ABSTRACT_LABELS = (
+    r"abstract|summary|resumo|resumen|r[ée]sum[ée]|resum|zusammenfassung|kurzfassung|riassunto|sommario|"
+    r"samenvatting|streszczenie|abstrakt|abstrak|absztrakt|intisari|souhrn|аннотация|анотація|резюме|реферат|"
+    r"摘\s?要|要\s?旨|要\s?約|抄\s?録|초\s?록|요\s?약|özet|öz|ملخص|الملخص|چکیده|sammanfattning|sammendrag|"
+    r"tiivistelmä|περίληψη|tóm tắt|บทคัดย่อ|सारांश|extended summary"
 )
+# A heading that only says "Abstract" before the real text.
+_ABSTRACT_HEADING_RE = re.compile(rf"^\s*(?:{ABSTRACT_LABELS})\s*[:.\-–—]?\s*(?:\n|$)", re.IGNORECASE)
 # Same heading glued to the first sentence ("Abstract: We study ...", "ABSTRACT We ...",
 # OpenAlex's "Zusammenfassung Die ...", "Resumo Atividades ...", "SUMMARY The ..."): the
 # heading word followed by punctuation, or by a space and a capital. Structured-abstract
 # labels ("BACKGROUND:", "Objetivo.") are part of the text as printed and stay.
-_HEADING_WORDS = (
-    r"abstract|summary|résumé|resume|resumen|resumo|zusammenfassung|kurzfassung|riassunto|sommario|"
-    r"samenvatting|streszczenie|аннотация|анотація|резюме|реферат|摘要|要旨|要約|抄録|초록|요약|özet|öz|ملخص|"
-    r"چکیده|abstrak|sammanfattning|tiivistelmä"
-)
+_HEADING_WORDS = ABSTRACT_LABELS
 _ABSTRACT_PREFIX_RE = re.compile(
     rf"^\s*(?i:{_HEADING_WORDS})\s*[:.\-–—：]\s*|^\s*(?i:{_HEADING_WORDS})\s+(?=[A-ZÀ-ÖØ-ÞĀ-ſА-ЯЁЄІЇ])"
 )

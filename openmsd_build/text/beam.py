@@ -204,6 +204,7 @@ class IndexArchive(UntypedDoFn):
                     raise  # a remote read that failed (maybe for now): Beam retries the file
                 problem = (ARCHIVE_UNREADABLE, f"{path}: {describe_failure(exc)}")
         if counts[warc_index.CUT_SHORT]:  # not indexed: each URL is another copy's or missing
+            counts["archive.files_cut_short"] += 1  # one reject row per file, as counted
             yield beam.pvalue.TaggedOutput(REJECTS_TAG, make_reject(
                 STAGE, "archive_records_cut_short", key=path,
                 detail=f"{counts[warc_index.CUT_SHORT]} response records end before their Content-Length"))

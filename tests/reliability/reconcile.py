@@ -108,7 +108,9 @@ def check_text(out: str | Path) -> list[str]:
     papers dropped for a shared abstract <= abstracts dropped as shared
     (abstracts_wrong.abstract_duplicate_across_dois); fetch/ rows = fetch.ok + fetch.error.*;
     rejects/text rows = extract_failed.* + main_text_failed.* (a landing page read again for its
-    main text that failed the second time; its first extraction is counted in extracted.*)."""
+    main text that failed the second time; its first extraction is counted in extracted.*)
+    + the input's own: archive files rejected (archive.rejected.*) or holding records cut short
+    (archive.files_cut_short), manifest rows rejected (local.rejected.*)."""
     c = stage_counts(out, "text")
     if c is None:
         return [_no_stats("text")]
@@ -127,8 +129,10 @@ def check_text(out: str | Path) -> list[str]:
         _eq(p, "text", "fetch/ rows = fetch.ok + fetch.error.*", n_rows(Path(out) / "fetch"), fetched)
         _eq(p, "text", "fetch.ok = extracted.* + extract_failed.* + unsupported",
             c.get("fetch.ok", 0), _sum(c, "extracted.") + _sum(c, "extract_failed."))
-    _eq(p, "text", "rejects/text rows = extract_failed.* + main_text_failed.*", n_rows(Path(out) / "rejects" / "text"),
-        _sum(c, "extract_failed.") + _sum(c, "main_text_failed."))
+    _eq(p, "text", "rejects/text rows = extract_failed.* + main_text_failed.* + archive and manifest rejects",
+        n_rows(Path(out) / "rejects" / "text"),
+        _sum(c, "extract_failed.") + _sum(c, "main_text_failed.") + _sum(c, "archive.rejected.")
+        + c.get("archive.files_cut_short", 0) + _sum(c, "local.rejected."))
     return p
 
 

@@ -100,3 +100,31 @@ def test_one_paragraph_in_two_languages_is_two_abstracts() -> None:
     doc, _ = build_document({"doi": "10.1/p", "title": "Soziologische Bemerkungen"},
                             [{"kind": "pdf", "url": "u", "abstract": f"{DE} {EN}"}])
     assert [a["language"] for a in doc["abstracts"]] == ["de", "en"]
+
+
+# An abstract heading of each language that one source's list knew and another's did not
+# (Greek, Czech, Hungarian, Catalan, Vietnamese, Indonesian, Japanese): one vocabulary
+# (`textclean.ABSTRACT_LABELS`) heads an abstract on a landing page, in a PDF and at the
+# start of a metadata abstract alike.
+LABELLED = {
+    "Περίληψη": "Η εργασία εξετάζει τη σχέση της οικονομικής ανάπτυξης με την εκπαίδευση στις περιφέρειες της χώρας. " * 2,
+    "Abstrakt": "Práce se zabývá vztahem hospodářského růstu a vzdělávání v regionech České republiky a jeho vývojem. " * 2,
+    "Absztrakt": "A tanulmány a gazdasági növekedés és az oktatás kapcsolatát vizsgálja a magyar régiókban hosszabb távon. " * 2,
+    "Resum": "Aquest treball estudia la relació entre el creixement econòmic i l'educació a les regions catalanes durant anys. " * 2,
+    "Tóm tắt": "Bài báo nghiên cứu mối quan hệ giữa tăng trưởng kinh tế và giáo dục tại các tỉnh của Việt Nam trong nhiều năm. " * 2,
+    "Intisari": "Penelitian ini mengkaji hubungan antara pertumbuhan ekonomi dan pendidikan di berbagai provinsi Indonesia. " * 2,
+    "要約": "本研究では、地域における経済成長と教育の関係を長期的なデータを用いて分析し、その政策的な含意について検討した。" * 2,
+}
+
+
+def test_one_abstract_vocabulary_for_pages_pdfs_and_metadata() -> None:
+    from openmsd_build.core.textclean import clean_abstract
+
+    for label, text in LABELLED.items():
+        text = text.strip()
+        page = (f"<html><head><title>Paper</title></head><body><h1>A paper</h1><h2>{label}</h2><p>{text}</p>"
+                "<h2>References</h2><p>One reference.</p></body></html>")
+        assert extract_landing(page, with_content=False)["abstract"] == text, label
+        [found] = _find_abstracts(["A paper", "Someone", label, text, "1. Introduction", "Body text."])
+        assert found.text.startswith(text[:40]) and found.heading == label, label
+        assert clean_abstract(f"{label}: {text}") == text, label

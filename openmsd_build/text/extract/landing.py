@@ -40,6 +40,7 @@ import lxml.html
 from openmsd_build.core.language import normalize_language_code
 from openmsd_build.core.regex_gates import first_characters, start_gate
 from openmsd_build.core.textclean import (
+    ABSTRACT_LABELS,
     clean_abstract,
     clean_title,
     collapse_letter_spacing,
@@ -127,11 +128,7 @@ _NOT_ABSTRACT_TOKEN_RE = re.compile(
     r"keyword|teaser|^tabs?(?:-|$)|label|preview|related|list|metric|download|citation|cite|promo",
     re.IGNORECASE,
 )
-_ABSTRACT_HEADING_WORDS = (
-    r"abstract|summary|résumé|resume|resumen|resumo|zusammenfassung|kurzfassung|riassunto|sommario|"
-    r"samenvatting|streszczenie|аннотация|анотація|реферат|резюме|摘\s?要|要\s?旨|抄\s?録|초\s?록|요\s?약|özet|öz|"
-    r"ملخص|الملخص|چکیده|abstrak|sammanfattning|tiivistelmä|sammendrag|resum"
-)
+_ABSTRACT_HEADING_WORDS = ABSTRACT_LABELS  # one list for pages, PDFs and metadata
 _ABSTRACT_HEADING_RE = re.compile(rf"^\s*(?:{_ABSTRACT_HEADING_WORDS})\s*[:.：]?\s*$", re.IGNORECASE)
 # An element's text starts with its own leading text (`.text`): when that holds a character,
 # its first one decides whether the whole text can be a heading word (`regex_gates`), and

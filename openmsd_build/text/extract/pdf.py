@@ -53,6 +53,7 @@ import numpy as np  # imported with the module: the extractor children's fork se
 
 from openmsd_build.core.regex_gates import first_characters, gated_match, start_gate
 from openmsd_build.core.textclean import (
+    ABSTRACT_LABELS,
     KEYWORD_LABELS,
     MAX_SPACED_LINE_CHARS,
     clean_abstract,
@@ -81,12 +82,7 @@ REPEAT_MIN_PAGES = 3
 _EDGE_LINES = 4
 _REFS_MIN_POSITION = 0.3
 
-_ABSTRACT_WORDS = (
-    r"abstract|summary|resumo|resumen|r[ée]sum[ée]|zusammenfassung|kurzfassung|riassunto|sommario|"
-    r"samenvatting|streszczenie|abstrakt|аннотация|анотація|резюме|реферат|摘\s?要|要\s?旨|要\s?約|抄\s?録|초\s?록|요\s?약|"
-    r"özet|öz|ملخص|الملخص|چکیده|abstrak|intisari|sammanfattning|sammendrag|tiivistelmä|souhrn|absztrakt|"
-    r"περίληψη|tóm tắt|บทคัดย่อ|सारांश|extended summary"
-)
+_ABSTRACT_WORDS = ABSTRACT_LABELS  # one list for pages, PDFs and metadata (`textclean`)
 # "Abstract" alone on its line (":" / "." allowed), or glued to the first sentence. A heading
 # numbered as the first section ("I. Özet", "1. Abstract", "0 Summary") is one too: an
 # abstract opens a paper, so a later number ("7. Summary") is a closing section, not one.
