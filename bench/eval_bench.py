@@ -19,7 +19,8 @@ synthesised directly (following `schemas/` exactly). Two parts:
 
 Usage: `nice -n 10 .venv/bin/python bench/eval_bench.py timing --sizes 200000,1000000`
        `nice -n 10 .venv/bin/python bench/eval_bench.py table --papers 260000`
-Writes bench/results_eval.json (both parts merge into it).
+Writes bench/results_eval.json (both parts merge into it; `--json PATH` writes elsewhere, e.g. for a
+small trial run that must not replace the quoted figures).
 """
 
 from __future__ import annotations
@@ -161,11 +162,11 @@ def table(papers: int, sizes: list[int], resamples: int, max_queries: int, out: 
             "table": format_split(res), "benchmark": res.get("benchmark")}
 
 
-def _merge(key: str, value) -> None:
-    doc = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+def _merge(key: str, value, results: Path = RESULTS) -> None:
+    doc = json.loads(results.read_text()) if results.exists() else {}
     doc[key] = value
     doc["machine"] = "2 cores shared with other engineers' jobs (load 6-11 during the runs): quote ratios"
-    RESULTS.write_text(json.dumps(doc, indent=2) + "\n")
+    results.write_text(json.dumps(doc, indent=2) + "\n")
 
 
 def main() -> int:
@@ -173,6 +174,7 @@ def main() -> int:
         print(json.dumps(one(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))))
         return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--json", type=Path, default=RESULTS, help="results file the part merges into")
     sub = ap.add_subparsers(dest="part", required=True)
     t = sub.add_parser("timing")
     t.add_argument("--sizes", default="200000,1000000")
@@ -186,10 +188,10 @@ def main() -> int:
     b.add_argument("--out", default=str(DATA / "eval_synthetic_build"))
     args = ap.parse_args()
     if args.part == "timing":
-        _merge("timing", timing([int(s) for s in args.sizes.split(",")], args.queries, args.slow_queries))
+        _merge("timing", timing([int(s) for s in args.sizes.split(",")], args.queries, args.slow_queries), args.json)
     else:
         _merge("table", table(args.papers, [int(s) for s in args.pool_sizes.split(",")], args.resamples,
-                              args.max_queries, Path(args.out)))
+                              args.max_queries, Path(args.out)), args.json)
     return 0
 
 

@@ -160,7 +160,7 @@ def _serve(conn: Connection, jobs: dict[str, str], max_memory_mb: int | None) ->
             _put(conn, ("error", OUT_OF_MEMORY, "MemoryError"))
             return  # replaced by the parent
         except Exception as exc:  # noqa: BLE001 - every parser failure is one document's failure
-            answer = pickle.dumps(("error", PARSE_ERROR, f"{type(exc).__name__}: {exc}"[:500]))
+            answer = pickle.dumps(("error", PARSE_ERROR, f"{type(exc).__name__}: {exc}"[:500]), pickle.HIGHEST_PROTOCOL)
         conn.send_bytes(answer)
 
 
@@ -193,11 +193,7 @@ class _Child:
     fd: int  # the pipe's descriptor, as the pool's poll object knows it
     documents: int = 0
     tag: Any = None
-    deadline: float | None = None  # monotonic deadline of the pending document
-
-    @property
-    def busy(self) -> bool:
-        return self.deadline is not None
+    deadline: float | None = None  # monotonic deadline of the pending document (busy: in `_busy`)
 
 
 Answer = tuple[Any, "dict[str, Any] | None", "str | None", "str | None"]
@@ -295,7 +291,7 @@ class ExtractorPool:
             while self.pending >= self.size:
                 done += self._collect(block=True)
             self.start()
-            child = next(c for c in self.children if not c.busy)
+            child = next(c for c in self.children if c.fd not in self._busy)
             child.tag, child.deadline = tag, time.monotonic() + self.timeout
             self._busy[child.fd] = child
             child.documents += 1
@@ -401,7 +397,7 @@ class ExtractorPool:
 
     def abandon(self) -> None:
         """Drop every pending document (the caller is stopping): their children are killed."""
-        for child in [c for c in self.children if c.busy]:
+        for child in list(self._busy.values()):
             self._retire(child, kill=True)
 
     def close(self) -> None:
