@@ -52,9 +52,8 @@ _ABSTRACT_HEADING_RE = re.compile(rf"^\s*(?:{ABSTRACT_LABELS})\s*[:.\-–—]?\s
 # OpenAlex's "Zusammenfassung Die ...", "Resumo Atividades ...", "SUMMARY The ..."): the
 # heading word followed by punctuation, or by a space and a capital. Structured-abstract
 # labels ("BACKGROUND:", "Objetivo.") are part of the text as printed and stay.
-_HEADING_WORDS = ABSTRACT_LABELS
 _ABSTRACT_PREFIX_RE = re.compile(
-    rf"^\s*(?i:{_HEADING_WORDS})\s*[:.\-–—：]\s*|^\s*(?i:{_HEADING_WORDS})\s+(?=[A-ZÀ-ÖØ-ÞĀ-ſА-ЯЁЄІЇ])"
+    rf"^\s*(?i:{ABSTRACT_LABELS})\s*[:.\-–—：]\s*|^\s*(?i:{ABSTRACT_LABELS})\s+(?=[A-ZÀ-ÖØ-ÞĀ-ſА-ЯЁЄІЇ])"
 )
 _TOKEN_RE = re.compile(r"\w+", re.UNICODE)
 # `_TOKEN_RE`'s word characters in ASCII (letters, digits, "_") to b"a", every other byte to b" "

@@ -128,12 +128,12 @@ _NOT_ABSTRACT_TOKEN_RE = re.compile(
     r"keyword|teaser|^tabs?(?:-|$)|label|preview|related|list|metric|download|citation|cite|promo",
     re.IGNORECASE,
 )
-_ABSTRACT_HEADING_WORDS = ABSTRACT_LABELS  # one list for pages, PDFs and metadata
-_ABSTRACT_HEADING_RE = re.compile(rf"^\s*(?:{_ABSTRACT_HEADING_WORDS})\s*[:.：]?\s*$", re.IGNORECASE)
+# the heading words: `textclean.ABSTRACT_LABELS`, one list for pages, PDFs and metadata
+_ABSTRACT_HEADING_RE = re.compile(rf"^\s*(?:{ABSTRACT_LABELS})\s*[:.：]?\s*$", re.IGNORECASE)
 # An element's text starts with its own leading text (`.text`): when that holds a character,
 # its first one decides whether the whole text can be a heading word (`regex_gates`), and
 # most labels, bold runs and spans are passed over without building their text.
-_may_start_heading_word = start_gate(first_characters(_ABSTRACT_HEADING_WORDS))
+_may_start_heading_word = start_gate(first_characters(ABSTRACT_LABELS))
 _BOILERPLATE_LINE_RE = re.compile(
     r"^(?:download (?:pdf|citation|article)|view pdf|pdf|full text|cookie|we use cookies|"
     r"accept(?: all)? cookies|share (?:this|on)|sign in|log in|subscribe|print|email|"

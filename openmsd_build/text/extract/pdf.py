@@ -82,19 +82,19 @@ REPEAT_MIN_PAGES = 3
 _EDGE_LINES = 4
 _REFS_MIN_POSITION = 0.3
 
-_ABSTRACT_WORDS = ABSTRACT_LABELS  # one list for pages, PDFs and metadata (`textclean`)
-# "Abstract" alone on its line (":" / "." allowed), or glued to the first sentence. A heading
+# "Abstract" (any of `textclean.ABSTRACT_LABELS`, one list for pages, PDFs and metadata) alone
+# on its line (":" / "." allowed), or glued to the first sentence. A heading
 # numbered as the first section ("I. Özet", "1. Abstract", "0 Summary") is one too: an
 # abstract opens a paper, so a later number ("7. Summary") is a closing section, not one.
-_ABSTRACT_ALONE_RE = re.compile(rf"^\s*(?:(?:[01]|I)[.)]?\s+)?(?:{_ABSTRACT_WORDS})\s*[:.：]?\s*$", re.IGNORECASE)
+_ABSTRACT_ALONE_RE = re.compile(rf"^\s*(?:(?:[01]|I)[.)]?\s+)?(?:{ABSTRACT_LABELS})\s*[:.：]?\s*$", re.IGNORECASE)
 _ABSTRACT_GLUED_RE = re.compile(
-    rf"^\s*(?:{_ABSTRACT_WORDS})\s*(?:[:.：—–|-]\s*|\s+(?=[A-ZÀ-ÝА-ЯЁІЇЄ]))(?=\S)", re.IGNORECASE
+    rf"^\s*(?:{ABSTRACT_LABELS})\s*(?:[:.：—–|-]\s*|\s+(?=[A-ZÀ-ÝА-ЯЁІЇЄ]))(?=\S)", re.IGNORECASE
 )
 # Every match of `_ABSTRACT_ALONE_RE`, `_ABSTRACT_GLUED_RE` and `_ABSTRACT_UPPER_GLUED_RE` (a
 # letter-spaced line compacted keeps its first character) starts, after spaces, with the first
 # letter of a heading word or of a section number: a line starting otherwise (most lines) is
 # passed over by `_heading_at` at once (`regex_gates.start_gate`: a set lookup for most lines).
-_HEADING_FIRSTS = first_characters(_ABSTRACT_WORDS) | {"0", "1", "I"}
+_HEADING_FIRSTS = first_characters(ABSTRACT_LABELS) | {"0", "1", "I"}
 _may_start_heading = start_gate(_HEADING_FIRSTS)
 _ABSTRACT_UPPER_GLUED_RE = re.compile(r"^\s*(?:ABSTRACT|RESUMO|RESUMEN|RÉSUMÉ|SUMMARY|ZUSAMMENFASSUNG|RIASSUNTO)\s+(?=\S)")
 # A letter-spaced line ("A B S T R A C T", "R E S U M O"): every token one or two letters.
