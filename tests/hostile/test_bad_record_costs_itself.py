@@ -150,6 +150,19 @@ def test_resync_budget_bounds_the_work_on_a_hostile_file():
     assert len(items) <= 20_000
 
 
+@pytest.mark.timeout(30)
+def test_a_deeply_nested_field_does_not_slow_finding_the_works():
+    """A field nested 200,000 arrays deep before the works (a document no JSON parser reads
+    whole): the works list is still found, in work linear in the file. The scan once built
+    the key path at every bracket, quadratic in the depth (minutes at this depth)."""
+    depth = 200_000
+    data = b'{"x":' + b"[" * depth + b"]" * depth + b',"items":[{"DOI":"10.1/a"},{"DOI":"10.1/b"}]}'
+    start = tolerant.find_list(data, (("items",), ("message", "items")))
+    assert start == data.index(b'"items":[') + len(b'"items":[')
+    items = list(tolerant.iter_list_items(data, "f", start))
+    assert [item.obj["DOI"] for item in items] == ["10.1/a", "10.1/b"]
+
+
 def test_papers_command_keeps_the_neighbours_and_writes_one_reject(tmp_path):
     works = [_raw(_work(i)) for i in range(6)]
     works[1] = BAD["raw_control_character"](works[1])

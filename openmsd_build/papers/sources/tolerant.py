@@ -44,6 +44,7 @@ def find_list(data: bytes, list_keys: tuple[tuple[str, ...], ...]) -> int | None
     if start >= len(data) or data[start] != ord("{"):
         return None
     wanted = {keys for keys in list_keys if keys}
+    deepest = max(map(len, wanted), default=0)  # a key path longer than this cannot match
     stack: list[int] = []
     path: list[str | None] = []
     last_key: str | None = None
@@ -60,8 +61,10 @@ def find_list(data: bytes, list_keys: tuple[tuple[str, ...], ...]) -> int | None
                 expecting_key = False
             continue
         if first in (ord("{"), ord("[")):
-            key_path = (*path[1:], last_key) if stack else ()
-            if first == ord("[") and stack and stack[-1] == ord("{") and tuple(key_path) in wanted:
+            # the key path is built only where it can match: building it at every bracket
+            # would cost the depth each time, quadratic in a document nested 100,000 deep
+            if (first == ord("[") and stack and stack[-1] == ord("{") and len(stack) <= deepest
+                    and (*path[1:], last_key) in wanted):
                 return match.end()
             stack.append(first)
             path.append(last_key if len(stack) > 1 else None)
