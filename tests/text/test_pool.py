@@ -218,3 +218,32 @@ def test_a_caller_killed_mid_document_takes_the_busy_child_with_it() -> None:
         caller.kill()
         caller.wait()
     assert _gone(child)
+
+
+_RUN_THEN_LIST_CHILDREN = """
+import os
+from pathlib import Path
+from openmsd_build.text.extract.pool import ExtractorPool, stop_fork_server
+
+pool = ExtractorPool(1, timeout=30, debug_kinds=True)
+assert pool.extract("debug_echo", b"x")[1] is None
+stop_fork_server()
+me = str(os.getpid())
+for entry in Path("/proc").iterdir():
+    try:
+        stat = (entry / "stat").read_text()
+    except OSError:
+        continue
+    if stat.rsplit(")", 1)[1].split()[1] == me:
+        print((entry / "cmdline").read_bytes().replace(b"\\0", b" ").decode(errors="replace") or stat)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="lists child processes through /proc (Linux)")
+def test_a_run_end_leaves_no_process_behind() -> None:
+    """After `stop_fork_server` (a run's end) the process has no child left: neither the fork
+    server nor the resource tracker multiprocessing started with it, so none outlives the
+    command and every child's CPU is in the command's own figures."""
+    out = subprocess.run([sys.executable, "-c", _RUN_THEN_LIST_CHILDREN], capture_output=True, text=True,
+                         timeout=120, check=True).stdout
+    assert out.strip() == ""

@@ -174,12 +174,15 @@ def stop_fork_server() -> None:
     """Close every pool of this process, then stop its fork server and wait for it (it exits
     once no child holds its pipe), so the CPU time of every child counts in this process's
     `RUSAGE_CHILDREN` (a stage's figures). A run's end calls it: a runner need not tear down
-    every DoFn. The next child starts a new server."""
-    from multiprocessing import forkserver
+    every DoFn. The resource tracker that multiprocessing started with the server is stopped
+    and waited for too: left running, it outlives the command by a moment, a process that
+    nobody waits for. The next child starts both again."""
+    from multiprocessing import forkserver, resource_tracker
 
     for pool in list(_POOLS):
         pool.close()
     forkserver._forkserver._stop()
+    resource_tracker._resource_tracker._stop()
 
 
 _POOLS: weakref.WeakSet[ExtractorPool] = weakref.WeakSet()
