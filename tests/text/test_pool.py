@@ -184,6 +184,9 @@ def test_default_extract_workers_follow_the_runner() -> None:
     assert default_extract_workers(several) == max(1, cores // 2)
 
 
+_reads_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+
+
 def _gone(pid: int, within: float = 10.0) -> bool:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
@@ -206,7 +209,7 @@ import time; time.sleep(600)
 """
 
 
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+@_reads_proc
 def test_a_caller_killed_mid_document_takes_the_busy_child_with_it() -> None:
     """Only the caller enforces a document's time limit, so when it dies (SIGKILL: no
     teardown runs) its busy child must not run on."""
@@ -239,7 +242,7 @@ for entry in Path("/proc").iterdir():
 """
 
 
-@pytest.mark.skipif(not Path("/proc").is_dir(), reason="lists child processes through /proc (Linux)")
+@_reads_proc
 def test_a_run_end_leaves_no_process_behind() -> None:
     """After `stop_fork_server` (a run's end) the process has no child left: neither the fork
     server nor the resource tracker multiprocessing started with it, so none outlives the
