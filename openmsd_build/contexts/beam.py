@@ -15,6 +15,7 @@ from apache_beam.io.filesystems import FileSystems
 from openmsd_build.contexts import cocitation
 from openmsd_build.contexts.extract import document_contexts
 from openmsd_build.contexts.references import UnreadableFile, reference_lists
+from openmsd_build.contexts.resolve import REASONS
 from openmsd_build.core import frames, layout, parquet_io
 from openmsd_build.core.beam_io import COUNTS_TAG, REJECTS_TAG, UntypedDoFn, bump, untag
 from openmsd_build.core.rejects import make_reject
@@ -141,6 +142,8 @@ class ExtractContexts(UntypedDoFn):
             table = pa.Table.from_pylist(rows, schema=CONTEXTS)
             parquet_io.write_table(table, parquet_io.part_path(layout.contexts_dir(self.dest), shard, self.shards))
         yield _counted(counts)
+        if shard == 0:  # every unresolved reason in the stats, zero included (the report lists them)
+            yield beam.pvalue.TaggedOutput(COUNTS_TAG, {f"markers_unresolved.{reason}": 0 for reason in REASONS})
         if instances:
             yield from _keyed(cocitation.partial_supports(instances).sort("doi_a", "doi_b"), "doi_a", self.shards,
                               PAIRS_TAG)

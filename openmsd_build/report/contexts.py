@@ -1,10 +1,11 @@
 """The report's citation-contexts section, from `_stats/contexts.json`: markers found and
 resolved per style, unresolved markers by reason, contexts written and CCS pairs per split.
-Absent when the contexts stage has not run."""
+Absent when the contexts stage has not run. Like every section it reads the stage's outputs,
+not its code: the reasons are the `markers_unresolved.<reason>` counts the stage writes, every
+reason included (zero when none)."""
 
 from __future__ import annotations
 
-from openmsd_build.contexts.resolve import REASONS
 from openmsd_build.report.render import Block, fmt_int, fmt_pct
 
 
@@ -24,7 +25,8 @@ def contexts_blocks(stats: dict) -> list[Block]:
         resolved = counts.get(f"markers_resolved.{style}" if style else "markers_resolved", 0)
         rows.append([style or "all", fmt_int(found), fmt_int(resolved), fmt_pct(resolved / found if found else None)])
     res.append(Block("table", headers=["marker style", "found", "resolved to a DOI", "share"], rows=rows))
-    rows = [[reason, fmt_int(counts.get(f"markers_unresolved.{reason}", 0))] for reason in REASONS]
+    prefix = "markers_unresolved."
+    rows = [[key[len(prefix):], fmt_int(n)] for key, n in counts.items() if key.startswith(prefix)]
     res.append(Block("table", headers=["unresolved marker reason", "markers"], rows=rows))
     rows = [[split, fmt_int(counts.get(f"ccs_pairs.{split}", 0))] for split in ("train", "idt", "odt")]
     res.append(Block("table", headers=["split", "CCS pairs (co-cited in one sentence)"], rows=rows))

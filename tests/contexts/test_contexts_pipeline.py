@@ -85,6 +85,11 @@ def test_contexts_stage_end_to_end(tmp_path, beam_args) -> None:
         "contexts_without_doi": 3, "ccs_instances": 3, "ccs_instances_kept": 3, "ccs_pairs.train": 1,
     }
     assert {k: counts.get(k, 0) for k in expected} == expected
+    # every reason is in the stats, zero included: the report lists them from there
+    assert {k: v for k, v in counts.items() if k.startswith("markers_unresolved.")} == {
+        "markers_unresolved.author_year_ambiguous": 0, "markers_unresolved.author_year_no_match": 0,
+        "markers_unresolved.no_reference_list": 1, "markers_unresolved.number_out_of_range": 1,
+        "markers_unresolved.reference_without_doi": 1}
     rejects = pq.read_table(out / "rejects" / "contexts").to_pylist()
     assert [(r["reason"], r["key"].rsplit("/", 1)[-1]) for r in rejects] == [("crossref_unreadable", "broken.json")]
 

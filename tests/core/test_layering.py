@@ -33,3 +33,15 @@ def test_the_check_sees_a_lazy_stage_import(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
     module.write_text("def f():\n    from openmsd_build.text.fetch.spec import FetchSpec\n    return FetchSpec\n")
     assert _imports(module) == [(2, "openmsd_build.text.fetch.spec")]
+
+
+def test_the_report_reads_no_stage_code() -> None:
+    """The report is built from a build's outputs (Parquet and `_stats/`): a stage's rules can
+    change without the report importing them."""
+    from openmsd_build.core.stages import STAGE_NAMES
+
+    report = CORE.parent / "report"
+    stages = tuple(f"openmsd_build.{name}" for name in STAGE_NAMES)
+    wrong = [(p.name, line, name) for p in sorted(report.glob("*.py")) for line, name in _imports(p)
+             if name in stages or name.startswith(tuple(s + "." for s in stages))]
+    assert wrong == []

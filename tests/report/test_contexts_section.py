@@ -1,5 +1,6 @@
 """The report's citation-contexts section: present only after the contexts stage, with the
-resolution share per marker style, every unresolved reason and the CCS pairs per split."""
+resolution share per marker style, every unresolved reason the stage counted (it writes each,
+zero included) and the CCS pairs per split."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ def test_section_from_the_stage_counts() -> None:
     counts = {"sentences_seen": 100, "documents_with_reference_list": 3, "documents_without_reference_list": 1,
               "sentences_with_markers": 9, "contexts_written": 5, "markers_found": 12, "markers_resolved": 6,
               "markers_found.numeric": 8, "markers_resolved.numeric": 6, "markers_found.author_year": 4,
-              "markers_unresolved.author_year_ambiguous": 4, "markers_unresolved.number_out_of_range": 2,
+              "markers_unresolved.author_year_ambiguous": 4, "markers_unresolved.author_year_no_match": 0,
+              "markers_unresolved.no_reference_list": 0, "markers_unresolved.number_out_of_range": 2,
+              "markers_unresolved.reference_without_doi": 0,
               "ccs_pairs.train": 7}
     blocks = contexts_blocks({"stage_counts": {"contexts": counts}})
     tables = [b.rows for b in blocks if b.kind == "table"]
