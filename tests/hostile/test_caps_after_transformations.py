@@ -28,7 +28,7 @@ from openmsd_build.papers.merge_reference import merge_records
 from openmsd_build.papers.sources.openalex import parse_openalex, rebuild_abstract
 from openmsd_build.text.extract.caps import MAX_CONTENT_CHARS, MAX_FIELD_UTF8_BYTES, cap_extraction
 from openmsd_build.text.fetch.config import FetchConfig
-from openmsd_build.text.fetch.warc_backend import DEFAULT_REPLAY_MAX_BYTES
+from openmsd_build.text.fetch.result import MAX_BODY_BYTES
 
 REPO = Path(__file__).resolve().parents[2]
 PEAK_LIMIT_MB = 800  # the interpreter with pyarrow/polars/pdfium is ~200 MB of it
@@ -169,7 +169,20 @@ def shared_stream_pdf(pages: int, draws: int, text_chars: int) -> bytes:
 
 
 def test_field_caps_are_under_every_body_cap():
-    assert MAX_FIELD_UTF8_BYTES <= min(FetchConfig().max_bytes, DEFAULT_REPLAY_MAX_BYTES)
+    assert MAX_FIELD_UTF8_BYTES <= MAX_BODY_BYTES
+
+
+def test_every_source_takes_the_one_body_cap():
+    """A live answer, a replayed payload and a local file are held to one number, so a
+    document is never kept from one source and refused as `too_large` from another."""
+    import inspect
+
+    from openmsd_build.text.fetch.local_files import LocalFilesBackend
+    from openmsd_build.text.fetch.warc_backend import WarcBackend
+
+    assert FetchConfig().max_bytes == MAX_BODY_BYTES
+    for backend in (WarcBackend, LocalFilesBackend):
+        assert inspect.signature(backend).parameters["max_bytes"].default == MAX_BODY_BYTES, backend
 
 
 def test_cap_extraction_cuts_every_text_field():

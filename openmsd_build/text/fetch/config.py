@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from openmsd_build.core.stages import stage_default
-from openmsd_build.text.fetch.result import DEFAULT_ACCEPTED_TYPES
+from openmsd_build.text.fetch.result import DEFAULT_ACCEPTED_TYPES, MAX_BODY_BYTES
 
 # A resolver maps (host, port) to IP address strings. Must be picklable (a module-level
 # function or an instance of a module-level class) when the config crosses a Beam boundary.
@@ -39,7 +39,7 @@ class FetchConfig:
     # robots.txt lookup; bounds what one URL can cost however its server misbehaves.
     url_timeout: float = 300.0
     # Cap on the decoded body; also bounds decompression (gzip bombs).
-    max_bytes: int = 32 * 1024 * 1024
+    max_bytes: int = MAX_BODY_BYTES
     max_redirects: int = 5
     # Extra attempts after the first for 429, 5xx, timeouts and connection errors.
     max_retries: int = 2

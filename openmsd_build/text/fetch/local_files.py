@@ -45,7 +45,7 @@ from urllib.parse import quote, unquote, urlsplit
 
 from openmsd_build.core import paths
 from openmsd_build.text.fetch.plan import canonical_url
-from openmsd_build.text.fetch.result import FetchResult
+from openmsd_build.text.fetch.result import MAX_BODY_BYTES, FetchResult
 
 PREFIX = "local:"
 NOT_IN_FOLDER = "not_in_folder"
@@ -57,7 +57,6 @@ MISSING = "local_file_missing"
 OUTSIDE = "local_path_outside_folder"
 NOT_A_DOCUMENT = "local_file_not_a_document"
 BAD_ROW = "local_manifest_bad_row"
-DEFAULT_MAX_BYTES = 32 * 1024 * 1024
 
 
 def is_local(spec: str) -> bool:
@@ -235,7 +234,7 @@ class LocalFilesBackend:
     matched file, or a URL a manifest row names; anything else `not_in_folder`. Picklable
     (only the spec travels; the source is read again on the worker)."""
 
-    def __init__(self, spec: str, max_bytes: int | None = DEFAULT_MAX_BYTES, source: LocalSource | None = None):
+    def __init__(self, spec: str, max_bytes: int | None = MAX_BODY_BYTES, source: LocalSource | None = None):
         self.spec = spec
         self.max_bytes = max_bytes
         self._source = source

@@ -26,6 +26,7 @@ from urllib.parse import urljoin
 from openmsd_build.text.fetch.plan import canonical_url
 from openmsd_build.text.fetch.result import (
     DEFAULT_ACCEPTED_TYPES,
+    MAX_BODY_BYTES,
     NOT_IN_ARCHIVE,
     REDIRECT_STATUSES,
     TOO_LARGE,
@@ -36,9 +37,6 @@ from openmsd_build.text.fetch.result import (
     follow_redirect,
 )
 from openmsd_build.text.fetch.warc_store import is_remote, read_record
-
-DEFAULT_REPLAY_MAX_BYTES = 32 * 1024 * 1024
-"""Replay's cap on one archived payload (a larger one answers `too_large`)."""
 
 
 def expand_paths(paths: str | Sequence[str]) -> list[str]:
@@ -78,7 +76,7 @@ class WarcBackend:
         paths: str | Sequence[str],
         *,
         max_redirects: int = 5,
-        max_bytes: int | None = DEFAULT_REPLAY_MAX_BYTES,
+        max_bytes: int | None = MAX_BODY_BYTES,
         accepted_content_types: Sequence[str] = DEFAULT_ACCEPTED_TYPES,
         index: Mapping[str, tuple] | None = None,
     ) -> None:
