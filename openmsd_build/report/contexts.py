@@ -1,8 +1,8 @@
 """The report's citation-contexts section, from `_stats/contexts.json`: markers found and
 resolved per style, unresolved markers by reason, contexts written and CCS pairs per split.
 Absent when the contexts stage has not run. Like every section it reads the stage's outputs,
-not its code: the reasons are the `markers_unresolved.<reason>` counts the stage writes, every
-reason included (zero when none)."""
+not its code: the reasons are the `markers_unresolved.<reason>` counts of the stats, in name
+order; the stage writes every reason, zero included."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@
   DOI are merged (both merges: `merge_fast` and `merge_reference`);
 - text extracted from a PDF whose one compressed content stream is drawn many times per
   page and shared by every page is bounded by `text.extract.caps`, so no field is larger
-  than the smallest body the fetch accepts.
+  than the body cap of every source (`fetch.result.MAX_BODY_BYTES`).
 
 Sizes and peaks are measured in a fresh subprocess (`VmHWM`), as in test_amplification."""
 
@@ -168,7 +168,7 @@ def shared_stream_pdf(pages: int, draws: int, text_chars: int) -> bytes:
     return bytes(out)
 
 
-def test_field_caps_are_under_every_body_cap():
+def test_field_caps_are_under_the_body_cap():
     assert MAX_FIELD_UTF8_BYTES <= MAX_BODY_BYTES
 
 

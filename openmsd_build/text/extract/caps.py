@@ -4,8 +4,8 @@ The fetch caps bound a body's bytes, but extraction can grow text: a PDF's compr
 content stream (deflate expands ~1000x) drawn by every one of 300 pages, or one stream
 shared by all of them, turns a 100 KB document into hundreds of MB of text. So every field
 an extractor returns is bounded here, whatever the input, and a field is never larger than
-the smallest body the fetch accepts (`MAX_CONTENT_CHARS` characters are at most 4 bytes each
-in UTF-8: 16 MB, under the 32 MB body cap of every source, `fetch.result.MAX_BODY_BYTES`).
+the body cap of every source (`MAX_CONTENT_CHARS` characters are at most 4 bytes each in
+UTF-8: 16 MB, under the 32 MB of `fetch.result.MAX_BODY_BYTES`).
 """
 
 from __future__ import annotations
