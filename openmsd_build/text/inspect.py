@@ -21,10 +21,10 @@ from typing import Any
 
 from openmsd_build.core.errors import UserError
 from openmsd_build.text.documents import build_document, extraction_title_match, metadata_titles
-from openmsd_build.text.extract.pool import DEFAULT_MAX_BYTES, ExtractorPool
+from openmsd_build.text.extract.pool import ExtractorPool
 from openmsd_build.text.fetch.config import FetchConfig
 from openmsd_build.text.fetch.http import HttpFetcher
-from openmsd_build.text.fetch.result import document_kind
+from openmsd_build.text.fetch.result import MAX_BODY_BYTES, document_kind
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,7 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", default=None, help="page URL for a local file (to absolutize the PDF link)")
     parser.add_argument("--timeout", type=float, default=30.0, help="extraction time limit in seconds (default 30)")
     parser.add_argument(
-        "--max-bytes", type=int, default=DEFAULT_MAX_BYTES, help=f"largest document accepted (default {DEFAULT_MAX_BYTES})"
+        "--max-bytes", type=int, default=MAX_BODY_BYTES,
+        help=f"largest document accepted (default {MAX_BODY_BYTES}: the text stage's cap on any body)"
     )
     # the evidence the text stage has for a fetched document: its paper's DOI and metadata title
     parser.add_argument("--doi", default=None, help="the paper's DOI (recorded in the output)")
@@ -55,7 +56,7 @@ def sniff_kind(data: bytes, content_type: str | None = None) -> str:
 
 
 def read_source(
-    source: str, max_bytes: int = DEFAULT_MAX_BYTES, config: FetchConfig | None = None
+    source: str, max_bytes: int = MAX_BODY_BYTES, config: FetchConfig | None = None
 ) -> tuple[bytes, str | None, str | None]:
     """The document's bytes, its URL (the final URL after redirects for a fetch, None for a
     file) and the served content type. URLs go through the text stage's own fetcher

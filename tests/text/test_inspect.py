@@ -100,3 +100,21 @@ def test_inspect_applies_the_stage_rules(tmp_path: Path, capsys: pytest.CaptureF
     report = json.loads(capsys.readouterr().out)
     assert report["abstract"] is None
     assert report["dropped"] in ("abstract_too_short", "content_too_short", "nothing_extracted")
+
+
+def test_a_file_over_the_stage_cap_is_refused_as_the_stage_refuses_it(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """`inspect` answers what the text stage answers: a local file one byte over the body cap
+    is `too_large` in both (it once read 50 MiB, the extractors' own limit)."""
+    from openmsd_build.text.fetch.local_files import LocalFilesBackend
+    from openmsd_build.text.fetch.result import MAX_BODY_BYTES, TOO_LARGE
+
+    big = tmp_path / "big.html"
+    big.write_bytes(b"<html><body>" + b" " * (MAX_BODY_BYTES + 1 - len(b"<html><body>")))
+    assert run_inspect([str(big), "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["error"] == TOO_LARGE
+    assert LocalFilesBackend(f"local:{tmp_path}").fetch(big.as_uri()).error == TOO_LARGE
+    fits = tmp_path / "fits.html"
+    fits.write_bytes(big.read_bytes()[:MAX_BODY_BYTES])
+    run_inspect([str(fits), "--json"])
+    assert json.loads(capsys.readouterr().out)["error"] != TOO_LARGE
