@@ -51,6 +51,10 @@ MIN_CONTENT_TOKENS = 150
 # Content must be this much longer than the abstract to count as full text.
 CONTENT_OVER_ABSTRACT = 1.5
 LANGUAGE_TEXT_CHARS = 2000
+BODY_SAMPLE_CHARS = 1000
+"""The body's language is read from this many characters: CLD3 reads 1,000 bytes of any
+text (`core.language.MAX_NUM_BYTES`) but cleans all it is given first, so a slice twice as long
+costs it 1.7 times as much for the same answer (2,207 of 2,210 bench bodies)."""
 
 MAX_ABSTRACTS = 6
 """Abstracts kept per paper: two or three languages is the norm, more is a parse gone wrong."""
@@ -545,8 +549,10 @@ def _column(entries: list[dict]) -> list[dict] | None:
 
 
 def _sample_language(content: str) -> tuple[str, bool]:
-    """CLD3 on a slice of a long text (a third of the way in, past the front matter)."""
-    sample = content[len(content) // 3: len(content) // 3 + LANGUAGE_TEXT_CHARS] if len(content) > 3 * LANGUAGE_TEXT_CHARS else content[:LANGUAGE_TEXT_CHARS]
+    """CLD3 on a slice of a long text (a third of the way in, past the front matter),
+    `BODY_SAMPLE_CHARS` long."""
+    start = len(content) // 3 if len(content) > 3 * LANGUAGE_TEXT_CHARS else 0
+    sample = content[start:start + BODY_SAMPLE_CHARS]
     language, _prob, reliable = detect_language(None, sample)
     return language, reliable
 

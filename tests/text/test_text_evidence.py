@@ -205,3 +205,21 @@ def test_ascii_titles_squash_as_the_general_rule() -> None:
         text = "".join(chr(rng.randrange(128)) for _ in range(rng.randint(0, 40)))
         assert _squash_title(text) == re.sub(r"[\W_]+", "", unicodedata.normalize("NFKC", text).casefold())
         assert set(_TITLE_WORD_RE.findall(text.lower())) == {w.casefold() for w in _TITLE_WORD_RE.findall(text)}
+
+
+def test_the_body_language_is_read_from_a_bounded_slice(monkeypatch) -> None:
+    """A body's language is asked of `BODY_SAMPLE_CHARS` characters: a third of the way in when
+    the body is long (past the front matter, often in English), from the start otherwise."""
+    from openmsd_build.text import documents
+
+    asked: list[str] = []
+    monkeypatch.setattr(documents, "detect_language", lambda _title, text=None: asked.append(text) or ("de", 0.9, True))
+    long_body = "Front matter in English. " * 200 + "Die Ergebnisse der Messungen zeigen. " * 400
+    assert documents._sample_language(long_body) == ("de", True)
+    start = len(long_body) // 3
+    assert asked == [long_body[start:start + documents.BODY_SAMPLE_CHARS]]
+    short_body = "Die Ergebnisse der Messungen zeigen. " * 100  # under three times the language slice
+    documents._sample_language(short_body)
+    assert asked[-1] == short_body[:documents.BODY_SAMPLE_CHARS]
+    assert documents.BODY_SAMPLE_CHARS <= documents.LANGUAGE_TEXT_CHARS
+
