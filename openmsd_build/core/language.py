@@ -42,8 +42,10 @@ MIN_LETTERS = 8
 MIN_PROBABILITY = 0.5
 """Below this CLD3 probability the language is reported as `und` (probability still returned)."""
 MAX_NUM_BYTES = 1000
-"""CLD3 reads at most this many UTF-8 bytes: title + the start of the abstract is plenty, and
-the cost stays constant (the DESIGN measured 3k–9k texts/s on one core with this cap)."""
+"""CLD3 classifies at most this many UTF-8 bytes: title + the start of the abstract is plenty
+(the DESIGN measured 3k–9k texts/s on one core with this cap). It still cleans all it is given
+first, up to `_MAX_INPUT_CHARS`, so a longer input costs more for much the same answer:
+callers hand it slices of a body, not the body."""
 _MAX_INPUT_CHARS = 4 * MAX_NUM_BYTES  # never hand a megabyte of text to the native code
 
 # CLD3 output codes that are not ISO 639-1 but have an ISO 639-1 equivalent.

@@ -52,9 +52,10 @@ MIN_CONTENT_TOKENS = 150
 CONTENT_OVER_ABSTRACT = 1.5
 LANGUAGE_TEXT_CHARS = 2000
 BODY_SAMPLE_CHARS = 1000
-"""The body's language is read from this many characters: CLD3 reads 1,000 bytes of any
-text (`core.language.MAX_NUM_BYTES`) but cleans all it is given first, so a slice twice as long
-costs it 1.7 times as much for the same answer (2,207 of 2,210 bench bodies)."""
+"""A body's language (a PDF body, a landing page's long main text) is read from this many
+characters (`_body_sample`): CLD3 reads 1,000 bytes of any text (`core.language.MAX_NUM_BYTES`)
+but cleans all it is given first, so on the bench's bodies a slice twice as long cost it 1.7
+times as much for the same answer (2,207 of 2,210)."""
 
 MAX_ABSTRACTS = 6
 """Abstracts kept per paper: two or three languages is the norm, more is a parse gone wrong."""
@@ -312,7 +313,7 @@ def _other_text(titles: list[str], extraction: dict, match: float | None) -> boo
     if match is None or match >= TITLE_MATCH_MIN or not extraction.get("title"):
         return False
     content = extraction.get("content") or ""
-    sample = content[len(content) // 3:][:LANGUAGE_TEXT_CHARS] if content else (
+    sample = content[len(content) // 3:][:BODY_SAMPLE_CHARS] if content else (
         extraction.get("abstract") or extraction.get("title") or "")
     language, _prob, reliable = detect_language(None, sample)
     if language == UND or not reliable:
@@ -548,12 +549,16 @@ def _column(entries: list[dict]) -> list[dict] | None:
     return [{"text": e["text"], "language": e["language"], "source": e["source"]} for e in entries] or None
 
 
-def _sample_language(content: str) -> tuple[str, bool]:
-    """CLD3 on a slice of a long text (a third of the way in, past the front matter),
-    `BODY_SAMPLE_CHARS` long."""
+def _body_sample(content: str) -> str:
+    """`BODY_SAMPLE_CHARS` of a body: from a third of the way in (past the front matter) when
+    the body is longer than `3 * LANGUAGE_TEXT_CHARS`, else from its start."""
     start = len(content) // 3 if len(content) > 3 * LANGUAGE_TEXT_CHARS else 0
-    sample = content[start:start + BODY_SAMPLE_CHARS]
-    language, _prob, reliable = detect_language(None, sample)
+    return content[start:start + BODY_SAMPLE_CHARS]
+
+
+def _sample_language(content: str) -> tuple[str, bool]:
+    """CLD3 on `_body_sample(content)`: (language, reliable)."""
+    language, _prob, reliable = detect_language(None, _body_sample(content))
     return language, reliable
 
 
@@ -684,8 +689,9 @@ def build_document(paper: dict, extractions: Iterable[dict] = (), dropped: list[
     own_title = title if not title or detect_language(title)[0] in (own, UND) else ""
     language, probability, reliable = detect_language(own_title, abstract or content[:LANGUAGE_TEXT_CHARS])
     if own != UND and language != own and body:
-        # the abstract (or title) says otherwise, the body is the paper: keep the body's label
-        language, probability, reliable = detect_language(None, body[len(body) // 3:][:LANGUAGE_TEXT_CHARS])
+        # the abstract (or title) says otherwise, the body is the paper: keep the body's label,
+        # read from the sample `_own_language` read (the memo answers)
+        language, probability, reliable = detect_language(None, _body_sample(body))
     row = {
         "doi": paper["doi"],
         "title": title or None,

@@ -218,8 +218,33 @@ def test_the_body_language_is_read_from_a_bounded_slice(monkeypatch) -> None:
     assert documents._sample_language(long_body) == ("de", True)
     start = len(long_body) // 3
     assert asked == [long_body[start:start + documents.BODY_SAMPLE_CHARS]]
-    short_body = "Die Ergebnisse der Messungen zeigen. " * 100  # under three times the language slice
+    short_body = "Die Ergebnisse der Messungen zeigen. " * 100  # under 3 * LANGUAGE_TEXT_CHARS: from the start
     documents._sample_language(short_body)
     assert asked[-1] == short_body[:documents.BODY_SAMPLE_CHARS]
     assert documents.BODY_SAMPLE_CHARS <= documents.LANGUAGE_TEXT_CHARS
 
+
+
+def test_a_body_that_outweighs_its_abstract_labels_the_paper_from_the_same_sample(monkeypatch) -> None:
+    """A German PDF body with only an English abstract: the paper is German, and its label
+    is CLD3's answer on the very slice the body's language was read from (`_body_sample`),
+    so the two never disagree and the second ask is the memo's."""
+    from openmsd_build.text import documents
+
+    asked: list[str | None] = []
+    real = documents.detect_language
+    monkeypatch.setattr(documents, "detect_language",
+                        lambda title, text=None: asked.append(text) or real(title, text))
+    sentences = ["Die Untersuchung der Waldböden in den nördlichen Tälern hat Kohlenstoff und Stickstoff gemessen.",
+                 "Die mikrobielle Biomasse jeder Fläche wurde zweimal im Jahr bestimmt und verglichen.",
+                 "Die Ergebnisse zeigen deutliche Unterschiede zwischen den Standorten und den Jahreszeiten.",
+                 "Wir diskutieren die Bedeutung dieser Befunde für die Bewirtschaftung der Wälder."]
+    body = " ".join(sentences[k % 4] for k in range(160))
+    pdf = {"kind": "pdf", "url": "p", "title": TITLE, "abstracts": [{"text": EN, "rule": "abstract_heading"}],
+           "content": body}
+    row, outcome = build_document({"doi": "10.1/de", "title": TITLE}, [pdf])
+    assert outcome == "kept" and row["content_source"] == "pdf" and row["abstract"] == EN
+    assert row["language"] == "de"
+    sample = documents._body_sample(body)
+    assert asked[-1] == sample and asked.count(sample) == 2  # the body's language, then the label
+    assert (row["language"], row["language_prob"], row["language_reliable"]) == real(None, sample)

@@ -45,8 +45,7 @@ MAX_BODY_BYTES = 32 * 1024 * 1024
 """The largest body a source hands on, whatever the source: a live answer
 (`FetchConfig.max_bytes`, also the bound on decompression), an archived payload replayed, a
 local file. One number, so the stage never keeps a document from one source and refuses it
-from another; a larger one answers `too_large`. (`inspect` takes a file up to its own
-`--max-bytes`.)"""
+from another; a larger one answers `too_large`. (`inspect`'s `--max-bytes` defaults to it.)"""
 
 # Media types that mean "PDF" in the wild; normalised so acceptance checks stay simple.
 _PDF_ALIASES = {"application/x-pdf", "application/acrobat", "applications/vnd.pdf", "text/pdf", "text/x-pdf"}
