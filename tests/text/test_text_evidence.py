@@ -224,7 +224,6 @@ def test_the_body_language_is_read_from_a_bounded_slice(monkeypatch) -> None:
     assert documents.BODY_SAMPLE_CHARS <= documents.LANGUAGE_TEXT_CHARS
 
 
-
 def test_a_body_that_outweighs_its_abstract_labels_the_paper_from_the_same_sample(monkeypatch) -> None:
     """A German PDF body with only an English abstract: the paper is German, and its label
     is CLD3's answer on the very slice the body's language was read from (`_body_sample`),
