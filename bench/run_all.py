@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/run_all.py                 # text 20,000 papers, papers 300,000, citations + pairs 2M edges
     .venv/bin/python bench/run_all.py --stages citations,pairs --scale 0.1
-    .venv/bin/python bench/run_all.py --stages text --text-turns 5   # the text row's median of 5 pairs
+    .venv/bin/python bench/run_all.py --stages text --text-turns 5   # the text row's middle of 5 turns
 
 Why one driver: the performance goal is stated as ratios (each Beam stage within 2x of the
 single-machine tool doing the same job), so the ratios must come from one command, with both
@@ -15,7 +15,7 @@ reused (generation time is not in any figure). The per-stage scripts hold the tw
   (`text_bench.direct`), once in one process and once split over as many processes as cores;
   each side a whole process (start-up and imports included), its CPU that of every process
   it started (`_MEASURE`); one turn at 20,000 papers (per-document cost decides there), or
-  `--text-turns N` (the CPU ratio is then the median of the turns' own ratios);
+  `--text-turns N` (the CPU figures are then the middle turn's, by its own CPU ratio);
 * text-real — the same three sides on the 73 real pages and PDFs of ../shared/real-samples
   (`text_real_bench.py`), REAL_TURNS turns; kept beside the rows in `results.json`
   (`text_real_samples`), skipped when the folder is absent;
@@ -30,7 +30,6 @@ import argparse
 import json
 import os
 import platform
-import statistics
 import subprocess
 import sys
 import time
@@ -43,9 +42,9 @@ ENV = {**os.environ, "PYTHONWARNINGS": "ignore"}
 TURNS = 3
 # The text row at 20,000 papers is a ~2-minute run a side (per-document cost decides there,
 # not start-up): one turn by default, so that the whole bench stays within 10 minutes on an
-# idle machine; one turn's CPU ratio lands anywhere in a spread of about +-10 % (1.42x and
-# 1.76x within half an hour on 2026-11-28), so `--text-turns N` takes the median of N. The
-# real samples' row, a few seconds a side, takes REAL_TURNS.
+# idle machine; one turn's CPU ratio moves by a tenth or more either way with the host (1.42x
+# and 1.76x in consecutive turns on 2026-11-28), so `--text-turns N` reports the middle of N.
+# The real samples' row, a few seconds a side, takes REAL_TURNS.
 TEXT_TURNS = 1
 REAL_TURNS = 3
 # The citations stage runs ~5 s a side: a pause of the VM of a second is a fifth of a run,
@@ -129,21 +128,26 @@ def text_commands(build: Path, warc_dir: Path) -> tuple[list[str], list[str], li
 
 
 def text_row(stage: str, size: int, ours: list[dict], anchor: list[dict], parallel: list[dict]) -> dict:
-    """A text row from the turns of its three sides (each side's median run): wall and CPU
-    of all processes, the two ratios the goal is stated in (CPU vs the one-process anchor;
-    wall vs the anchor spread over the same cores), and the CPU against that spread anchor's."""
+    """A text row from the turns of its three sides: wall of each side's median run, and the
+    ratios the goal is stated in (CPU vs the one-process anchor; wall vs the anchor spread
+    over the same cores), plus the CPU against that spread anchor's.
+
+    The CPU figures are all the middle turn's (by its CPU ratio; the lower middle for an
+    even number of turns): each turn's sides ran back to back, in one phase of a shared
+    host's speed, so a turn's own ratio is the measurement, and a ratio of two medians from
+    different turns is not. Every turn's CPU ratio is listed in `cpu_turn_ratios`.
+    `parallel_cpu_ratio`: the stage's CPU over the anchor's on as many processes as the
+    stage's cores, which pays what the host charges for keeping both cores busy, as the
+    stage does."""
     mine, one, spread = _median_run(ours), _median_run(anchor), _median_run(parallel)
     row = _row(stage, size, mine, TEXT_ANCHOR, one)
-    # each turn's sides ran back to back, in one phase of a shared host's speed: the median
-    # of the turns' own ratios, not a ratio of medians from different turns.
-    # `parallel_cpu_ratio`: against the anchor's CPU on as many processes as the stage's cores,
-    # which pays what the host charges for keeping both cores busy, as the stage does
-    cpu_turns = [round(o["cpu_s"] / a["cpu_s"], 2) for o, a in zip(ours, anchor, strict=True)]
-    same_cores = [o["cpu_s"] / p["cpu_s"] for o, p in zip(ours, parallel, strict=True)]
-    row.update(ours_cpu_s=round(mine["cpu_s"], 1), anchor_cpu_s=round(one["cpu_s"], 1),
-               anchor_parallel_s=round(spread["seconds"], 2), anchor_parallel_cpu_s=round(spread["cpu_s"], 1),
-               cpu_ratio=round(statistics.median(cpu_turns), 2), cpu_turn_ratios=cpu_turns,
-               parallel_cpu_ratio=round(statistics.median(same_cores), 2),
+    turns = sorted(zip(ours, anchor, parallel, strict=True), key=lambda t: t[0]["cpu_s"] / t[1]["cpu_s"])
+    cpu_ours, cpu_one, cpu_spread = (run["cpu_s"] for run in turns[(len(turns) - 1) // 2])
+    row.update(ours_cpu_s=round(cpu_ours, 1), anchor_cpu_s=round(cpu_one, 1),
+               anchor_parallel_s=round(spread["seconds"], 2), anchor_parallel_cpu_s=round(cpu_spread, 1),
+               cpu_ratio=round(cpu_ours / cpu_one, 2),
+               cpu_turn_ratios=[round(o["cpu_s"] / a["cpu_s"], 2) for o, a in zip(ours, anchor, strict=True)],
+               parallel_cpu_ratio=round(cpu_ours / cpu_spread, 2),
                parallel_ratio=round(mine["seconds"] / spread["seconds"], 2),
                load=[round(r["load"], 1) for r in (*ours, *anchor, *parallel)])
     return row
@@ -171,7 +175,7 @@ def bench_text_real() -> dict | None:
 
 
 def _turns(row: dict) -> str:
-    """", turns 1.42x-1.76x" for a row of several turns, "" for one."""
+    """The printed range of a row's turn CPU ratios (", turns 1.42x-1.76x"); empty for one turn."""
     turns = row.get("cpu_turn_ratios") or []
     return f", turns {min(turns):.2f}x-{max(turns):.2f}x" if len(turns) > 1 else ""
 
@@ -239,8 +243,9 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every size (quick checks)")
     parser.add_argument("--out", default=str(HERE / "results.json"))
     parser.add_argument("--text-turns", type=int, default=TEXT_TURNS,
-                        help="turns of the 20,000-paper text row (each ~7 min); its CPU ratio is the median "
-                             "turn's, and one turn lands anywhere in the spread that bench/README.md reports")
+                        help="turns of the 20,000-paper text row (each ~7 min); its CPU figures are the "
+                             "middle turn's by CPU ratio (one turn lands anywhere in the spread that "
+                             "bench/README.md reports)")
     args = parser.parse_args()
     if args.text_turns < 1:
         parser.error(f"--text-turns must be 1 or more, not {args.text_turns}")
