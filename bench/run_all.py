@@ -249,8 +249,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.text_turns < 1:
         parser.error(f"--text-turns must be 1 or more, not {args.text_turns}")
-    runners = {"text": lambda size: bench_text(size, args.text_turns), "papers": bench_papers, "citations": bench_citations, "pairs": bench_pairs,
-               "text-real": bench_text_real}
+    runners = {"text": lambda size: bench_text(size, args.text_turns), "papers": bench_papers,
+               "citations": bench_citations, "pairs": bench_pairs, "text-real": bench_text_real}
     about = machine()
     print(f"machine: {about}", flush=True)
     rows = []
