@@ -25,7 +25,10 @@ the local runner executes its fused stages one after another, so the run is a se
 phases, and each is shown with its wall time and how many cores all the stage's processes
 kept busy meanwhile (their CPU read from /proc every 0.2 s). A phase on about one core is the
 worker alone (start-up, the archive index, the joins, writing Parquet): that is the wall time
-two processes of the direct extractors do not pay.
+two processes of the direct extractors do not pay. Then the run's CPU by role, without a
+profiler's distortion: the Beam worker, and the pool's children by the name each gives itself
+("omsd-extract", "omsd-build", "omsd-complete"), so the extractors' share can be set beside
+the direct extractors' own CPU.
 """
 
 from __future__ import annotations
@@ -183,23 +186,31 @@ if __name__ == "__main__":  # the extractors' fork server imports this file too
 '''
 
 
-def _tree_cpu(root: int) -> dict[int, float]:
-    """CPU seconds (user + system) of process `root` and of every live descendant, by pid (the
-    extractor children are the fork server's, the fork server is the worker's)."""
+def _tree_cpu(root: int) -> dict[int, tuple[float, str]]:
+    """(CPU seconds (user + system), process name) of process `root` and of every live
+    descendant, by pid (the extractor children are the fork server's, the fork server is the
+    worker's; the pool names its children "omsd-<role>")."""
     tick, parents, cpu = os.sysconf("SC_CLK_TCK"), {}, {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+                head, tail = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)
             except OSError:
                 continue  # gone meanwhile
-            parents[int(entry)], cpu[int(entry)] = int(fields[1]), (int(fields[11]) + int(fields[12])) / tick
+            fields = tail.split()
+            parents[int(entry)] = int(fields[1])
+            cpu[int(entry)] = ((int(fields[11]) + int(fields[12])) / tick, head.split("(", 1)[1])
     tree, todo = {}, [root]
     while todo:
         pid = todo.pop()
-        tree[pid] = cpu.get(pid, 0.0)
+        tree[pid] = cpu.get(pid, (0.0, "?"))
         todo += [child for child, parent in parents.items() if parent == pid]
     return tree
+
+
+_ROLES = {"omsd-extract": "extractor children (fetch pass and follow-ups)",
+          "omsd-build": "document-building children (BuildDocuments)",
+          "omsd-complete": "main-text children (CompleteMainText: pages, then their papers)"}
 
 
 def _phases(sample: Path, build: Path, papers: int) -> None:
@@ -222,7 +233,7 @@ def _phases(sample: Path, build: Path, papers: int) -> None:
         def watch():  # an exited child's CPU stays in the sum: its last reading
             while run.poll() is None:
                 seen.update(_tree_cpu(run.pid))
-                samples.append((time.time(), sum(seen.values())))
+                samples.append((time.time(), sum(cpu for cpu, _name in seen.values())))
                 time.sleep(0.2)
         watcher = threading.Thread(target=watch)
         watcher.start()
@@ -259,6 +270,14 @@ def _phases(sample: Path, build: Path, papers: int) -> None:
         print(f"  {begin - start:6.1f} {wall:6.1f} {cores:6.2f}  {', '.join(steps[:5])[:100]}"
               + (f" (+{len(steps) - 5} steps)" if len(steps) > 5 else ""))
     print(f"\n{alone:.1f} s of the wall ran on fewer than 1.5 cores")
+    roles: dict[str, list[float]] = {}
+    for pid, (cpu, name) in seen.items():
+        role = "the Beam worker (the command's process)" if pid == run.pid else _ROLES.get(
+            name, "others (the fork server, multiprocessing's resource tracker)")
+        roles.setdefault(role, []).append(cpu)
+    print(f"\n{'CPU s':>8} {'share':>6} {'processes':>9}  role")
+    for role, cpus in sorted(roles.items(), key=lambda item: -sum(item[1])):
+        print(f"{sum(cpus):8.1f} {100 * sum(cpus) / cpu_at(end):5.1f}% {len(cpus):9d}  {role}")
 
 
 def _by_role(profiles: list[dict]) -> list[dict]:

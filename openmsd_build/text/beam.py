@@ -626,7 +626,7 @@ class BuildDocuments(UntypedDoFn):
         if self.workers > 1:
             from openmsd_build.text.extract.pool import ExtractorPool
 
-            self.pool = ExtractorPool(self.workers, extractors=self.JOBS, timeout=600.0)
+            self.pool = ExtractorPool(self.workers, extractors=self.JOBS, timeout=600.0, role="build")
 
     def start_bundle(self):
         self._batch: list[tuple[dict, list[dict]]] = []
@@ -741,7 +741,8 @@ class CompleteMainText(BuildDocuments):
     def setup(self):
         from openmsd_build.text.extract.pool import ExtractorPool
 
-        self.pool = ExtractorPool(max(1, self.workers), extractors=self.JOBS, timeout=self.extract_timeout)
+        self.pool = ExtractorPool(max(1, self.workers), extractors=self.JOBS, timeout=self.extract_timeout,
+                                  role="complete")
 
     def start_bundle(self):
         super().start_bundle()

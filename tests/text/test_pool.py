@@ -163,6 +163,17 @@ def test_lazy_and_picklable(pool) -> None:
     pool.drain()
 
 
+@pytest.mark.skipif(not Path("/proc/self/comm").exists(), reason="process names are set through Linux's /proc")
+def test_children_are_named_by_their_role(pool) -> None:
+    """`top` and `bench/profile_text.py --phases` tell the extractors from the builders by name."""
+    names = {Path(f"/proc/{pid}/comm").read_text().strip() for pid in pool.pids}
+    assert names == {"omsd-extract"}
+    with ExtractorPool(1, role="build") as builders:
+        builders.start()
+        assert Path(f"/proc/{builders.pids[0]}/comm").read_text().strip() == "omsd-build"
+        assert builders.extract("html", PAGE)[0]["title"] == "After a crash"  # the role names, nothing more
+
+
 def test_a_missing_module_is_a_clear_error() -> None:
     pool = ExtractorPool(extractors={"html": "no_such_module_for_tests:extract"})
     with pytest.raises(RuntimeError, match="no_such_module_for_tests"):
