@@ -1,12 +1,13 @@
 """Idle worker processes kept for the next user in the same process, by configuration.
 
-Why: a stage's helper processes (the text stage's isolated extractors, the papers stage's
-parsing pool) cost an interpreter start and their imports (~0.7 s of CPU each) before they do
-any work. On the local runner one process runs one DoFn after another (a pass, its follow-up
-pass, document building; parsing, then merging), and each would start its own children.
-Instead a user that has finished with its children puts them on a shelf under a key saying
-what they can do, and the next user with the same key takes them. Whatever nobody took is
-stopped at the end of the run, at a DoFn's teardown, or at the latest when the process exits.
+Why: a pool of helper processes (the papers stage's parsing pool, `papers.parallel`) costs
+an interpreter start and its imports (~0.7 s of CPU a process) before it does any work. On the
+local runner one process runs one DoFn after another (parsing the snapshots, then merging
+them), and each would start its own children. Instead a user that has finished with its
+children puts them on a shelf under a key saying what they can do, and the next user with the
+same key takes them. Whatever nobody took is stopped at the end of the run, at a DoFn's
+teardown, or at the latest when the process exits. (The text stage's extractors are forks of
+a warm fork server, which cost milliseconds: `text.extract.pool`.)
 """
 
 from __future__ import annotations
