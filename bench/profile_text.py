@@ -208,9 +208,13 @@ def _tree_cpu(root: int) -> dict[int, tuple[float, str]]:
     return tree
 
 
-_ROLES = {"omsd-extract": "extractor children (fetch pass and follow-ups)",
-          "omsd-build": "document-building children (BuildDocuments)",
-          "omsd-complete": "main-text children (CompleteMainText: pages, then their papers)"}
+def _roles() -> dict[str, str]:
+    """A pool child's process name (`pool.process_name`) -> the role it stands for."""
+    from openmsd_build.text.extract.pool import process_name
+
+    return {process_name("extract"): "extractor children (fetch pass and follow-ups)",
+            process_name("build"): "document-building children (BuildDocuments)",
+            process_name("complete"): "main-text children (CompleteMainText: pages, then their papers)"}
 
 
 def _phases(sample: Path, build: Path, papers: int) -> None:
@@ -271,13 +275,15 @@ def _phases(sample: Path, build: Path, papers: int) -> None:
               + (f" (+{len(steps) - 5} steps)" if len(steps) > 5 else ""))
     print(f"\n{alone:.1f} s of the wall ran on fewer than 1.5 cores")
     roles: dict[str, list[float]] = {}
+    names = _roles()
     for pid, (cpu, name) in seen.items():
-        role = "the Beam worker (the command's process)" if pid == run.pid else _ROLES.get(
+        role = "the Beam worker (the command's process)" if pid == run.pid else names.get(
             name, "others (the fork server, multiprocessing's resource tracker)")
         roles.setdefault(role, []).append(cpu)
     print(f"\n{'CPU s':>8} {'share':>6} {'processes':>9}  role")
     for role, cpus in sorted(roles.items(), key=lambda item: -sum(item[1])):
-        print(f"{sum(cpus):8.1f} {100 * sum(cpus) / cpu_at(end):5.1f}% {len(cpus):9d}  {role}")
+        total = sum(cpus)
+        print(f"{total:8.1f} {100 * total / cpu_at(end):5.1f}% {len(cpus):9d}  {role}")
 
 
 def _by_role(profiles: list[dict]) -> list[dict]:

@@ -126,23 +126,29 @@ def _put(conn: Connection, message: Any) -> None:
     conn.send_bytes(pickle.dumps(message, pickle.HIGHEST_PROTOCOL))
 
 
+def process_name(role: str) -> str:
+    """The name a child of a pool with `role` gives itself ("omsd-extract"): at most 15 bytes,
+    what Linux keeps of a process's name."""
+    return f"omsd-{role}"[:15]
+
+
 def _name_process(name: str) -> None:
-    """`name` (at most 15 bytes) as this process's name in `top`, `ps -o comm` and
-    /proc/PID/comm on Linux, so a worker's children show what they do (`bench/profile_text.py
-    --phases` sums their CPU by it); elsewhere the name stays as it was."""
+    """`name` as this process's name in `top`, `ps -o comm` and /proc/PID/comm on Linux, so a
+    worker's children show what they do (`bench/profile_text.py --phases` sums their CPU by
+    it); elsewhere the name stays as it was."""
     try:
         with open("/proc/self/comm", "w") as comm:
-            comm.write(name[:15])
+            comm.write(name)
     except OSError:
         pass
 
 
-def _serve(conn: Connection, jobs: dict[str, str], max_memory_mb: int | None, role: str = "extract") -> None:
+def _serve(conn: Connection, jobs: dict[str, str], max_memory_mb: int | None, role: str) -> None:
     """A child's life: limits, then "ready" (or why it cannot start), then one answer per
     request until the parent sends None or is gone. A request is two messages: `(kind,
     kwargs)`, then the document's bytes as they are (never copied into a pickle)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _name_process(f"omsd-{role}")
+    _name_process(process_name(role))
     caller = multiprocessing.parent_process()  # the pool's process (the fork server is our parent)
     if caller is not None:  # gone (even killed) while we work: stop, nobody enforces the deadline
         threading.Thread(target=lambda: (caller.join(), os._exit(0)), daemon=True).start()
@@ -221,7 +227,7 @@ class ExtractorPool:
                  max_memory_mb: int | None = DEFAULT_MAX_MEMORY_MB, extractors: dict[str, str] | None = None,
                  debug_kinds: bool = False, recycle_after: int = DEFAULT_RECYCLE_AFTER, role: str = "extract") -> None:
         self.size = max(1, int(size))
-        self.role = role  # the children's process name is "omsd-" and this (`_name_process`)
+        self.role = role  # the children's process name: `process_name(role)`
         self.timeout = timeout
         self.max_bytes = max_bytes
         self.max_memory_mb = max_memory_mb
