@@ -141,12 +141,13 @@ def text_row(stage: str, size: int, ours: list[dict], anchor: list[dict], parall
     stage does."""
     mine, one, spread = _median_run(ours), _median_run(anchor), _median_run(parallel)
     row = _row(stage, size, mine, TEXT_ANCHOR, one)
-    turns = sorted(zip(ours, anchor, parallel, strict=True), key=lambda t: t[0]["cpu_s"] / t[1]["cpu_s"])
-    cpu_ours, cpu_one, cpu_spread = (run["cpu_s"] for run in turns[(len(turns) - 1) // 2])
+    ratios = [o["cpu_s"] / a["cpu_s"] for o, a in zip(ours, anchor, strict=True)]
+    turns = sorted(zip(ratios, ours, anchor, parallel, strict=True), key=lambda t: t[0])
+    cpu_ours, cpu_one, cpu_spread = (run["cpu_s"] for run in turns[(len(turns) - 1) // 2][1:])
     row.update(ours_cpu_s=round(cpu_ours, 1), anchor_cpu_s=round(cpu_one, 1),
                anchor_parallel_s=round(spread["seconds"], 2), anchor_parallel_cpu_s=round(cpu_spread, 1),
                cpu_ratio=round(cpu_ours / cpu_one, 2),
-               cpu_turn_ratios=[round(o["cpu_s"] / a["cpu_s"], 2) for o, a in zip(ours, anchor, strict=True)],
+               cpu_turn_ratios=[round(r, 2) for r in ratios],
                parallel_cpu_ratio=round(cpu_ours / cpu_spread, 2),
                parallel_ratio=round(mine["seconds"] / spread["seconds"], 2),
                load=[round(r["load"], 1) for r in (*ours, *anchor, *parallel)])

@@ -46,8 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-robots", action="store_true", help="do not honour robots.txt (only for your own servers)")
     parser.add_argument("--extract-timeout", type=float, default=60.0, help="hard limit per document extraction (s)")
     parser.add_argument("--extract-workers", type=int, default=0,
-                        help="extractor processes working at once per fetching worker (default: one per core, plus "
-                             "one, on the local runner; 1 on Dataflow / Flink, which already run a worker per core)")
+                        help="extractor processes working at once per fetching worker (default: one per core on "
+                             "the local runner; 1 on Dataflow / Flink, which already run a worker per core)")
     parser.add_argument("--no-follow-pdf", action="store_true", help="do not follow citation_pdf_url from landing pages")
     parser.add_argument("--shards", type=int, default=0, help="output files (default: as many as papers/)")
 
@@ -94,12 +94,12 @@ def run_text(
     extract_workers: int = 0,
 ) -> dict:
     """Build `fetch/` and `documents/` from `papers/`; returns the stage's counts.
-    `extract_workers` 0 means one per core plus one on the local runner, else 1
-    (`default_extract_workers`)."""
+    `extract_workers` 0 means one per core on the local runner, else 1
+    (`core.runner.cores_per_local_worker`)."""
     import apache_beam as beam
 
     from openmsd_build.core import layout, parquet_io
-    from openmsd_build.core.runner import pipeline_options
+    from openmsd_build.core.runner import cores_per_local_worker, pipeline_options
     from openmsd_build.core.staging import stage_outputs
     from openmsd_build.core.stats import read_stage_counts
     from openmsd_build.pipelines.text import build
@@ -110,7 +110,10 @@ def run_text(
     options = pipeline_options(beam_args)  # first: OUT may be gs:// (FileSystems options)
     if extract_workers < 0:
         raise UserError(f"--extract-workers must be 0 (automatic) or more, not {extract_workers}")
-    extract_workers = extract_workers or default_extract_workers(options)
+    # one extractor per core and no spare: with the worker busy too, a spare child keeps more
+    # processes running than there are cores, which cost ~7 % more CPU at 20,000 papers for
+    # the same wall (bench/README, twenty-third round)
+    extract_workers = extract_workers or cores_per_local_worker(options)
     if warc_prefix and spec.mode != "cc-index":
         raise UserError("--warc-prefix applies only to --fetch cc-index:GLOB")
     papers_parts = parquet_io.list_parts(layout.papers_dir(out))
@@ -141,24 +144,6 @@ def run_text(
     result = read_stage_counts(out, "text")
     result["seconds"] = round(time.time() - started, 2)
     return result
-
-
-def default_extract_workers(options) -> int:
-    """Extractor processes per fetching DoFn when the user gives none: one per core plus one
-    in a local run with one Beam worker (the default), one per core share with several, 1
-    on a distributed runner, whose workers already run one SDK process per core
-    (`core.runner.cores_per_local_worker`).
-
-    Why one more than the cores: the local runner's one Beam worker needs CPU too (replaying
-    or fetching the next response, passing answers on). With one child per core, a child
-    that has answered waits idle until the worker gets round to handing it the next document
-    (children were busy ~87% of the extraction phase); a spare child keeps every core
-    extracting meanwhile (the bench sample's text stage: 0.94x the wall time). With several
-    local Beam workers, each keeping its own children, a spare each would crowd the cores."""
-    from openmsd_build.core.runner import cores_per_local_worker, is_local_runner, local_beam_workers
-
-    workers = cores_per_local_worker(options)
-    return workers + 1 if is_local_runner(options) and local_beam_workers(options) == 1 else workers
 
 
 def check_local(spec: FetchSpec) -> None:

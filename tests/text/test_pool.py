@@ -181,18 +181,34 @@ def test_a_missing_module_is_a_clear_error() -> None:
     pool.close()
 
 
-def test_default_extract_workers_follow_the_runner() -> None:
-    """One extractor per core (plus one) in a local run with one worker, the cores shared
-    between several local workers, one on Dataflow / Flink (an SDK process per core)."""
-    from openmsd_build.core.runner import pipeline_options
-    from openmsd_build.text.command import default_extract_workers
+def test_default_extract_workers_follow_the_runner(tmp_path) -> None:
+    """One extractor per core in a local run with one worker (no spare: the worker needs a
+    core's share too), the cores shared between several local workers, one on Dataflow /
+    Flink (an SDK process per core); the text command uses that size when none is given."""
+    from openmsd_build.core.runner import cores_per_local_worker, pipeline_options
+    from openmsd_build.text import command
 
     cores = len(os.sched_getaffinity(0))
-    assert default_extract_workers(pipeline_options([])) == cores + 1
-    assert default_extract_workers(pipeline_options(["--runner=DataflowRunner"])) == 1
-    assert default_extract_workers(pipeline_options(["--runner=FlinkRunner"])) == 1
+    assert cores_per_local_worker(pipeline_options([])) == cores
+    assert cores_per_local_worker(pipeline_options(["--runner=DataflowRunner"])) == 1
+    assert cores_per_local_worker(pipeline_options(["--runner=FlinkRunner"])) == 1
     several = pipeline_options(["--runner=DirectRunner", "--direct_num_workers=2"])
-    assert default_extract_workers(several) == max(1, cores // 2)
+    assert cores_per_local_worker(several) == max(1, cores // 2)
+
+    class Sized(Exception):
+        pass
+
+    def build(*_args, extract_workers, **_kwargs):  # the pipeline's wiring, stopped at its size
+        raise Sized(extract_workers)
+
+    (tmp_path / "papers").mkdir()
+    (tmp_path / "papers" / "part-0.parquet").write_bytes(b"")  # only listed: the build is stopped first
+    (tmp_path / "a.warc.gz").write_bytes(b"")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("openmsd_build.pipelines.text.build", build)
+        with pytest.raises(Sized) as sized:
+            command.run_text(str(tmp_path), "warc:" + str(tmp_path / "a.warc.gz"), ["--runner=FnApiRunner"])
+    assert sized.value.args == (cores,)
 
 
 _reads_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
