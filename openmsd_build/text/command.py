@@ -111,7 +111,7 @@ def run_text(
     if extract_workers < 0:
         raise UserError(f"--extract-workers must be 0 (automatic) or more, not {extract_workers}")
     # one extractor per core and no spare: with the worker busy too, a spare child keeps more
-    # processes running than there are cores, which cost ~7 % more CPU at 20,000 papers for
+    # processes running than there are cores, which cost ~5 % more CPU at 20,000 papers for
     # the same wall (bench/README, twenty-third round)
     extract_workers = extract_workers or cores_per_local_worker(options)
     if warc_prefix and spec.mode != "cc-index":
