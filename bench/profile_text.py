@@ -18,7 +18,7 @@ writes its table every ~0.5 s of CPU, since the children (forks of multiprocessi
 server) end with `os._exit`; a fork starts a profile of its own.
 
 `--real` profiles the run on the real pages and PDFs of ../shared/real-samples instead
-(`text_real_bench.py` writes their WARC).
+(`text_real_bench.py` writes their WARC; `--copies N`, every document N times, as there).
 
 `--phases` runs the stage without the profiler and prints where its wall time goes instead:
 the local runner executes its fused stages one after another, so the run is a sequence of
@@ -116,6 +116,8 @@ def main() -> None:
     parser.add_argument("--papers", type=int, default=2_000)
     parser.add_argument("--top", type=int, default=15, help="functions shown per process")
     parser.add_argument("--real", action="store_true", help="the real samples instead of the bench sample")
+    parser.add_argument("--copies", type=int, default=1,
+                        help="with --real: every document this many times (`text_real_bench.py --copies`)")
     parser.add_argument("--by-role", action="store_true",
                         help="one table per role (worker, extractor children summed), not per process")
     parser.add_argument("--phases", action="store_true",
@@ -127,8 +129,8 @@ def main() -> None:
     if args.real:
         from text_real_bench import SAMPLES, prepare
 
-        data = HERE / "data" / "real-text"
-        papers, args.papers = prepare(SAMPLES, data)
+        data = HERE / "data" / ("real-text" if args.copies == 1 else f"real-text-x{args.copies}")
+        papers, args.papers = prepare(SAMPLES, data, args.copies)
         sample, build = data, papers.parent
     else:
         sample, build = prepare_text_sample(args.papers)
