@@ -123,13 +123,15 @@ def main() -> None:
     parser.add_argument("--phases", action="store_true",
                         help="the runner's stages with their wall time and cores busy, no profiler")
     args = parser.parse_args()
+    if args.copies < 1 or (args.copies != 1 and not args.real):
+        parser.error("--copies takes a number of at least 1, and only with --real")
     sys.path.insert(0, str(HERE))
     from run_all import prepare_text_sample
 
     if args.real:
-        from text_real_bench import SAMPLES, prepare
+        from text_real_bench import SAMPLES, data_dir, prepare
 
-        data = HERE / "data" / ("real-text" if args.copies == 1 else f"real-text-x{args.copies}")
+        data = data_dir(args.copies)
         papers, args.papers = prepare(SAMPLES, data, args.copies)
         sample, build = data, papers.parent
     else:

@@ -5,13 +5,13 @@
 
 The generated bench sample (`text_bench.py`, `make bench`) is thousands of small documents;
 the real samples are the other end: 30 landing pages (a few of them 400 KB of markup) and
-43 PDFs of 1-180 pages in a dozen languages and scripts, where the extractors' own work
+43 PDFs of 2-118 pages in a dozen languages and scripts, where the extractors' own work
 dominates and the stage's fixed costs (Beam, planning, the isolated children) weigh least.
 
-Every page and PDF is written once into a WARC (a 200 response under a made-up
+Every page and PDF is written into a WARC (a 200 response under a made-up
 `https://real-samples.invalid/` URL, the file's folder and name as its path) and given one
 paper whose only URL is that document, so the stage extracts each exactly once (a landing
-page's `citation_pdf_url` then points outside the archive: one miss each, counted). The two
+page's `citation_pdf_url` then points outside the archive: a miss, counted once a URL). The two
 sides are timed as whole processes, in turns, as `make bench` times the text row:
 
 * ours — `openmsd-build text --fetch warc:` (FnApiRunner, isolated extractor children with
@@ -24,10 +24,11 @@ of its own), so that the run lasts minutes and the fixed start-up of both sides 
 per-document ratio of real-sized documents, where the generated sample's are a few kilobytes.
 The copies are the same bytes, so caches inside a process answer for a copy seen before: in
 the stage, each child's memoized CLD3 answers (building took ~4 % of the stage's CPU in a run
-of 20 copies, CLD3 about half of that); in the anchor, trafilatura's own caches, and its one
-process sees every copy where the stage's children see a share each.
+of 20 copies); in the anchor, trafilatura's own caches, and its one process sees every copy
+where the stage's children see a share each.
 
-Inputs are made under bench/data/real-text/ (nothing is copied into the repository).
+Inputs are made under bench/data/real-text/ (`real-text-x{N}/` with `--copies N`; nothing is
+copied into the repository).
 """
 
 from __future__ import annotations
@@ -55,6 +56,11 @@ def sample_files(samples: Path) -> list[tuple[Path, str]]:
         suffix = ".pdf" if kind == "pdf" else ".html"
         files += [(path, kind) for path in sorted((samples / folder).glob(f"*{suffix}"))]
     return files
+
+
+def data_dir(copies: int = 1) -> Path:
+    """Where the inputs and the build of a run with `copies` live (also `profile_text.py --real`)."""
+    return HERE / "data" / ("real-text" if copies == 1 else f"real-text-x{copies}")
 
 
 def prepare(samples: Path, data: Path, copies: int = 1) -> tuple[Path, int]:
@@ -87,7 +93,7 @@ def prepare(samples: Path, data: Path, copies: int = 1) -> tuple[Path, int]:
 def measure(samples: Path, turns: int, copies: int = 1) -> dict:
     """Both sides, in turns, `turns` times; a row as `make bench` writes them (each side's
     median run), with the per-turn ratios and the documents extracted."""
-    data = HERE / "data" / ("real-text" if copies == 1 else f"real-text-x{copies}")
+    data = data_dir(copies)
     papers, n_docs = prepare(samples, data, copies)
     build = data / "build"
     commands = text_commands(build, data / "warc")

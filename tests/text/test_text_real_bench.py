@@ -23,11 +23,16 @@ def test_copies_are_papers_and_records_of_their_own(real_samples: Path, tmp_path
 
     bench = _bench()
     files = bench.sample_files(real_samples)
+    assert files
     papers, n_docs = bench.prepare(real_samples, tmp_path / "data", copies=2)
     assert n_docs == 2 * len(files)
     rows = parquet_io.read_table(str(papers), columns=["doi", "urls"]).to_pylist()
     assert len({row["doi"] for row in rows}) == n_docs
     urls = [row["urls"][0]["url"] for row in rows]
     assert len(set(urls)) == n_docs
+    # copy 0 is the one-copy run's documents, as they always were
+    first = files[0][0]
+    assert rows[0]["doi"] == "10.0/real.0" and urls[0] == f"{bench.HOST}/{first.parent.name}/{first.name}"
+    assert sum(url.startswith(f"{bench.HOST}/c1/") for url in urls) == len(files)
     index = list(index_warc_file(str(tmp_path / "data" / "warc" / "real.warc.gz")))
     assert len(index) == n_docs and len({row["url"] for row in index}) == n_docs
