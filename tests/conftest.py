@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from types import ModuleType
 from typing import NoReturn
 
 import pytest
@@ -44,6 +46,22 @@ def real_samples() -> Path:
     if not REAL_SAMPLES.is_dir():
         missing_input(f"real samples not found at {REAL_SAMPLES} (set OPENMSD_REAL_SAMPLES)")
     return REAL_SAMPLES
+
+
+@pytest.fixture(scope="session")
+def repo_script() -> Callable[[str], ModuleType]:
+    """`repo_script("bench/fidelity.py")`: a script of the repository that is not part of the
+    package (bench/, deploy/), loaded as a module under its file's stem, so a test can call
+    its functions."""
+
+    def load(relative: str) -> ModuleType:
+        path = REPO / relative
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+        return module
+
+    return load
 
 
 @pytest.fixture(scope="session")

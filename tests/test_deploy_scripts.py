@@ -4,7 +4,6 @@ stage cannot be left out of the "full build" they document (contexts once was)."
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from pathlib import Path
@@ -38,12 +37,10 @@ def test_flex_template_accepts_every_stage() -> None:
     assert order is not None and order.group(1).split(", ") == [*STAGE_NAMES, "release"]
 
 
-def test_flex_template_turns_parameters_into_the_stage_command() -> None:
+def test_flex_template_turns_parameters_into_the_stage_command(repo_script) -> None:
     """`--command=contexts --build_root=gs://…` becomes `contexts --out gs://…`, with a glob
     parameter holding several globs split into repeated flags, and the CLI parses it."""
-    spec = importlib.util.spec_from_file_location("flex_main", DEPLOY / "dataflow" / "flex_main.py")
-    flex_main = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(flex_main)  # type: ignore[union-attr]
+    flex_main = repo_script("deploy/dataflow/flex_main.py")
     argv = flex_main.translate(["--command=contexts", "--build_root=gs://b/build",
                                 "--crossref=gs://s/crossref/a*.json.gz;gs://s/crossref/b*.json.gz"])
     assert argv == ["contexts", "--out", "gs://b/build", "--crossref=gs://s/crossref/a*.json.gz",

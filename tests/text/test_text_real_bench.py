@@ -4,24 +4,14 @@ another would be joined or deduplicated away, and the per-document ratio would b
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
 
-
-def _bench():
-    spec = importlib.util.spec_from_file_location("text_real_bench", REPO / "bench" / "text_real_bench.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_copies_are_papers_and_records_of_their_own(real_samples: Path, tmp_path: Path) -> None:
+def test_copies_are_papers_and_records_of_their_own(real_samples: Path, tmp_path: Path, repo_script) -> None:
     from openmsd_build.core import parquet_io
     from openmsd_build.text.fetch.warc_index import index_warc_file
 
-    bench = _bench()
+    bench = repo_script("bench/text_real_bench.py")
     files = bench.sample_files(real_samples)
     assert files
     papers, n_docs = bench.prepare(real_samples, tmp_path / "data", copies=2)
