@@ -76,10 +76,13 @@ def prepare(samples: Path, data: Path, copies: int = 1) -> tuple[Path, int]:
     rows = []
     with open(data / "warc" / "real.warc.gz", "wb") as f:
         sink = WarcSink(f, seed=0)
-        for i, (path, kind, copy) in enumerate((p, k, c) for c in range(copies) for p, k in files):
+        bodies = [path.read_bytes() for path, _kind in files]  # read once, written `copies` times
+        documents = ((path, kind, body, copy) for copy in range(copies)
+                     for (path, kind), body in zip(files, bodies, strict=True))
+        for i, (path, kind, body, copy) in enumerate(documents):
             url = f"{HOST}/{f'c{copy}/' if copy else ''}{path.parent.name}/{path.name}"
             content_type = "application/pdf" if kind == "pdf" else "text/html; charset=utf-8"
-            sink.add(url, 200, content_type, path.read_bytes(), when=i)
+            sink.add(url, 200, content_type, body, when=i)
             rows.append({
                 "doi": f"10.0/real.{i}", "title": None, "abstract": None, "abstract_source": None,
                 "categories": ["Science"], "sources": ["unpaywall"], "n_records": 1, "relations": [],
