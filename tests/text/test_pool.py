@@ -138,6 +138,85 @@ def test_limits_are_per_document(pool) -> None:
     assert _reasons(more) == {"x": None, "y": None}
 
 
+def _queued_behind(pool, tag) -> int:
+    """The pid of the child holding `tag` queued behind the document it is extracting."""
+    return next(c.process.pid for c in pool.children if [r.tag for r in c.queue][1:] == [tag])
+
+
+def test_a_small_document_waits_in_a_busy_childs_pipe_and_is_answered() -> None:
+    """One child, two documents: the second is sent before the first is answered (the child
+    reads it as soon as it answers), and both come back in order."""
+    with ExtractorPool(1, timeout=10, debug_kinds=True) as pool:
+        assert pool.submit("slow", "debug_sleep", b"0.3") == []
+        assert pool.submit("next", "debug_echo", b"abc") == []  # not waited for: queued
+        assert pool.pending == 2 and _queued_behind(pool, "next") == pool.pids[0]
+        answers = pool.drain()
+    assert [(tag, reason) for tag, _result, reason, _detail in answers] == [("slow", None), ("next", None)]
+    assert answers[1][1]["n_bytes"] == 3
+
+
+def test_a_document_too_large_to_wait_in_the_pipe_waits_for_an_idle_child() -> None:
+    """A document bigger than a quarter of the pipe's buffer is never queued: writing it to a
+    busy child would block the pool on that child."""
+    with ExtractorPool(1, timeout=10, debug_kinds=True) as pool:
+        pool.submit("slow", "debug_sleep", b"0.3")
+        big = b"x" * (pool._queue_bytes + 1)
+        answers = pool.submit("big", "debug_echo", big)
+        assert [tag for tag, *_ in answers] == ["slow"]  # it waited for the child to be idle
+        answers += pool.drain()
+    assert answers[1][0] == "big" and answers[1][1]["n_bytes"] == len(big)
+
+
+@pytest.mark.parametrize(("kind", "data", "reason"), [("debug_sleep", b"60", "timeout"),
+                                                       ("debug_exit", b"3", "crashed"),
+                                                       ("debug_allocate", b"8000", "out_of_memory")])
+def test_a_document_queued_behind_a_failure_goes_to_the_childs_replacement(kind, data, reason) -> None:
+    """The failing document is the one the child was extracting; the one queued behind it is
+    not lost: it is sent to the new child, with its own full deadline."""
+    with ExtractorPool(1, timeout=1.5, debug_kinds=True) as pool:
+        pool.submit("bad", kind, data)
+        pool.submit("queued", "debug_sleep", b"0.2")
+        first = pool.pids[0]
+        answers = pool.drain()
+        assert _reasons(answers) == {"bad": reason, "queued": None}
+        assert answers[1][1] == {"slept": 0.2} and first not in pool.pids and len(pool.pids) == 1
+        assert pool.stats["documents"] == 2
+
+
+def test_a_queued_document_has_a_deadline_of_its_own() -> None:
+    """A hang queued behind a quick document is killed one deadline after the quick one's answer."""
+    with ExtractorPool(1, timeout=1.0, debug_kinds=True) as pool:
+        started = time.monotonic()
+        pool.submit("quick", "debug_sleep", b"0.5")
+        pool.submit("hang", "debug_sleep", b"60")
+        answers = pool.drain()
+    assert _reasons(answers) == {"quick": None, "hang": "timeout"}
+    assert 1.4 < time.monotonic() - started < 10
+
+
+def test_the_pipe_buffer_is_widened_and_a_plain_pipe_queues_nothing() -> None:
+    import multiprocessing
+
+    from openmsd_build.text.extract.pool import _widen
+
+    duplex, _other = multiprocessing.Pipe()
+    assert _widen(duplex) >= 64 * 1024  # Linux gives at least its default (~208 KB), here twice the request
+    reader, writer = multiprocessing.Pipe(duplex=False)  # an OS pipe, not a socket: nothing waits in it
+    assert _widen(writer) == 0
+    for conn in (duplex, _other, reader, writer):
+        conn.close()
+
+
+def test_a_child_due_for_recycling_takes_no_queued_document() -> None:
+    with ExtractorPool(1, recycle_after=2, timeout=10, debug_kinds=True) as pool:
+        answers = []
+        for n in range(5):
+            answers += pool.submit(n, "debug_echo", b"")
+        answers += pool.drain()
+    pids = [result["pid"] for _tag, result, _r, _d in sorted(answers, key=lambda a: a[0])]
+    assert pids[0] == pids[1] != pids[2] == pids[3] != pids[4] and pool.stats["recycled"] == 2
+
+
 def test_a_refused_document_does_not_wait_for_a_child(pool) -> None:
     pool.submit("a", "debug_sleep", b"1")
     pool.submit("b", "debug_sleep", b"1")

@@ -22,13 +22,24 @@ SIGINT: a terminal's Ctrl-C reaches the parent, which kills the busy children as
 (`abandon`). A child whose caller is gone, even killed, exits at once.
 
 One pool per DoFn instance, from `setup` to `teardown` (`start`, `close`). `submit` hands a
-document to an idle child at once; only when every child is busy does it wait, and then it
-returns every answer that is in, so reading the next record overlaps with extracting the last
-and the children's pipes are polled once per document, not after every hand-off; `drain`
-waits for the rest. Answers are `(tag, result, reason, detail)`, in the order the children
-finish. Deadlines are enforced whenever the caller waits on a full pool, drains or calls
-`collect_ready`. The pool holds only
-its configuration until `start`, so it pickles as a DoFn attribute.
+document to an idle child at once, or queues it behind the one a busy child is extracting
+(one at most, and only a document small enough to wait in the pipe: see below); only when no
+child has room does it wait, and then it returns every answer that is in, so reading the next
+record overlaps with extracting the last and the children's pipes are polled once per
+document, not after every hand-off; `drain` waits for the rest. Answers are `(tag, result,
+reason, detail)`, in the order the children finish. Deadlines are enforced whenever the
+caller waits on a full pool, drains or calls `collect_ready`. The pool holds only its
+configuration until `start`, so it pickles as a DoFn attribute.
+
+Why a second document per child: with one, a child that has answered sleeps until the
+worker, busy reading the next record or passing answers on, hands it the next document; at
+20,000 small papers the children were busy ~87 % of the replay. The queued document is read
+by the child as soon as it answers. It waits in the pipe's buffer (widened at start,
+`_widen`), so it is queued only when it fits in a quarter of it: the write never blocks on a
+busy child, and the pool never waits on a child that waits on the pool. Its deadline starts
+when the pool collects the answer before it (the child started it then or a moment before).
+When a child is killed or dies, the document it was extracting is the one that failed; the
+one queued behind it is sent to the child that replaces it.
 
 The hand-off is paid per document, so it is lean: a request is two messages, `(kind,
 kwargs)` pickled and then the document's bytes as they are (a pickle would copy a PDF once
@@ -48,10 +59,12 @@ import os
 import pickle
 import select
 import signal
+import socket
 import threading
 import time
 import weakref
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -62,6 +75,10 @@ DEFAULT_MAX_BYTES = 50 * 1024 * 1024
 """50 MB: beyond the largest ordinary paper PDF; bigger files are scans or datasets."""
 DEFAULT_MAX_MEMORY_MB = 3072
 DEFAULT_RECYCLE_AFTER = 2000
+PIPE_BUFFER_BYTES = 1 << 20
+"""What each direction of a child's pipe is asked to hold (Linux caps it at `wmem_max` and
+reports twice the request): answers up to about this size are written without the child
+waiting for the pool, and a document up to a quarter of what it holds can be queued."""
 STARTUP_TIMEOUT_S = 120.0
 
 # Reasons reported next to a None result.
@@ -207,14 +224,40 @@ _POOLS: weakref.WeakSet[ExtractorPool] = weakref.WeakSet()
 """The pools of this process that have started children (`stop_fork_server`)."""
 
 
+def _widen(conn: Connection) -> int:
+    """Ask the socket behind `conn` to buffer `PIPE_BUFFER_BYTES`; the bytes it will hold (0
+    when it is not a socket whose buffer can be read: then nothing is queued)."""
+    try:
+        sock = socket.fromfd(conn.fileno(), socket.AF_UNIX, socket.SOCK_STREAM)  # a duplicate descriptor
+    except OSError:
+        return 0
+    try:
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, PIPE_BUFFER_BYTES)
+        except OSError:
+            pass  # the system's default buffer, then
+        return sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF)
+    except OSError:
+        return 0
+    finally:
+        sock.close()
+
+
+@dataclass
+class _Request:
+    tag: Any
+    head: bytes  # `(kind, kwargs)`, pickled
+    data: bytes | None  # the document; kept only while it is queued behind another (resent if that one fails)
+
+
 @dataclass
 class _Child:
     process: Any
     conn: Connection
     fd: int  # the pipe's descriptor, as the pool's poll object knows it
     documents: int = 0
-    tag: Any = None
-    deadline: float | None = None  # monotonic deadline of the pending document (busy: in `_busy`)
+    queue: deque[_Request] = field(default_factory=deque)  # sent, unanswered; the first is being extracted
+    deadline: float | None = None  # monotonic deadline of the first in `queue` (busy: in `_busy`)
 
 
 Answer = tuple[Any, "dict[str, Any] | None", "str | None", "str | None"]
@@ -238,6 +281,7 @@ class ExtractorPool:
         self.children: list[_Child] = []
         self._busy: dict[int, _Child] = {}  # fd -> child with a document
         self._poll: Any = None  # one select.poll of every child's pipe, made at `start`
+        self._queue_bytes = 0  # the largest request queued behind another (`_widen`), set at the first spawn
         self.stats = {"started": 0, "killed": 0, "crashed": 0, "recycled": 0, "documents": 0}
         self.last_error: str | None = None
 
@@ -253,7 +297,7 @@ class ExtractorPool:
     @property
     def pending(self) -> int:
         """Documents submitted whose answer has not been returned yet."""
-        return len(self._busy)
+        return sum(len(child.queue) for child in self._busy.values())
 
     @property
     def pids(self) -> list[int]:
@@ -271,6 +315,8 @@ class ExtractorPool:
     def _spawn(self) -> _Child:
         context = _context()
         conn, child_end = context.Pipe()
+        self._queue_bytes = _widen(conn) // 4
+        _widen(child_end)
         process = context.Process(target=_serve, args=(child_end, self.extractors, self.max_memory_mb, self.role),
                                   name="extractor", daemon=True)
         process.start()
@@ -307,26 +353,42 @@ class ExtractorPool:
         if refused is not None:
             return [(tag, *refused), *self._collect(block=False)]
         try:
-            # answers are looked for only when every child is busy: then the wait returns all
-            # that are in (or kills the child past its deadline); an idle child is used at once
+            # answers are looked for only when no child has room: then the wait returns all
+            # that are in (or kills the child past its deadline); room is used at once
+            request = _Request(tag, pickle.dumps((kind, kwargs), pickle.HIGHEST_PROTOCOL), data)
             done: list[Answer] = []
-            while self.pending >= self.size:
+            while (child := self._room(request)) is None:
                 done += self._collect(block=True)
-            self.start()
-            child = next(c for c in self.children if c.fd not in self._busy)
-            child.tag, child.deadline = tag, time.monotonic() + self.timeout
-            self._busy[child.fd] = child
-            child.documents += 1
-            self.stats["documents"] += 1
-            try:
-                _put(child.conn, (kind, kwargs))
-                child.conn.send_bytes(data)  # the bytes as they are: no pickle copies them
-            except (BrokenPipeError, EOFError, OSError):
-                pass  # the child is dead: `_collect` sees its end of file and answers `crashed`
+            self._send(child, request)
             return done
         except BaseException:
             self.abandon()
             raise
+
+    def _room(self, request: _Request) -> _Child | None:
+        """An idle child (started if missing), else a child extracting one document that can
+        take `request` behind it (small enough to wait in the pipe, not due to be recycled)."""
+        self.start()
+        idle = next((c for c in self.children if not c.queue), None)
+        if idle is not None or len(request.head) + len(request.data or b"") > self._queue_bytes:
+            return idle
+        return next((c for c in self.children if len(c.queue) == 1 and c.documents < self.recycle_after), None)
+
+    def _send(self, child: _Child, request: _Request) -> None:
+        if not child.queue:
+            child.deadline = time.monotonic() + self.timeout
+        child.queue.append(request)
+        self._busy[child.fd] = child
+        child.documents += 1
+        self.stats["documents"] += 1
+        data = request.data or b""
+        if len(child.queue) == 1:
+            request.data = None  # being extracted: never sent again
+        try:
+            child.conn.send_bytes(request.head)
+            child.conn.send_bytes(data)  # the bytes as they are: no pickle copies them
+        except (BrokenPipeError, EOFError, OSError):
+            pass  # the child is dead: `_collect` sees its end of file and answers `crashed`
 
     def collect_ready(self) -> list[Answer]:
         """The answers that are in now, without waiting (children past their deadline are
@@ -372,35 +434,50 @@ class ExtractorPool:
         now = time.monotonic()
         for child in [c for c in self._busy.values() if c.deadline <= now]:  # type: ignore[operator]
             self.stats["killed"] += 1
-            tag = child.tag
-            self._retire(child, kill=True)
+            tag = child.queue.popleft().tag
+            self._retire(child, kill=True, resend=True)
             done.append((tag, None, TIMEOUT, f"no answer within {self.timeout:g} s; worker killed"))
         return done
 
     def _answer(self, child: _Child) -> Answer:
-        tag, child.tag, child.deadline = child.tag, None, None
-        del self._busy[child.fd]
+        """The answer to the first document in `child`'s queue; the next one's deadline starts."""
+        tag = child.queue.popleft().tag
         try:
             message = child.conn.recv()
         except (EOFError, OSError) as exc:
             self.stats["crashed"] += 1
-            self._retire(child, kill=True)
+            self._retire(child, kill=True, resend=True)
             return tag, None, CRASHED, f"worker died ({type(exc).__name__}, exit code {child.process.exitcode})"
-        if message[0] == "ok":
-            if child.documents >= self.recycle_after:
-                self.stats["recycled"] += 1
-                self._retire(child)
-            return tag, message[1], None, None
-        if message[1] == OUT_OF_MEMORY:
-            self._retire(child)  # the child exits after a MemoryError
-        return tag, None, message[1], message[2]
+        if message[0] != "ok" and message[1] == OUT_OF_MEMORY:
+            self._retire(child, resend=True)  # the child exits after a MemoryError, reading nothing more
+            return tag, None, message[1], message[2]
+        if child.queue:
+            child.deadline = time.monotonic() + self.timeout
+            child.queue[0].data = None
+        else:
+            child.deadline = None
+            del self._busy[child.fd]
+        if message[0] != "ok":
+            return tag, None, message[1], message[2]
+        if child.documents >= self.recycle_after and not child.queue:
+            self.stats["recycled"] += 1
+            self._retire(child)
+        return tag, message[1], None, None
 
-    def _retire(self, child: _Child, kill: bool = False) -> None:
-        """Stop `child` and take it out of the pool (the next `submit` starts a new one)."""
+    def _retire(self, child: _Child, kill: bool = False, resend: bool = False) -> None:
+        """Stop `child` and take it out of the pool (the next `submit` starts a new one). With
+        `resend`, what was queued behind the document it failed on goes to a new child."""
         self.children.remove(child)
         self._busy.pop(child.fd, None)
         self._poll.unregister(child.fd)
         self._stop(child, kill)
+        queued, child.queue = child.queue, deque()
+        for request in queued if resend else ():
+            target = self._room(request)  # a fresh child replaces this one: there is room
+            if target is None:
+                raise RuntimeError("no extraction worker to take a queued document")
+            self.stats["documents"] -= 1  # counted when it was first sent
+            self._send(target, request)
 
     @staticmethod
     def _stop(child: _Child, kill: bool) -> None:
