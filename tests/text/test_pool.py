@@ -207,6 +207,24 @@ def test_the_pipe_buffer_is_widened_and_a_plain_pipe_queues_nothing() -> None:
         conn.close()
 
 
+def test_a_queued_documents_clock_runs_from_its_start_not_from_when_the_pool_looks() -> None:
+    """A caller busy elsewhere (live fetching) reads answers late: a queued document answered
+    in time is not killed for that, and a queued hang is killed one deadline after it
+    started, not one deadline after the pool next looked."""
+    with ExtractorPool(1, timeout=1.0, debug_kinds=True) as pool:
+        pool.submit("first", "debug_sleep", b"0.1")
+        pool.submit("queued", "debug_echo", b"abc")
+        time.sleep(2.0)  # both answered long ago; the queued one's deadline is past
+        assert _reasons(pool.drain()) == {"first": None, "queued": None}
+        pool.submit("first", "debug_sleep", b"0.1")
+        pool.submit("hang", "debug_sleep", b"60")
+        time.sleep(2.5)  # the hang started at ~0.1 s: its deadline (~1.1 s) is past
+        started = time.monotonic()
+        answers = pool.drain()
+    assert _reasons(answers) == {"first": None, "hang": "timeout"}
+    assert time.monotonic() - started < 0.9  # killed at once, not a further second later
+
+
 def test_a_child_due_for_recycling_takes_no_queued_document() -> None:
     with ExtractorPool(1, recycle_after=2, timeout=10, debug_kinds=True) as pool:
         answers = []

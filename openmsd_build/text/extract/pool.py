@@ -36,10 +36,11 @@ worker, busy reading the next record or passing answers on, hands it the next do
 20,000 small papers the two cores idled 9-10 % of the replay (1-3 % with the queue). The
 queued document is read by the child as soon as it answers. It waits in the pipe's buffer
 (widened at start, `_widen`), so it is queued only when it fits in a quarter of it: the write
-never blocks on a busy child, and the pool never waits on a child that waits on the pool. Its
-deadline starts when the pool collects the answer before it (the child started it then or a
-moment before). When a child is killed or dies, the document it was extracting is the one
-that failed; the one queued behind it is sent to the child that replaces it.
+waits at most for the child to finish reading the document before it, never for one being
+extracted, and the pool never waits on a child that waits on the pool. Its deadline runs from
+the moment the child answered the one before it (sent with the answer). When a child is
+killed or dies, the document it was extracting is the one that failed; the one queued behind
+it is sent to a child started for it.
 
 The hand-off is paid per document, so it is lean: a request is two messages, `(kind,
 kwargs)` pickled and then the document's bytes as they are (a pickle would copy a PDF once
@@ -60,6 +61,7 @@ import pickle
 import select
 import signal
 import socket
+import struct
 import threading
 import time
 import weakref
@@ -143,6 +145,16 @@ def _put(conn: Connection, message: Any) -> None:
     conn.send_bytes(pickle.dumps(message, pickle.HIGHEST_PROTOCOL))
 
 
+_ANSWERED_AT = struct.Struct("d")
+
+
+def _reply(conn: Connection, answer: bytes) -> None:
+    """An answer (already pickled) sent after the child's `time.monotonic()` as it sends it,
+    when the child turns to the document queued behind (Linux's monotonic clock is the same
+    in every process): the queued document's deadline runs from then (`_answer`)."""
+    conn.send_bytes(_ANSWERED_AT.pack(time.monotonic()) + answer)
+
+
 def process_name(role: str) -> str:
     """The name a child of a pool with `role` gives itself ("omsd-extract"): at most 15 bytes,
     what Linux keeps of a process's name."""
@@ -192,11 +204,11 @@ def _serve(conn: Connection, jobs: dict[str, str], max_memory_mb: int | None, ro
         try:
             answer = pickle.dumps(("ok", functions[kind](data, **kwargs)), pickle.HIGHEST_PROTOCOL)
         except MemoryError:
-            _put(conn, ("error", OUT_OF_MEMORY, "MemoryError"))
+            _reply(conn, pickle.dumps(("error", OUT_OF_MEMORY, "MemoryError"), pickle.HIGHEST_PROTOCOL))
             return  # replaced by the parent
         except Exception as exc:  # noqa: BLE001 - every parser failure is one document's failure
             answer = pickle.dumps(("error", PARSE_ERROR, f"{type(exc).__name__}: {exc}"[:500]), pickle.HIGHEST_PROTOCOL)
-        conn.send_bytes(answer)
+        _reply(conn, answer)
 
 
 def _context() -> multiprocessing.context.BaseContext:
@@ -246,8 +258,8 @@ def _widen(conn: Connection) -> int:
 @dataclass
 class _Request:
     tag: Any
-    head: bytes  # `(kind, kwargs)`, pickled
-    data: bytes | None  # the document; kept only while it is queued behind another (resent if that one fails)
+    head: bytes | None  # `(kind, kwargs)`, pickled } kept only while queued behind another
+    data: bytes | None  # the document             } (resent if that one fails)
 
 
 @dataclass
@@ -345,10 +357,10 @@ class ExtractorPool:
         return None
 
     def submit(self, tag: Any, kind: str, data: bytes, **kwargs: Any) -> list[Answer]:
-        """Hand one document (`kwargs` go to its extractor) to an idle child, waiting only
-        while every child is busy; returns the answers collected while waiting (this
-        document's own when it is refused without being sent). An interrupt drops the pending
-        documents with their children (`abandon`)."""
+        """Hand one document (`kwargs` go to its extractor) to an idle child, or queue it
+        behind a busy child's (`_room`), waiting only while no child has room; returns the
+        answers collected while waiting (this document's own when it is refused without being
+        sent). An interrupt drops the pending documents with their children (`abandon`)."""
         refused = self._refuse(kind, data)
         if refused is not None:
             return [(tag, *refused), *self._collect(block=False)]
@@ -370,7 +382,7 @@ class ExtractorPool:
         take `request` behind it (small enough to wait in the pipe, not due to be recycled)."""
         self.start()
         idle = next((c for c in self.children if not c.queue), None)
-        if idle is not None or len(request.head) + len(request.data or b"") > self._queue_bytes:
+        if idle is not None or len(request.head or b"") + len(request.data or b"") > self._queue_bytes:
             return idle
         return next((c for c in self.children if len(c.queue) == 1 and c.documents < self.recycle_after), None)
 
@@ -381,11 +393,11 @@ class ExtractorPool:
         self._busy[child.fd] = child
         child.documents += 1
         self.stats["documents"] += 1
-        data = request.data or b""
+        head, data = request.head, request.data or b""
         if len(child.queue) == 1:
-            request.data = None  # being extracted: never sent again
+            request.head = request.data = None  # being extracted: never sent again
         try:
-            child.conn.send_bytes(request.head)
+            child.conn.send_bytes(head)
             child.conn.send_bytes(data)  # the bytes as they are: no pickle copies them
         except (BrokenPipeError, EOFError, OSError):
             pass  # the child is dead: `_collect` sees its end of file and answers `crashed`
@@ -433,6 +445,9 @@ class ExtractorPool:
                 self._retire(idle, kill=True)
         now = time.monotonic()
         for child in [c for c in self._busy.values() if c.deadline <= now]:  # type: ignore[operator]
+            if child.conn.poll(0):  # answered in time and read late (a queued document's clock
+                done.append(self._answer(child))  # ran from its start, not from this read)
+                continue
             self.stats["killed"] += 1
             tag = child.queue.popleft().tag
             self._retire(child, kill=True, resend=True)
@@ -443,7 +458,9 @@ class ExtractorPool:
         """The answer to the first document in `child`'s queue; the next one's deadline starts."""
         tag = child.queue.popleft().tag
         try:
-            message = child.conn.recv()
+            raw = child.conn.recv_bytes()
+            (answered_at,) = _ANSWERED_AT.unpack_from(raw)
+            message = pickle.loads(memoryview(raw)[_ANSWERED_AT.size:])
         except (EOFError, OSError) as exc:
             self.stats["crashed"] += 1
             self._retire(child, kill=True, resend=True)
@@ -451,9 +468,9 @@ class ExtractorPool:
         if message[0] != "ok" and message[1] == OUT_OF_MEMORY:
             self._retire(child, resend=True)  # the child exits after a MemoryError, reading nothing more
             return tag, None, message[1], message[2]
-        if child.queue:
-            child.deadline = time.monotonic() + self.timeout
-            child.queue[0].data = None
+        if child.queue:  # the child took the queued document as it answered
+            child.deadline = answered_at + self.timeout
+            child.queue[0].head = child.queue[0].data = None
         else:
             child.deadline = None
             del self._busy[child.fd]
@@ -466,18 +483,19 @@ class ExtractorPool:
 
     def _retire(self, child: _Child, kill: bool = False, resend: bool = False) -> None:
         """Stop `child` and take it out of the pool (the next `submit` starts a new one). With
-        `resend`, what was queued behind the document it failed on goes to a new child."""
+        `resend`, what was queued behind the document it failed on goes to a child started
+        here for it (so `drain` and `collect_ready` may start one, and raise if it cannot)."""
         self.children.remove(child)
         self._busy.pop(child.fd, None)
         self._poll.unregister(child.fd)
         self._stop(child, kill)
         queued, child.queue = child.queue, deque()
-        for request in queued if resend else ():
-            target = self._room(request)  # a fresh child replaces this one: there is room
-            if target is None:
-                raise RuntimeError("no extraction worker to take a queued document")
-            self.stats["documents"] -= 1  # counted when it was first sent
-            self._send(target, request)
+        if resend and queued:  # at most one: the document it failed on is answered already
+            replacement = self._spawn()
+            self.children.append(replacement)
+            for request in queued:
+                self.stats["documents"] -= 1  # counted when it was first sent
+                self._send(replacement, request)
 
     @staticmethod
     def _stop(child: _Child, kill: bool) -> None:
