@@ -225,6 +225,27 @@ def test_a_queued_documents_clock_runs_from_its_start_not_from_when_the_pool_loo
     assert time.monotonic() - started < 0.9  # killed at once, not a further second later
 
 
+def test_a_default_socket_timeout_leaves_the_pipes_blocking() -> None:
+    """Cloud clients set `socket.setdefaulttimeout`; a socket object made on a pipe's
+    descriptor then turns it non-blocking, and every child read would fail at once (a whole
+    gs:// run answered `crashed`). `_widen` must leave both ends blocking."""
+    import fcntl
+    import socket
+
+    before = socket.getdefaulttimeout()
+    socket.setdefaulttimeout(5.0)
+    try:
+        with ExtractorPool(1, timeout=10, debug_kinds=True) as pool:
+            pool.submit("slow", "debug_sleep", b"0.3")
+            pool.submit("queued", "debug_echo", b"abc")
+            answers = pool.drain()
+            child = pool.children[0]
+            assert not fcntl.fcntl(child.fd, fcntl.F_GETFL) & os.O_NONBLOCK
+    finally:
+        socket.setdefaulttimeout(before)
+    assert _reasons(answers) == {"slow": None, "queued": None}
+
+
 def test_a_child_due_for_recycling_takes_no_queued_document() -> None:
     with ExtractorPool(1, recycle_after=2, timeout=10, debug_kinds=True) as pool:
         answers = []

@@ -61,7 +61,6 @@ import pickle
 import select
 import signal
 import socket
-import struct
 import threading
 import time
 import weakref
@@ -145,16 +144,6 @@ def _put(conn: Connection, message: Any) -> None:
     conn.send_bytes(pickle.dumps(message, pickle.HIGHEST_PROTOCOL))
 
 
-_ANSWERED_AT = struct.Struct("d")
-
-
-def _reply(conn: Connection, answer: bytes) -> None:
-    """An answer (already pickled) sent after the child's `time.monotonic()` as it sends it,
-    when the child turns to the document queued behind (Linux's monotonic clock is the same
-    in every process): the queued document's deadline runs from then (`_answer`)."""
-    conn.send_bytes(_ANSWERED_AT.pack(time.monotonic()) + answer)
-
-
 def process_name(role: str) -> str:
     """The name a child of a pool with `role` gives itself ("omsd-extract"): at most 15 bytes,
     what Linux keeps of a process's name."""
@@ -201,14 +190,19 @@ def _serve(conn: Connection, jobs: dict[str, str], max_memory_mb: int | None, ro
             data = conn.recv_bytes()
         except (EOFError, OSError):
             return
+        # every answer ends with the child's `time.monotonic()` as it is done (Linux's monotonic
+        # clock is the same in every process): the document queued behind starts then, and its
+        # deadline runs from then (`_answer`)
         try:
-            answer = pickle.dumps(("ok", functions[kind](data, **kwargs)), pickle.HIGHEST_PROTOCOL)
+            result = functions[kind](data, **kwargs)
+            answer = pickle.dumps(("ok", result, time.monotonic()), pickle.HIGHEST_PROTOCOL)
         except MemoryError:
-            _reply(conn, pickle.dumps(("error", OUT_OF_MEMORY, "MemoryError"), pickle.HIGHEST_PROTOCOL))
+            _put(conn, ("error", OUT_OF_MEMORY, "MemoryError", time.monotonic()))
             return  # replaced by the parent
         except Exception as exc:  # noqa: BLE001 - every parser failure is one document's failure
-            answer = pickle.dumps(("error", PARSE_ERROR, f"{type(exc).__name__}: {exc}"[:500]), pickle.HIGHEST_PROTOCOL)
-        _reply(conn, answer)
+            answer = pickle.dumps(("error", PARSE_ERROR, f"{type(exc).__name__}: {exc}"[:500], time.monotonic()),
+                                  pickle.HIGHEST_PROTOCOL)
+        conn.send_bytes(answer)
 
 
 def _context() -> multiprocessing.context.BaseContext:
@@ -244,6 +238,10 @@ def _widen(conn: Connection) -> int:
     except OSError:
         return 0
     try:
+        # blocking again, as `multiprocessing.Pipe` leaves it: a socket object made while a default
+        # timeout is set (`socket.setdefaulttimeout`, which cloud clients call) turns the shared
+        # descriptor non-blocking, and a child's read would then fail at once
+        sock.setblocking(True)
         try:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, PIPE_BUFFER_BYTES)
         except OSError:
@@ -458,9 +456,7 @@ class ExtractorPool:
         """The answer to the first document in `child`'s queue; the next one's deadline starts."""
         tag = child.queue.popleft().tag
         try:
-            raw = child.conn.recv_bytes()
-            (answered_at,) = _ANSWERED_AT.unpack_from(raw)
-            message = pickle.loads(memoryview(raw)[_ANSWERED_AT.size:])
+            message = child.conn.recv()
         except (EOFError, OSError) as exc:
             self.stats["crashed"] += 1
             self._retire(child, kill=True, resend=True)
@@ -469,7 +465,7 @@ class ExtractorPool:
             self._retire(child, resend=True)  # the child exits after a MemoryError, reading nothing more
             return tag, None, message[1], message[2]
         if child.queue:  # the child took the queued document as it answered
-            child.deadline = answered_at + self.timeout
+            child.deadline = message[-1] + self.timeout  # when the child was done with the one before
             child.queue[0].head = child.queue[0].data = None
         else:
             child.deadline = None
