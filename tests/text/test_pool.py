@@ -112,7 +112,7 @@ def test_an_interrupt_between_a_request_and_its_bytes_drops_that_child(pool, mon
     """Ctrl-C after a request's arguments went out and before its bytes did: the half-sent
     child is killed with the pending documents (it would read the next request as bytes)."""
     pool.submit("first", "debug_sleep", b"0.2")
-    child = next(c for c in pool.children if c.fd not in pool._busy)
+    child = next(c for c in pool.children if not c.queue)
     half_sent = child.process.pid
 
     def interrupted(_data) -> None:
@@ -266,7 +266,7 @@ def test_a_refused_document_does_not_wait_for_a_child(pool) -> None:
 
 def test_abandon_kills_the_busy_children(pool) -> None:
     pool.submit("slow", "debug_sleep", b"60")
-    busy = [c.process.pid for c in pool._busy.values()]
+    busy = [c.process.pid for c in pool.children if c.queue]
     pool.abandon()
     assert pool.pending == 0 and pool.drain() == [] and busy[0] not in pool.pids
     assert _reasons(pool.submit("next", "debug_echo", b"") + pool.drain()) == {"next": None}

@@ -267,7 +267,7 @@ class _Child:
     fd: int  # the pipe's descriptor, as the pool's poll object knows it
     documents: int = 0
     queue: deque[_Request] = field(default_factory=deque)  # sent, unanswered; the first is being extracted
-    deadline: float | None = None  # monotonic deadline of the first in `queue` (busy: in `_busy`)
+    deadline: float | None = None  # monotonic deadline of the first in `queue` (busy: a non-empty queue)
 
 
 Answer = tuple[Any, "dict[str, Any] | None", "str | None", "str | None"]
@@ -289,14 +289,13 @@ class ExtractorPool:
         if debug_kinds:
             self.extractors.update(DEBUG_EXTRACTORS)
         self.children: list[_Child] = []
-        self._busy: dict[int, _Child] = {}  # fd -> child with a document
         self._poll: Any = None  # one select.poll of every child's pipe, made at `start`
         self._queue_bytes = 0  # the largest request queued behind another (`_widen`), set at the first spawn
         self.stats = {"started": 0, "killed": 0, "crashed": 0, "recycled": 0, "documents": 0}
         self.last_error: str | None = None
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "children": [], "_busy": {}, "_poll": None}  # configuration only, never processes
+        return {**self.__dict__, "children": [], "_poll": None}  # configuration only, never processes
 
     def __enter__(self) -> ExtractorPool:
         return self
@@ -307,7 +306,7 @@ class ExtractorPool:
     @property
     def pending(self) -> int:
         """Documents submitted whose answer has not been returned yet."""
-        return sum(len(child.queue) for child in self._busy.values())
+        return sum(len(child.queue) for child in self.children)
 
     @property
     def pids(self) -> list[int]:
@@ -388,7 +387,6 @@ class ExtractorPool:
         if not child.queue:
             child.deadline = time.monotonic() + self.timeout
         child.queue.append(request)
-        self._busy[child.fd] = child
         child.documents += 1
         self.stats["documents"] += 1
         head, data = request.head, request.data or b""
@@ -426,23 +424,23 @@ class ExtractorPool:
     def _collect(self, block: bool) -> list[Answer]:
         """Answers of the busy children that have one (or died, or overran their deadline),
         waiting, when `block`, until the first answer or the earliest deadline."""
-        if not self._busy:
+        busy = [c for c in self.children if c.queue]
+        if not busy:
             return []
         timeout_ms = 0
         if block:  # whole milliseconds, rounded up: a wait cut short would spin until the deadline
-            first = min(c.deadline for c in self._busy.values())  # type: ignore[type-var]
+            first = min(c.deadline for c in busy)  # type: ignore[type-var]
             timeout_ms = max(0, math.ceil((first - time.monotonic()) * 1000))
         done = []
+        by_fd = {c.fd: c for c in self.children}  # each fd comes once a poll: only its own event retires a child
         for fd, _event in self._poll.poll(timeout_ms):
-            child = self._busy.get(fd)
-            if child is not None:
+            child = by_fd[fd]
+            if child.queue:
                 done.append(self._answer(child))
-                continue
-            idle = next((c for c in self.children if c.fd == fd), None)
-            if idle is not None:  # an idle child's pipe ended (killed between documents): replaced
-                self._retire(idle, kill=True)
+            else:  # an idle child's pipe ended (killed between documents): replaced
+                self._retire(child, kill=True)
         now = time.monotonic()
-        for child in [c for c in self._busy.values() if c.deadline <= now]:  # type: ignore[operator]
+        for child in [c for c in self.children if c.queue and c.deadline <= now]:  # type: ignore[operator]
             if child.conn.poll(0):  # answered in time and read late (a queued document's clock
                 done.append(self._answer(child))  # ran from its start, not from this read)
                 continue
@@ -469,7 +467,6 @@ class ExtractorPool:
             child.queue[0].head = child.queue[0].data = None
         else:
             child.deadline = None
-            del self._busy[child.fd]
         if message[0] != "ok":
             return tag, None, message[1], message[2]
         if child.documents >= self.recycle_after and not child.queue:
@@ -482,7 +479,6 @@ class ExtractorPool:
         `resend`, what was queued behind the document it failed on goes to a child started
         here for it (so `drain` and `collect_ready` may start one, and raise if it cannot)."""
         self.children.remove(child)
-        self._busy.pop(child.fd, None)
         self._poll.unregister(child.fd)
         self._stop(child, kill)
         queued, child.queue = child.queue, deque()
@@ -510,7 +506,7 @@ class ExtractorPool:
 
     def abandon(self) -> None:
         """Drop every pending document (the caller is stopping): their children are killed."""
-        for child in list(self._busy.values()):
+        for child in [c for c in self.children if c.queue]:
             self._retire(child, kill=True)
 
     def close(self) -> None:
