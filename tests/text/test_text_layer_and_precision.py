@@ -117,6 +117,30 @@ def test_a_block_cut_at_the_word_cap_keeps_only_its_first_language_run() -> None
     assert sorted(e["language"] for e in kept) == ["de", "en"] and not dropped  # a bilingual block that ended
 
 
+def test_a_paragraph_holding_an_abstract_and_its_translation_is_split_between_them() -> None:
+    kept, dropped = _entries([{"text": (DE * 3 + EN * 3).strip(), "rule": "abstract_heading", "heading": "Abstract"}])
+    assert [(e["language"], e["text"]) for e in kept] == [("de", (DE * 3).strip()), ("en", (EN * 3).strip())]
+    assert not dropped
+
+
+def test_a_one_language_paragraph_is_not_read_sentence_by_sentence(monkeypatch) -> None:
+    """Its start and its end agree, so CLD3 reads those two, not each of its sentence pairs."""
+    import openmsd_build.text.documents as documents
+
+    texts: list[str] = []
+    detect = documents.detect_language
+
+    def counted(title, text=None):
+        texts.append(text)
+        return detect(title, text)
+
+    monkeypatch.setattr(documents, "detect_language", counted)
+    paragraph = (EN * 8).strip()
+    assert documents._split_paragraph(paragraph) == [paragraph]
+    assert len(texts) == 2
+    assert documents._split_paragraph((DE * 4 + EN * 4).strip()) == [(DE * 4).strip(), (EN * 4).strip()]
+
+
 def test_a_heading_printed_twice_in_one_language_gives_one_abstract() -> None:
     later = ("Users open the web application with their student number and password, then connect a wallet "
              "and vote; the contract records each ballot and the page shows the running totals to everyone. ")
