@@ -11,7 +11,11 @@ dominates and the stage's fixed costs (Beam, planning, the isolated children) we
 Every page and PDF is written into a WARC (a 200 response under a made-up
 `https://real-samples.invalid/` URL, the file's folder and name as its path) and given one
 paper whose only URL is that document, so the stage extracts each exactly once (a landing
-page's `citation_pdf_url` then points outside the archive: a miss, counted once a URL). The two
+page's `citation_pdf_url` then points outside the archive: a miss, counted once a URL). The
+paper's metadata title is the document's title where the truth files give it whole (every PDF;
+the earlier landing pages' titles are cut short there and they get none), as a Crossref record
+would give it: a real build's papers have titles, and a PDF's printed title is looked for only
+when a paper needs it (without any, every PDF paid for that rule). The two
 sides are timed as whole processes, in turns, as `make bench` times the text row:
 
 * ours — `openmsd-build text --fetch warc:` (FnApiRunner, isolated extractor children with
@@ -63,6 +67,17 @@ def data_dir(copies: int = 1) -> Path:
     return HERE / "data" / ("real-text" if copies == 1 else f"real-text-x{copies}")
 
 
+def truth_titles(samples: Path) -> dict[str, str]:
+    """Folder/name -> the document's title as the truth files give it whole (hand-read from the
+    document: `multilingual-truth.json`, and the PDFs' titles in MANIFEST.md); the earlier
+    landing pages' MANIFEST titles are cut at ~70 characters and are left out."""
+    from fidelity import earlier_truth
+
+    truth = json.loads((samples / "multilingual-truth.json").read_text(encoding="utf-8"))
+    return {doc["file"]: doc["title"] for doc in [*truth, *earlier_truth(samples)]
+            if doc.get("title") and not doc.get("title_prefix")}
+
+
 def prepare(samples: Path, data: Path, copies: int = 1) -> tuple[Path, int]:
     """Write the WARC and the papers table under `data` (again each time: it takes a second
     a copy), every document `copies` times; return (the papers folder, how many documents)."""
@@ -73,6 +88,7 @@ def prepare(samples: Path, data: Path, copies: int = 1) -> tuple[Path, int]:
     shutil.rmtree(data, ignore_errors=True)
     (data / "warc").mkdir(parents=True)
     files = sample_files(samples)
+    titles = truth_titles(samples)
     rows = []
     with open(data / "warc" / "real.warc.gz", "wb") as f:
         sink = WarcSink(f, seed=0)
@@ -82,9 +98,11 @@ def prepare(samples: Path, data: Path, copies: int = 1) -> tuple[Path, int]:
         for i, (path, kind, body, copy) in enumerate(documents):
             url = f"{HOST}/{f'c{copy}/' if copy else ''}{path.parent.name}/{path.name}"
             content_type = "application/pdf" if kind == "pdf" else "text/html; charset=utf-8"
+            title = titles.get(f"{path.parent.name}/{path.name}")  # what a Crossref record would give
             sink.add(url, 200, content_type, body, when=i)
             rows.append({
-                "doi": f"10.0/real.{i}", "title": None, "abstract": None, "abstract_source": None,
+                "doi": f"10.0/real.{i}", "title": title, "title_source": "crossref" if title else None,
+                "abstract": None, "abstract_source": None,
                 "categories": ["Science"], "sources": ["unpaywall"], "n_records": 1, "relations": [],
                 "urls": [{"url": url, "kind": kind, "host_type": "repository", "license": None, "version": None,
                           "source": "unpaywall", "rank": 0}],
