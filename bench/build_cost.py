@@ -27,16 +27,13 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-PYTHON = sys.executable
 
 _SITECUSTOMIZE = r'''
 import os
@@ -59,6 +56,7 @@ if _out:
 def record_inputs(papers: int) -> Path:
     """The folder of the papers the stage's building children were given (made once)."""
     sys.path.insert(0, str(HERE))
+    from profile_text import run_with_site
     from run_all import prepare_text_sample
 
     sample, build = prepare_text_sample(papers)
@@ -67,15 +65,7 @@ def record_inputs(papers: int) -> Path:
         return inputs
     shutil.rmtree(inputs, ignore_errors=True)
     inputs.mkdir(parents=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        site, copy = Path(tmp) / "site", Path(tmp) / "build"
-        site.mkdir()
-        (site / "sitecustomize.py").write_text(_SITECUSTOMIZE)
-        shutil.copytree(build, copy)
-        env = {**os.environ, "OPENMSD_BUILD_INPUTS": str(inputs), "PYTHONWARNINGS": "ignore",
-               "PYTHONPATH": os.pathsep.join(filter(None, [str(site), str(REPO), os.environ.get("PYTHONPATH", "")]))}
-        subprocess.run([PYTHON, "-m", "openmsd_build.cli", "text", "--out", str(copy), "--fetch",
-                        f"warc:{sample}/warc/*.warc.gz"], check=True, env=env, stdout=subprocess.DEVNULL)
+    run_with_site(_SITECUSTOMIZE, sample, build, {"OPENMSD_BUILD_INPUTS": str(inputs)})
     (inputs / "ready").write_text("")
     return inputs
 

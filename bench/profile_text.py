@@ -111,6 +111,22 @@ if _out:
 '''
 
 
+def run_with_site(site_code: str, sample: Path, build: Path, env: dict[str, str]) -> None:
+    """`openmsd-build text --fetch warc:` of this checkout on a copy of `build`, replaying
+    `sample`'s WARCs, with `site_code` as the `sitecustomize` module of every interpreter the
+    run starts (the extractor children's fork server among them) and `env` added to the
+    environment: how a bench script looks inside the stage's children without changing it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        site, copy = Path(tmp) / "site", Path(tmp) / "build"
+        site.mkdir()
+        (site / "sitecustomize.py").write_text(site_code)
+        shutil.copytree(build, copy)
+        paths = [str(site), str(HERE.parent), os.environ.get("PYTHONPATH", "")]
+        env = {**os.environ, "PYTHONWARNINGS": "ignore", **env, "PYTHONPATH": os.pathsep.join(filter(None, paths))}
+        subprocess.run([PYTHON, "-m", "openmsd_build.cli", "text", "--out", str(copy), "--fetch",
+                        f"warc:{sample}/warc/*.warc.gz"], check=True, env=env, stdout=subprocess.DEVNULL)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--papers", type=int, default=2_000)
@@ -139,17 +155,9 @@ def main() -> None:
     if args.phases:
         _phases(sample, build, args.papers)
         return
-    with tempfile.TemporaryDirectory() as tmp:
-        site, out, copy = Path(tmp) / "site", Path(tmp) / "profiles", Path(tmp) / "build"
-        site.mkdir()
-        out.mkdir()
-        (site / "sitecustomize.py").write_text(_SITECUSTOMIZE)
-        shutil.copytree(build, copy)
-        env = {**os.environ, "OPENMSD_PROFILE_DIR": str(out), "PYTHONWARNINGS": "ignore",
-               "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH", "")]))}
-        subprocess.run([PYTHON, "-m", "openmsd_build.cli", "text", "--out", str(copy), "--fetch",
-                        f"warc:{sample}/warc/*.warc.gz"], check=True, env=env, stdout=subprocess.DEVNULL)
-        profiles = [json.loads(p.read_text()) for p in sorted(out.glob("*.json"))]
+    with tempfile.TemporaryDirectory() as out:
+        run_with_site(_SITECUSTOMIZE, sample, build, {"OPENMSD_PROFILE_DIR": out})
+        profiles = [json.loads(p.read_text()) for p in sorted(Path(out).glob("*.json"))]
     profiles = [p for p in profiles if p["cpu_s"] > 0.5]  # drop helper interpreters that did nothing
     total = sum(p["cpu_s"] for p in profiles)
     print(f"text stage, {args.papers:,} papers: {total:.1f} s of CPU in {len(profiles)} processes")
