@@ -521,6 +521,13 @@ def abstract_entries(paper: dict, extractions: list[dict], title: str = "",
         if reason:
             dropped.append((source, reason))
             continue
+        whole = word_chars(text)
+        if any(whole in k for k in seen):
+            # the text repeats a kept abstract (the metadata's, printed again on the landing
+            # page and in the PDF): each of its runs below is a piece of it and would be
+            # skipped as a repeat, so its languages are not asked for (half the texts of a
+            # paper are such repeats, and their CLD3 calls a third of building's)
+            continue
         first_tokens = 0
         runs = _language_runs(text)
         for index, (language, reliable, part) in enumerate(runs):

@@ -141,6 +141,27 @@ def test_a_one_language_paragraph_is_not_read_sentence_by_sentence(monkeypatch) 
     assert documents._split_paragraph((DE * 4 + EN * 4).strip()) == [(DE * 4).strip(), (EN * 4).strip()]
 
 
+def test_an_abstract_printed_again_is_not_read_again_unless_it_holds_more(monkeypatch) -> None:
+    """The metadata's abstract printed again on the landing page and in the PDF is split into
+    languages once; a repeat that goes on into another language still gives that language."""
+    import openmsd_build.text.documents as documents
+
+    read: list[str] = []
+    runs = documents._language_runs
+    monkeypatch.setattr(documents, "_language_runs", lambda text: read.append(text) or runs(text))
+    abstract = (EN * 3).strip()
+    paper = {"doi": "10.1/x", "title": "T", "abstract": abstract}
+    again = [{"kind": "landing", "url": "u", "abstract": abstract},
+             {"kind": "pdf", "url": "p", "abstracts": [{"text": f"{abstract}\n", "rule": "abstract_heading"}]}]
+    kept, dropped = documents.abstract_entries(paper, again)
+    assert [e["source"] for e in kept] == ["metadata"] and not dropped
+    assert read == [abstract]
+    more = [{"kind": "pdf", "url": "p", "abstracts": [{"text": f"{abstract}\n\n{(DE * 3).strip()}",
+                                                       "rule": "abstract_heading"}]}]
+    kept, dropped = documents.abstract_entries(paper, more)
+    assert [(e["source"], e["language"]) for e in kept] == [("metadata", "en"), ("pdf", "de")] and not dropped
+
+
 def test_a_heading_printed_twice_in_one_language_gives_one_abstract() -> None:
     later = ("Users open the web application with their student number and password, then connect a wallet "
              "and vote; the contract records each ballot and the page shows the running totals to everyone. ")
