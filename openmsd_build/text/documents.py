@@ -508,8 +508,11 @@ def abstract_entries(paper: dict, extractions: list[dict], title: str = "",
     entries: list[dict] = []
     seen: list[str] = []
     headings: set[tuple[int, str, str]] = set()  # (extraction, language, heading) of kept entries
-    for text, source, rule, capped, origin in raw:
-        text, cut = _cut_bibliography(clean_abstract(text))
+    clean_keys: dict[str, str] = {}  # a text as given -> its cleaned key, when it passed every check uncut
+    for given, source, rule, capped, origin in raw:
+        if given in clean_keys and any(clean_keys[given] in k for k in seen):
+            continue  # given again word for word: it would pass the checks below again and be skipped
+        text, cut = _cut_bibliography(clean_abstract(given))
         if cut:
             dropped.append((source, "bibliography"))
         n_text = count_tokens(text)
@@ -522,11 +525,12 @@ def abstract_entries(paper: dict, extractions: list[dict], title: str = "",
             dropped.append((source, reason))
             continue
         whole = word_chars(text)
+        if not cut:
+            clean_keys[given] = whole
         if any(whole in k for k in seen):
             # the text repeats a kept abstract (the metadata's, printed again on the landing
-            # page and in the PDF): each of its runs below is a piece of it and would be
-            # skipped as a repeat, so its languages are not asked for (half the texts of a
-            # paper are such repeats, and their CLD3 calls a third of building's)
+            # page and in the PDF: half the texts of the bench sample's papers): each of its
+            # runs below is a piece of it and would be skipped as a repeat
             continue
         first_tokens = 0
         runs = _language_runs(text)

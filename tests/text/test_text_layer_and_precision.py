@@ -143,12 +143,15 @@ def test_a_one_language_paragraph_is_not_read_sentence_by_sentence(monkeypatch) 
 
 def test_an_abstract_printed_again_is_not_read_again_unless_it_holds_more(monkeypatch) -> None:
     """The metadata's abstract printed again on the landing page and in the PDF is split into
-    languages once; a repeat that goes on into another language still gives that language."""
+    languages once (and a copy word for word not even cleaned and checked again); a repeat that
+    goes on into another language still gives that language."""
     import openmsd_build.text.documents as documents
 
     read: list[str] = []
-    runs = documents._language_runs
+    runs, reasons = documents._language_runs, documents.wrong_abstract_reason
     monkeypatch.setattr(documents, "_language_runs", lambda text: read.append(text) or runs(text))
+    checked: list[str] = []
+    monkeypatch.setattr(documents, "wrong_abstract_reason", lambda text, title="": checked.append(text) or reasons(text, title))
     abstract = (EN * 3).strip()
     paper = {"doi": "10.1/x", "title": "T", "abstract": abstract}
     again = [{"kind": "landing", "url": "u", "abstract": abstract},
@@ -156,6 +159,7 @@ def test_an_abstract_printed_again_is_not_read_again_unless_it_holds_more(monkey
     kept, dropped = documents.abstract_entries(paper, again)
     assert [e["source"] for e in kept] == ["metadata"] and not dropped
     assert read == [abstract]
+    assert len(checked) == 2  # the landing page's copy, word for word the metadata's, is not checked again
     more = [{"kind": "pdf", "url": "p", "abstracts": [{"text": f"{abstract}\n\n{(DE * 3).strip()}",
                                                        "rule": "abstract_heading"}]}]
     kept, dropped = documents.abstract_entries(paper, more)
