@@ -397,6 +397,9 @@ def _enumerated_sections(text: str) -> bool:
 _SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[^\W\d_])")
 MIN_SPLIT_LETTERS = 150
 """Each side of a paragraph split by language has at least this many letters."""
+SPLIT_SCAN_CHARS = 20_000
+"""A paragraph's sentences are looked for in its first this many characters (the rest, if any,
+ends its last part)."""
 
 
 def _split_paragraph(paragraph: str) -> list[str]:
@@ -411,7 +414,7 @@ def _split_paragraph(paragraph: str) -> list[str]:
     sentence pair of each was two fifths of the CLD3 calls of building a document."""
     if len(paragraph) < 2 * MIN_SPLIT_LETTERS:
         return [paragraph]
-    sentences = _SENTENCE_SPLIT_RE.split(paragraph[:20_000])
+    sentences = _SENTENCE_SPLIT_RE.split(paragraph[:SPLIT_SCAN_CHARS])
     if len(sentences) < 2 or len(sentences) > 40:
         return [paragraph]
     total = count_letters(paragraph)
@@ -436,7 +439,7 @@ def _split_paragraph(paragraph: str) -> list[str]:
         head = detect_language(None, " ".join(sentences[:k + 1])[-LANGUAGE_TEXT_CHARS:])
         tail = detect_language(None, " ".join(sentences[k + 1:])[:LANGUAGE_TEXT_CHARS])
         if head[2] and tail[2] and head[0] != tail[0] and UND not in (head[0], tail[0]):
-            return [" ".join(sentences[:k + 1]), " ".join(sentences[k + 1:])]
+            return [" ".join(sentences[:k + 1]), " ".join(sentences[k + 1:]) + paragraph[SPLIT_SCAN_CHARS:]]
     return [paragraph]
 
 

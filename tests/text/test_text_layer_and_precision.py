@@ -141,6 +141,18 @@ def test_a_one_language_paragraph_is_not_read_sentence_by_sentence(monkeypatch) 
     assert documents._split_paragraph((DE * 4 + EN * 4).strip()) == [(DE * 4).strip(), (EN * 4).strip()]
 
 
+def test_a_long_paragraph_split_by_language_keeps_all_its_text() -> None:
+    """Sentences are looked for in the paragraph's first `SPLIT_SCAN_CHARS` characters; what
+    comes after them ends the second part instead of being lost."""
+    import openmsd_build.text.documents as documents
+
+    english = "This " + EN.strip().rstrip(".").replace(". ", ", ") + ", "
+    paragraph = (DE * 8).strip() + " " + (english * (documents.SPLIT_SCAN_CHARS // len(english) + 3)).strip() + "."
+    assert len(paragraph) > documents.SPLIT_SCAN_CHARS
+    parts = documents._split_paragraph(paragraph)
+    assert parts == [(DE * 8).strip(), paragraph[len((DE * 8).strip()) + 1:]]
+
+
 def test_an_abstract_printed_again_is_not_read_again_unless_it_holds_more(monkeypatch) -> None:
     """The metadata's abstract printed again on the landing page and in the PDF is split into
     languages once (and a copy word for word not even cleaned and checked again); a repeat that
