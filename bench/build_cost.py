@@ -114,8 +114,7 @@ def main() -> None:
     papers = load_inputs(record_inputs(args.papers))
 
     def one_pass() -> list:
-        language._detect_memo.cache_clear()
-        language._detect_raw_memo.cache_clear()
+        language.forget_answers()
         return [build_document(paper, extractions, []) for paper, extractions in papers]
 
     best = float("inf")

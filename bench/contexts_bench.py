@@ -50,12 +50,12 @@ def _lists(crossref: list[str]) -> dict[str, list[dict]]:
 
 def time_rule(docs: list[dict], lists: dict[str, list[dict]], turns: int) -> dict:
     from openmsd_build.contexts.extract import document_contexts
-    from openmsd_build.core.language import _detect_memo
+    from openmsd_build.core.language import forget_answers
 
     best = float("inf")
     counts: Counter = Counter()
     for _ in range(turns):
-        _detect_memo.cache_clear()  # each turn detects every sentence's language anew
+        forget_answers()  # each turn detects every sentence's language anew
         counts = Counter()
         start = time.perf_counter()
         for d in docs:

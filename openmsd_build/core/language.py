@@ -172,6 +172,13 @@ def _detect_memo(text: str) -> tuple[str, float, bool]:
     return _detect_prepared(text, None)
 
 
+def forget_answers() -> None:
+    """Empty both memos of `detect_language`, so the next calls ask CLD3 again (a benchmark
+    timing detection, a test counting CLD3's calls)."""
+    _detect_raw_memo.cache_clear()
+    _detect_memo.cache_clear()
+
+
 # --- publisher language fields -------------------------------------------------------------
 
 # ISO 639-2 (bibliographic and terminology) / 639-3 codes and English and native names of the

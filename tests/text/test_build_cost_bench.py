@@ -40,11 +40,9 @@ def test_each_cld3_call_is_charged_to_the_function_that_asked(repo_script, monke
     bench = repo_script("bench/build_cost.py")
     counting = bench._CountingDetector(language.get_detector())
     monkeypatch.setattr(language._local, "detector", counting)
-    language._detect_memo.cache_clear()
-    language._detect_raw_memo.cache_clear()
+    language.forget_answers()
     row, outcome = build_document(_paper("10.1/a"), [])
-    language._detect_memo.cache_clear()
-    language._detect_raw_memo.cache_clear()
+    language.forget_answers()
     assert outcome == "kept" and row["language"] == "en"
     assert counting.calls["build_document"] >= 1  # the label: title + abstract
     assert set(counting.calls) <= {"build_document", "_split_paragraph", "_language_runs", "_own_language",
