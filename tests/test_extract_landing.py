@@ -222,22 +222,32 @@ from pathlib import Path
 from trafilatura import external
 from openmsd_build.text.extract.landing import extract_landing, warm_up
 assert external.JT_STOPLIST is None
+from justext.core import define_stoplist
 if sys.argv[1] == "warm":
     warm_up()
     assert len(external.JT_STOPLIST) > 10_000
+    assert isinstance(external.JT_STOPLIST, frozenset)  # its hash is kept: jusText's cache answers at once
 out = [extract_landing(Path(p).read_bytes(), url="https://example.org/" + Path(p).name) for p in sys.argv[2:]]
-print(json.dumps(out, sort_keys=True))
+# warm: the lower-cased stoplist was made before the first page (a fork server's children inherit
+# it); cold: the first jusText fallback makes it
+print(json.dumps({"misses_while_extracting": define_stoplist.cache_info().misses - (sys.argv[1] == "warm"),
+                  "hits": define_stoplist.cache_info().hits, "out": out}, sort_keys=True))
 """
 
 
 def test_warm_up_builds_the_jusText_stoplists_and_changes_no_extraction(real_samples: Path) -> None:
     """`landing.warm_up` (run by the fork server before it forks the children) does
-    trafilatura's first-use work -- the union of jusText's stoplists -- and every real page
-    extracts the same with it as without it (each side in a fresh interpreter)."""
+    trafilatura's first-use work -- the union of jusText's stoplists, as a frozenset already
+    lower-cased by jusText's cache, so no page makes it again -- and every real page extracts
+    the same with it as without it (each side in a fresh interpreter)."""
     import subprocess
     import sys
 
     pages = [str(p) for p in html_pages(real_samples)]
-    runs = [subprocess.run([sys.executable, "-c", _WARM_OR_NOT, mode, *pages], capture_output=True, text=True,
-                           check=True).stdout for mode in ("warm", "cold")]
-    assert runs[0] == runs[1] and len(runs[0]) > 1000
+    import json
+
+    warm, cold = [json.loads(subprocess.run([sys.executable, "-c", _WARM_OR_NOT, mode, *pages], capture_output=True,
+                                            text=True, check=True).stdout) for mode in ("warm", "cold")]
+    assert warm["out"] == cold["out"] and len(json.dumps(warm["out"])) > 1000
+    assert cold["misses_while_extracting"] == 1 and warm["misses_while_extracting"] == 0
+    assert warm["hits"] > 0  # some real page falls back to jusText, and the warm set answered it
