@@ -21,6 +21,8 @@ INSTALL_REQUIRES = [
     # needs and which older pips do not install through the `lxml[html_clean]` extra.
     "lxml>=5,<7",
     "lxml_html_clean>=0.1,<1",
+    # trafilatura's fallback extractor; `landing.warm_up` hands its stoplist cache a set
+    "justext>=3.0.2,<4",
     "urllib3>=2,<3",
     "idna>=3,<4",
     "certifi>=2023.7",
