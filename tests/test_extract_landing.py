@@ -242,12 +242,11 @@ def test_warm_up_builds_the_jusText_stoplists_and_changes_no_extraction(real_sam
     trafilatura's first-use work -- the union of jusText's stoplists, as a frozenset already
     lower-cased by jusText's cache, so no page makes it again -- and every real page extracts
     the same with it as without it (each side in a fresh interpreter)."""
+    import json
     import subprocess
     import sys
 
     pages = [str(p) for p in html_pages(real_samples)]
-    import json
-
     warm, cold = [json.loads(subprocess.run([sys.executable, "-c", _WARM_OR_NOT, mode, *pages], capture_output=True,
                                             text=True, check=True).stdout) for mode in ("warm", "cold")]
     assert warm["out"] == cold["out"] and len(json.dumps(warm["out"])) > 1000
