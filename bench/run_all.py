@@ -138,7 +138,10 @@ def text_row(stage: str, size: int, ours: list[dict], anchor: list[dict], parall
     different turns is not. Every turn's CPU ratio is listed in `cpu_turn_ratios`.
     `parallel_cpu_ratio`: the stage's CPU over the anchor's on as many processes as the
     stage's cores, which pays what the host charges for keeping both cores busy, as the
-    stage does."""
+    stage does. `ours_cores` and `anchor_parallel_cores`: how many cores each side kept busy
+    in the run whose wall is reported (its CPU over its wall). The wall ratio is about
+    `parallel_cpu_ratio` times `anchor_parallel_cores / ours_cores`: what the stage spends
+    beyond its extractors, times how far its wall runs short of the cores the anchor fills."""
     mine, one, spread = _median_run(ours), _median_run(anchor), _median_run(parallel)
     row = _row(stage, size, mine, TEXT_ANCHOR, one)
     ratios = [o["cpu_s"] / a["cpu_s"] for o, a in zip(ours, anchor, strict=True)]
@@ -150,6 +153,8 @@ def text_row(stage: str, size: int, ours: list[dict], anchor: list[dict], parall
                cpu_turn_ratios=[round(r, 2) for r in ratios],
                parallel_cpu_ratio=round(cpu_ours / cpu_spread, 2),
                parallel_ratio=round(mine["seconds"] / spread["seconds"], 2),
+               ours_cores=round(mine["cpu_s"] / mine["seconds"], 2),
+               anchor_parallel_cores=round(spread["cpu_s"] / spread["seconds"], 2),
                load=[round(r["load"], 1) for r in (*ours, *anchor, *parallel)])
     return row
 
@@ -278,7 +283,8 @@ def main() -> None:
             print(f"{'':10} {'':>10} {'':>8}  CPU s: ours {r['ours_cpu_s']:.1f}, anchor {r['anchor_cpu_s']:.1f} "
                   f"({r['cpu_ratio']:.2f}x{_turns(r)}); anchor on {len(os.sched_getaffinity(0))} processes "
                   f"{r['anchor_parallel_s']:.1f} s ({r['parallel_ratio']:.2f}x wall, "
-                  f"{r['parallel_cpu_ratio']:.2f}x CPU)")
+                  f"{r['parallel_cpu_ratio']:.2f}x CPU); cores kept busy: ours {r['ours_cores']:.2f}, "
+                  f"the anchor on {len(os.sched_getaffinity(0))} processes {r['anchor_parallel_cores']:.2f}")
     print(f"total {time.perf_counter() - started:.0f}s")
     Path(args.out).write_text(json.dumps({"machine": about, "rows": rows, **extra}, indent=1) + "\n")
     print(f"wrote {args.out}")

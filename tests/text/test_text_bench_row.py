@@ -1,0 +1,31 @@
+"""`bench/run_all.py`'s text row: which run each figure comes from, and the split of the wall
+ratio into the CPU spent beyond the extractors and the cores left idle (`ours_cores`,
+`anchor_parallel_cores`), the figures the text stage's goals are read from."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def _run(seconds: float, cpu_s: float) -> dict:
+    return {"seconds": seconds, "cpu_s": cpu_s, "peak_rss_mb": 100.0, "load": 1.0}
+
+
+def test_text_row_figures_and_the_split_of_its_wall_ratio(repo_script) -> None:
+    run_all = repo_script("bench/run_all.py")
+    ours = [_run(60.0, 102.0), _run(58.0, 100.0), _run(70.0, 130.0)]
+    anchor = [_run(72.0, 72.0), _run(71.0, 71.0), _run(74.0, 74.0)]
+    parallel = [_run(38.0, 76.0), _run(37.0, 73.0), _run(40.0, 78.0)]
+    row = run_all.text_row("text", 20000, ours, anchor, parallel)
+
+    # CPU ratios per turn; the CPU figures are the middle turn's (1.42, 1.41, 1.76 -> turn 1)
+    assert row["cpu_turn_ratios"] == [1.42, 1.41, 1.76]
+    assert (row["ours_cpu_s"], row["anchor_cpu_s"], row["anchor_parallel_cpu_s"]) == (102.0, 72.0, 76.0)
+    assert row["cpu_ratio"] == 1.42 and row["parallel_cpu_ratio"] == 1.34
+    # the wall figures are each side's median run, and the cores its own CPU over its wall
+    assert (row["ours_s"], row["anchor_parallel_s"]) == (60.0, 38.0)
+    assert row["parallel_ratio"] == 1.58
+    assert row["ours_cores"] == 1.7 and row["anchor_parallel_cores"] == 2.0
+    # with the median runs in one turn, the wall ratio is exactly the two factors' product
+    assert row["parallel_ratio"] == pytest.approx(
+        row["parallel_cpu_ratio"] * row["anchor_parallel_cores"] / row["ours_cores"], abs=0.01)
