@@ -140,8 +140,9 @@ def text_row(stage: str, size: int, ours: list[dict], anchor: list[dict], parall
     stage's cores, which pays what the host charges for keeping both cores busy, as the
     stage does. `ours_cores` and `anchor_parallel_cores`: how many cores each side kept busy
     in the run whose wall is reported (its CPU over its wall). The wall ratio is about
-    `parallel_cpu_ratio` times `anchor_parallel_cores / ours_cores`: what the stage spends
-    beyond its extractors, times how far its wall runs short of the cores the anchor fills."""
+    `parallel_cpu_ratio` times `anchor_parallel_cores / ours_cores`: the stage's CPU over the
+    split anchor's, times the anchor's busy cores over the stage's (about, because the CPU
+    figures are the middle turn's and the wall figures the median runs)."""
     mine, one, spread = _median_run(ours), _median_run(anchor), _median_run(parallel)
     row = _row(stage, size, mine, TEXT_ANCHOR, one)
     ratios = [o["cpu_s"] / a["cpu_s"] for o, a in zip(ours, anchor, strict=True)]

@@ -29,3 +29,15 @@ def test_text_row_figures_and_the_split_of_its_wall_ratio(repo_script) -> None:
     # with the median runs in one turn, the wall ratio is exactly the two factors' product
     assert row["parallel_ratio"] == pytest.approx(
         row["parallel_cpu_ratio"] * row["anchor_parallel_cores"] / row["ours_cores"], abs=0.01)
+
+
+def test_cores_come_from_the_median_wall_run_not_the_middle_cpu_turn(repo_script) -> None:
+    run_all = repo_script("bench/run_all.py")
+    # turn 0 is the middle turn by CPU ratio (1.42), turn 1 the stage's median run by wall (61 s)
+    ours = [_run(60.0, 102.0), _run(61.0, 100.0), _run(70.0, 130.0)]
+    anchor = [_run(72.0, 72.0), _run(71.0, 71.0), _run(74.0, 74.0)]
+    parallel = [_run(38.0, 76.0), _run(37.0, 73.0), _run(40.0, 78.0)]
+    row = run_all.text_row("text", 20000, ours, anchor, parallel)
+    assert row["ours_cpu_s"] == 102.0 and row["ours_s"] == 61.0
+    assert row["ours_cores"] == 1.64  # 100 / 61, not 102 / 60
+    assert row["anchor_parallel_cores"] == 2.0  # 76 / 38, the median run by wall
