@@ -156,10 +156,12 @@ def write_beir(directory: str, corpus: pa.Table, queries: pa.Table, qrels: pa.Ta
 # --------------------------------------------------------------------------- the export
 
 
-def refuse_empty(out: str) -> None:
+def refuse_empty(out: str, what: str = "export",
+                 lacking: str = "there is no retrieval task or trainer table to export") -> None:
     """A `UserError` when the pairs stage wrote no pair at all, with the build's own
     warnings as the reason (`core.notices`): e.g. citations kept no edge because the
-    OpenCitations rows are about other papers than the metadata."""
+    OpenCitations rows are about other papers than the metadata. `what` is refused, and
+    `lacking` says what the missing pairs leave it without."""
     from openmsd_build.core.notices import build_warnings
     from openmsd_build.core.stats import read_stage_counts
 
@@ -169,8 +171,8 @@ def refuse_empty(out: str) -> None:
     if any(v for k, v in counts.items() if k.startswith(("dc_kept.", "cc_pairs.", "bc_pairs."))):
         return
     why = [f"{stage}: {line}" for stage, lines in build_warnings(out).items() for line in lines]
-    raise UserError("export refused: the build has no related pairs, so there is no retrieval task or trainer "
-                    "table to export" + "".join(f"\n  {line}" for line in why or ["(no stage recorded a warning)"]))
+    raise UserError(f"{what} refused: the build has no related pairs, so {lacking}"
+                    + "".join(f"\n  {line}" for line in why or ["(no stage recorded a warning)"]))
 
 
 def export_build(

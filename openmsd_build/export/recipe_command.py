@@ -7,6 +7,7 @@ there: with `--recipe`, `export` writes `DEST/recipes/<name>/` only (`recipe_exp
 from __future__ import annotations
 
 import argparse
+import sys
 
 from openmsd_build.core import layout
 from openmsd_build.core.errors import UserError
@@ -36,6 +37,13 @@ def run_recipe(args: argparse.Namespace) -> int:
             if part.relation in layout.CONTEXT_RELATIONS:
                 raise UserError(f"recipe {recipe.name}: no pairs/{part.relation}/ in {args.out}; run "
                                 f"`openmsd-build contexts --out {args.out} --crossref ...` first")
+    from openmsd_build.export.command import refuse_empty  # the command imports this module
+
+    from_pairs = [part.label for part in recipe.parts if part.kind != "title-abstract"
+                  and part.relation not in layout.CONTEXT_RELATIONS]
+    if from_pairs:  # as `export` without a recipe: the parts made of the pairs stage's pairs
+        refuse_empty(args.out, f"export --recipe {recipe.name}",
+                     f"its part{'s' if len(from_pairs) > 1 else ''} {', '.join(from_pairs)} would have no example")
     summary = recipe_export.export_recipe(args.out, recipe, args.dest, tokenizer=args.tokenizer,
                                           rows_per_partition=args.rows_per_partition)
     print("\n".join(recipe_card.stats_table(summary, limit=20)))
@@ -43,4 +51,9 @@ def run_recipe(args: argparse.Namespace) -> int:
     for split, counts in summary["counts"].items():
         print(f"{split}: " + ", ".join(f"{k} {v:,}" for k, v in counts.items()))
     print(f"recipe {recipe.name}: {summary['folder']} (card README.md, stats.json)")
+    if not any(counts.get("written") for counts in summary["counts"].values()):
+        candidates = sum(counts.get("candidates", 0) for counts in summary["counts"].values())
+        why = ("the counts above say why each was left out" if candidates else
+               f"its splits ({', '.join(recipe.splits)}) hold no paper or pair for its parts")
+        print(f"warning: recipe {recipe.name} wrote no example of {candidates:,} candidates; {why}", file=sys.stderr)
     return 0

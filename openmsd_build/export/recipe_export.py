@@ -165,6 +165,14 @@ def _allowed(recipe: Recipe, *langs: str) -> bool:
     return recipe.languages is None or all(lang in recipe.languages for lang in langs)
 
 
+def _skip_reason(*found: tuple[recipe_texts.PaperTexts | None, recipe_texts.Side | None]) -> str:
+    """Why a candidate with a side without text is skipped: `skipped_language` when every such
+    side's paper had text the recipe's languages removed (`paper_texts(allowed=...)`), else
+    `skipped_no_text`. `found`: (paper or None, its side or None) of each side."""
+    lost = [paper is not None and paper.language_removed_text for paper, side in found if side is None]
+    return "skipped_language" if all(lost) else "skipped_no_text"
+
+
 def title_abstract_rows(part: Part, recipe: Recipe, split: str, papers: dict, counts: Counter) -> Iterator[list[dict]]:
     """Title -> abstract examples of every paper, in batches (see `recipes`)."""
     batch: list[dict] = []
@@ -173,7 +181,7 @@ def title_abstract_rows(part: Part, recipe: Recipe, split: str, papers: dict, co
         combos = recipe_texts.title_abstract_pairs(paper)
         if not combos:
             counts.add("candidates")
-            counts.add("skipped_no_text")
+            counts.add("skipped_language" if paper.language_removed_pair else "skipped_no_text")
             continue
         for c in combos:
             counts.add("candidates")
@@ -250,7 +258,7 @@ def pair_rows(part: Part, recipe: Recipe, out: str, split: str, papers: dict, co
                 a = _side(part, recipe, pa_, key + "|a") if pa_ else None
                 b = _side(part, recipe, pb, key + "|b") if pb else None
                 if a is None or b is None or doi_a == doi_b:
-                    counts.add("skipped_no_text")
+                    counts.add("skipped_no_text" if doi_a == doi_b else _skip_reason((pa_, a), (pb, b)))
                     continue
                 if not _allowed(recipe, a.language, b.language):
                     counts.add("skipped_language")
@@ -276,7 +284,7 @@ def triplet_rows(part: Part, recipe: Recipe, out: str, split: str, papers: dict,
             sides = [(_side(part, recipe, papers[d], f"{key}|{s}") if d in papers else None)
                      for d, s in ((da, "a"), (dp, "b"), (dn, "n"))]
             if any(s is None for s in sides):
-                counts.add("skipped_no_text")
+                counts.add(_skip_reason(*((papers.get(d), s) for d, s in zip((da, dp, dn), sides, strict=True))))
                 continue
             a, b, n = sides
             if not _allowed(recipe, a.language, b.language, n.language):

@@ -27,6 +27,10 @@ class PaperTexts:
     titles: dict[str, str] = field(default_factory=dict)
     abstracts: dict[str, tuple[str, str]] = field(default_factory=dict)  # lang -> (text, field name)
     document: str = ""
+    # the recipe's languages removed every text it had / every title-abstract pair it had:
+    # its candidates are counted `skipped_language`, not `skipped_no_text`
+    language_removed_text: bool = False
+    language_removed_pair: bool = False
 
     def languages(self) -> list[str]:
         """Every language the paper has a title or an abstract in, its own first, then sorted."""
@@ -63,8 +67,11 @@ def paper_texts(doi: str, language: str | None, title: str | None, abstract: str
     if s and lang != "en" and "en" not in paper.abstracts:
         paper.abstracts["en"] = (s, SUMMARY)
     if allowed is not None:
+        had_text, had_pair = bool(paper.titles or paper.abstracts), bool(paper.titles and paper.abstracts)
         paper.titles = {k: v for k, v in paper.titles.items() if k in allowed}
         paper.abstracts = {k: v for k, v in paper.abstracts.items() if k in allowed}
+        paper.language_removed_text = had_text and not (paper.titles or paper.abstracts)
+        paper.language_removed_pair = had_pair and not (paper.titles and paper.abstracts)
     return paper
 
 

@@ -116,6 +116,18 @@ def test_empty_citations_warn_report_and_export(empty_citations_build, real_samp
     err = capsys.readouterr().err
     assert "export refused: the build has no related pairs" in err and cause in err
     assert not (Path(out) / "export").exists()
+    # so does a recipe with a part made of pairs; one of titles and abstracts alone needs no
+    # pair, but the splits hold only linked papers, so it writes nothing and says why
+    assert main(["export", "--out", out, "--recipe", "openmsd-dc"]) == 2
+    err = capsys.readouterr().err
+    assert "export --recipe openmsd-dc refused: the build has no related pairs, so its part mix:dc would have no" \
+        in err and cause in err
+    assert not (Path(out) / "export").exists()
+    recipe = root / "ta.json"
+    recipe.write_text(json.dumps({"name": "ta", "splits": ["train", "idt"], "parts": [{"kind": "title-abstract"}]}))
+    assert main(["export", "--out", out, "--recipe", str(recipe)]) == 0
+    assert "warning: recipe ta wrote no example of 0 candidates; its splits (train, idt) hold no paper" \
+        in capsys.readouterr().err
     # a release is allowed (ids of what there is) but says the same
     assert main(["release", out, *FNAPI]) == 0
     assert cause in capsys.readouterr().err

@@ -189,6 +189,36 @@ def test_caps(build, tmp_path):
     assert after[("en/en", "co-citation")]["examples_after"] + after[("en/en", "citation")]["examples_after"] == en.height
 
 
+def test_texts_outside_the_recipe_languages_are_language_skips(build, tmp_path):
+    """A paper whose every text the recipe's `languages` removed is a language skip, not one
+    without text: here every paper has a title and an abstract, so nothing lacks text."""
+    out, langs = build
+    parts = [{"kind": "title-abstract"}, {"kind": "pairs", "relation": "dc"}]
+    summary = recipe_export.export_recipe(out, _recipe(parts=parts, summaries=False, languages=["en"]),
+                                          str(tmp_path / "x"))
+    c = summary["counts"]["train"]
+    # without summaries, only the English papers have an English text
+    english = {doi for doi, have in langs.items() if have == {"en"}}
+    assert len(english) == N_PAPERS // 3
+    dc = pl.read_parquet(str(os.path.join(layout.pairs_dir(out, "dc", "train"), "*.parquet")))
+    both = sum(a in english and b in english for a, b in dc.select("doi_a", "doi_b").iter_rows())
+    assert c["skipped_no_text"] == 0
+    assert c["skipped_language"] == (N_PAPERS - len(english)) + (dc.height - both)
+    assert c["candidates"] == c["skipped_no_text"] + c["skipped_language"] + c["sampled_out"] + c["base_examples"]
+    assert c["base_examples"] == len(english) + both
+
+
+def test_a_recipe_that_writes_nothing_says_so(build, tmp_path, capsys):
+    out, _ = build
+    recipe_file = tmp_path / "none.json"
+    recipe_file.write_text(json.dumps({"name": "none", "languages": ["xx"], "parts": [{"kind": "title-abstract"}]}))
+    assert main(["export", "--out", out, "--dest", str(tmp_path / "x"), "--recipe", str(recipe_file)]) == 0
+    assert f"warning: recipe none wrote no example of {N_PAPERS} candidates; the counts above say why" \
+        in capsys.readouterr().err
+    counts = json.loads((tmp_path / "x" / "recipes" / "none" / "stats.json").read_text())["counts"]["train"]
+    assert counts["skipped_language"] == N_PAPERS and counts["written"] == 0
+
+
 def test_openmsd_mix_recipes_match_the_trainer_tables(tmp_path):
     out = str(tmp_path / "build")
     write_tiny_build(out)
