@@ -1,6 +1,6 @@
 """The report's citation-contexts section, from `_stats/contexts.json`: markers found and
 resolved per style, unresolved markers by reason, contexts written and CCS pairs per split.
-Absent when the contexts stage has not run. Like every section it reads the stage's outputs,
+Absent when the contexts stage has not run; one sentence when it found no full text to read. Like every section it reads the stage's outputs,
 not its code: the reasons are the `markers_unresolved.<reason>` counts of the stats, in name
 order; the stage writes every reason, zero included."""
 
@@ -14,10 +14,15 @@ def contexts_blocks(stats: dict) -> list[Block]:
     if not counts:
         return []
     res = [Block("h2", "Citation contexts — markers resolved through the Crossref reference lists")]
-    res.append(Block("p", f"{fmt_int(counts.get('sentences_seen'))} sentences of "
-                          f"{fmt_int(counts.get('documents_with_reference_list', 0) + counts.get('documents_without_reference_list', 0))}"
-                          f" full texts, {fmt_int(counts.get('sentences_with_markers'))} with markers; "
-                          f"{fmt_int(counts.get('contexts_written'))} contexts written (a marker resolved to a DOI)."))
+    full_texts = counts.get("documents_with_reference_list", 0) + counts.get("documents_without_reference_list", 0)
+    if not full_texts:  # the stage ran, but had nothing to read: one sentence, not tables of zeros
+        res.append(Block("p", f"None of the {fmt_int(counts.get('documents_read', 0))} documents read has a full "
+                              "text (the text stage kept titles and abstracts only, e.g. with `--fetch none`), "
+                              "so no sentence was read and no context written."))
+        return res
+    res.append(Block("p", f"{fmt_int(counts.get('sentences_seen', 0))} sentences of {fmt_int(full_texts)}"
+                          f" full texts, {fmt_int(counts.get('sentences_with_markers', 0))} with markers; "
+                          f"{fmt_int(counts.get('contexts_written', 0))} contexts written (a marker resolved to a DOI)."))
     styles = sorted({k.split(".", 1)[1] for k in counts if k.startswith("markers_found.")})
     rows = []
     for style in [*styles, None]:

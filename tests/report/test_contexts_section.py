@@ -24,3 +24,14 @@ def test_section_from_the_stage_counts() -> None:
     assert tables[2] == [["train", "7"], ["idt", "0"], ["odt", "0"]]
     assert "4 full texts" in blocks[1].text
     assert contexts_blocks({"stage_counts": {"pairs": {}}}) == []
+
+
+def test_no_full_text_is_one_sentence_not_tables_of_zeros() -> None:
+    """A build without full texts (`--fetch none`): the stage writes no sentence count at all,
+    which must not read as "not built"."""
+    counts = {"documents_read": 195, "documents_without_content": 195, "references_read": 8737,
+              "markers_unresolved.no_reference_list": 0, "markers_unresolved.number_out_of_range": 0}
+    blocks = contexts_blocks({"stage_counts": {"contexts": counts}})
+    assert [b.kind for b in blocks] == ["h2", "p"]
+    assert blocks[1].text.startswith("None of the 195 documents read has a full text")
+    assert "not built" not in blocks[1].text
