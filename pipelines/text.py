@@ -49,6 +49,7 @@ from openmsd_build.text.beam import (
     FOLLOW_TAG,
     HOP_TAG,
     MAIN_TEXT_TAG,
+    MATCHED_TAG,
     META_FIELDS,
     META_TAG,
     PENDING_TAG,
@@ -66,6 +67,7 @@ from openmsd_build.text.beam import (
     PlanFetches,
     PlanLocalFiles,
     ReplayArchive,
+    unmatched_local_keys,
 )
 from openmsd_build.text.fetch.archive_join import DEFAULT_MAX_REDIRECTS, redirect_target, rounds
 from openmsd_build.text.fetch.config import FetchConfig
@@ -185,21 +187,32 @@ def fetch_pass(tasks, fetch: FetchSpec, fetch_dofn, index, hop_index, host_shard
     return outputs, hop_index
 
 
-def plan_local_files(p, papers, tasks, fetch: str, problems: list[tuple[str, str, str]], host_shards: int):
+def plan_local_files(p, papers, tasks, fetch: str, local, host_shards: int):
     """`--fetch local:`: the papers' tasks plus one per file matched to a paper; returns
-    (all tasks, [matching counts, manifest problem counts, manifest problem rejects]).
-    `problems`: the manifest rows that cannot be used (checked once, when the source was
-    read: each is a reject naming its file)."""
+    (all tasks, [counts..., rejects...]). `local` is the source as read once in the driver
+    (`local_files.load`): its manifest rows that cannot be used are rejects naming their
+    files, and so is each of its DOIs (manifest) or file names (naming rule) that no paper
+    matched, found by grouping its keys with the keys the papers matched."""
     from openmsd_build.core.rejects import make_reject
+    from openmsd_build.text.fetch.local_files import unmatched_reject
 
     matched = papers | "PlanLocalFiles" >> beam.ParDo(PlanLocalFiles(fetch, host_shards)).with_outputs(
-        COUNTS_TAG, main="tasks")
+        COUNTS_TAG, MATCHED_TAG, main="tasks")
     rejects = p | "ManifestProblems" >> beam.Create(
-        [make_reject("text", reason, key=key, detail=detail) for reason, key, detail in problems], reshuffle=False)
+        [make_reject("text", reason, key=key, detail=detail) for reason, key, detail in local.problems],
+        reshuffle=False)
     problem_counts = p | "ManifestProblemCounts" >> beam.Create(
-        [dict(Counter(f"local.rejected.{reason}" for reason, _, _ in problems))], reshuffle=False)
+        [{**Counter(f"local.rejected.{reason}" for reason, _, _ in local.problems),
+          **({"local.manifest_used": 1} if local.manifest else {})}], reshuffle=False)
+    listed = p | "LocalKeys" >> beam.Create([(key, unmatched_reject(local, key)) for key in sorted(local.by_doi)],
+                                            reshuffle=False)
+    unmatched = (
+        (listed, matched[MATCHED_TAG]) | "LocalKeysAndMatches" >> beam.Flatten()
+        | "GroupLocalKeys" >> beam.GroupByKey()
+        | "UnmatchedLocalKeys" >> beam.FlatMap(unmatched_local_keys).with_outputs(COUNTS_TAG, main="rejects")
+    )
     all_tasks = (tasks, matched.tasks) | "AllTasks" >> beam.Flatten()
-    return all_tasks, [matched[COUNTS_TAG], problem_counts, rejects]
+    return all_tasks, [matched[COUNTS_TAG], problem_counts, unmatched[COUNTS_TAG], rejects, unmatched.rejects]
 
 
 def drop_shared_abstracts(keyed):
@@ -273,7 +286,7 @@ def build(
             META_TAG, COUNTS_TAG, main="tasks")
         tasks, local_outputs = planned.tasks, []
         if local is not None:
-            tasks, local_outputs = plan_local_files(p, papers, planned.tasks, str(fetch), local.problems, host_shards)
+            tasks, local_outputs = plan_local_files(p, papers, planned.tasks, str(fetch), local, host_shards)
         sources = archive_sources(fetch, resume)
         index, index_counts, index_rejects = index_archives(p, *sources, warc_prefix) if sources else (None,) * 3
         def fetch_dofn(follow: bool):
@@ -311,10 +324,10 @@ def build(
                   checked_counts]
         if index_counts is not None:
             counts.append(index_counts)
-        counts += local_outputs[:2]
+        counts += local_outputs[:3]
         rejects = [first[REJECTS_TAG], second[REJECTS_TAG], completed[REJECTS_TAG]]
         rejects += [index_rejects] if index_rejects is not None else []
-        rejects += local_outputs[2:]
+        rejects += local_outputs[3:]
     _ = doc_shards | "WriteDocuments" >> WriteParquetShards(docs_dir, DOCUMENTS, num_shards, sort_by=("doi",))
     if rejects:
         _ = tuple(rejects) | "WriteRejects" >> WriteRejects(layout.rejects_dir(dest, "text"))

@@ -68,9 +68,11 @@ def _text(counts: Mapping[str, int]) -> list[str]:
         out.append(f"{_n(cut)} archived {'record ends' if cut == 1 else 'records end'} before the Content-Length "
                    "(a truncated file?), not replayed: see rejects/text/ for the files")
     bad_rows = sum(v for k, v in counts.items() if k.startswith("local.rejected."))
-    if bad_rows:
-        out.append(f"{_n(bad_rows)} manifest rows were rejected ({_top(counts, 'local.rejected.')}): see "
-                   "rejects/text/ for the files named")
+    if bad_rows:  # manifest rows, or with the naming rule files of the folder
+        what = (("manifest row", "manifest rows") if counts.get("local.manifest_used")
+                else ("file of the folder", "files of the folder"))[bad_rows != 1]
+        out.append(f"{_n(bad_rows)} {what} {'was' if bad_rows == 1 else 'were'} rejected "
+                   f"({_top(counts, 'local.rejected.')}): see rejects/text/ for the files named")
     local = "local.papers_matched" in counts
     if local and not counts["local.papers_matched"] and not counts.get("fetch.ok", 0):  # URL rows read none either
         out.append(f"no file of the folder matched any of the {_n(papers)} papers: does the manifest use the papers' "

@@ -67,6 +67,7 @@ PENDING_TAG = "pending"
 HOP_TAG = "hop"
 SHARED_TAG = "shared"
 MAIN_TEXT_TAG = "main_text"
+MATCHED_TAG = "matched"
 # What a value is in a redirect round's GroupByKey on canonical URL (`JoinArchiveIndex`): an
 # index row, a new fetch task, a unit of an earlier round, or a mark that an archived
 # redirect points to the URL. Producers tag their own outputs, so a round is one Flatten
@@ -521,7 +522,9 @@ class PlanLocalFiles(UntypedDoFn):
     """`--fetch local:`: a batch of papers -> fetch tasks `(host_key, task)` for the files a
     manifest or the naming rule matches to each paper (`fetch.local_files.doi_tasks`), the
     papers' own URLs being planned by `PlanFetches`; each task carries its paper's
-    `title_keys` as theirs do; counts `local.*` tagged COUNTS."""
+    `title_keys` as theirs do; counts `local.*` tagged COUNTS; the source's keys each paper
+    matched (`local_files.doi_keys`) as `(key, None)` tagged MATCHED, so that the keys no
+    paper matched become rejects (`unmatched_local_keys`)."""
 
     def __init__(self, spec: str, shards_per_host: int):
         self.spec = spec
@@ -533,10 +536,12 @@ class PlanLocalFiles(UntypedDoFn):
         self.source = load(self.spec)
 
     def process(self, table):
-        from openmsd_build.text.fetch.local_files import doi_tasks
+        from openmsd_build.text.fetch.local_files import doi_keys, doi_tasks
 
         counts: Counter = Counter()
         for paper in table.to_pylist():
+            for key in doi_keys(self.source, paper["doi"]):
+                yield beam.pvalue.TaggedOutput(MATCHED_TAG, (key, None))
             tasks = doi_tasks(self.source, paper["doi"])
             counts["local.papers_matched"] += bool(tasks)
             has_pdf = any(t["kind"] == "pdf" for t in tasks)
@@ -547,6 +552,20 @@ class PlanLocalFiles(UntypedDoFn):
                     **task, "follow": not has_pdf, "title_keys": title_keys}
         bump(STAGE, counts)
         yield beam.pvalue.TaggedOutput(COUNTS_TAG, dict(counts))
+
+
+def unmatched_local_keys(element):
+    """`(key of a local source's by_doi, values)` after a GroupByKey -> a reject and its count
+    when no paper matched the key. The values are the key's would-be reject `(reason, key,
+    detail)` (`local_files.unmatched_reject`, from the source's listing) and one None for
+    each paper that matched it (`PlanLocalFiles`)."""
+    key, values = element
+    values = list(values)
+    if any(v is None for v in values):
+        return
+    reason, key, detail = values[0]
+    yield beam.pvalue.TaggedOutput(COUNTS_TAG, {f"local.rejected.{reason}": 1})
+    yield make_reject(STAGE, reason, key=key, detail=detail)
 
 
 def pdf_title_keys(tasks: list[dict]) -> list[list[str] | None]:

@@ -19,7 +19,9 @@ from openmsd_build.schemas import DOCUMENTS, PAPERS, REJECTS
 from openmsd_build.text.command import run_text
 from openmsd_build.text.fetch import WarcWriter
 from openmsd_build.text.fetch.local_files import (
+    DOI_NOT_A_PAPER,
     MISSING,
+    NAMED_FOR_NO_PAPER,
     NOT_A_DOCUMENT,
     NOT_IN_FOLDER,
     OUTSIDE,
@@ -217,8 +219,8 @@ def test_readme_local_example_end_to_end(tmp_path, real_samples, monkeypatch, ca
     rejects = parquet_io.read_table(layout.rejects_dir(str(out), "text"), schema=REJECTS).to_pylist()
     assert [(r["reason"], r["key"]) for r in rejects] == [(MISSING, "10.3897/phytokeys.136.47386")]
     assert "pdf/phytokeys.136.47386.pdf not found under" in rejects[0]["detail"]
-    assert any("manifest rows were rejected" in w for w in stats["warnings"])
-    assert "warning: 1 manifest rows were rejected" in capsys.readouterr().err
+    assert any("1 manifest row was rejected (local_file_missing 1)" in w for w in stats["warnings"])
+    assert "warning: 1 manifest row was rejected" in capsys.readouterr().err
 
 
 def test_folder_outside_reads_are_refused_before_the_run(tmp_path):
@@ -226,3 +228,33 @@ def test_folder_outside_reads_are_refused_before_the_run(tmp_path):
     _papers(out, [{"doi": "10.1000/x"}])
     assert main(["text", "--out", str(out), "--fetch", f"local:{tmp_path / 'absent'}", *FNAPI]) == 2
     shutil.rmtree(out)
+
+
+@pytest.mark.parametrize("with_manifest", [True, False])
+def test_a_doi_or_file_no_paper_has_is_a_reject_not_a_silent_drop(tmp_path, real_samples, with_manifest):
+    """A manifest row whose DOI is not among the papers (a typo), or with the naming rule a
+    document named after no paper's DOI: counted, a reject naming it, and a warning."""
+    folder = tmp_path / "files"
+    folder.mkdir()
+    pdf = (real_samples / PDFS["10.2903/j.efsa.2014.3550"]).read_bytes()
+    (folder / "10.2903_j.efsa.2014.3550.pdf").write_bytes(pdf)
+    (folder / "10.2903_j.efsa.2014.355.pdf").write_bytes(pdf)  # one digit short
+    out = tmp_path / "b"
+    _papers(out, [{"doi": "10.2903/j.efsa.2014.3550"}, {"doi": "10.1000/no-file"}])
+    spec = f"local:{folder}"
+    if with_manifest:
+        write_manifest_csv([{"doi": "10.2903/j.efsa.2014.3550", "path": "10.2903_j.efsa.2014.3550.pdf"},
+                            {"doi": "10.2903/j.efsa.2014.355", "path": "10.2903_j.efsa.2014.355.pdf"}],
+                           str(tmp_path / "m.csv"))
+        spec += f"@{tmp_path / 'm.csv'}"
+    assert main(["text", "--out", str(out), "--fetch", spec, *FNAPI]) == 0
+    stats = json.loads((out / "_stats" / "text.json").read_text())
+    counts = stats["counts"]
+    reason, key, what = ((DOI_NOT_A_PAPER, "10.2903/j.efsa.2014.355", "manifest row") if with_manifest else
+                         (NAMED_FOR_NO_PAPER, "10.2903_j.efsa.2014.355", "file of the folder"))
+    assert counts["local.papers_matched"] == 1 and counts["extracted.pdf"] == 1
+    assert counts[f"local.rejected.{reason}"] == 1
+    rejects = parquet_io.read_table(layout.rejects_dir(str(out), "text"), schema=REJECTS).to_pylist()
+    assert [(r["reason"], r["key"]) for r in rejects] == [(reason, key)]
+    assert "10.2903_j.efsa.2014.355.pdf" in rejects[0]["detail"]
+    assert any(w.startswith(f"1 {what} was rejected ({reason} 1)") for w in stats["warnings"]), stats["warnings"]

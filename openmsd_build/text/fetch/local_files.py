@@ -23,8 +23,10 @@ Only `.pdf`, `.html`, `.htm` and `.xhtml` files are documents (the media type co
 extension; a body starting `%PDF-` is a PDF whatever its name). Every path must stay inside
 FOLDER once resolved (symbolic links and `..` included). A manifest row whose file is
 missing, outside the folder or of another type, and a document-named link out of the
-folder, is a counted reject naming it (`manifest_problems`); a URL nobody put in the folder
-answers `not_in_folder` (a miss, as `not_in_archive` is for archives).
+folder, is a counted reject naming it (`manifest_problems`); so is a manifest DOI that no paper
+has, and a document file named after no paper's DOI (`unmatched_reject`, once the papers are
+read); a URL nobody put in the folder answers `not_in_folder` (a miss, as `not_in_archive` is
+for archives).
 
 The stage turns every DOI match into a task for the file's own `file://` URL (`doi_tasks`),
 so a file matched to several papers (or listed twice) is read and extracted once, like one
@@ -57,6 +59,8 @@ MISSING = "local_file_missing"
 OUTSIDE = "local_path_outside_folder"
 NOT_A_DOCUMENT = "local_file_not_a_document"
 BAD_ROW = "local_manifest_bad_row"
+DOI_NOT_A_PAPER = "local_doi_not_among_papers"
+NAMED_FOR_NO_PAPER = "local_file_named_for_no_paper"
 
 
 def is_local(spec: str) -> bool:
@@ -211,14 +215,31 @@ def _documents_under(folder: str, problems: list[tuple[str, str, str]]) -> Itera
                 yield listed, full
 
 
+def doi_keys(source: LocalSource, doi: str) -> list[str]:
+    """The keys of `source.by_doi` that the paper `doi` matches: its DOI (a manifest's rows)
+    or the file stems of the naming rule that some file has."""
+    if source.manifest is not None:
+        key = doi.lower()
+        return [key] if key in source.by_doi else []
+    return [stem for stem in doi_file_stems(doi) if stem in source.by_doi]
+
+
 def files_for(source: LocalSource, doi: str) -> list[str]:
     """The files matched to the paper `doi` (manifest DOI rows, or the naming rule)."""
-    if source.manifest is not None:
-        return list(source.by_doi.get(doi.lower(), ()))
     found: list[str] = []
-    for stem in doi_file_stems(doi):
-        found += [p for p in source.by_doi.get(stem, ()) if p not in found]
+    for key in doi_keys(source, doi):
+        found += [p for p in source.by_doi[key] if p not in found]
     return found
+
+
+def unmatched_reject(source: LocalSource, key: str) -> tuple[str, str, str]:
+    """(reason, key, detail) of a `by_doi` key no paper matched: a manifest's DOI rows that
+    name a DOI not among the papers, or the folder's files named like no paper's DOI. A
+    typo in one DOI must not be a silent drop (the run's warning counts them)."""
+    files = ", ".join(os.path.relpath(p, source.folder) for p in source.by_doi[key])
+    if source.manifest is not None:
+        return DOI_NOT_A_PAPER, key, f"{source.manifest}: no paper has the DOI {key} (files: {files})"
+    return NAMED_FOR_NO_PAPER, key, f"{files}: named after no paper's DOI"
 
 
 def doi_tasks(source: LocalSource, doi: str) -> list[dict]:
