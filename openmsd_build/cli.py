@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -223,8 +224,18 @@ def _version() -> str:
 
 
 def console_main() -> None:
-    """The `openmsd-build` program."""
-    sys.exit(main())
+    """The `openmsd-build` program. When the reader of its output goes away (`inspect --json
+    | head`), it stops quietly with status 1, as Unix tools do, instead of a traceback; the
+    output is flushed here so that the error is raised where it can be caught."""
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # nothing more can be written: point stdout at /dev/null so that closing it at exit
+        # does not raise the same error again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 1
+    sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,8 @@ with the stages' own defaults."""
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
 
 import pytest
 
@@ -194,3 +196,16 @@ def test_local_worker_pool_without_beam_fails_fast(monkeypatch, tmp_path) -> Non
 
     monkeypatch.setenv("PATH", str(Path(sys.executable).parent))  # the venv's python: fine
     check_local_worker_pool(external)
+
+
+def test_a_reader_that_goes_away_ends_the_output_quietly(real_samples) -> None:
+    """`openmsd-build inspect --json FILE | head`: the reader closed the pipe before the
+    output was written; the program stops with status 1 and no traceback."""
+    pdf = real_samples / "pdf" / "crminer__10.2903_j.efsa.2014.3550.pdf"
+    proc = subprocess.Popen([sys.executable, "-c", "from openmsd_build.cli import console_main; console_main()",
+                             "inspect", "--json", str(pdf)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # gone before anything is written
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 1, err
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err

@@ -173,8 +173,11 @@ def format_summary(report: dict[str, Any], max_chars: int = 600) -> str:
     if report.get("error"):
         lines.append(f"ERROR:     {report['error']} ({report.get('error_detail') or ''})")
     lines += [
-        f"title:     {_short(report['title'], max_chars)}   [{rules.get('title')}]",
-        f"abstract:  {_short(report['abstract'], max_chars)}   [{rules.get('abstract')}]",
+        # the rule that gave the document's title and abstract (with `--title`, the paper's
+        # metadata may win over the extraction's own title), else the extraction's
+        f"title:     {_short(report['title'], max_chars)}   [{report.get('title_rule') or rules.get('title')}]",
+        f"abstract:  {_short(report['abstract'], max_chars)}   "
+        f"[{report.get('abstract_rule') or rules.get('abstract')}]",
         *(f"  + [{a['language']}/{a['source']}] {_short(a['text'], max_chars // 3)}" for a in report.get("abstracts") or []),
         f"content:   {_short(report['content'], max_chars)}   [{rules.get('content')}]",
         f"pdf_url:   {report.get('pdf_url') or '-'}   [{rules.get('pdf_url')}]",

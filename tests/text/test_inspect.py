@@ -118,3 +118,17 @@ def test_a_file_over_the_stage_cap_is_refused_as_the_stage_refuses_it(tmp_path: 
     fits.write_bytes(big.read_bytes()[:MAX_BODY_BYTES])
     run_inspect([str(fits), "--json"])
     assert json.loads(capsys.readouterr().out)["error"] != TOO_LARGE
+
+
+def test_the_summary_names_the_rule_of_the_title_it_shows(real_samples: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """With `--title` the paper's metadata title can be the document's: the summary's title
+    line names that rule (`metadata`), as its evidence line does, not the PDF's own."""
+    pdf = real_samples / "pdf" / "crminer__10.2903_j.efsa.2014.3550.pdf"
+    run_inspect([str(pdf), "--title", "Endogenous formaldehyde turnover in humans compared with exogenous "
+                                      "contribution from food sources"])
+    lines = capsys.readouterr().out.splitlines()
+    title = next(line for line in lines if line.startswith("title:"))
+    evidence = next(line for line in lines if line.startswith("evidence:"))
+    assert " title_rule=metadata " in evidence
+    assert title.endswith("[metadata]"), (title, evidence)  # the PDF's own rule was pdf_metadata
