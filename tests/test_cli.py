@@ -158,6 +158,14 @@ def test_run_plan_runs_nothing(tmp_path, capsys: pytest.CaptureFixture[str]) -> 
     assert "papers: papers, rejects/papers" in text and "stale unless re-run: citations, split, pairs" in text
     assert "fetch queue unknown until papers/ exists" in text
     assert not out.exists()
+    # the citations inputs are named and sized as the others are
+    coci = tmp_path / "coci.csv"
+    coci.write_text("oci,citing,cited,creation,timespan,journal_sc,author_sc\n")
+    rc = cli.main(["run", "--out", str(out), "--unpaywall", str(good), "--fetch", "none", "--opencitations", str(coci),
+                   "--to-stage", "citations", "--plan"])
+    assert rc == 0
+    size = coci.stat().st_size
+    assert f"--opencitations {coci}: 1 files, {size:,} bytes" in capsys.readouterr().out
 
 
 def test_gcs_without_credentials_fails_fast(monkeypatch, tmp_path) -> None:

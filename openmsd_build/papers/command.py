@@ -97,11 +97,14 @@ def run_papers(
 
 
 def summary_line(counts: dict) -> str:
+    """The console's line: records read = rejected + merged into another record's row (a
+    join across sources, or the same DOI twice in one source) + written."""
     read = {k.split(".", 1)[1]: v for k, v in counts.items() if k.startswith("read.")}
     rejected = sum(v for k, v in counts.items() if k.startswith("rejected."))
-    merged = sum(v for k, v in counts.items() if k.startswith("merged_duplicates."))
+    duplicates = sum(v for k, v in counts.items() if k.startswith("merged_duplicates."))
     joined = {k.split(".", 1)[1]: v for k, v in counts.items() if k.startswith("joined.")}
     return (
-        f"papers: read {read}, rejected {rejected}, merged duplicates {merged}, "
-        f"written {counts.get('written', 0)} ({counts.get('with_abstract', 0)} with abstract); by sources {joined}"
+        f"papers: read {read}, rejected {rejected}, merged into another record {counts.get('merged_records', 0)} "
+        f"({duplicates} duplicates within a source), written {counts.get('written', 0)} "
+        f"({counts.get('with_abstract', 0)} with abstract); by sources {joined}"
     )

@@ -143,7 +143,7 @@ def check_inputs(args: argparse.Namespace, stages: list[str]) -> list[str]:
     """Match every input glob of the stages to run before the first one starts, so a wrong
     `--opencitations` fails in a second, naming its flag, not after hours of text. Returns
     one `flag: N files, B bytes` line per input."""
-    from openmsd_build.core.inputs import expand_globs, expand_input_files
+    from openmsd_build.core.inputs import expand_globs
 
     lines: list[str] = []
 
@@ -172,8 +172,7 @@ def check_inputs(args: argparse.Namespace, stages: list[str]) -> list[str]:
             for flag in ("--opencitations", "--meta"):
                 globs = [argv[i + 1] for i, a in enumerate(argv) if a == flag]
                 if globs:
-                    files = expand_input_files(globs, flag)
-                    lines.append(f"{flag}: {len(files):,} files")
+                    note(f"{flag} {' '.join(globs)}", expand_globs(globs, flag))
                 elif flag == "--opencitations":
                     raise UserError("citations: no --opencitations input given (and --inputs has none)")
     return lines

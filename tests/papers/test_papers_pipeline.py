@@ -207,3 +207,13 @@ def test_parsing_in_a_pool_of_processes_gives_the_same_outputs(tmp_path, bad_inp
     assert counts[0] == counts[1] and counts[0]["read.unpaywall"] > 2 and counts[0]["files.unpaywall"] == 3
     rejects = [pq.read_table(d / "rejects" / "papers").sort_by("key").to_pylist() for d in outs.values()]
     assert rejects[0] == rejects[1] and len(rejects[0]) >= 5
+
+
+def test_the_console_line_adds_up() -> None:
+    """Records read = rejected + merged into another record + written, as the line says."""
+    from openmsd_build.papers.command import summary_line
+
+    counts = {"read.unpaywall": 10, "read.crossref": 8, "rejected.crossref.bad_doi": 1, "merged_records": 9,
+              "merged_duplicates.unpaywall": 2, "written": 8, "with_abstract": 5, "joined.crossref+unpaywall": 6}
+    line = summary_line(counts)
+    assert "rejected 1, merged into another record 9 (2 duplicates within a source), written 8" in line
