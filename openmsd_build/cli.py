@@ -231,11 +231,26 @@ def console_main() -> None:
         code = main()
         sys.stdout.flush()
     except BrokenPipeError:
+        if not _stdout_gone():  # another pipe broke (a child's, a socket): a real error
+            raise
         # nothing more can be written: point stdout at /dev/null so that closing it at exit
         # does not raise the same error again
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 1
     sys.exit(code)
+
+
+def _stdout_gone() -> bool:
+    """Whether standard output is a pipe whose reader has closed it (poll reports an error
+    condition on the writing end then)."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _fd, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # no poll, or stdout closed or replaced
+        return False
 
 
 if __name__ == "__main__":

@@ -66,8 +66,8 @@ from openmsd_build.text.beam import (
     MetadataDocuments,
     PlanFetches,
     PlanLocalFiles,
+    RejectUnmatchedLocalKeys,
     ReplayArchive,
-    unmatched_local_keys,
 )
 from openmsd_build.text.fetch.archive_join import DEFAULT_MAX_REDIRECTS, redirect_target, rounds
 from openmsd_build.text.fetch.config import FetchConfig
@@ -189,30 +189,28 @@ def fetch_pass(tasks, fetch: FetchSpec, fetch_dofn, index, hop_index, host_shard
 
 def plan_local_files(p, papers, tasks, fetch: str, local, host_shards: int):
     """`--fetch local:`: the papers' tasks plus one per file matched to a paper; returns
-    (all tasks, [counts..., rejects...]). `local` is the source as read once in the driver
+    (all tasks, [counts], [rejects]). `local` is the source as read once in the driver
     (`local_files.load`): its manifest rows that cannot be used are rejects naming their
-    files, and so is each of its DOIs (manifest) or file names (naming rule) that no paper
-    matched, found by grouping its keys with the keys the papers matched."""
+    files, and so are the files of each DOI (manifest) or file name (naming rule) that no
+    paper matched, found by grouping the source's keys with the keys the papers matched."""
     from openmsd_build.core.rejects import make_reject
-    from openmsd_build.text.fetch.local_files import unmatched_reject
 
     matched = papers | "PlanLocalFiles" >> beam.ParDo(PlanLocalFiles(fetch, host_shards)).with_outputs(
         COUNTS_TAG, MATCHED_TAG, main="tasks")
-    rejects = p | "ManifestProblems" >> beam.Create(
+    problems = p | "ManifestProblems" >> beam.Create(
         [make_reject("text", reason, key=key, detail=detail) for reason, key, detail in local.problems],
         reshuffle=False)
     problem_counts = p | "ManifestProblemCounts" >> beam.Create(
         [{**Counter(f"local.rejected.{reason}" for reason, _, _ in local.problems),
           **({"local.manifest_used": 1} if local.manifest else {})}], reshuffle=False)
-    listed = p | "LocalKeys" >> beam.Create([(key, unmatched_reject(local, key)) for key in sorted(local.by_doi)],
-                                            reshuffle=False)
+    listed = p | "LocalKeys" >> beam.Create([(key, False) for key in sorted(local.by_doi)], reshuffle=False)
     unmatched = (
         (listed, matched[MATCHED_TAG]) | "LocalKeysAndMatches" >> beam.Flatten()
         | "GroupLocalKeys" >> beam.GroupByKey()
-        | "UnmatchedLocalKeys" >> beam.FlatMap(unmatched_local_keys).with_outputs(COUNTS_TAG, main="rejects")
+        | "UnmatchedLocalKeys" >> beam.ParDo(RejectUnmatchedLocalKeys(fetch)).with_outputs(COUNTS_TAG, main="rejects")
     )
     all_tasks = (tasks, matched.tasks) | "AllTasks" >> beam.Flatten()
-    return all_tasks, [matched[COUNTS_TAG], problem_counts, unmatched[COUNTS_TAG], rejects, unmatched.rejects]
+    return all_tasks, [matched[COUNTS_TAG], problem_counts, unmatched[COUNTS_TAG]], [problems, unmatched.rejects]
 
 
 def drop_shared_abstracts(keyed):
@@ -284,9 +282,10 @@ def build(
             cap = cap if local.by_url else 0
         planned = papers | "PlanFetches" >> beam.ParDo(PlanFetches(cap, host_shards)).with_outputs(
             META_TAG, COUNTS_TAG, main="tasks")
-        tasks, local_outputs = planned.tasks, []
+        tasks, local_counts, local_rejects = planned.tasks, [], []
         if local is not None:
-            tasks, local_outputs = plan_local_files(p, papers, planned.tasks, str(fetch), local, host_shards)
+            tasks, local_counts, local_rejects = plan_local_files(p, papers, planned.tasks, str(fetch), local,
+                                                                  host_shards)
         sources = archive_sources(fetch, resume)
         index, index_counts, index_rejects = index_archives(p, *sources, warc_prefix) if sources else (None,) * 3
         def fetch_dofn(follow: bool):
@@ -324,10 +323,10 @@ def build(
                   checked_counts]
         if index_counts is not None:
             counts.append(index_counts)
-        counts += local_outputs[:3]
+        counts += local_counts
         rejects = [first[REJECTS_TAG], second[REJECTS_TAG], completed[REJECTS_TAG]]
         rejects += [index_rejects] if index_rejects is not None else []
-        rejects += local_outputs[3:]
+        rejects += local_rejects
     _ = doc_shards | "WriteDocuments" >> WriteParquetShards(docs_dir, DOCUMENTS, num_shards, sort_by=("doi",))
     if rejects:
         _ = tuple(rejects) | "WriteRejects" >> WriteRejects(layout.rejects_dir(dest, "text"))

@@ -217,3 +217,14 @@ def test_a_reader_that_goes_away_ends_the_output_quietly(real_samples) -> None:
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 1, err
     assert "Traceback" not in err and "BrokenPipeError" not in err, err
+
+
+def test_another_broken_pipe_is_an_error(monkeypatch) -> None:
+    """Only a closed standard output ends quietly: a pipe to a child or a socket that broke
+    is a real error, raised."""
+    def broken() -> int:
+        raise BrokenPipeError("a child's pipe")
+
+    monkeypatch.setattr(cli, "main", broken)
+    with pytest.raises(BrokenPipeError, match="a child's pipe"):
+        cli.console_main()

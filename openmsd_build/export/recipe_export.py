@@ -165,10 +165,14 @@ def _allowed(recipe: Recipe, *langs: str) -> bool:
     return recipe.languages is None or all(lang in recipe.languages for lang in langs)
 
 
-def _skip_reason(*found: tuple[recipe_texts.PaperTexts | None, recipe_texts.Side | None]) -> str:
+def _skip_reason(part: Part, *found: tuple[recipe_texts.PaperTexts | None, recipe_texts.Side | None]) -> str:
     """Why a candidate with a side without text is skipped: `skipped_language` when every such
-    side's paper had text the recipe's languages removed (`paper_texts(allowed=...)`), else
-    `skipped_no_text`. `found`: (paper or None, its side or None) of each side."""
+    side's paper had titles or abstracts that the recipe's languages removed
+    (`paper_texts(allowed=...)`) and the part shows them, else `skipped_no_text` (a document
+    text is not filtered by language: one that is empty has no text). `found`: (paper or
+    None, its side or None) of each side, at least one side None."""
+    if part.text == "document":
+        return "skipped_no_text"
     lost = [paper is not None and paper.language_removed_text for paper, side in found if side is None]
     return "skipped_language" if all(lost) else "skipped_no_text"
 
@@ -258,7 +262,7 @@ def pair_rows(part: Part, recipe: Recipe, out: str, split: str, papers: dict, co
                 a = _side(part, recipe, pa_, key + "|a") if pa_ else None
                 b = _side(part, recipe, pb, key + "|b") if pb else None
                 if a is None or b is None or doi_a == doi_b:
-                    counts.add("skipped_no_text" if doi_a == doi_b else _skip_reason((pa_, a), (pb, b)))
+                    counts.add("skipped_no_text" if doi_a == doi_b else _skip_reason(part, (pa_, a), (pb, b)))
                     continue
                 if not _allowed(recipe, a.language, b.language):
                     counts.add("skipped_language")
@@ -284,7 +288,7 @@ def triplet_rows(part: Part, recipe: Recipe, out: str, split: str, papers: dict,
             sides = [(_side(part, recipe, papers[d], f"{key}|{s}") if d in papers else None)
                      for d, s in ((da, "a"), (dp, "b"), (dn, "n"))]
             if any(s is None for s in sides):
-                counts.add(_skip_reason(*((papers.get(d), s) for d, s in zip((da, dp, dn), sides, strict=True))))
+                counts.add(_skip_reason(part, *((papers.get(d), s) for d, s in zip((da, dp, dn), sides, strict=True))))
                 continue
             a, b, n = sides
             if not _allowed(recipe, a.language, b.language, n.language):
@@ -637,12 +641,24 @@ def export_recipe(out: str, recipe: Recipe, dest: str | None = None, tokenizer: 
                             **{f"examples_{stage}": n for stage, (n, _) in sorted(stats.cross.items())}}
                            if ta else None),
     }
+    summary["warnings"] = empty_recipe_warnings(recipe, per_split)
     recipe_card.write(building, recipe, summary)
     if local:
         if os.path.isdir(folder):
             shutil.rmtree(folder)
         os.replace(building, folder)
     return summary
+
+
+def empty_recipe_warnings(recipe: Recipe, per_split: dict[str, dict]) -> list[str]:
+    """The warning of a recipe that wrote no example (kept in `stats.json`, printed by the
+    command), saying whether anything was a candidate; empty otherwise."""
+    if any(counts.get("written") for counts in per_split.values()):
+        return []
+    candidates = sum(counts.get("candidates", 0) for counts in per_split.values())
+    why = ("stats.json's counts say why each was left out" if candidates else
+           f"its splits ({', '.join(recipe.splits)}) hold no paper or pair for its parts")
+    return [f"recipe {recipe.name} wrote no example of {candidates:,} candidates; {why}"]
 
 
 def read_recipe_stats(out: str, dest: str | None = None) -> list[dict]:

@@ -1,8 +1,9 @@
 """The report's citation-contexts section, from `_stats/contexts.json`: markers found and
 resolved per style, unresolved markers by reason, contexts written and CCS pairs per split.
-Absent when the contexts stage has not run; one sentence when it found no full text to read. Like every section it reads the stage's outputs,
-not its code: the reasons are the `markers_unresolved.<reason>` counts of the stats, in name
-order; the stage writes every reason, zero included."""
+Absent when the contexts stage has not run; one sentence when it found no full text to read.
+Like every section it reads the stage's outputs, not its code: the reasons are the
+`markers_unresolved.<reason>` counts of the stats, in name order; the stage writes every
+reason, zero included."""
 
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ def contexts_blocks(stats: dict) -> list[Block]:
     res = [Block("h2", "Citation contexts — markers resolved through the Crossref reference lists")]
     full_texts = counts.get("documents_with_reference_list", 0) + counts.get("documents_without_reference_list", 0)
     if not full_texts:  # the stage ran, but had nothing to read: one sentence, not tables of zeros
-        res.append(Block("p", f"None of the {fmt_int(counts.get('documents_read', 0))} documents read has a full "
-                              "text (the text stage kept titles and abstracts only, e.g. with `--fetch none`), "
+        read = counts.get("documents_read", 0)
+        what = f"None of the {fmt_int(read)} documents read has a full text" if read else "No document was read"
+        res.append(Block("p", f"{what} (the text stage kept titles and abstracts only, e.g. with `--fetch none`), "
                               "so no sentence was read and no context written."))
         return res
     res.append(Block("p", f"{fmt_int(counts.get('sentences_seen', 0))} sentences of {fmt_int(full_texts)}"

@@ -524,7 +524,7 @@ class PlanLocalFiles(UntypedDoFn):
     papers' own URLs being planned by `PlanFetches`; each task carries its paper's
     `title_keys` as theirs do; counts `local.*` tagged COUNTS; the source's keys each paper
     matched (`local_files.doi_keys`) as `(key, None)` tagged MATCHED, so that the keys no
-    paper matched become rejects (`unmatched_local_keys`)."""
+    paper matched become rejects (`RejectUnmatchedLocalKeys`)."""
 
     def __init__(self, spec: str, shards_per_host: int):
         self.spec = spec
@@ -554,18 +554,30 @@ class PlanLocalFiles(UntypedDoFn):
         yield beam.pvalue.TaggedOutput(COUNTS_TAG, dict(counts))
 
 
-def unmatched_local_keys(element):
+class RejectUnmatchedLocalKeys(UntypedDoFn):
     """`(key of a local source's by_doi, values)` after a GroupByKey -> a reject and its count
-    when no paper matched the key. The values are the key's would-be reject `(reason, key,
-    detail)` (`local_files.unmatched_reject`, from the source's listing) and one None for
-    each paper that matched it (`PlanLocalFiles`)."""
-    key, values = element
-    values = list(values)
-    if any(v is None for v in values):
-        return
-    reason, key, detail = values[0]
-    yield beam.pvalue.TaggedOutput(COUNTS_TAG, {f"local.rejected.{reason}": 1})
-    yield make_reject(STAGE, reason, key=key, detail=detail)
+    for each file of a key no paper matched (`local_files.unmatched_rejects`); nothing for a
+    matched key. The values are one False from the source's listing and one None for each
+    paper that matched the key (`PlanLocalFiles`). The source is read once per DoFn instance,
+    as `PlanLocalFiles` reads it."""
+
+    def __init__(self, spec: str):
+        self.spec = spec
+
+    def setup(self):
+        from openmsd_build.text.fetch.local_files import load
+
+        self.source = load(self.spec)
+
+    def process(self, element):
+        from openmsd_build.text.fetch.local_files import unmatched_rejects
+
+        key, values = element
+        if any(v is None for v in values):
+            return
+        for reason, named, detail in unmatched_rejects(self.source, key):
+            yield beam.pvalue.TaggedOutput(COUNTS_TAG, {f"local.rejected.{reason}": 1})
+            yield make_reject(STAGE, reason, key=named, detail=detail)
 
 
 def pdf_title_keys(tasks: list[dict]) -> list[list[str] | None]:

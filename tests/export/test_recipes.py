@@ -208,15 +208,31 @@ def test_texts_outside_the_recipe_languages_are_language_skips(build, tmp_path):
     assert c["base_examples"] == len(english) + both
 
 
+def test_skip_reason_of_a_side_without_text():
+    """Language when every side without text lost its texts to the recipe's languages; no
+    text for a missing paper, and for a document side (document text is not filtered)."""
+    removed = recipe_texts.paper_texts("10.1/a", "ru", "t", "a", allowed=frozenset({"en"}))
+    empty = recipe_texts.paper_texts("10.1/b", "ru", None, None, allowed=frozenset({"en"}))
+    assert removed.language_removed_text and not empty.language_removed_text
+    choice, document = (recipes.parse_recipe({"name": "x", "parts": [{"kind": "pairs", "relation": "dc", "text": t}]})
+                        .parts[0] for t in ("choice", "document"))
+    side = recipe_texts.Side("text", "en", "title", False, False)
+    assert recipe_export._skip_reason(choice, (removed, None), (removed, side)) == "skipped_language"
+    assert recipe_export._skip_reason(choice, (removed, None), (None, None)) == "skipped_no_text"
+    assert recipe_export._skip_reason(choice, (empty, None), (removed, None)) == "skipped_no_text"
+    assert recipe_export._skip_reason(document, (removed, None), (removed, side)) == "skipped_no_text"
+
+
 def test_a_recipe_that_writes_nothing_says_so(build, tmp_path, capsys):
     out, _ = build
     recipe_file = tmp_path / "none.json"
     recipe_file.write_text(json.dumps({"name": "none", "languages": ["xx"], "parts": [{"kind": "title-abstract"}]}))
     assert main(["export", "--out", out, "--dest", str(tmp_path / "x"), "--recipe", str(recipe_file)]) == 0
-    assert f"warning: recipe none wrote no example of {N_PAPERS} candidates; the counts above say why" \
-        in capsys.readouterr().err
-    counts = json.loads((tmp_path / "x" / "recipes" / "none" / "stats.json").read_text())["counts"]["train"]
-    assert counts["skipped_language"] == N_PAPERS and counts["written"] == 0
+    warning = f"recipe none wrote no example of {N_PAPERS} candidates; stats.json's counts say why"
+    assert f"warning: {warning}" in capsys.readouterr().err
+    stats = json.loads((tmp_path / "x" / "recipes" / "none" / "stats.json").read_text())
+    assert stats["counts"]["train"]["skipped_language"] == N_PAPERS and stats["counts"]["train"]["written"] == 0
+    assert [w[:len(warning)] for w in stats["warnings"]] == [warning]
 
 
 def test_openmsd_mix_recipes_match_the_trainer_tables(tmp_path):

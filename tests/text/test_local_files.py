@@ -233,28 +233,45 @@ def test_folder_outside_reads_are_refused_before_the_run(tmp_path):
 @pytest.mark.parametrize("with_manifest", [True, False])
 def test_a_doi_or_file_no_paper_has_is_a_reject_not_a_silent_drop(tmp_path, real_samples, with_manifest):
     """A manifest row whose DOI is not among the papers (a typo), or with the naming rule a
-    document named after no paper's DOI: counted, a reject naming it, and a warning."""
+    document named after no paper's DOI: counted, a reject naming it (one a file), and a
+    warning. A row whose file a paper reads by the row's URL is not one."""
     folder = tmp_path / "files"
     folder.mkdir()
     pdf = (real_samples / PDFS["10.2903/j.efsa.2014.3550"]).read_bytes()
+    page = (real_samples / PAGE).read_bytes()
     (folder / "10.2903_j.efsa.2014.3550.pdf").write_bytes(pdf)
     (folder / "10.2903_j.efsa.2014.355.pdf").write_bytes(pdf)  # one digit short
+    (folder / "10.2903_j.efsa.2014.355.html").write_bytes(page)
+    (folder / "landing.html").write_bytes(page)
     out = tmp_path / "b"
-    _papers(out, [{"doi": "10.2903/j.efsa.2014.3550"}, {"doi": "10.1000/no-file"}])
+    url = {"url": "https://pub.example/landing", "kind": "landing", "host_type": "publisher", "license": None,
+           "version": None, "source": "unpaywall", "rank": 0}
+    _papers(out, [{"doi": "10.2903/j.efsa.2014.3550"}, {"doi": "10.1000/by-url", "urls": [url]}])
     spec = f"local:{folder}"
     if with_manifest:
         write_manifest_csv([{"doi": "10.2903/j.efsa.2014.3550", "path": "10.2903_j.efsa.2014.3550.pdf"},
-                            {"doi": "10.2903/j.efsa.2014.355", "path": "10.2903_j.efsa.2014.355.pdf"}],
+                            {"doi": "10.2903/j.efsa.2014.355", "path": "10.2903_j.efsa.2014.355.pdf"},
+                            {"doi": "10.5555/read-by-its-url", "url": url["url"], "path": "landing.html"}],
                            str(tmp_path / "m.csv"))
         spec += f"@{tmp_path / 'm.csv'}"
     assert main(["text", "--out", str(out), "--fetch", spec, *FNAPI]) == 0
     stats = json.loads((out / "_stats" / "text.json").read_text())
     counts = stats["counts"]
-    reason, key, what = ((DOI_NOT_A_PAPER, "10.2903/j.efsa.2014.355", "manifest row") if with_manifest else
-                         (NAMED_FOR_NO_PAPER, "10.2903_j.efsa.2014.355", "file of the folder"))
-    assert counts["local.papers_matched"] == 1 and counts["extracted.pdf"] == 1
-    assert counts[f"local.rejected.{reason}"] == 1
     rejects = parquet_io.read_table(layout.rejects_dir(str(out), "text"), schema=REJECTS).to_pylist()
-    assert [(r["reason"], r["key"]) for r in rejects] == [(reason, key)]
-    assert "10.2903_j.efsa.2014.355.pdf" in rejects[0]["detail"]
-    assert any(w.startswith(f"1 {what} was rejected ({reason} 1)") for w in stats["warnings"]), stats["warnings"]
+    got = sorted((r["reason"], r["key"], r["detail"].split("files/")[-1]) for r in rejects)
+    if with_manifest:
+        assert counts["extracted.landing"] == 1  # landing.html, by its URL row
+        assert got == [(DOI_NOT_A_PAPER, "10.2903/j.efsa.2014.355",
+                        f"{tmp_path / 'm.csv'}: no paper has the DOI 10.2903/j.efsa.2014.355 "
+                        "(file 10.2903_j.efsa.2014.355.pdf)")]
+        warning = f"1 manifest row was rejected ({DOI_NOT_A_PAPER} 1)"
+    else:
+        # without a manifest, landing.html is named after no DOI either
+        assert [(reason, key) for reason, key, _ in got] == [(NAMED_FOR_NO_PAPER, "10.2903_j.efsa.2014.355")] * 2 + [
+            (NAMED_FOR_NO_PAPER, "landing")]
+        assert [detail for _, _, detail in got] == [
+            "10.2903_j.efsa.2014.355.html: named after no paper's DOI",
+            "10.2903_j.efsa.2014.355.pdf: named after no paper's DOI", "landing.html: named after no paper's DOI"]
+        warning = f"3 files of the folder were rejected ({NAMED_FOR_NO_PAPER} 3)"
+    assert counts["extracted.pdf"] == 1 and counts[f"local.rejected.{got[0][0]}"] == len(got)
+    assert any(w.startswith(warning) for w in stats["warnings"]), stats["warnings"]

@@ -24,7 +24,7 @@ extension; a body starting `%PDF-` is a PDF whatever its name). Every path must 
 FOLDER once resolved (symbolic links and `..` included). A manifest row whose file is
 missing, outside the folder or of another type, and a document-named link out of the
 folder, is a counted reject naming it (`manifest_problems`); so is a manifest DOI that no paper
-has, and a document file named after no paper's DOI (`unmatched_reject`, once the papers are
+has, and a document file named after no paper's DOI (`unmatched_rejects`, once the papers are
 read); a URL nobody put in the folder answers `not_in_folder` (a miss, as `not_in_archive` is
 for archives).
 
@@ -232,22 +232,32 @@ def files_for(source: LocalSource, doi: str) -> list[str]:
     return found
 
 
-def unmatched_reject(source: LocalSource, key: str) -> tuple[str, str, str]:
-    """(reason, key, detail) of a `by_doi` key no paper matched: a manifest's DOI rows that
-    name a DOI not among the papers, or the folder's files named like no paper's DOI. A
-    typo in one DOI must not be a silent drop (the run's warning counts them)."""
-    files = ", ".join(os.path.relpath(p, source.folder) for p in source.by_doi[key])
-    if source.manifest is not None:
-        return DOI_NOT_A_PAPER, key, f"{source.manifest}: no paper has the DOI {key} (files: {files})"
-    return NAMED_FOR_NO_PAPER, key, f"{files}: named after no paper's DOI"
-
-
 def doi_tasks(source: LocalSource, doi: str) -> list[dict]:
     """Fetch tasks for the files matched to `doi`: one per file, under its `file://` URL,
     its kind from its media type (PDFs first, as the planner orders a paper's URLs)."""
     tasks = [{"doi": doi, "url": file_url(p), "kind": KINDS.get(_media_type(p) or "", "landing")}
              for p in files_for(source, doi)]
     return sorted(tasks, key=lambda t: (t["kind"] != "pdf", t["url"]))
+
+
+def unmatched_rejects(source: LocalSource, key: str) -> list[tuple[str, str, str]]:
+    """(reason, key, detail) for each file of a `by_doi` key that no paper matched: a
+    manifest's DOI rows naming a DOI not among the papers, or the folder's files named like
+    no paper's DOI. One a file (a row), so the warning counts rows or files; a file a
+    manifest URL row also answers is not one (a paper may read it by that URL). A typo in
+    one DOI must not be a silent drop."""
+    folder = os.path.realpath(source.folder)
+    by_url = set(source.by_url.values())
+    out = []
+    for path in source.by_doi[key]:
+        if path in by_url:
+            continue
+        name = os.path.relpath(path, folder)
+        if source.manifest is not None:
+            out.append((DOI_NOT_A_PAPER, key, f"{source.manifest}: no paper has the DOI {key} (file {name})"))
+        else:
+            out.append((NAMED_FOR_NO_PAPER, key, f"{name}: named after no paper's DOI"))
+    return out
 
 
 class LocalFilesBackend:
