@@ -307,6 +307,21 @@ def test_bad_recipes_are_refused(bad):
         recipes.parse_recipe({"name": "x", **bad})
 
 
+@pytest.mark.parametrize("name", ["..", ".", "../x", "a/b", "a\\b", "-x", ".hidden", "a b", "", "é"])
+def test_a_recipe_name_is_one_folder_of_its_own(build, tmp_path, name):
+    """The name is the folder DEST/recipes/<name>/ that a new export replaces: ".." would be
+    DEST itself, removed with the other recipes in it."""
+    with pytest.raises(UserError, match="`name`"):
+        recipes.parse_recipe({"name": name, "parts": [{"kind": "title-abstract"}]})
+    out, _ = build
+    dest = tmp_path / "x"
+    (dest / "recipes" / "kept").mkdir(parents=True)
+    recipe_file = tmp_path / "r.json"
+    recipe_file.write_text(json.dumps({"name": name, "parts": [{"kind": "title-abstract"}]}))
+    assert main(["export", "--out", out, "--dest", str(dest), "--recipe", str(recipe_file)]) == 2
+    assert (dest / "recipes" / "kept").is_dir()
+
+
 def test_side_choice_is_keyed_not_ordered():
     paper = recipe_texts.paper_texts("10.1/x", "ru", "заголовок", "аннотация",
                                      [{"text": "Abstract", "language": "en", "source": "pdf"},
