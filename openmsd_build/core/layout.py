@@ -10,6 +10,8 @@ release and the tests agree on one layout:
 
 from __future__ import annotations
 
+import re
+
 from openmsd_build.core.parquet_io import join_path
 from openmsd_build.core.stages import STAGE_NAMES
 
@@ -18,6 +20,20 @@ SPLIT_NAMES = ("train", "idt", "odt")
 RELATIONS = ("dc", "cc", "bc")  # the pairs stage's relations
 CONTEXT_RELATIONS = ("ccs",)  # the contexts stage's: co-cited in one sentence
 PAIR_RELATIONS = RELATIONS + CONTEXT_RELATIONS  # every pairs/<relation>/ folder a build may hold
+_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+
+
+def check_name(name: object, what: str) -> str:
+    """`name` when it can be one file or folder name of its own inside an output folder
+    (letters, digits and . _ + -, starting with a letter or a digit); else a `UserError`
+    naming `what`. A user's name joined to a path must not leave its folder: ".." or
+    "a/../../x" would write, or replace, something else (DEST itself, another build)."""
+    from openmsd_build.core.errors import UserError
+
+    if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
+        raise UserError(f"{what} {name!r} must be letters, digits and . _ + -, starting with a letter or a digit "
+                        "(it names a file or folder of the output)")
+    return name
 
 
 def papers_dir(out: str) -> str:

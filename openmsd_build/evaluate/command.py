@@ -256,7 +256,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     what.add_argument("--baseline", choices=("bm25",), help="the lexical baseline")
     parser.add_argument("--ids", metavar="FILE", help="the DOIs of a .npy's rows (text, one a line, or Parquet doi)")
     parser.add_argument("--vector-column", help="the embeddings' vector column (default: the only list column)")
-    parser.add_argument("--name", help="result name: OUT/evaluation/<name>_<split>.json (default: file stem or bm25)")
+    parser.add_argument("--name", help="result name: OUT/evaluation/<name>_<split>.json (letters, digits and . _ + -; default: file "
+                        "stem or bm25)")
     parser.add_argument("--relations", default=",".join(layout.RELATIONS), help="comma-separated (default dc,cc,bc)")
     parser.add_argument("--k", type=int, default=metrics.DEFAULT_K, help="nDCG cut-off (default 10)")
     parser.add_argument("--text", choices=tasks.TEXT_MODES, default="raw",
@@ -323,6 +324,8 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     if not FileSystems.exists(args.out):
         raise UserError(f"output root not found: {args.out}")
     splits = args.split or list(tasks.EVAL_SPLITS)
+    if args.name is not None:  # OUT/evaluation/<name>_<split>.json: one file of that folder
+        layout.check_name(args.name, "--name")
     if args.compare_enriched:
         if not args.baseline:
             raise UserError("--compare-enriched needs --baseline bm25")

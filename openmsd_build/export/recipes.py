@@ -41,16 +41,12 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import asdict, dataclass, field, replace
 
 from openmsd_build.core import layout
 from openmsd_build.core.errors import UserError
 
 PART_KINDS = ("title-abstract", "pairs", "mix", "triplets")
-# a recipe's name is a folder under DEST/recipes/ that a new export replaces: "..", "." or a
-# path would replace another folder (DEST itself)
-_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 TEXT_CHOICES = ("choice", "document")
 # dataset_type of each part's rows (the statistics table's "type")
 RELATION_TYPES = {"dc": "citation", "cc": "co-citation", "bc": "coupling", "ccs": "co-citation-sentence"}
@@ -214,10 +210,8 @@ def parse_recipe(data: dict) -> Recipe:
     unknown = set(data) - known
     if unknown:
         raise UserError(f"recipe: unknown field(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
-    name = data.get("name")
-    if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
-        raise UserError(f"recipe: `name` {name!r} must be letters, digits and . _ + - starting with a letter or a "
-                        "digit (it names the folder DEST/recipes/<name>/, replaced when the recipe is written again)")
+    # the folder DEST/recipes/<name>/ that writing the recipe again replaces
+    name = layout.check_name(data.get("name"), "recipe: `name`")
     parts = data.get("parts")
     if not isinstance(parts, list) or not parts:
         raise UserError("recipe: `parts` must be a non-empty list")

@@ -177,6 +177,10 @@ def test_evaluate_embeddings_parquet_and_npy(tmp_path, capsys):
                  str(tmp_path / "ids.txt"), "--name", "npy", "--split", "idt"]) == 0
     again = json.loads((tmp_path / "build" / "evaluation" / "npy_idt.json").read_text())
     assert again["relations"] == result["relations"]
+    # a name is one file of OUT/evaluation/, never a path out of it
+    assert main(["evaluate", "--out", out, "--baseline", "bm25", "--name", "../../escaped", "--split", "idt"]) == 2
+    assert "--name '../../escaped' must be letters, digits" in capsys.readouterr().err
+    assert not list(tmp_path.glob("escaped*")) and not list(tmp_path.parent.glob("escaped*"))
     # A pool paper without a vector is an error, not a silent skip.
     pq.write_table(pa.table({"doi": dois[:3], "embedding": pa.array(vectors[:3].tolist())}), path)
     assert main(["evaluate", "--out", out, "--embeddings", str(path), "--split", "idt"]) == 2
