@@ -242,16 +242,17 @@ def test_visible_chars_is_the_split_count() -> None:
     assert textclean.visible_chars(every_space + "ab") == 2
 
 
-def test_ascii_words_is_the_set_of_found_words() -> None:
-    """`word in _AsciiWords(lower)` is `word in set(_TITLE_WORD_RE.findall(lower))` for any word."""
-    alphabet = ["data", "base", "database", " ", "-", "s", "1", "_", "mod", "el", "model", ".", "x", "é"]
-    probes = ["data", "base", "database", "databases", "model", "models", "mode", "datab", "ata", "b_se", "dataé", "DATA", ""]
-    for text in _texts([a for a in alphabet if a.isascii()], 5000, seed=11, max_len=12):
-        lower = text.lower()
-        words = set(documents._TITLE_WORD_RE.findall(lower))
-        ascii_words = documents._AsciiWords(lower)
-        for probe in probes + list(words):
-            assert (probe in ascii_words) == (probe in words), (text, probe)
+def test_word_positions_are_the_regex_words_found() -> None:
+    """`_word_positions(words, text)` of an ASCII text (searched with `str.find`) is where
+    `_TITLE_WORD_RE` finds one of the words, case-folded, in any text."""
+    alphabet = ["data", "base", "database", " ", "-", "s", "1", "_", "mod", "el", "model", ".", "x", "é", "Data"]
+    probes = ["data", "base", "database", "databases", "model", "models", "mode", "datab", "ata", "dataé", "ünï"]
+    rng = random.Random(11)
+    for text in _texts(alphabet, 5000, seed=11, max_len=12):
+        words = set(rng.sample(probes, rng.randint(1, 4)))
+        want = [(m.start(), m.group().casefold()) for m in documents._TITLE_WORD_RE.finditer(text)
+                if m.group().casefold() in words]
+        assert documents._word_positions(words, text) == want, (text, words)
 
 
 def test_same_words_is_the_key_comparison() -> None:
@@ -301,9 +302,18 @@ def test_extraction_title_match_is_the_best_of_both_measures() -> None:
         head = documents._squash_title(text)
         if head and any(documents._squash_title(t) in head for t in titles):
             return 1.0
-        words = {w.casefold() for w in documents._TITLE_WORD_RE.findall(text)}
-        return max(max(documents.title_similarity(t, found) if found else 0.0, documents._word_coverage(t, words))
-                   for t in titles)
+        return max(max(documents.title_similarity(t, found) if found else 0.0, together(t, text)) for t in titles)
+
+    def together(title: str, text: str) -> float:
+        """The most of the title's words in any window of the text, every window tried."""
+        words = {w.casefold() for w in documents._TITLE_WORD_RE.findall(title)}
+        if len(words) < 3:
+            return 0.0
+        span = max(documents.TITLE_WINDOW_FACTOR * len(title), documents.TITLE_WINDOW_MIN_CHARS)
+        hits = [(m.start(), m.group().casefold()) for m in documents._TITLE_WORD_RE.finditer(text)
+                if m.group().casefold() in words]
+        best = max((len({w for p, w in hits if start <= p <= start + span}) for start, _ in hits), default=0)
+        return round(best / len(words), 4)
 
     rng = random.Random(9)
     words = ["deep", "learning", "river", "sediment", "dynamics", "Über", "Flüsse", "model", "the", "of", "Ünïcode"]

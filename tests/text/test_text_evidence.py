@@ -39,6 +39,33 @@ def test_title_match_is_one_when_the_document_prints_the_metadata_title() -> Non
     assert row["title"] == TITLE and row["title_rule"] == "metadata"
 
 
+def test_title_words_count_only_together() -> None:
+    """Another paper holds most of a title's common words somewhere in its first pages: that
+    is no evidence of the title, and the document is another text. The same words printed
+    together (a title broken by a line break and a hyphen) still are."""
+    title = "Different effects of the analysis of forest soils in northern regions"
+    scattered = "\n".join([
+        "Different colonies of wetland birds were counted along the coast during three breeding seasons, and "
+        "each nest was visited weekly by two observers who recorded clutch size, hatching and fledging success.",
+        "The effects of tidal flooding on nest survival were strong in low marshes, where most clutches were lost "
+        "to spring tides, while nests placed on higher ground survived at rates close to those of earlier studies.",
+        "Our analysis follows the logistic exposure method, which accounts for the days each nest was observed and "
+        "allows survival to vary with nest height, vegetation cover, date and the age of the clutch or brood.",
+        "The forest edge near the upper marsh held predators such as foxes and crows, and nests within fifty "
+        "metres of it failed more often, which suggests that edges concentrate predation on ground nesting birds.",
+        "Soils of the upper marsh were sandier and drained faster after high water, which may explain why the "
+        "vegetation there was taller and why birds preferred it when they built their nests late in the season."])
+    other = {"kind": "pdf", "url": "u", "title": "A study of wetland birds", "content": scattered}
+    assert extraction_title_match([title], other) < 0.5  # 5 of its 7 words, never two together
+    # printed with a footnote number inside: not the title's squashed letters, its words together
+    marked = {"kind": "pdf", "url": "u", "title": "", "content": "Different effects of the analysis of forest "
+              "soils1 in\nnorthern regions\n" + scattered}
+    assert extraction_title_match([title], marked) == 1.0
+    dropped: list[tuple[str, str]] = []
+    row, outcome = build_document({"doi": "10.1/w", "title": title}, [other], dropped)
+    assert row is None and outcome == "title_mismatch" and dropped == [("pdf", "title_mismatch_content")]
+
+
 def test_another_text_in_the_same_language_gives_no_text_and_is_counted() -> None:
     other = {"kind": "pdf", "url": "u", "title": "Front matter of volume 12", "abstract": EN,
              "abstracts": [{"text": EN, "rule": "abstract_heading", "heading": "Abstract"}], "content": EN_BODY}
