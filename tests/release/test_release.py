@@ -138,6 +138,27 @@ def test_reconstruct_refuses_to_write_into_the_release(demo, release, beam_args,
     assert files() == before
 
 
+def test_reconstruct_refuses_a_folder_that_holds_a_build(demo, release, beam_args, capsys, tmp_path):
+    """Into the build the release was written from (its documents would be replaced by the
+    release's fewer, its fetch/ removed), or into another build (the release's graph files
+    would mix with that build's differently sharded ones): refused before anything runs."""
+    sample, build = demo
+    other = tmp_path / "other"
+    (other / "citations").mkdir(parents=True)
+    (other / "citations" / "part-00000-of-00005.parquet").write_bytes(b"an earlier build's")
+
+    def state(folder) -> dict[str, int]:
+        return {str(p.relative_to(folder)): p.stat().st_size for p in sorted(folder.rglob("*")) if p.is_file()}
+
+    before = {out: state(out) for out in (build, other)}
+    for out, said in ((build, "is inside --out"), (other, "already holds a build (citations/)")):
+        code = main(["reconstruct", str(release), "--out", str(out), "--unpaywall",
+                     str(sample / "unpaywall" / "*.jsonl.gz"), "--fetch", "none", *beam_args])
+        assert code == 2, out
+        assert said in capsys.readouterr().err
+        assert state(out) == before[out]
+
+
 def test_compare_shard_counts_each_outcome():
     docs = pa.Table.from_pylist([
         {"doi": "10.1/a", "title": "A", "abstract": "x", "content": None, "language": "en", "text_source": "meta"},
