@@ -156,6 +156,18 @@ def write_beir(directory: str, corpus: pa.Table, queries: pa.Table, qrels: pa.Ta
 # --------------------------------------------------------------------------- the export
 
 
+def check_dest(out: str, dest: str | None) -> None:
+    """A `UserError` when `--dest` is the build itself or one of its folders other than
+    `OUT/export/`: the export writes its own README.md (the build's card is OUT/README.md),
+    retrieval/, trainer/ and recipes/ there, and would overwrite the build's."""
+    from openmsd_build.core.paths import inside
+
+    if dest is None or not inside(out, dest) or inside(join_path(out, "export"), dest):
+        return
+    raise UserError(f"--dest {dest} is the build {out} or a folder of it: give a folder outside it, or leave "
+                    f"--dest out for {join_path(out, 'export')}")
+
+
 def refuse_empty(out: str, what: str = "export",
                  lacking: str = "there is no retrieval task or trainer table to export") -> None:
     """A `UserError` when the pairs stage wrote no pair at all, with the build's own
@@ -283,7 +295,8 @@ def _csv(value: str) -> list[str]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="output root of a build")
-    parser.add_argument("--dest", help="export folder (default OUT/export)")
+    parser.add_argument("--dest", help="export folder (default OUT/export; not the build itself or another of its "
+                        "folders)")
     parser.add_argument("--splits", default="idt,odt", help="retrieval splits (default idt,odt)")
     parser.add_argument("--relations", default=",".join(layout.RELATIONS), help="default dc,cc,bc")
     parser.add_argument("--mix", action="extend", nargs="+", default=None, metavar="MIX",
@@ -305,6 +318,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         raise UserError(f"export runs no Beam pipeline; unknown options: {' '.join(beam_args)}")
     if not FileSystems.exists(args.out):
         raise UserError(f"output root not found: {args.out}")
+    check_dest(args.out, args.dest)
     if args.recipe:
         return run_recipe(args)
     splits, relations, trainer_splits = _csv(args.splits), _csv(args.relations), _csv(args.trainer_splits)

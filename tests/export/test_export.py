@@ -157,3 +157,20 @@ def test_export_cli(tmp_path, capsys):
     assert main(["export", "--out", out, "--mix", "dc+zz"]) == 2
     assert main(["export", "--out", out, "--runner=FlinkRunner"]) == 2
     assert "runs no Beam pipeline" in capsys.readouterr().err
+
+
+def test_dest_is_never_the_build_or_another_of_its_folders(tmp_path, capsys):
+    """The export writes its own README.md, retrieval/ and trainer/: into the build's root it
+    overwrote the build's card. OUT/export/ (the default) and folders outside the build are
+    fine, with or without a recipe."""
+    out = tmp_path / "build"
+    write_tiny_build(str(out))
+    (out / "README.md").write_text("the build's card")
+    for dest in (out, out / "documents", out / "." / "splits" / ".."):
+        for recipe in ([], ["--recipe", "openmsd-dc"]):
+            assert main(["export", "--out", str(out), "--dest", str(dest), *recipe]) == 2, (dest, recipe)
+            assert "is the build" in capsys.readouterr().err
+    assert (out / "README.md").read_text() == "the build's card" and not (out / "retrieval").exists()
+    assert main(["export", "--out", str(out), "--dest", str(out / "export" / "v2"), "--no-beir"]) == 0
+    assert main(["export", "--out", str(out), "--no-beir"]) == 0
+    assert (out / "export" / "v2" / "README.md").exists() and (out / "README.md").read_text() == "the build's card"
