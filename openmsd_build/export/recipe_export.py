@@ -641,7 +641,7 @@ def export_recipe(out: str, recipe: Recipe, dest: str | None = None, tokenizer: 
                             **{f"examples_{stage}": n for stage, (n, _) in sorted(stats.cross.items())}}
                            if ta else None),
     }
-    summary["warnings"] = empty_recipe_warnings(recipe, per_split)
+    summary["warnings"] = recipe_warnings(recipe, per_split, summary["table"])
     recipe_card.write(building, recipe, summary)
     if local:
         if os.path.isdir(folder):
@@ -650,15 +650,22 @@ def export_recipe(out: str, recipe: Recipe, dest: str | None = None, tokenizer: 
     return summary
 
 
-def empty_recipe_warnings(recipe: Recipe, per_split: dict[str, dict]) -> list[str]:
-    """The warning of a recipe that wrote no example (kept in `stats.json`, printed by the
-    command), saying whether anything was a candidate; empty otherwise."""
-    if any(counts.get("written") for counts in per_split.values()):
-        return []
-    candidates = sum(counts.get("candidates", 0) for counts in per_split.values())
-    why = ("stats.json's counts say why each was left out" if candidates else
-           f"its splits ({', '.join(recipe.splits)}) hold no paper or pair for its parts")
-    return [f"recipe {recipe.name} wrote no example of {candidates:,} candidates; {why}"]
+def recipe_warnings(recipe: Recipe, per_split: dict[str, dict], table: list[dict]) -> list[str]:
+    """What a recipe export says beside its counts (kept in `stats.json`, printed by the
+    command): that it wrote no example, and whether anything was a candidate; or that some of
+    its `languages` are in no example written (a code no paper of the splits has)."""
+    if not any(counts.get("written") for counts in per_split.values()):
+        candidates = sum(counts.get("candidates", 0) for counts in per_split.values())
+        why = ("stats.json's counts say why each was left out" if candidates else
+               f"its splits ({', '.join(recipe.splits)}) hold no paper or pair for its parts")
+        return [f"recipe {recipe.name} wrote no example of {candidates:,} candidates; {why}"]
+    written = {lang for row in table if row["examples_after"] for lang in row["lang_pair"].split("/")}
+    unused = [lang for lang in recipe.languages or () if lang not in written]
+    if unused:
+        return [f"recipe {recipe.name}: no example written is in {', '.join(unused)} (of its languages "
+                f"{', '.join(recipe.languages or ())}); no paper of its splits has a text in "
+                f"{'it' if len(unused) == 1 else 'them'} that its parts could use"]
+    return []
 
 
 def read_recipe_stats(out: str, dest: str | None = None) -> list[dict]:

@@ -41,12 +41,14 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import asdict, dataclass, field, replace
 
 from openmsd_build.core import layout
 from openmsd_build.core.errors import UserError
 
 PART_KINDS = ("title-abstract", "pairs", "mix", "triplets")
+_LANGUAGE_CODE_RE = re.compile(r"[a-z]{2,3}")
 TEXT_CHOICES = ("choice", "document")
 # dataset_type of each part's rows (the statistics table's "type")
 RELATION_TYPES = {"dc": "citation", "cc": "co-citation", "bc": "coupling", "ccs": "co-citation-sentence"}
@@ -225,6 +227,12 @@ def parse_recipe(data: dict) -> Recipe:
     languages = data.get("languages")
     if languages is not None and (not isinstance(languages, list) or not all(isinstance(x, str) for x in languages)):
         raise UserError("recipe: `languages` must be a list of language codes or null")
+    for code in languages or ():  # documents carry CLD3's lower-case ISO 639-1 (or -3) codes
+        if not _LANGUAGE_CODE_RE.fullmatch(code):
+            hint = f" (did you mean {code.strip().lower()!r}?)" if _LANGUAGE_CODE_RE.fullmatch(code.strip().lower()) \
+                else ""
+            raise UserError(f"recipe: `languages`: {code!r} is not a language code as documents carry them: two or "
+                            f"three lower-case letters, e.g. 'en', 'ru', 'ceb'{hint}")
     text_mode = data.get("text_mode", "raw")
     if text_mode not in ("raw", "enriched"):
         raise UserError("recipe: text_mode raw or enriched")

@@ -223,6 +223,23 @@ def test_skip_reason_of_a_side_without_text():
     assert recipe_export._skip_reason(document, (removed, None), (removed, side)) == "skipped_no_text"
 
 
+def test_recipe_languages_are_codes_as_documents_carry_them(build, tmp_path, capsys):
+    """"RU" would match no paper (documents carry "ru"): refused, with the code meant. A valid
+    code no paper has is written past with a warning naming it, in stats.json too."""
+    with pytest.raises(UserError, match="did you mean 'ru'"):
+        _recipe(languages=["en", "RU"])
+    with pytest.raises(UserError, match="two or three lower-case letters"):
+        _recipe(languages=["english"])
+    out, _ = build
+    recipe_file = tmp_path / "xx.json"
+    recipe_file.write_text(json.dumps({"name": "xx", "languages": ["en", "xx"], "parts": [{"kind": "title-abstract"}]}))
+    assert main(["export", "--out", out, "--dest", str(tmp_path / "x"), "--recipe", str(recipe_file)]) == 0
+    warning = "recipe xx: no example written is in xx (of its languages en, xx)"
+    assert f"warning: {warning}" in capsys.readouterr().err
+    stats = json.loads((tmp_path / "x" / "recipes" / "xx" / "stats.json").read_text())
+    assert stats["counts"]["train"]["written"] > 0 and [w[:len(warning)] for w in stats["warnings"]] == [warning]
+
+
 def test_a_recipe_that_writes_nothing_says_so(build, tmp_path, capsys):
     out, _ = build
     recipe_file = tmp_path / "none.json"
