@@ -75,6 +75,10 @@ def test_naming_rule_with_a_relative_folder_links_and_sici_dois(tmp_path, monkey
     (folder / "10.9_out.pdf").symlink_to(tmp_path / "elsewhere.pdf")
     sici = "10.1002/(sici)1097-461x(1998)66:4<261::aid-qua1>3.0.co;2-t"
     (folder / (sici.replace("/", "%2F") + ".pdf")).write_bytes(b"%PDF-1.4 sici")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "10.9_far.pdf").write_bytes(b"%PDF-1.4 far")
+    (folder / "linked-out").symlink_to(tmp_path / "other")  # a folder link out: said, not walked
+    (folder / "linked-in").symlink_to(folder / "store")  # one inside: not walked (its files are read once)
     monkeypatch.chdir(tmp_path)
     for spec in ("local:my files", "local:./my files/", f"local:{folder}"):
         source = load(spec)
@@ -83,7 +87,9 @@ def test_naming_rule_with_a_relative_folder_links_and_sici_dois(tmp_path, monkey
         assert LocalFilesBackend(spec).fetch(linked[0]["url"]).body == b"%PDF-1.4 linked"
         assert len(doi_tasks(source, sici.upper())) == 1, spec
         assert doi_tasks(source, "10.9/out") == []
-        assert [(reason, os.path.basename(key)) for reason, key, _ in source.problems] == [(OUTSIDE, "10.9_out.pdf")]
+        assert doi_tasks(source, "10.9/far") == []
+        assert sorted((reason, os.path.basename(key)) for reason, key, _ in source.problems) == [
+            (OUTSIDE, "10.9_out.pdf"), (OUTSIDE, "linked-out")]
 
 
 def test_a_manifest_that_is_not_utf8_is_named(tmp_path):

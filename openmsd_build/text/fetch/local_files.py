@@ -202,8 +202,14 @@ def _documents_under(folder: str, problems: list[tuple[str, str, str]]) -> Itera
     """(path as listed, resolved path) of the document files anywhere under `folder`
     (recursively). The name that matches a paper is the listed one (a link named after the
     DOI counts by its own name); what is read is the resolved file, which must stay inside
-    `folder` (a link out of it is a problem, reported like a manifest row's)."""
-    for top, _dirs, files in os.walk(folder, followlinks=False):
+    `folder` (a link out of it is a problem, reported like a manifest row's). Linked folders
+    are not walked (their files would be read twice, or from outside); one that leads out of
+    `folder` is a problem too."""
+    for top, dirs, files in os.walk(folder, followlinks=False):
+        for name in dirs:  # not followed; one that leads out of the folder is said, as a file's link is
+            listed = os.path.join(top, name)
+            if os.path.islink(listed) and inside(folder, os.path.relpath(listed, folder)) is None:
+                problems.append((OUTSIDE, listed, f"{listed} (a folder) points outside {folder}"))
         for name in files:
             listed = os.path.join(top, name)
             if _media_type(listed) is None:
