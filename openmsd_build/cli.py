@@ -169,6 +169,10 @@ def _main(argv: list[str], command: str | None) -> int:
         pipeline_options(beam_args)
         if args.command in STAGE_NAMES:
             from openmsd_build.core import progress, resources
+            from openmsd_build.core.inputs import refuse_inputs_in_outputs
+
+            refuse_inputs_in_outputs(args.out, [args.command],
+                                     (v for k, v in vars(args).items() if k not in ("out", "out_positional")))
 
             with resources.measured() as figures, progress.reporting(args.command):
                 result = module.run(args, beam_args)

@@ -228,3 +228,28 @@ def test_another_broken_pipe_is_an_error(monkeypatch) -> None:
     monkeypatch.setattr(cli, "main", broken)
     with pytest.raises(BrokenPipeError, match="a child's pipe"):
         cli.console_main()
+
+
+def test_an_input_inside_a_folder_the_run_replaces_is_refused(tmp_path, capsys) -> None:
+    """An input kept in a folder named like a stage's output (OUT/papers/, OUT/citations/)
+    was deleted with the old outputs when the stage swapped its new ones in: refused first,
+    for one stage and for `run` (papers/ is swapped before citations reads its input)."""
+    out = tmp_path / "build"
+    (out / "papers").mkdir(parents=True)
+    (out / "citations").mkdir()
+    snapshot = out / "papers" / "u.jsonl"
+    snapshot.write_text('{"doi": "10.1/x"}\n')
+    coci = out / "citations" / "coci.csv"
+    coci.write_text("oci,citing,cited,creation,timespan,journal_sc,author_sc\n")
+    outside = tmp_path / "u.jsonl"
+    outside.write_text('{"doi": "10.1/x"}\n')
+    (out / "papers" / "a.warc.gz").write_bytes(b"")
+    runs = [["papers", "--out", str(out), "--unpaywall", str(out / "papers" / "*.jsonl")],
+            ["run", "--out", str(out), "--unpaywall", str(outside), "--fetch", "none", "--opencitations", str(coci),
+             "--to-stage", "citations"],
+            ["run", "--out", str(out), "--unpaywall", str(outside), "--fetch", f"warc:{out}/papers/*.warc.gz",
+             "--to-stage", "text", "--plan"]]
+    for argv in runs:
+        assert cli.main(argv) == 2, argv
+        assert "which this run replaces" in capsys.readouterr().err
+    assert snapshot.exists() and coci.exists() and (out / "papers" / "a.warc.gz").exists()

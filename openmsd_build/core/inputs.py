@@ -75,3 +75,35 @@ def resolve_out(args) -> None:
     args.out = args.out or positional
     if not args.out:
         raise UserError("the output root is required (OUT or --out OUT)")
+
+
+_FETCH_SCHEMES = ("warc:", "cc-index:", "local:")
+_GLOB_CHARS = "*?["
+
+
+def refuse_inputs_in_outputs(out: str, stages: Sequence[str], values: Iterable[object]) -> None:
+    """A `UserError` when an input path or glob among `values` (the commands' flag values)
+    lies in a folder of OUT that `stages` replace (their outputs and `rejects/<stage>/`):
+    the swap would delete the input with the old outputs, before or while it is read. A
+    glob's folder part is what counts (`OUT/papers/*.jsonl.gz` is in `OUT/papers/`); a
+    `--fetch` value's `warc:` / `cc-index:` / `local:` prefix is dropped first."""
+    from openmsd_build.core import layout
+    from openmsd_build.core.parquet_io import join_path
+    from openmsd_build.core.paths import inside
+    from openmsd_build.core.stages import stage as stage_entry
+
+    replaced = [join_path(out, folder) for name in stages for folder in stage_entry(name).outputs]
+    replaced += [layout.rejects_dir(out, name) for name in stages]
+    for value in values:
+        for text in value if isinstance(value, list | tuple) else [value]:
+            if not isinstance(text, str) or not ("/" in text or any(c in text for c in _GLOB_CHARS)):
+                continue  # a path names a folder or a glob (a stage name, "none", a number is none)
+            path = next((text[len(s):] for s in _FETCH_SCHEMES if text.startswith(s)), text).split("@")[0]
+            cut = min((i for i in (path.find(c) for c in _GLOB_CHARS) if i >= 0), default=len(path))
+            fixed = path[:cut] if cut == len(path) else os.path.dirname(path[:cut])
+            if not fixed:
+                continue
+            hit = next((folder for folder in replaced if inside(folder, fixed)), None)
+            if hit is not None:
+                raise UserError(f"input {text!r} is inside {hit}, which this run replaces (and would delete with "
+                                "its old outputs): move the input out of the build's folders")

@@ -247,6 +247,11 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
         raise UserError(f"--from-stage {args.from_stage} comes after --to-stage {args.to_stage}")
     to_run = [s for s, _ in STAGE_MODULES[first : last + 1]]
     found = check_inputs(args, to_run)
+    from openmsd_build.core.inputs import refuse_inputs_in_outputs
+
+    # every stage's inputs against every replaced folder: papers/ is swapped before citations reads
+    refuse_inputs_in_outputs(args.out, to_run, [v for name in to_run for v in stage_argv(name, args)
+                                                if not v.startswith("--")])
     if args.plan:
         print(plan_text(args, to_run, found))
         return {}
