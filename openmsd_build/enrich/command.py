@@ -440,7 +440,9 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
             args.summarizer = "chat"
         if args.summarizer not in ("chat", "translate"):
             raise UserError("--demo-stub serves chat and translate only")
-        args.model = args.model or STUB_MODEL
+        # the stub's answers are cached under a model id of their own: a later run against a real
+        # endpoint with the same --model must not take the placeholders for that model's answers
+        args.model = f"{STUB_MODEL}:{args.model}" if args.model else STUB_MODEL
         stub = StubServer(fault_rate=DEMO_FAULT_RATE).start()
         print(f"enrich: DEMO against a local STUB server at {stub.url}: answers are deterministic '[stub]' "
               f"placeholders (about {DEMO_FAULT_RATE:.0%} deliberately bad, to show rejects), not a model's",

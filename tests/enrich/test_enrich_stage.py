@@ -183,6 +183,21 @@ def test_cli_demo_stub_and_user_errors(tmp_path, capsys):
     assert main(["enrich", "--out", out, "--summarizer", "ctranslate2", "--ct2-model", str(tmp_path)]) == 2
 
 
+def test_demo_stub_answers_are_never_a_real_models(tmp_path, capsys, stub):
+    """`--demo-stub --model M` and then a real endpoint with `--model M`: the stub's
+    placeholders are cached under a model id of their own, so the second run asks the
+    endpoint (it took all 4 placeholders from the cache as M's answers)."""
+    from openmsd_build.cli import main
+
+    out = str(tmp_path / "build")
+    write_documents(out, DOCS[:6])
+    model = "Qwen/Qwen2.5-7B-Instruct"
+    assert main(["enrich", "--out", out, "--demo-stub", "--model", model]) == 0
+    capsys.readouterr()
+    assert main(["enrich", "--out", out, "--summarizer", "chat", "--endpoint", stub.url, "--model", model]) == 0
+    assert "cache hits 0/4 (0%)" in capsys.readouterr().out
+
+
 def test_ctranslate2_missing_is_a_clear_user_error(tmp_path):
     import importlib.util
 
