@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import sys
 import time
 from collections.abc import Mapping, Sequence
 
@@ -68,6 +69,14 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
     result = reconstruct(args.release, args.out, source_globs(args), args.fetch,
                          beam_args, text_argv)
     print(format_rates(result["rates"]))
+    graph = result["graph"]
+    refused = {k.split(".", 1)[1]: v for k, v in graph.items() if k.startswith("files_refused.")}
+    print(f"graph: {graph['files_copied']:,} release files copied, {graph['split_rows']:,} split rows"
+          + (f"; refused {sum(refused.values()):,} ({', '.join(f'{k} {v}' for k, v in sorted(refused.items()))})"
+             if refused else ""))
+    if refused:
+        print(f"warning: {sum(refused.values()):,} release files were not copied (see the log above and "
+              "recovery.json's graph counts): the rebuilt graph lacks them", file=sys.stderr)
     print(f"recovery: {parquet_io.join_path(args.out, 'reconstruct', 'recovery.json')}")
     return result
 
@@ -173,9 +182,9 @@ def reconstruct(
         "counts": counts,
         "seconds": round(time.time() - started, 2),
     }
+    result["graph"] = restore_graph(release, out, manifest)  # its counts are part of the record
     _write_bytes(parquet_io.join_path(verify_dir, "recovery.json"),
                  json.dumps(result, indent=2, sort_keys=True).encode("utf-8"))
-    result["graph"] = restore_graph(release, out, manifest)
     return result
 
 
@@ -202,8 +211,14 @@ def restore_graph(release: str, out: str, manifest: dict) -> dict[str, int]:
     prefix = release.rstrip("/") + "/"
     # manifest paths are data: confined to the release (read) and to `out` (written), and
     # each file's checksum verified before it is copied (`release.verify`)
-    verified, refused = verified_files(
-        release, manifest, lambda rel: rel.startswith(GRAPH_COPIED) and rel.endswith(".parquet"))
+    def graph_file(rel: str) -> bool:
+        return rel.startswith(GRAPH_COPIED) and rel.endswith(".parquet")
+
+    verified, refused = verified_files(release, manifest, graph_file)
+    for path in parquet_io.match_paths(parquet_io.join_path(release, "**.parquet")):  # present, not listed
+        rel = path[len(prefix):] if path.startswith(prefix) else path
+        if graph_file(rel) and rel not in verified and rel not in refused:
+            refused[rel] = "not_in_manifest"
     for rel in verified:
         try:
             dst = output_path(out, rel)

@@ -77,7 +77,9 @@ def verified_files(release: str, manifest: dict, wanted) -> tuple[list[str], dic
             ok.append(rel)
         else:
             refused[rel] = reason
-    return sorted(ok), refused
+    # a file listed twice is used only when every listing verifies (else the log and the
+    # copy would disagree about it)
+    return sorted({rel for rel in ok if rel not in refused}), refused
 
 
 def output_path(out: str, rel: str) -> str:

@@ -168,6 +168,23 @@ def test_restore_graph_copies_only_confined_verified_files(tmp_path):
     assert result["split_rows"] == 2
 
 
+def test_restore_graph_refuses_unlisted_and_doubtfully_listed_files(tmp_path):
+    """A graph file the manifest leaves out is counted `not_in_manifest` (it vanished without
+    a word), and a file listed twice, once with other bytes, is not used (it was copied and
+    logged as not copied)."""
+    release, manifest = _release(tmp_path)
+    unlisted = release / "pairs" / "bc" / "part-0.parquet"
+    unlisted.parent.mkdir(parents=True)
+    pq.write_table(pa.table({"a": [3]}), unlisted)
+    good = next(f for f in manifest["files"] if isinstance(f, dict) and f["path"] == "pairs/dc/part-0.parquet")
+    manifest["files"].append({**good, "sha256": "2" * 64})
+    out = tmp_path / "out"
+    result = restore_graph(str(release), str(out), manifest)
+    assert result["files_refused.not_in_manifest"] == 1 and result["files_copied"] == 0
+    assert result["files_refused.checksum_mismatch"] == 2
+    assert not (out / "pairs" / "bc").exists() and not (out / "pairs" / "dc").exists()
+
+
 def test_reconstruct_refuses_a_release_whose_ids_do_not_verify(tmp_path):
     release, manifest = _release(tmp_path)
     verify_ids(str(release), manifest, [str(p) for p in release.glob("ids/split=*/*.parquet")])  # verifies

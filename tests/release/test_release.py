@@ -94,6 +94,11 @@ def test_reconstruct_reproduces_the_documents(demo, release, tmp_path, beam_args
     rebuilt = _table(out / "documents").sort_by("doi").to_pylist()
     assert rebuilt == original
     assert recovery["restrict"]["release.no_paper_in_inputs"] == 0
+    # every graph file of the release copied, and said so in the record
+    listed = [f for f in json.loads((release / "MANIFEST.json").read_text())["files"]
+              if f["path"].startswith(("citations/", "pairs/", "negatives/")) and f["path"].endswith(".parquet")]
+    assert recovery["graph"]["files_copied"] == len(listed) > 0
+    assert not any(k.startswith("files_refused.") for k in recovery["graph"])
     # a reconstruction is a usable build: the split labels and pairs are the built ones,
     # and export runs on it
     built_splits = _table(build / "splits").select(["doi", "paper_id", "split", "language"]).sort_by("doi")
