@@ -83,17 +83,18 @@ _GLOB_CHARS = "*?["
 
 def refuse_inputs_in_outputs(out: str, stages: Sequence[str], values: Iterable[object]) -> None:
     """A `UserError` when an input path or glob among `values` (the commands' flag values)
-    lies in a folder of OUT that `stages` replace (their outputs and `rejects/<stage>/`):
+    lies in a path of OUT that `stages` replace (`staging.owned_paths`: their outputs,
+    `rejects/<stage>/`, `_stats/<stage>.json`):
     the swap would delete the input with the old outputs, before or while it is read. A
     glob's folder part is what counts (`OUT/papers/*.jsonl.gz` is in `OUT/papers/`); a
     `--fetch` value's `warc:` / `cc-index:` / `local:` prefix is dropped first."""
-    from openmsd_build.core import layout
     from openmsd_build.core.parquet_io import join_path
     from openmsd_build.core.paths import inside
     from openmsd_build.core.stages import stage as stage_entry
+    from openmsd_build.core.staging import owned_paths
 
-    replaced = [join_path(out, folder) for name in stages for folder in stage_entry(name).outputs]
-    replaced += [layout.rejects_dir(out, name) for name in stages]
+    # what the staging swap replaces, as it defines it
+    replaced = [join_path(out, path) for name in stages for path in owned_paths(name, stage_entry(name).outputs)]
     for value in values:
         for text in value if isinstance(value, list | tuple) else [value]:
             if not isinstance(text, str) or not ("/" in text or any(c in text for c in _GLOB_CHARS)):

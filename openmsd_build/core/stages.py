@@ -52,6 +52,15 @@ def stage(name: str) -> Stage:
         raise KeyError(f"unknown stage {name!r}; stages are {', '.join(STAGE_NAMES)}") from None
 
 
+def present_outputs(out: str, name: str) -> list[str]:
+    """The output folders of stage `name` that exist in `out` (what running it would replace)."""
+    from apache_beam.io.filesystems import FileSystems
+
+    from openmsd_build.core.parquet_io import join_path
+
+    return [folder for folder in stage(name).outputs if FileSystems.exists(join_path(out, folder))]
+
+
 def stage_default(name: str, key: str) -> object:
     """A stage's default for setting `key` (e.g. the text stage's `rate_per_host`), for the
     commands that describe a stage without importing it (report, run --plan)."""

@@ -229,8 +229,8 @@ def parse_recipe(data: dict) -> Recipe:
         raise UserError("recipe: `languages` must be a list of language codes or null")
     for code in languages or ():  # documents carry CLD3's lower-case ISO 639-1 (or -3) codes
         if not _LANGUAGE_CODE_RE.fullmatch(code):
-            hint = f" (did you mean {code.strip().lower()!r}?)" if _LANGUAGE_CODE_RE.fullmatch(code.strip().lower()) \
-                else ""
+            meant = code.strip().lower()
+            hint = f" (did you mean {meant!r}?)" if _LANGUAGE_CODE_RE.fullmatch(meant) else ""
             raise UserError(f"recipe: `languages`: {code!r} is not a language code as documents carry them: two or "
                             f"three lower-case letters, e.g. 'en', 'ru', 'ceb'{hint}")
     text_mode = data.get("text_mode", "raw")

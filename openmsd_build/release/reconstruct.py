@@ -87,7 +87,7 @@ def reconstruct(
 ) -> dict:
     import importlib
 
-    from openmsd_build.core.stages import STAGES, stage
+    from openmsd_build.core.stages import STAGE_NAMES, present_outputs, stage
 
     # the stages' commands through the registry: release depends on no stage package
     papers_stage = importlib.import_module(stage("papers").command)
@@ -99,11 +99,10 @@ def reconstruct(
         raise UserError(f"--out {out} is the release folder or inside it: reconstruct into another folder")
     if paths.inside(out, release):  # the build a release was written from: rebuilding it destroys both
         raise UserError(f"the release {release} is inside --out {out}: reconstruct into a new or empty folder")
-    held = [folder for s in STAGES for folder in s.outputs
-            if FileSystems.exists(parquet_io.join_path(out, folder))]
+    held = [f"{folder}/" for name in STAGE_NAMES for folder in present_outputs(out, name)]
     if held:  # the release's graph files would mix with (or half replace) an earlier build's
-        raise UserError(f"--out {out} already holds a build ({', '.join(dict.fromkeys(held))}/): reconstruct into "
-                        "a new or empty folder")
+        raise UserError(f"--out {out} already holds a build ({', '.join(held)}): reconstruct into a new or empty "
+                        "folder")
     manifest = _read_json(parquet_io.join_path(release, MANIFEST))
     if manifest is None:
         raise UserError(f"{release}: no {MANIFEST} (is it a release written by `openmsd-build release`?)")

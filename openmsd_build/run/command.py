@@ -20,7 +20,7 @@ from openmsd_build.core.errors import UserError
 from openmsd_build.core.notices import announce, warn
 from openmsd_build.core.paths import UnsafePath, confined_path
 from openmsd_build.core.stage_inputs import record_inputs
-from openmsd_build.core.stages import DERIVED_FOLDERS, STAGES, record_provenance, stale_stages
+from openmsd_build.core.stages import DERIVED_FOLDERS, STAGES, present_outputs, record_provenance, stale_stages
 from openmsd_build.papers.sources.registry import SOURCES, add_source_arguments, source_argv, source_globs
 from openmsd_build.text.command import FETCH_HELP
 
@@ -194,7 +194,7 @@ def plan_text(args: argparse.Namespace, to_run: list[str], found: list[str]) -> 
     lines.append("stages, in order, and the outputs each replaces:")
     for name in to_run:
         entry = stage_entry(name)
-        present = [f for f in entry.outputs if FileSystems.exists(parquet_io.join_path(args.out, f))]
+        present = present_outputs(args.out, name)
         note = f" (replaces existing {', '.join(present)})" if present else ""
         lines.append(f"  {name}: {', '.join(entry.outputs)}, rejects/{name}, _stats/{name}.json{note}")
         lines.append(f"    {' '.join(stage_argv(name, args))}")
