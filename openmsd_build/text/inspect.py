@@ -24,7 +24,10 @@ from openmsd_build.text.documents import build_document, extraction_title_match,
 from openmsd_build.text.extract.pool import ExtractorPool
 from openmsd_build.text.fetch.config import FetchConfig
 from openmsd_build.text.fetch.http import HttpFetcher
+from openmsd_build.text.fetch.local_files import media_type
 from openmsd_build.text.fetch.result import MAX_BODY_BYTES, document_kind
+
+UNSUPPORTED = "unsupported_content"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,17 +52,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--contact", default=None, help="contact address added to the User-Agent (e.g. mailto:...)")
 
 
-def sniff_kind(data: bytes, content_type: str | None = None) -> str:
-    """The text stage's rule (`fetch.result.document_kind`); a local file that is neither
-    is read as HTML."""
-    return document_kind(data, content_type) or "html"
-
-
 def read_source(
     source: str, max_bytes: int = MAX_BODY_BYTES, config: FetchConfig | None = None
 ) -> tuple[bytes, str | None, str | None]:
     """The document's bytes, its URL (the final URL after redirects for a fetch, None for a
-    file) and the served content type. URLs go through the text stage's own fetcher
+    file) and its content type: the served one, or a file's from its extension as the text
+    stage's `--fetch local:` gives it (None for other extensions: then the bytes decide,
+    as for a body served without a type). URLs go through the text stage's own fetcher
     (`HttpFetcher`): the same address policy (no private, loopback or link-local address
     unless allowed), redirect checks, robots.txt, deadlines and byte caps."""
     if source.lower().startswith(("http://", "https://")):
@@ -78,7 +77,7 @@ def read_source(
     if not path.is_file():
         raise UserError(f"no such file: {source}")
     with path.open("rb") as handle:
-        return handle.read(max_bytes + 1), None, None
+        return handle.read(max_bytes + 1), None, media_type(str(path))
 
 
 def inspect_document(
@@ -94,8 +93,13 @@ def inspect_document(
     same sniffing (`document_kind`), the same isolated extractor, then the stage's own
     `build_document` (cleaning, token thresholds, language on title + abstract). The raw
     extraction is kept under `extracted`; `dropped` names the stage's drop reason, if any.
+    A document that is neither a PDF nor HTML is not extracted: `error` is
+    `unsupported_content`, as the stage's fetch row and reject say.
     """
-    kind = sniff_kind(data, content_type)
+    kind = document_kind(data, content_type)
+    if kind is None:
+        return {**_empty_report(url, data, doi), "error": UNSUPPORTED,
+                "error_detail": f"neither a PDF nor an HTML document (content type: {content_type or 'none'})"}
     own = extractor is None
     extractor = extractor or ExtractorPool(timeout=timeout)
     try:
@@ -106,33 +110,7 @@ def inspect_document(
         if own:
             extractor.close()
     text_source = "pdf" if kind == "pdf" else "landing"
-    out: dict[str, Any] = {
-        "source_url": url,
-        "n_bytes": len(data),
-        "text_source": text_source,
-        "title": None,
-        "abstract": None,
-        "abstracts": [],
-        "content": None,
-        "pdf_url": None,
-        "language_hints": [],
-        "language": "und",
-        "language_prob": 0.0,
-        "language_reliable": False,
-        "rules": {},
-        "error": reason,
-        "error_detail": detail,
-        "dropped": None,
-        "extracted": None,
-        "n_tokens_title": 0,
-        "n_tokens_abstract": 0,
-        "n_tokens_content": 0,
-        "doi": doi,
-        "title_match": None,
-        "title_rule": None,
-        "abstract_rule": None,
-        "abstract_rules": [],
-    }
+    out = {**_empty_report(url, data, doi), "text_source": text_source, "error": reason, "error_detail": detail}
     if result is None:
         return out
     out["extracted"] = {k: result.get(k) for k in ("title", "abstract", "abstracts", "content")}
@@ -157,6 +135,37 @@ def inspect_document(
     return out
 
 
+def _empty_report(url: str | None, data: bytes, doi: str | None) -> dict[str, Any]:
+    """The report's fields before anything is extracted."""
+    return {
+        "source_url": url,
+        "n_bytes": len(data),
+        "text_source": None,
+        "title": None,
+        "abstract": None,
+        "abstracts": [],
+        "content": None,
+        "pdf_url": None,
+        "language_hints": [],
+        "language": "und",
+        "language_prob": 0.0,
+        "language_reliable": False,
+        "rules": {},
+        "error": None,
+        "error_detail": None,
+        "dropped": None,
+        "extracted": None,
+        "n_tokens_title": 0,
+        "n_tokens_abstract": 0,
+        "n_tokens_content": 0,
+        "doi": doi,
+        "title_match": None,
+        "title_rule": None,
+        "abstract_rule": None,
+        "abstract_rules": [],
+    }
+
+
 def _short(text: str | None, limit: int) -> str:
     if not text:
         return "-"
@@ -168,7 +177,8 @@ def format_summary(report: dict[str, Any], max_chars: int = 600) -> str:
     """The human-readable form of `inspect_document`'s result."""
     rules = report.get("rules") or {}
     lines = [
-        f"source:    {report.get('source') or report.get('source_url') or '-'} ({report['n_bytes']} bytes, {report['text_source']})",
+        f"source:    {report.get('source') or report.get('source_url') or '-'} ({report['n_bytes']} bytes, "
+        f"{report['text_source'] or 'not read'})",
     ]
     if report.get("error"):
         lines.append(f"ERROR:     {report['error']} ({report.get('error_detail') or ''})")

@@ -20,10 +20,28 @@ def run_inspect(argv: list[str], beam_args: list[str] | None = None) -> int:
     return inspect_command.run(parser.parse_args(argv), beam_args or [])
 
 
-def test_sniff_kind() -> None:
-    assert inspect_command.sniff_kind(b"%PDF-1.7\n...") == "pdf"
-    assert inspect_command.sniff_kind(b"\r\n  junk %PDF-1.4") == "pdf"
-    assert inspect_command.sniff_kind(b"<!doctype html><html>") == "html"
+def test_file_kind_as_the_stage_reads_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A file's extension gives its media type as `--fetch local:` does, else its bytes decide;
+    a file that is neither a PDF nor HTML is not extracted (it was read as an HTML page, its
+    raw text coming out as the document's content)."""
+    data = tmp_path / "record.json"
+    data.write_text(json.dumps({"title": "A study of things", "abstract": "Words " * 80}), encoding="utf-8")
+    assert inspect_command.read_source(str(data))[2] is None
+    assert run_inspect([str(data), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["error"] == "unsupported_content" and report["content"] is None and report["extracted"] is None
+    assert run_inspect([str(data)]) == 1
+    assert "ERROR:     unsupported_content" in capsys.readouterr().out
+    fragment = tmp_path / "fragment.htm"  # no <html> tag: the extension makes it a page
+    fragment.write_text("<p>" + "Words of a page. " * 40 + "</p>", encoding="utf-8")
+    assert inspect_command.read_source(str(fragment))[2] == "text/html"
+    assert run_inspect([str(fragment), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["text_source"] == "landing"
+    saved = tmp_path / "saved-page"  # no extension: sniffed, as a body served without a type
+    saved.write_bytes(b"%PDF-1.4 broken")
+    assert run_inspect([str(saved), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["text_source"] == "pdf" and report["error"] == "parse_error"
 
 
 def test_pdf_json(real_samples: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -81,7 +81,8 @@ def file_url(path: str) -> str:
     return Path(path).resolve().as_uri()
 
 
-def _media_type(path: str) -> str | None:
+def media_type(path: str) -> str | None:
+    """A document file's media type, from its extension; None for a file the stage does not read."""
     return MEDIA_TYPES.get(os.path.splitext(path)[1].lower())
 
 
@@ -186,7 +187,7 @@ def load(spec: str) -> LocalSource:
         if not os.path.isfile(full):
             source.problems.append((MISSING, key, f"{row['path']} not found under {folder}"))
             continue
-        if _media_type(full) is None:
+        if media_type(full) is None:
             source.problems.append((NOT_A_DOCUMENT, key, f"{row['path']}: only {', '.join(MEDIA_TYPES)} files"))
             continue
         if doi:
@@ -212,12 +213,12 @@ def _documents_under(folder: str, problems: list[tuple[str, str, str]]) -> Itera
                 problems.append((OUTSIDE, listed, f"{listed} (a folder) points outside {folder}"))
         for name in files:
             listed = os.path.join(top, name)
-            if _media_type(listed) is None:
+            if media_type(listed) is None:
                 continue
             full = inside(folder, os.path.relpath(listed, folder))
             if full is None:
                 problems.append((OUTSIDE, listed, f"{listed} points outside {folder}"))
-            elif _media_type(full) is not None and os.path.isfile(full):
+            elif media_type(full) is not None and os.path.isfile(full):
                 yield listed, full
 
 
@@ -241,7 +242,7 @@ def files_for(source: LocalSource, doi: str) -> list[str]:
 def doi_tasks(source: LocalSource, doi: str) -> list[dict]:
     """Fetch tasks for the files matched to `doi`: one per file, under its `file://` URL,
     its kind from its media type (PDFs first, as the planner orders a paper's URLs)."""
-    tasks = [{"doi": doi, "url": file_url(p), "kind": KINDS.get(_media_type(p) or "", "landing")}
+    tasks = [{"doi": doi, "url": file_url(p), "kind": KINDS.get(media_type(p) or "", "landing")}
              for p in files_for(source, doi)]
     return sorted(tasks, key=lambda t: (t["kind"] != "pdf", t["url"]))
 
@@ -319,7 +320,7 @@ class LocalFilesBackend:
             result.error = "local_file_unreadable"
             result.headers = {"x-error": str(exc)}
             return result
-        content_type = "application/pdf" if body.startswith(b"%PDF-") else (_media_type(path) or "")
+        content_type = "application/pdf" if body.startswith(b"%PDF-") else (media_type(path) or "")
         result.status = 200
         result.headers = {"Content-Type": content_type, "Content-Length": str(len(body))}
         result.content_type = content_type
