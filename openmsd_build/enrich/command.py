@@ -59,8 +59,9 @@ from apache_beam.io.filesystems import FileSystems
 from openmsd_build.core import layout
 from openmsd_build.core.errors import UserError
 from openmsd_build.core.parquet_io import join_path, list_parts, table_from_rows, write_table
+from openmsd_build.core.paths import inside
 from openmsd_build.core.rejects import make_reject
-from openmsd_build.core.staging import stage_outputs
+from openmsd_build.core.staging import owned_paths, stage_outputs
 from openmsd_build.enrich import FOLDER, STAGE, enriched_dir
 from openmsd_build.enrich.cache import CACHE_FILE, AnswerCache, CachedAnswer, cache_key
 from openmsd_build.enrich.prompts import DEFAULT_PROMPT, PROMPTS, prompt
@@ -101,8 +102,15 @@ _REFUSAL = re.compile(
 
 
 def cache_path(out: str, cache_dir: str | None) -> str:
-    """The SQLite file; a remote OUT needs a local `--cache-dir`."""
+    """The SQLite file; a remote OUT needs a local `--cache-dir`. A cache in a path the stage
+    replaces (`OUT/enriched/`, its rejects, its stats) is refused: the swap would delete it with
+    the old outputs, and every run would ask the endpoint again for every paper."""
     if cache_dir:
+        for owned in owned_paths(STAGE, (FOLDER,)):
+            if inside(join_path(out, owned), cache_dir):
+                raise UserError(f"--cache-dir {cache_dir} is inside {join_path(out, owned)}, which every enrich run "
+                                "replaces (the cache would be deleted with the old outputs): put it elsewhere, "
+                                "e.g. OUT/_cache (the default)")
         return os.path.join(cache_dir, CACHE_FILE)
     if "://" in out and not out.startswith("file://"):
         raise UserError(f"--out {out} is not a local folder: pass --cache-dir LOCAL_DIR for the answer cache")

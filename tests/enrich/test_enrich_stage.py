@@ -223,6 +223,21 @@ def test_remote_out_needs_a_local_cache_dir(tmp_path):
     assert command.cache_path("gs://bucket/build", str(tmp_path)).startswith(str(tmp_path))
 
 
+def test_cache_dir_in_a_replaced_folder_is_refused(tmp_path, stub):
+    """A cache inside OUT/enriched/ (or the stage's rejects) was deleted by every run's swap:
+    the second run asked the endpoint again for every paper (0 cache hits)."""
+    out = str(tmp_path / "build")
+    write_documents(out, [d for d in DOCS if d[0] not in ("10.1/slow", "10.1/f500", "10.1/malf")])  # all cached
+    for inner in ("enriched/cache", "enriched", "rejects/enrich/c"):
+        with pytest.raises(UserError, match="replaces"):
+            command.run_enrich(out, chat(stub.url), cache_dir=str(tmp_path / "build" / inner))
+    assert not (tmp_path / "build" / "enriched").exists()  # refused before anything ran
+    beside = str(tmp_path / "build" / "cache")  # in OUT, outside what the stage replaces: kept
+    command.run_enrich(out, chat(stub.url), cache_dir=beside)
+    second = command.run_enrich(out, chat(stub.url), cache_dir=beside)
+    assert second["counts"]["requests"] == 0 and second["counts"]["cache_hits"] > 0
+
+
 def test_make_summarizer_requires_model_for_chat():
     args = argparse.Namespace(summarizer="chat", endpoint="http://127.0.0.1:1/v1", model=None, n_tokens=64,
                               api_key_env="", concurrency=1, retries=0, timeout=1.0, max_retry_wait=1.0, rate=0.0,
