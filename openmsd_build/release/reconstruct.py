@@ -81,6 +81,25 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
     return result
 
 
+def read_manifest(release: str) -> dict:
+    """The release's `MANIFEST.json`, or a `UserError`: missing, a link that leads out of the
+    release (the manifest is the data every other file is checked against, so it is confined
+    like them), not JSON, or not an object."""
+    try:
+        path = paths.confined_path(release, MANIFEST)
+    except UnsafePath:
+        raise UserError(f"{release}/{MANIFEST} leads outside the release (a symbolic link?): refused") from None
+    try:
+        manifest = _read_json(path)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path} is not a release manifest ({paths.describe_failure(exc)})") from None
+    if manifest is None:
+        raise UserError(f"{release}: no {MANIFEST} (is it a release written by `openmsd-build release`?)")
+    if not isinstance(manifest, dict):
+        raise UserError(f"{path} is not a release manifest (a JSON object)")
+    return manifest
+
+
 def reconstruct(
     release: str, out: str, globs: Mapping[str, Sequence[str]], fetch: str,
     beam_args: list[str], text_argv: list[str] | None = None,
@@ -103,9 +122,7 @@ def reconstruct(
     if held:  # the release's graph files would mix with (or half replace) an earlier build's
         raise UserError(f"--out {out} already holds a build ({', '.join(held)}): reconstruct into a new or empty "
                         "folder")
-    manifest = _read_json(parquet_io.join_path(release, MANIFEST))
-    if manifest is None:
-        raise UserError(f"{release}: no {MANIFEST} (is it a release written by `openmsd-build release`?)")
+    manifest = read_manifest(release)
     ids_glob = parquet_io.join_path(release, "ids", "split=*", "*.parquet")
     try:  # checksums verified before any use (`release.verify`)
         verify_ids(release, manifest, sorted(parquet_io.match_paths(ids_glob)))

@@ -199,6 +199,24 @@ def test_reconstruct_refuses_a_release_whose_ids_do_not_verify(tmp_path):
     assert not (tmp_path / "out").exists()  # refused before anything was read or written
 
 
+def test_reconstruct_refuses_a_linked_or_broken_manifest(tmp_path):
+    """The manifest is what every other file is checked against: a link to one outside the
+    release was followed, and one that is not JSON ended in a traceback."""
+    release, manifest = _release(tmp_path)
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text(json.dumps(manifest))
+    (release / MANIFEST).unlink()
+    (release / MANIFEST).symlink_to(elsewhere)
+    with pytest.raises(UserError, match="leads outside the release"):
+        reconstruct(str(release), str(tmp_path / "out"), {}, "none", [])
+    (release / MANIFEST).unlink()
+    for text, what in (("{not json", "not a release manifest"), ("[1, 2]", "JSON object"), ("\udcff", "manifest")):
+        (release / MANIFEST).write_bytes(text.encode("utf-8", "surrogateescape"))
+        with pytest.raises(UserError, match=what):
+            reconstruct(str(release), str(tmp_path / "out"), {}, "none", [])
+    assert not (tmp_path / "out").exists()
+
+
 def test_sample_manifest_inputs_stay_in_the_inputs_folder(tmp_path):
     from openmsd_build.run.command import _sample_inputs
 
