@@ -540,9 +540,10 @@ class PlanLocalFiles(UntypedDoFn):
 
         counts: Counter = Counter()
         for paper in table.to_pylist():
-            for key in doi_keys(self.source, paper["doi"]):
+            keys = doi_keys(self.source, paper["doi"])
+            for key in keys:
                 yield beam.pvalue.TaggedOutput(MATCHED_TAG, (key, None))
-            tasks = doi_tasks(self.source, paper["doi"])
+            tasks = doi_tasks(self.source, paper["doi"], keys)
             counts["local.papers_matched"] += bool(tasks)
             has_pdf = any(t["kind"] == "pdf" for t in tasks)
             title_keys = printed_title_evidence(paper) if tasks else None

@@ -100,7 +100,12 @@ class LocalSource:
     @functools.cached_property
     def known_paths(self) -> frozenset[str]:
         """Every file matched to a DOI or a URL: the only files a `file://` URL may name."""
-        return frozenset(p for files in self.by_doi.values() for p in files) | frozenset(self.by_url.values())
+        return frozenset(p for files in self.by_doi.values() for p in files) | self.url_files
+
+    @functools.cached_property
+    def url_files(self) -> frozenset[str]:
+        """The files a manifest's URL rows name (made once: asked for every unmatched key)."""
+        return frozenset(self.by_url.values())
 
 
 def parse_spec(spec: str) -> tuple[str, str | None]:
@@ -231,19 +236,20 @@ def doi_keys(source: LocalSource, doi: str) -> list[str]:
     return [stem for stem in doi_file_stems(doi) if stem in source.by_doi]
 
 
-def files_for(source: LocalSource, doi: str) -> list[str]:
-    """The files matched to the paper `doi` (manifest DOI rows, or the naming rule)."""
+def files_for(source: LocalSource, doi: str, keys: list[str] | None = None) -> list[str]:
+    """The files matched to the paper `doi` (manifest DOI rows, or the naming rule); `keys`
+    its `doi_keys` when the caller has them already."""
     found: list[str] = []
-    for key in doi_keys(source, doi):
+    for key in doi_keys(source, doi) if keys is None else keys:
         found += [p for p in source.by_doi[key] if p not in found]
     return found
 
 
-def doi_tasks(source: LocalSource, doi: str) -> list[dict]:
+def doi_tasks(source: LocalSource, doi: str, keys: list[str] | None = None) -> list[dict]:
     """Fetch tasks for the files matched to `doi`: one per file, under its `file://` URL,
     its kind from its media type (PDFs first, as the planner orders a paper's URLs)."""
     tasks = [{"doi": doi, "url": file_url(p), "kind": KINDS.get(media_type(p) or "", "landing")}
-             for p in files_for(source, doi)]
+             for p in files_for(source, doi, keys)]
     return sorted(tasks, key=lambda t: (t["kind"] != "pdf", t["url"]))
 
 
@@ -254,10 +260,9 @@ def unmatched_rejects(source: LocalSource, key: str) -> list[tuple[str, str, str
     manifest URL row also answers is not one (a paper may read it by that URL). A typo in
     one DOI must not be a silent drop."""
     folder = os.path.realpath(source.folder)
-    by_url = set(source.by_url.values())
     out = []
     for path in source.by_doi[key]:
-        if path in by_url:
+        if path in source.url_files:
             continue
         name = os.path.relpath(path, folder)
         if source.manifest is not None:
