@@ -13,6 +13,7 @@ from openmsd_build.core import layout
 from openmsd_build.core.errors import UserError
 from openmsd_build.core.parquet_io import list_parts
 from openmsd_build.export import recipe_card, recipe_export, recipes
+from openmsd_build.export.build_checks import refuse_empty
 
 
 def recipe_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,8 +38,6 @@ def run_recipe(args: argparse.Namespace) -> int:
             if part.relation in layout.CONTEXT_RELATIONS:
                 raise UserError(f"recipe {recipe.name}: no pairs/{part.relation}/ in {args.out}; run "
                                 f"`openmsd-build contexts --out {args.out} --crossref ...` first")
-    from openmsd_build.export.command import refuse_empty  # the command imports this module
-
     from_pairs = [part.label for part in recipe.parts if part.kind != "title-abstract"
                   and part.relation not in layout.CONTEXT_RELATIONS]
     if from_pairs:  # as `export` without a recipe: the parts made of the pairs stage's pairs
