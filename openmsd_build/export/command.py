@@ -43,7 +43,7 @@ from openmsd_build.core.parquet_io import join_path, write_table
 from openmsd_build.core.stages import require_fresh
 from openmsd_build.evaluate import tasks
 from openmsd_build.export import hf_dataset, trainer
-from openmsd_build.export.build_checks import check_dest, refuse_empty
+from openmsd_build.export.build_checks import check_dest, prepare_dest, refuse_empty
 from openmsd_build.export.recipe_command import recipe_arguments, run_recipe
 
 log = logging.getLogger(__name__)
@@ -176,6 +176,7 @@ def export_build(
     require_fresh(out, "export")
     refuse_empty(out)
     dest = dest or join_path(out, "export")
+    prepare_dest(out, dest, plain=True)
     configs: list[hf_dataset.Config] = []
     skipped: list[str] = []
     summary: dict = {"out": out, "dest": dest, "text": text, "retrieval": {}, "trainer": {}}

@@ -174,3 +174,34 @@ def test_dest_is_never_the_build_or_another_of_its_folders(tmp_path, capsys):
     assert main(["export", "--out", str(out), "--dest", str(out / "export" / "v2"), "--no-beir"]) == 0
     assert main(["export", "--out", str(out), "--no-beir"]) == 0
     assert (out / "export" / "v2" / "README.md").exists() and (out / "README.md").read_text() == "the build's card"
+
+
+def test_dest_of_someone_else_is_refused_and_a_narrower_export_leaves_nothing_stale(tmp_path, capsys):
+    """A --dest holding files but no earlier export had its README.md overwritten by the
+    card; a second, narrower export into one folder left the first one's tables (odt, cc,
+    bc) for a loader that globs the folder, while export.json listed only the new ones."""
+    out = tmp_path / "build"
+    write_tiny_build(str(out))
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "README.md").write_text("# precious")
+    for recipe in ([], ["--recipe", "openmsd-dc"]):
+        assert main(["export", "--out", str(out), "--dest", str(mine), *recipe]) == 2
+        assert "holds files but no earlier export" in capsys.readouterr().err
+    assert (mine / "README.md").read_text() == "# precious" and sorted(os.listdir(mine)) == ["README.md"]
+
+    dest = tmp_path / "exported"
+    assert main(["export", "--out", str(out), "--dest", str(dest)]) == 0
+    assert main(["export", "--out", str(out), "--dest", str(dest), "--recipe", "openmsd-dc"]) == 0
+    (dest / "LICENSE").write_text("kept")
+    assert (dest / "retrieval" / "odt").exists() and (dest / "beir").exists()
+    assert main(["export", "--out", str(out), "--dest", str(dest), "--splits", "idt", "--relations", "dc",
+                 "--no-beir"]) == 0
+    assert sorted(os.listdir(dest / "retrieval")) == ["idt"] and sorted(os.listdir(dest / "retrieval" / "idt")) == [
+        "corpus.parquet", "dc"]
+    assert not (dest / "beir").exists()
+    assert (dest / "recipes" / "openmsd-dc").is_dir() and (dest / "LICENSE").read_text() == "kept"
+    listed = {c for c in json.loads((dest / "export.json").read_text())["configs"]}
+    written = {p.relative_to(dest).as_posix() for p in (dest / "retrieval").rglob("*.parquet")}
+    assert written == {"retrieval/idt/corpus.parquet", "retrieval/idt/dc/queries.parquet",
+                       "retrieval/idt/dc/qrels.parquet"} and "idt-dc-queries" in listed
