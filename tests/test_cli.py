@@ -253,3 +253,31 @@ def test_an_input_inside_a_folder_the_run_replaces_is_refused(tmp_path, capsys) 
         assert cli.main(argv) == 2, argv
         assert "which this run replaces" in capsys.readouterr().err
     assert snapshot.exists() and coci.exists() and (out / "papers" / "a.warc.gz").exists()
+
+
+def test_run_into_a_folder_that_is_not_a_build_keeps_its_folders(tmp_path, capsys) -> None:
+    """`run` removes report/, export/, release/ and evaluation/ before its first stage (they
+    describe a whole build): in a folder that was not a build they were a user's own, and were
+    deleted, even by a run that then failed. Refused unless OUT is a build (`_stats/`); in a
+    build, a linked release/ is unlinked, not followed (rmtree raised on it)."""
+    out = tmp_path / "project"
+    for name in ("report", "export", "release", "evaluation"):
+        (out / name).mkdir(parents=True)
+        (out / name / "notes.txt").write_text("mine")
+    snapshot = tmp_path / "u.jsonl"
+    snapshot.write_text('{"doi": "10.1234/x", "title": "T"}\n')
+    argv = ["run", "--out", str(out), "--unpaywall", str(snapshot), "--fetch", "none", "--to-stage", "papers"]
+    assert cli.main(argv) == 2
+    assert "is not a build (no _stats/) but holds evaluation, export, release, report" in capsys.readouterr().err
+    assert all((out / name / "notes.txt").read_text() == "mine" for name in ("report", "export", "release", "evaluation"))
+
+    build = tmp_path / "build"
+    assert cli.main(["run", "--out", str(build), "--unpaywall", str(snapshot), "--fetch", "none",
+                     "--to-stage", "papers"]) == 0
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "MANIFEST.json").write_text("{}")
+    (build / "release").symlink_to(kept)
+    assert cli.main(["run", "--out", str(build), "--unpaywall", str(snapshot), "--fetch", "none",
+                     "--to-stage", "papers"]) == 0
+    assert not (build / "release").exists() and (kept / "MANIFEST.json").exists()

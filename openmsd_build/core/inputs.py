@@ -108,3 +108,18 @@ def refuse_inputs_in_outputs(out: str, stages: Sequence[str], values: Iterable[o
             if hit is not None:
                 raise UserError(f"input {text!r} is inside {hit}, which this run replaces (and would delete with "
                                 "its old outputs): move the input out of the build's folders")
+
+
+def refuse_foreign_folders(out: str, names: Iterable[str]) -> None:
+    """A `UserError` when OUT is not a build yet (no `_stats/`: no stage has finished there) but
+    already holds one of `names` (paths relative to OUT that the run replaces or deletes, such
+    as `report/` or `export/`): they are someone else's folders, not an earlier run's outputs,
+    and `run` would delete them before its first stage."""
+    from openmsd_build.core.parquet_io import join_path
+
+    if FileSystems.exists(join_path(out, "_stats")):
+        return
+    found = [name for name in names if FileSystems.exists(join_path(out, name))]
+    if found:
+        raise UserError(f"--out {out} is not a build (no _stats/) but holds {', '.join(found)}, which this run would "
+                        "replace: move them away or choose a new folder")

@@ -20,7 +20,14 @@ from openmsd_build.core.errors import UserError
 from openmsd_build.core.notices import announce, warn
 from openmsd_build.core.paths import UnsafePath, confined_path
 from openmsd_build.core.stage_inputs import record_inputs
-from openmsd_build.core.stages import DERIVED_FOLDERS, STAGES, present_outputs, record_provenance, stale_stages
+from openmsd_build.core.stages import (
+    DERIVED_FOLDERS,
+    STAGES,
+    present_outputs,
+    record_provenance,
+    stale_stages,
+)
+from openmsd_build.core.stages import stage as stage_entry
 from openmsd_build.papers.sources.registry import SOURCES, add_source_arguments, source_argv, source_globs
 from openmsd_build.text.command import FETCH_HELP
 
@@ -247,11 +254,14 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
         raise UserError(f"--from-stage {args.from_stage} comes after --to-stage {args.to_stage}")
     to_run = [s for s, _ in STAGE_MODULES[first : last + 1]]
     found = check_inputs(args, to_run)
-    from openmsd_build.core.inputs import refuse_inputs_in_outputs
+    from openmsd_build.core.inputs import refuse_foreign_folders, refuse_inputs_in_outputs
+    from openmsd_build.core.staging import owned_paths
 
     # every stage's inputs against every replaced folder: papers/ is swapped before citations reads
     refuse_inputs_in_outputs(args.out, to_run, [v for name in to_run for v in stage_argv(name, args)
                                                 if not v.startswith("--")])
+    refuse_foreign_folders(args.out, [*DERIVED_FOLDERS, *(path for name in to_run
+                                                          for path in owned_paths(name, stage_entry(name).outputs))])
     if args.plan:
         print(plan_text(args, to_run, found))
         return {}
@@ -259,7 +269,9 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
     # removes them rather than leave a report to show numbers of an earlier build.
     for folder in DERIVED_FOLDERS:
         path = parquet_io.join_path(args.out, folder)
-        if FileSystems.exists(path):
+        if "://" not in path and os.path.islink(path):
+            os.unlink(path)  # a link is removed, never what it points to
+        elif FileSystems.exists(path):
             FileSystems.delete([path])
     results: dict[str, dict] = {}
     timings: dict[str, dict] = {}
