@@ -281,3 +281,26 @@ def test_run_into_a_folder_that_is_not_a_build_keeps_its_folders(tmp_path, capsy
     assert cli.main(["run", "--out", str(build), "--unpaywall", str(snapshot), "--fetch", "none",
                      "--to-stage", "papers"]) == 0
     assert not (build / "release").exists() and (kept / "MANIFEST.json").exists()
+
+
+def test_an_input_folder_holding_the_build_is_refused(tmp_path, capsys) -> None:
+    """A folder input is read whole: `--crossref OUT` (or a folder holding OUT) read the build's
+    own papers/*.parquet, rejects and stats as Crossref records, and an input kept in
+    OUT/papers/ was deleted by the swap, past the guard on input paths."""
+    data = tmp_path / "data"
+    out = data / "build"
+    (out / "papers").mkdir(parents=True)
+    kept = out / "papers" / "works.jsonl"
+    kept.write_text('{"DOI": "10.1234/x", "title": ["T"]}\n')
+    for folder in (out, data):
+        argv = ["papers", "--out", str(out), "--crossref", str(folder)]
+        assert cli.main(argv) == 2, argv
+        assert "holds the build" in capsys.readouterr().err
+        assert cli.main(["run", "--out", str(out), "--crossref", str(folder), "--fetch", "none", "--to-stage",
+                         "papers", "--plan"]) == 2
+        assert "holds the build" in capsys.readouterr().err
+    assert kept.exists()
+    beside = tmp_path / "inputs"
+    beside.mkdir()
+    (beside / "works.jsonl").write_text('{"DOI": "10.1234/x", "title": ["T"]}\n')
+    assert cli.main(["papers", "--out", str(out), "--crossref", str(beside)]) == 0

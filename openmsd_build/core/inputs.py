@@ -108,6 +108,12 @@ def refuse_inputs_in_outputs(out: str, stages: Sequence[str], values: Iterable[o
             if hit is not None:
                 raise UserError(f"input {text!r} is inside {hit}, which this run replaces (and would delete with "
                                 "its old outputs): move the input out of the build's folders")
+            if fixed == path and inside(fixed, out) and os.path.isdir(fixed.removeprefix("file://")):
+                # a folder is read whole: the build's own outputs would be read as input, and
+                # inputs kept in its replaced folders deleted with them
+                raise UserError(f"input folder {text!r} holds the build {out}: its outputs would be read as input "
+                                "(and any input kept in them deleted): give the input files or a folder beside "
+                                "the build")
 
 
 def refuse_foreign_folders(out: str, names: Iterable[str]) -> None:
