@@ -82,6 +82,8 @@ def _text(counts: Mapping[str, int]) -> list[str]:
             hint = "no page or PDF gave a usable text"
         elif local:
             hint = "no file of the folder was read for them"
+        elif "archive.files_indexed" in counts:
+            hint = "none of them has a URL to look up in the archives (their metadata gives none)"
         else:
             hint = ("with --fetch none only papers whose metadata has an abstract are kept; give their pages "
                     "(--fetch warc:, local:, http)")

@@ -101,6 +101,15 @@ def match_paths(pattern: str) -> list[str]:
         return []
 
 
+def footer_rows(paths: Sequence[str]) -> int:
+    """Rows of the Parquet files `paths`, read from their footers (no data is read)."""
+    rows = 0
+    for path in paths:
+        with _filesystems().open(path) as fh:
+            rows += pq.ParquetFile(fh).metadata.num_rows
+    return rows
+
+
 def list_parts(directory: str) -> list[str]:
     """The Parquet part files of a stage folder, sorted; [] when the folder has none."""
     return match_paths(join_path(directory, "*.parquet"))

@@ -10,11 +10,10 @@ one `datasets` config per non-empty table (`export.hf_dataset.card_yaml`), so
 
 from __future__ import annotations
 
-import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from openmsd_build.core import layout
-from openmsd_build.core.parquet_io import join_path, match_paths
+from openmsd_build.core.parquet_io import footer_rows, join_path, match_paths
 from openmsd_build.export.hf_dataset import Config, card_yaml
 from openmsd_build.schemas import tables
 
@@ -35,11 +34,7 @@ TABLES: tuple[tuple[str, str, object, str], ...] = (
 def _rows(out: str, pattern: str) -> tuple[int, int]:
     """(files, rows) of the Parquet files matching `pattern` under `out`, from their footers."""
     files = match_paths(join_path(out, *pattern.split("/")))
-    rows = 0
-    for path in files:
-        with FileSystems.open(path) as fh:
-            rows += pq.ParquetFile(fh).metadata.num_rows
-    return len(files), rows
+    return len(files), footer_rows(files)
 
 
 def _schema_lines(schema) -> list[str]:

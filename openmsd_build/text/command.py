@@ -135,15 +135,53 @@ def run_text(
     # documents/, fetch/, rejects/text/ and _stats/text.json are written under a temporary
     # root and swapped in on success; warc/ stays in place (append-only resume store).
     try:
-        with stage_outputs(out, "text") as dest, beam.Pipeline(options=options) as p:
-            build(p, out, spec, fetch_config or FetchConfig(), num_shards, resume=resume, cap=cap,
-                  host_shards=host_shards, extract_timeout=extract_timeout, follow=follow, dest=dest,
-                  warc_prefix=warc_prefix, extract_workers=extract_workers)
+        with stage_outputs(out, "text") as dest:
+            with beam.Pipeline(options=options) as p:
+                build(p, out, spec, fetch_config or FetchConfig(), num_shards, resume=resume, cap=cap,
+                      host_shards=host_shards, extract_timeout=extract_timeout, follow=follow, dest=dest,
+                      warc_prefix=warc_prefix, extract_workers=extract_workers)
+            counts = read_stage_counts(dest, "text")
+            refuse_source_that_gave_nothing(spec, counts)
+            refuse_emptying(out, counts)
     finally:
         stop_fork_server()  # the children are gone with their DoFns; their CPU is counted here
     result = read_stage_counts(out, "text")
     result["seconds"] = round(time.time() - started, 2)
     return result
+
+
+def refuse_source_that_gave_nothing(spec: FetchSpec, counts: dict) -> None:
+    """A `UserError` (the previous outputs are kept) when archives or a local folder were given
+    and not one planned URL or file was found in them, or a folder matched no paper: a wrong
+    `--fetch` (another folder, `warc:` for a folder of PDFs) replaced good documents with the
+    metadata-only ones of `--fetch none`. The message is the stage's own warnings. Live
+    fetching is exempt: a host down for now is retried by the next run, from its archive."""
+    from openmsd_build.core.notices import stage_warnings
+
+    if spec.archive_kind is None and not spec.local or counts.get("fetch.ok", 0):
+        return
+    tried = sum(v for k, v in counts.items() if k.startswith("fetch.error."))
+    if not tried and not spec.local:
+        return  # no paper has a URL: the archives could not have helped
+    why = "".join(f"\n  {line}" for line in stage_warnings("text", counts))
+    raise UserError(f"text: --fetch {spec} gave no document for any of the {tried:,} URLs and files planned; the "
+                    f"previous outputs were kept (use --fetch none for documents from metadata alone){why}")
+
+
+def refuse_emptying(out: str, counts: dict) -> None:
+    """A `UserError` (the previous outputs are kept) when this run kept no document where the
+    build's documents/ holds some: whatever the flags, such a run is a mistake to undo, not a
+    result (e.g. `--fetch warc:` for papers whose metadata gives no URL to look up)."""
+    from openmsd_build.core import layout, parquet_io
+    from openmsd_build.core.notices import stage_warnings
+
+    previous = 0 if counts.get("documents.kept", 0) else parquet_io.footer_rows(
+        parquet_io.list_parts(layout.documents_dir(out)))
+    if not previous:
+        return
+    why = "".join(f"\n  {line}" for line in stage_warnings("text", counts))
+    raise UserError(f"text: this run kept 0 documents where {layout.documents_dir(out)} holds {previous:,}; the "
+                    f"previous outputs were kept{why}")
 
 
 def check_local(spec: FetchSpec) -> None:

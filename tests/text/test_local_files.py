@@ -281,3 +281,40 @@ def test_a_doi_or_file_no_paper_has_is_a_reject_not_a_silent_drop(tmp_path, real
         warning = f"3 files of the folder were rejected ({NAMED_FOR_NO_PAPER} 3)"
     assert counts["extracted.pdf"] == 1 and counts[f"local.rejected.{got[0][0]}"] == len(got)
     assert any(w.startswith(warning) for w in stats["warnings"]), stats["warnings"]
+
+
+def test_a_wrong_fetch_keeps_the_documents_it_would_empty(tmp_path, real_samples, capsys):
+    """After a good `--fetch local:` run, `--fetch warc:` on the same folder of PDFs (every
+    archive file rejected) or `local:` on a folder without the papers' files replaced the
+    documents with none and exited 0: refused now, the previous outputs kept, with the stage's
+    own warnings as the reason."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for doi, rel in PDFS.items():
+        (folder / f"{doi.replace('/', '_')}.pdf").write_bytes((real_samples / rel).read_bytes())
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "10.9999_nobody.pdf").write_bytes((real_samples / PDFS["10.2903/j.efsa.2014.3550"]).read_bytes())
+    out = tmp_path / "b"
+    _papers(out, [{"doi": doi} for doi in PDFS])
+    assert main(["text", "--out", str(out), "--fetch", f"local:{folder}", *FNAPI]) == 0
+    before = _docs(out)
+    assert len(before) == 2
+    capsys.readouterr()
+    for spec, reason in ((f"warc:{folder}", "archive files were rejected"),
+                         (f"local:{other}", "no file of the folder matched any of the 2 papers")):
+        assert main(["text", "--out", str(out), "--fetch", spec, *FNAPI]) == 2, spec
+        err = capsys.readouterr().err
+        assert "the previous outputs were kept" in err and reason in err, err
+        assert _docs(out) == before
+    archive = tmp_path / "a.warc.gz"
+    with WarcWriter(str(archive)) as writer:
+        url = "https://repo.example/x.pdf"
+        writer.write(FetchResult(url=url, final_url=url, status=200, headers={"Content-Type": "application/pdf"},
+                                 body=(folder / "10.2903_j.efsa.2014.3550.pdf").read_bytes(),
+                                 content_type="application/pdf", fetched_at="2024-01-01T00:00:00Z"))
+    # a good archive, but the papers have no URL to look up in it
+    assert main(["text", "--out", str(out), "--fetch", f"warc:{archive}", *FNAPI]) == 2
+    err = capsys.readouterr().err
+    assert "kept 0 documents where" in err and "none of them has a URL to look up in the archives" in err, err
+    assert _docs(out) == before
