@@ -10,11 +10,10 @@ from collections import Counter
 import apache_beam as beam
 import polars as pl
 import pyarrow as pa
-from apache_beam.io.filesystems import FileSystems
 
 from openmsd_build.contexts import cocitation
 from openmsd_build.contexts.extract import document_contexts
-from openmsd_build.contexts.references import UnreadableFile, reference_lists
+from openmsd_build.contexts.references import read_items, reference_lists
 from openmsd_build.contexts.resolve import REASONS
 from openmsd_build.core import frames, layout, parquet_io
 from openmsd_build.core.beam_io import COUNTS_TAG, REJECTS_TAG, UntypedDoFn, bump, untag
@@ -46,23 +45,18 @@ def _counted(counts: Counter | dict):
 
 
 class ReadReferenceFile(UntypedDoFn):
-    """A Crossref file path -> its reference lists keyed by the citing DOI's shard; an
-    unreadable file is a reject."""
+    """A Crossref file path -> its reference lists keyed by the citing DOI's shard; every
+    record that could not be read, and every work without a valid DOI, is a reject."""
 
     def __init__(self, shards: int):
         self.shards = shards
 
     def process(self, path: str):
         counts: Counter = Counter(crossref_files_read=1)
-        with FileSystems.open(path) as handle:
-            data = handle.read()
-        try:
-            rows = reference_lists(data, counts)
-        except UnreadableFile as exc:
-            counts["crossref_files_rejected"] += 1
-            yield beam.pvalue.TaggedOutput(REJECTS_TAG, make_reject(
-                STAGE, "crossref_unreadable", key=path, detail=f"{exc} ({len(data)} bytes)", source=path))
-            rows = []
+        rows, failures = reference_lists(read_items(path), counts)
+        for reason, origin, detail in failures:
+            yield beam.pvalue.TaggedOutput(REJECTS_TAG, make_reject(STAGE, reason, key=origin, detail=detail,
+                                                                   source=path))
         yield _counted(counts)
         if rows:
             yield from _keyed(pa.Table.from_pylist(rows, schema=REFERENCE_LISTS), "doi", self.shards, REFS)

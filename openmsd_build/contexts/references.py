@@ -6,32 +6,31 @@ be most of its cost, `papers/sources/crossref_columnar.py`). Only this stage nee
 only their citing DOI, order, `key`, `DOI`, first author, year and `unstructured` text.
 
 Shapes read: a public-data-file chunk `{"items": [work, ...]}`, a REST API answer
-`{"message": work}` or `{"message": {"items": [...]}}`, a bare work, and JSON Lines of works
-(`.jsonl`, `.jsonl.gz`); gzip is recognised by its magic bytes. A file that is none of these is
-a reject (`crossref_unreadable`), counted with its bytes never quoted beyond an excerpt.
+`{"message": work}` or `{"message": {"items": [...]}}`, a bare work or a list of works, and
+JSON Lines of works, gzip or plain, by the reader the papers stage uses
+(`core.json_records`): the same caps on decompressed sizes, and a damaged file costs its
+damaged records only (a malformed work or line is one failure, its neighbours are kept; a
+file cut short keeps the lines before the cut). Each failure, and each work whose DOI is not
+a DOI, is a reject.
 
 Counts: `crossref_files_read`, `crossref_works_read`, `crossref_works_bad_doi`,
-`reference_lists_read` (works with a valid DOI and a non-empty `reference` array),
-`references_read`, `references_truncated` (entries past `MAX_REFERENCES` of one work).
+`crossref_rejected.<reason>` (records that could not be read: `invalid_json`,
+`truncated_gzip`, `file_too_large`, ...), `reference_lists_read` (works with a valid DOI and a
+non-empty `reference` array), `references_read`, `references_truncated` (entries past
+`MAX_REFERENCES` of one work).
 """
 
 from __future__ import annotations
 
-import gzip
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-import orjson
-
 from openmsd_build.core.doi import try_normalize_doi
+from openmsd_build.core.json_records import CROSSREF_LIST_KEYS, Item, iter_json_documents
 
 MAX_REFERENCES = 5000
 MAX_UNSTRUCTURED_CHARS = 600
-
-
-class UnreadableFile(ValueError):
-    """The file is not Crossref JSON in any shape this reader knows."""
 
 
 def _text(value: Any, cap: int = 300) -> str | None:
@@ -56,45 +55,26 @@ def reference_row(entry: Any, order: int) -> dict[str, Any]:
     }
 
 
-def _works(data: bytes) -> Iterator[Any]:
-    if data[:2] == b"\x1f\x8b":
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError) as exc:
-            raise UnreadableFile(f"bad gzip: {exc}") from None
-    try:
-        obj = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        lines = [line for line in data.splitlines() if line.strip()]
-        try:
-            works = [orjson.loads(line) for line in lines]
-        except orjson.JSONDecodeError as exc:
-            raise UnreadableFile(f"not JSON or JSON Lines: {exc}") from None
-        yield from works
-        return
-    if isinstance(obj, dict) and isinstance(obj.get("message"), dict):
-        obj = obj["message"]
-    if isinstance(obj, dict) and isinstance(obj.get("items"), list):
-        yield from obj["items"]
-    elif isinstance(obj, dict) and "DOI" in obj:
-        yield obj
-    elif isinstance(obj, list):
-        yield from obj
-    else:
-        raise UnreadableFile("JSON without works (no items, message or DOI)")
-
-
-def reference_lists(data: bytes, counts: Counter) -> list[dict[str, Any]]:
-    """`(doi, references)` rows of every work with a valid DOI and a non-empty reference list."""
+def reference_lists(items: Iterable[Item], counts: Counter) -> tuple[list[dict[str, Any]], list[tuple[str, str, str]]]:
+    """(`(doi, references)` rows of every work with a valid DOI and a non-empty reference list,
+    `(reason, origin, detail)` of every record that could not be used) of one file's items
+    (`read_items`)."""
     rows: list[dict[str, Any]] = []
-    for work in _works(data):
-        counts["crossref_works_read"] += 1
-        if not isinstance(work, dict):
-            counts["crossref_works_bad_doi"] += 1
+    failures: list[tuple[str, str, str]] = []
+    for item in items:
+        if item.reason is not None:
+            counts[f"crossref_rejected.{item.reason}"] += 1
+            failures.append((f"crossref_{item.reason}", item.origin, item.detail or ""))
             continue
-        doi = try_normalize_doi(work.get("DOI"))
+        work = item.obj
+        if isinstance(work, dict) and "DOI" not in work and isinstance(work.get("message"), dict):
+            work = work["message"]  # one REST API answer
+        counts["crossref_works_read"] += 1
+        doi = try_normalize_doi(work.get("DOI")) if isinstance(work, dict) else None
         if doi is None:
             counts["crossref_works_bad_doi"] += 1
+            shown = repr(work.get("DOI"))[:120] if isinstance(work, dict) else type(work).__name__
+            failures.append(("crossref_work_bad_doi", item.origin, f"DOI {shown}"))
             continue
         entries = work.get("reference")
         if not isinstance(entries, list) or not entries:
@@ -104,4 +84,9 @@ def reference_lists(data: bytes, counts: Counter) -> list[dict[str, Any]]:
         counts["references_truncated"] += max(0, len(entries) - MAX_REFERENCES)
         refs = [reference_row(e, k + 1) for k, e in enumerate(entries[:MAX_REFERENCES])]
         rows.append({"doi": doi, "references": refs})
-    return rows
+    return rows, failures
+
+
+def read_items(path: str) -> Iterator[Item]:
+    """The records of one Crossref file, or the failures in their place."""
+    return iter_json_documents(path, CROSSREF_LIST_KEYS)

@@ -133,8 +133,36 @@ def _pairs(counts: Mapping[str, int]) -> list[str]:
     return []
 
 
+def _contexts(counts: Mapping[str, int]) -> list[str]:
+    out: list[str] = []
+    read, markers = counts.get("documents_read", 0), counts.get("markers_found", 0)
+    if read and read == counts.get("documents_without_content", 0):
+        out.append(f"none of the {_n(read)} documents has a full text: no citation sentence to read (full texts "
+                   "come from the papers' PDFs and pages: text --fetch)")
+    if not counts.get("crossref_files_read", 0):
+        if markers:
+            out.append(f"no --crossref files were given: all {_n(markers)} citation markers stay unresolved and no "
+                       "context is written (give the Crossref snapshot the papers were built from)")
+    elif not counts.get("reference_lists_read", 0):
+        out.append(f"the {_n(counts['crossref_files_read'])} --crossref files held no reference list: are they "
+                   "Crossref works (with `reference` arrays)?")
+    elif markers and not counts.get("markers_resolved", 0):
+        out.append(f"0 of {_n(markers)} citation markers were resolved ({_top(counts, 'markers_unresolved.')}): "
+                   "are the --crossref files the works of these papers?")
+    bad = sum(v for k, v in counts.items() if k.startswith("crossref_rejected."))
+    if bad:
+        out.append(f"{_n(bad)} Crossref {'record' if bad == 1 else 'records'} could not be read "
+                   f"({_top(counts, 'crossref_rejected.')}): see rejects/contexts/")
+    bad_doi = counts.get("crossref_works_bad_doi", 0)
+    if bad_doi:
+        out.append(f"{_n(bad_doi)} Crossref {'work has' if bad_doi == 1 else 'works have'} no valid DOI: see "
+                   "rejects/contexts/")
+    return out
+
+
 RULES: dict[str, Callable[[Mapping[str, int]], list[str]]] = {
     "papers": _papers, "text": _text, "citations": _citations, "split": _split, "pairs": _pairs,
+    "contexts": _contexts,
 }
 
 

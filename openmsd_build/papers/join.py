@@ -21,14 +21,7 @@ import pyarrow.compute as pc
 
 from openmsd_build.core.hashing import shard_of
 from openmsd_build.core.ipc import from_ipc
-from openmsd_build.core.rejects import RejectBudget, make_reject
-from openmsd_build.papers.caps import FIELD_CAPS, LIST_CAPS
-from openmsd_build.papers.merge_fast import PROJECTED, merge_frame
-from openmsd_build.papers.merge_reference import _FILLED_FIELDS
-from openmsd_build.papers.sources import crossref, crossref_columnar, openalex
-from openmsd_build.papers.sources.crossref import parse_crossref
-from openmsd_build.papers.sources.openalex import parse_openalex
-from openmsd_build.papers.sources.records import (
+from openmsd_build.core.json_records import (
     MAX_NODES_PER_DOCUMENT,
     Item,
     RecordError,
@@ -39,6 +32,13 @@ from openmsd_build.papers.sources.records import (
     parse_raw_line,
     read_all,
 )
+from openmsd_build.core.rejects import RejectBudget, make_reject
+from openmsd_build.papers.caps import FIELD_CAPS, LIST_CAPS
+from openmsd_build.papers.merge_fast import PROJECTED, merge_frame
+from openmsd_build.papers.merge_reference import _FILLED_FIELDS
+from openmsd_build.papers.sources import crossref, crossref_columnar, openalex
+from openmsd_build.papers.sources.crossref import parse_crossref
+from openmsd_build.papers.sources.openalex import parse_openalex
 from openmsd_build.papers.sources.registry import SOURCES as REGISTERED
 from openmsd_build.papers.sources.unpaywall import parse_unpaywall
 from openmsd_build.schemas import PAPERS
@@ -77,8 +77,8 @@ def _outcomes(path: str, source: str) -> Iterator[tuple[str, dict | None, Item |
     data, failure = read_all(path)
     if failure is not None:
         yield failure.origin, None, failure
+    if data is None:
         return
-    assert data is not None
     columnar = False
     if source == "crossref":
         objects = data.count(b"{")  # counted once: each count is a pass over tens of MB

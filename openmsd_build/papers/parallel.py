@@ -34,11 +34,11 @@ from typing import Any
 
 from openmsd_build.core import parquet_io, spill
 from openmsd_build.core.ipc import to_ipc
+from openmsd_build.core.json_records import Item, iter_raw_lines, parse_raw_line
 from openmsd_build.core.ordered_pool import OrderedPool
 from openmsd_build.core.rejects import MAX_REJECTS_PER_FILE, RejectBudget
 from openmsd_build.core.spares import Shelf
 from openmsd_build.papers import join
-from openmsd_build.papers.sources.records import Item, iter_raw_lines, parse_raw_line
 
 # Lines per piece of work when a JSON Lines file is parsed in place: ~10-30 MB of raw lines,
 # a few hundred ms of parsing, so the parent (which reads and decompresses) stays ahead.

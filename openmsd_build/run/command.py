@@ -247,6 +247,11 @@ def _duration(seconds: float | None) -> str:
     return f"{seconds / 3600:,.1f} h"
 
 
+def _flag_values(argv: list[str]) -> list[str]:
+    """The values of a stage's arguments, its `--out` left out (the root is no input)."""
+    return [v for k, v in enumerate(argv) if not v.startswith("--") and (k == 0 or argv[k - 1] != "--out")]
+
+
 def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
     names = [s for s, _ in STAGE_MODULES]
     first, last = names.index(args.from_stage), names.index(args.to_stage)
@@ -258,8 +263,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
     from openmsd_build.core.staging import owned_paths
 
     # every stage's inputs against every replaced folder: papers/ is swapped before citations reads
-    refuse_inputs_in_outputs(args.out, to_run, [v for name in to_run for v in stage_argv(name, args)
-                                                if not v.startswith("--")])
+    refuse_inputs_in_outputs(args.out, to_run, [v for name in to_run for v in _flag_values(stage_argv(name, args))])
     refuse_foreign_folders(args.out, [*DERIVED_FOLDERS, *(path for name in to_run
                                                           for path in owned_paths(name, stage_entry(name).outputs))])
     if args.plan:

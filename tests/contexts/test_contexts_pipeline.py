@@ -78,7 +78,7 @@ def test_contexts_stage_end_to_end(tmp_path, beam_args) -> None:
         "documents_read": 4, "documents_without_content": 1, "documents_with_reference_list": 2,
         "documents_without_reference_list": 1, "reference_lists_read": 4, "reference_lists_joined": 2,
         "reference_lists_duplicate": 1, "reference_lists_without_text": 1, "crossref_works_bad_doi": 1,
-        "crossref_files_read": 2, "crossref_files_rejected": 1,
+        "crossref_files_read": 2, "crossref_rejected.invalid_json": 1,
         "markers_found": 9, "markers_resolved": 6, "markers_unresolved.number_out_of_range": 1,
         "markers_unresolved.reference_without_doi": 1, "markers_unresolved.no_reference_list": 1,
         "markers_method.author_year_unstructured": 1, "sentences_with_markers": 6, "contexts_written": 3,
@@ -91,7 +91,8 @@ def test_contexts_stage_end_to_end(tmp_path, beam_args) -> None:
         "markers_unresolved.no_reference_list": 1, "markers_unresolved.number_out_of_range": 1,
         "markers_unresolved.reference_without_doi": 1}
     rejects = pq.read_table(out / "rejects" / "contexts").to_pylist()
-    assert [(r["reason"], r["key"].rsplit("/", 1)[-1]) for r in rejects] == [("crossref_unreadable", "broken.json")]
+    assert sorted((r["reason"], r["key"].rsplit("/", 1)[-1]) for r in rejects) == [
+        ("crossref_invalid_json", "broken.json:1"), ("crossref_work_bad_doi", "part-0.json.gz:#4")]
 
 
 def test_without_crossref_every_marker_is_unresolved(tmp_path, beam_args) -> None:
@@ -100,3 +101,40 @@ def test_without_crossref_every_marker_is_unresolved(tmp_path, beam_args) -> Non
     assert check_counts(counts) == []
     assert counts["markers_found"] == counts["markers_unresolved.no_reference_list"] == 9
     assert pq.read_table(out / "contexts").num_rows == 0
+
+
+def test_damaged_crossref_files_cost_their_damaged_records_and_warn(tmp_path, beam_args, monkeypatch,
+                                                                     capsys) -> None:
+    """One bad line in a JSON Lines file of works cost the whole file (0 of its reference lists
+    read, 0 contexts) with no warning; a file inflating past the papers stage's cap was read
+    whole (6.6 GB for a 3 MB gzip); works without a valid DOI were counted but not written to
+    the rejects; and a run without --crossref wrote nothing without a word."""
+    from openmsd_build.cli import main
+    from openmsd_build.core import json_records
+
+    out, _ = _build(tmp_path)
+    files = tmp_path / "damaged"
+    files.mkdir()
+    lines = [json.dumps(_work("10.1234/a", REFS)), '{"DOI": "10.1/x", "reference": [ broken',
+             json.dumps(_work("10.1234/b", REFS[:2])), json.dumps({"DOI": "not-a-doi/1", "reference": REFS})]
+    (files / "works.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (files / "bomb.json.gz").write_bytes(gzip.compress(b'{"items": [' + b" " * 50_000 + b"]}"))
+    monkeypatch.setattr(json_records, "MAX_DOCUMENT_BYTES", 10_000)  # the stage runs in this process
+    assert main(["contexts", "--out", str(out), "--crossref", str(files), *beam_args]) == 0
+    stats = json.loads((out / "_stats" / "contexts.json").read_text())
+    counts = stats["counts"]
+    assert counts["reference_lists_read"] == 2 and counts["contexts_written"] == 3
+    assert counts["crossref_rejected.invalid_json"] == 1 and counts["crossref_rejected.file_too_large"] == 1
+    rejects = sorted((r["reason"], r["key"].rsplit("/", 1)[-1])
+                     for r in pq.read_table(out / "rejects" / "contexts").to_pylist())
+    assert rejects == [("crossref_file_too_large", "bomb.json.gz:0"), ("crossref_invalid_json", "works.jsonl:2"),
+                       ("crossref_work_bad_doi", "works.jsonl:4")]
+    assert stats["warnings"] == [
+        "2 Crossref records could not be read (invalid_json 1, file_too_large 1): see rejects/contexts/",
+        "1 Crossref work has no valid DOI: see rejects/contexts/"]
+    assert "2 Crossref records could not be read" in capsys.readouterr().err
+
+    assert main(["contexts", "--out", str(out), *beam_args]) == 0
+    warnings = json.loads((out / "_stats" / "contexts.json").read_text())["warnings"]
+    assert warnings == ["no --crossref files were given: all 9 citation markers stay unresolved and no context is "
+                        "written (give the Crossref snapshot the papers were built from)"]

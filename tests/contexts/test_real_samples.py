@@ -11,7 +11,7 @@ from collections import Counter
 import pytest
 
 from openmsd_build.contexts.extract import document_contexts
-from openmsd_build.contexts.references import reference_lists
+from openmsd_build.contexts.references import read_items, reference_lists
 from openmsd_build.text.inspect import inspect_document
 
 pytestmark = pytest.mark.timeout(300)
@@ -33,7 +33,9 @@ EFSA = {
 def _contexts(real_sample, doi: str, path: str) -> tuple[list[dict], Counter]:
     lists: dict[str, list[dict]] = {}
     for name in CROSSREF:
-        for row in reference_lists(real_sample(name).read_bytes(), Counter()):
+        rows, failures = reference_lists(read_items(str(real_sample(name))), Counter())
+        assert failures == []
+        for row in rows:
             lists[row["doi"]] = row["references"]
     document = inspect_document(real_sample(path).read_bytes(), doi=doi)
     counts: Counter = Counter()

@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from openmsd_build.cli import main
+from openmsd_build.core import json_tolerant as tolerant
 from openmsd_build.core import layout, parquet_io
+from openmsd_build.core.json_records import iter_documents_in
 from openmsd_build.papers import join
-from openmsd_build.papers.sources import tolerant
-from openmsd_build.papers.sources.records import iter_documents_in
 
 FNAPI = ["--runner", "FnApiRunner"]
 

@@ -49,7 +49,7 @@ def test_a_plain_title_with_a_split_ligature_is_repaired_as_the_record_parser_do
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from openmsd_build.papers.sources.records import RecordError  # noqa: E402
+from openmsd_build.core.json_records import RecordError  # noqa: E402
 
 _text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40)
 _markup = st.sampled_from(["", "<i>x</i> ", "CO<sub>2</sub> ", "&amp; ", "<jats:p>", "  ", "scientifi c ", "diff erent "])

@@ -126,8 +126,8 @@ def test_crossref_file_shapes_all_read(real_samples, name):
 def test_columnar_crossref_projection_equals_record_parser(real_samples, name):
     """The column-wise reader of public-data-file chunks gives exactly the records (and
     rejects) that `parse_crossref` gives one work at a time."""
+    from openmsd_build.core.json_records import RecordError
     from openmsd_build.papers.sources import crossref_columnar
-    from openmsd_build.papers.sources.records import RecordError
 
     data = gzip.decompress((real_samples / name).read_bytes())
     records, rejected = crossref_columnar.parse_chunk(data)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from openmsd_build.core.doi import InvalidDOI, normalize_doi
-from openmsd_build.papers.sources.records import RecordError
+from openmsd_build.core.json_records import RecordError
 
 
 def doi_of(value: Any) -> str:

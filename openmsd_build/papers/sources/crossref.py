@@ -11,14 +11,14 @@ from collections.abc import Callable
 from typing import Any
 
 from openmsd_build.core.doi import try_normalize_doi
+from openmsd_build.core.json_records import CROSSREF_LIST_KEYS, RecordError
 from openmsd_build.core.textclean import clean_abstract, clean_title
 from openmsd_build.papers.sources.common import as_list, as_year, doi_of, first_text, str_or_none, url_entry
-from openmsd_build.papers.sources.records import RecordError
 
 SOURCE = "crossref"
 
 # Where a file keeps its list of works: public data file, REST list response.
-LIST_KEYS = (("items",), ("message", "items"))
+LIST_KEYS = CROSSREF_LIST_KEYS
 
 # Crossref relation types that mean "another form of the same work". Only these are kept:
 # they are what can leak a test paper into train (preprint of a test article, translation).

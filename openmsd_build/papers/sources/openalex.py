@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from openmsd_build.core.json_records import RecordError
 from openmsd_build.core.textclean import clean_abstract, clean_title
 from openmsd_build.papers.caps import MAX_ABSTRACT_CHARS
 from openmsd_build.papers.sources.common import as_list, as_year, doi_of, str_or_none, url_entry
-from openmsd_build.papers.sources.records import RecordError
 
 SOURCE = "openalex"
 LIST_KEYS = (("results",),)

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from openmsd_build.core.json_records import RecordError
 from openmsd_build.core.textclean import clean_title
 from openmsd_build.papers.sources.common import as_year, doi_of
-from openmsd_build.papers.sources.records import RecordError
 
 SOURCE = "unpaywall"
 _VERSION_ORDER = {"publishedVersion": 0, "acceptedVersion": 1, "submittedVersion": 2}

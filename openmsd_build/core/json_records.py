@@ -20,6 +20,9 @@ import orjson
 from openmsd_build.core.paths import describe_failure
 
 GZIP_MAGIC = b"\x1f\x8b"
+CROSSREF_LIST_KEYS = (("items",), ("message", "items"))
+"""Where a whole-document Crossref file keeps its works: a public-data-file chunk, a REST list
+answer (the papers and contexts stages both read Crossref files)."""
 READ_CHUNK = 1 << 20
 # Caps on decompressed sizes: one JSON Lines record, and one whole-file JSON document
 # (Crossref public-data-file chunks are tens of MB). Beyond them the input is rejected.
@@ -193,17 +196,37 @@ def iter_raw_lines(path: str) -> Iterator[Item]:
 
 
 def read_all(path: str) -> tuple[bytes | None, Item | None]:
-    """The whole (decompressed) file, or a failure item (`file_too_large` beyond
-    `MAX_DOCUMENT_BYTES`, so a compression bomb cannot exhaust the worker's memory)."""
+    """(the whole decompressed file, None), or (None, a failure item): `file_too_large` beyond
+    `MAX_DOCUMENT_BYTES`, so a compression bomb cannot exhaust the worker's memory; or, for a
+    file damaged part way (a gzip cut short), (the bytes before the damage, the failure item),
+    so its whole records before the cut are kept, as a JSON Lines file's are."""
     try:
         with open_binary(path) as stream:
             data = stream.read(MAX_DOCUMENT_BYTES + 1)
     except (EOFError, OSError, zlib.error) as exc:
-        return None, Item(f"{path}:0", reason=_decode_error(exc), detail=describe_failure(exc))
+        return _before_damage(path), Item(f"{path}:0", reason=_decode_error(exc), detail=describe_failure(exc))
     if len(data) > MAX_DOCUMENT_BYTES:
         return None, Item(f"{path}:0", reason="file_too_large",
                           detail=f"more than {MAX_DOCUMENT_BYTES} bytes decompressed", raw=data[:200])
     return data, None
+
+
+def _before_damage(path: str) -> bytes | None:
+    """The decompressed bytes of a damaged file up to its damage (read again in chunks: the
+    one whole read above loses them when it raises); None when there are none, or more than
+    `MAX_DOCUMENT_BYTES`."""
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        with open_binary(path) as stream:
+            while chunk := stream.read(READ_CHUNK):
+                size += len(chunk)
+                if size > MAX_DOCUMENT_BYTES:
+                    return None
+                chunks.append(chunk)
+    except (EOFError, OSError, zlib.error):
+        pass
+    return b"".join(chunks) or None
 
 
 def iter_json_documents(path: str, list_keys: tuple[tuple[str, ...], ...]) -> Iterator[Item]:
@@ -215,9 +238,8 @@ def iter_json_documents(path: str, list_keys: tuple[tuple[str, ...], ...]) -> It
     data, failure = read_all(path)
     if failure is not None:
         yield failure
-        return
-    assert data is not None
-    yield from iter_documents_in(data, path, list_keys)
+    if data is not None:  # all of it, or what came before the damage
+        yield from iter_documents_in(data, path, list_keys)
 
 
 def iter_lines_in(data: bytes, path: str) -> Iterator[Item]:
@@ -245,7 +267,7 @@ def _items_or_lines(data: bytes, path: str, list_keys: tuple[tuple[str, ...], ..
     """A document that is not valid JSON as a whole: its list of records item by item
     (`tolerant.iter_list_items`, each item under the record caps, a bad item one failure),
     or, when it holds no such list, its lines as JSON Lines."""
-    from openmsd_build.papers.sources.tolerant import find_list, iter_list_items
+    from openmsd_build.core.json_tolerant import find_list, iter_list_items
 
     start = find_list(data, list_keys)
     if start is None:

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 
 import orjson
 
-from openmsd_build.papers.sources.records import MAX_RECORD_BYTES, Item, _parse_json
+from openmsd_build.core.json_records import MAX_RECORD_BYTES, Item, _parse_json
 
 # A JSON string (escapes included), or one structural character. Everything between two
 # tokens (numbers, literals, whitespace, `:`) is skipped by the regex engine.
