@@ -240,7 +240,8 @@ def test_folder_outside_reads_are_refused_before_the_run(tmp_path):
 def test_a_doi_or_file_no_paper_has_is_a_reject_not_a_silent_drop(tmp_path, real_samples, with_manifest):
     """A manifest row whose DOI is not among the papers (a typo), or with the naming rule a
     document named after no paper's DOI: counted, a reject naming it (one a file), and a
-    warning. A row whose file a paper reads by the row's URL is not one."""
+    warning. A row whose file a paper reads by the row's URL is not one; a DOI row of its own
+    naming that file is."""
     folder = tmp_path / "files"
     folder.mkdir()
     pdf = (real_samples / PDFS["10.2903/j.efsa.2014.3550"]).read_bytes()
@@ -257,7 +258,9 @@ def test_a_doi_or_file_no_paper_has_is_a_reject_not_a_silent_drop(tmp_path, real
     if with_manifest:
         write_manifest_csv([{"doi": "10.2903/j.efsa.2014.3550", "path": "10.2903_j.efsa.2014.3550.pdf"},
                             {"doi": "10.2903/j.efsa.2014.355", "path": "10.2903_j.efsa.2014.355.pdf"},
-                            {"doi": "10.5555/read-by-its-url", "url": url["url"], "path": "landing.html"}],
+                            {"doi": "10.5555/read-by-its-url", "url": url["url"], "path": "landing.html"},
+                            # a DOI row of its own for a file a URL row names: its typo is unused
+                            {"doi": "10.5555/typo", "path": "landing.html"}],
                            str(tmp_path / "m.csv"))
         spec += f"@{tmp_path / 'm.csv'}"
     assert main(["text", "--out", str(out), "--fetch", spec, *FNAPI]) == 0
@@ -269,8 +272,10 @@ def test_a_doi_or_file_no_paper_has_is_a_reject_not_a_silent_drop(tmp_path, real
         assert counts["extracted.landing"] == 1  # landing.html, by its URL row
         assert got == [(DOI_NOT_A_PAPER, "10.2903/j.efsa.2014.355",
                         f"{tmp_path / 'm.csv'}: no paper has the DOI 10.2903/j.efsa.2014.355 "
-                        "(file 10.2903_j.efsa.2014.355.pdf)")]
-        warning = f"1 manifest row was rejected ({DOI_NOT_A_PAPER} 1)"
+                        "(file 10.2903_j.efsa.2014.355.pdf)"),
+                       (DOI_NOT_A_PAPER, "10.5555/typo",
+                        f"{tmp_path / 'm.csv'}: no paper has the DOI 10.5555/typo (file landing.html)")]
+        warning = f"2 manifest rows were rejected ({DOI_NOT_A_PAPER} 2)"
     else:
         # without a manifest, landing.html is named after no DOI either
         assert [(reason, key) for reason, key, _ in got] == [(NAMED_FOR_NO_PAPER, "10.2903_j.efsa.2014.355")] * 2 + [

@@ -96,16 +96,14 @@ class LocalSource:
     by_doi: dict[str, list[str]] = field(default_factory=dict)
     by_url: dict[str, str] = field(default_factory=dict)
     problems: list[tuple[str, str, str]] = field(default_factory=list)
+    with_url: set[tuple[str, str]] = field(default_factory=set)
+    """(DOI, file) of the manifest rows that give a URL too: such a row is used when a paper
+    plans that URL, whether or not a paper has its DOI."""
 
     @functools.cached_property
     def known_paths(self) -> frozenset[str]:
         """Every file matched to a DOI or a URL: the only files a `file://` URL may name."""
-        return frozenset(p for files in self.by_doi.values() for p in files) | self.url_files
-
-    @functools.cached_property
-    def url_files(self) -> frozenset[str]:
-        """The files a manifest's URL rows name (made once: asked for every unmatched key)."""
-        return frozenset(self.by_url.values())
+        return frozenset(p for files in self.by_doi.values() for p in files) | frozenset(self.by_url.values())
 
 
 def parse_spec(spec: str) -> tuple[str, str | None]:
@@ -201,6 +199,8 @@ def load(spec: str) -> LocalSource:
                 files.append(full)
         if row["url"]:
             source.by_url[canonical_url(row["url"])] = full
+            if doi:
+                source.with_url.add((doi, full))
     return source
 
 
@@ -256,13 +256,14 @@ def doi_tasks(source: LocalSource, doi: str, keys: list[str] | None = None) -> l
 def unmatched_rejects(source: LocalSource, key: str) -> list[tuple[str, str, str]]:
     """(reason, key, detail) for each file of a `by_doi` key that no paper matched: a
     manifest's DOI rows naming a DOI not among the papers, or the folder's files named like
-    no paper's DOI. One a file (a row), so the warning counts rows or files; a file a
-    manifest URL row also answers is not one (a paper may read it by that URL). A typo in
-    one DOI must not be a silent drop."""
+    no paper's DOI. One a file (a row), so the warning counts rows or files; a row that gives
+    a URL too is not one (a paper may read its file by that URL), but a DOI row naming a file
+    that another row's URL also names is (the typo in its DOI is still unused). A typo in one
+    DOI must not be a silent drop."""
     folder = os.path.realpath(source.folder)
     out = []
     for path in source.by_doi[key]:
-        if path in source.url_files:
+        if (key, path) in source.with_url:
             continue
         name = os.path.relpath(path, folder)
         if source.manifest is not None:
