@@ -236,15 +236,29 @@ def add_reject_rate_argument(parser) -> None:
 
 
 def stale_after(out: str, stage: str) -> list[str]:
-    """The notice after `stage` ran: the later stages its new outputs made stale."""
-    from openmsd_build.core.stages import stale_stages
+    """The notices after `stage` ran: the later stages its new outputs made stale, `stage`
+    itself when it ran on stale inputs, and the other stages that were stale already."""
+    from openmsd_build.core.stages import STAGES, stale_stages
 
-    stale = [s for s, why in stale_stages(out).items() if s != stage]
-    if not stale:
-        return []
-    return [f"{', '.join(stale)} {'is' if len(stale) == 1 else 'are'} now stale ({stage} was rebuilt after "
-            f"{'it' if len(stale) == 1 else 'they'} ran): re-run with `openmsd-build run ... --from-stage "
-            f"{stale[0]}`; report, release and export show or refuse the stale build until then"]
+    stale = stale_stages(out)
+    later = {stage}
+    for s in STAGES:  # in build order: a stage is later when one of its upstream stages is
+        if any(u in later for u in s.upstream):
+            later.add(s.name)
+    made = [s for s in stale if s in later and s != stage]
+    out_lines = []
+    if stage in stale:
+        out_lines.append(f"{stage} ran on stale inputs ({stale[stage]}): its outputs are stale too; re-run with "
+                         f"`openmsd-build run ... --from-stage {next(iter(stale))}`")
+    if made:
+        out_lines.append(
+            f"{', '.join(made)} {'is' if len(made) == 1 else 'are'} now stale ({stage} was rebuilt after "
+            f"{'it' if len(made) == 1 else 'they'} ran): re-run with `openmsd-build run ... --from-stage "
+            f"{made[0]}`; report, release and export show or refuse the stale build until then")
+    before = [s for s in stale if s not in later]
+    if before:
+        out_lines.append(f"still stale: {'; '.join(f'{s} ({stale[s]})' for s in before)}")
+    return out_lines
 
 
 def warn(lines: list[str], prefix: str = "warning") -> None:

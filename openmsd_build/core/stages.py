@@ -138,7 +138,7 @@ def stale_stages(out: str) -> dict[str, str]:
 
 
 def require_fresh(out: str, what: str) -> None:
-    """A `UserError` when any stage of `out` is stale (release and export use it)."""
+    """A `UserError` when any stage of `out` is stale (release, export and evaluate use it)."""
     from openmsd_build.core.errors import UserError
 
     stale = stale_stages(out)

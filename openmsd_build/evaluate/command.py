@@ -323,6 +323,9 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         raise UserError(f"--relations: choose from {', '.join(layout.RELATIONS)}")
     if not FileSystems.exists(args.out):
         raise UserError(f"output root not found: {args.out}")
+    from openmsd_build.core.stages import require_fresh
+
+    require_fresh(args.out, "evaluate")  # scores of a stale build describe outputs of other inputs
     splits = args.split or list(tasks.EVAL_SPLITS)
     if args.name is not None:  # OUT/evaluation/<name>_<split>.json: one file of that folder
         layout.check_name(args.name, "--name")

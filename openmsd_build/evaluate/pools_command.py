@@ -261,6 +261,9 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         raise UserError(f"evaluate-pools runs no Beam pipeline; unknown options: {' '.join(beam_args)}")
     if not os.path.isdir(args.out):
         raise UserError(f"output root not found (a local folder): {args.out}")
+    from openmsd_build.core.stages import require_fresh
+
+    require_fresh(args.out, "evaluate-pools")  # as evaluate: a stale build's pools are of other inputs
     relations = tuple(r.strip() for r in args.relations.split(",") if r.strip())
     bench_rel = tuple(r.strip() for r in args.benchmark_relations.split(",") if r.strip())
     if not relations or not set(relations) | set(bench_rel) <= set(layout.RELATIONS):

@@ -146,3 +146,13 @@ def test_rerun_says_which_stages_are_stale(empty_citations_build, capsys):
     assert main(["run", "--inputs", str(inputs), "--out", str(out), "--from-stage", "citations", "--plan"]) == 0
     plan = capsys.readouterr().out
     assert "text is stale" in plan and "--from-stage text" in plan
+    # a stage run on stale inputs says so; the stages stale before it ran are not blamed on it
+    assert main(["pairs", "--out", str(out), *FNAPI]) == 0
+    err = capsys.readouterr().err
+    assert "pairs ran on stale inputs (upstream citations is stale): its outputs are stale too; re-run with " \
+        "`openmsd-build run ... --from-stage text`" in err
+    assert "warning: still stale: text (upstream papers was rebuilt after text ran); citations (" in err
+    assert "now stale (pairs was rebuilt" not in err
+    # evaluate refuses a stale build, as export and release do
+    assert main(["evaluate", "--out", str(out), "--baseline", "bm25"]) == 2
+    assert "evaluate refused: stale stages" in capsys.readouterr().err
