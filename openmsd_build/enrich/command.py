@@ -62,7 +62,7 @@ from openmsd_build.core.parquet_io import join_path, list_parts, table_from_rows
 from openmsd_build.core.paths import inside
 from openmsd_build.core.rejects import make_reject
 from openmsd_build.core.staging import owned_paths, stage_outputs
-from openmsd_build.enrich import FOLDER, STAGE, enriched_dir
+from openmsd_build.enrich import FOLDER, STAGE, enriched_dir, text_fingerprint
 from openmsd_build.enrich.cache import CACHE_FILE, AnswerCache, CachedAnswer, cache_key
 from openmsd_build.enrich.prompts import DEFAULT_PROMPT, PROMPTS, prompt
 from openmsd_build.enrich.summarizers import (
@@ -290,6 +290,7 @@ def run_enrich(
                 write_table(table_from_rows(rejects, REJECTS),
                             join_path(layout.rejects_dir(dest, STAGE), "part-00000-of-00001.parquet"))
             stats = stats_document(enricher.counts, summarizer, max_tokens, cache, started, extra_stats)
+            stats["built_from"] = text_fingerprint(out)  # `enriched_is_current` compares it later
             path = layout.stats_path(dest, STAGE)
             if "://" not in path:
                 os.makedirs(os.path.dirname(path), exist_ok=True)

@@ -119,8 +119,11 @@ def relevance_from_pairs(relation: str, a: np.ndarray, b: np.ndarray, n: int) ->
 
 
 def load_summaries(out: str) -> dict[str, str]:
-    """doi -> English summary from `OUT/enriched/`; a `UserError` when enrich has not run."""
-    from openmsd_build.enrich import enriched_dir
+    """doi -> English summary from `OUT/enriched/`; a `UserError` when enrich has not run, or
+    ran on documents the text stage has replaced since (`enrich.check_current`)."""
+    from openmsd_build.enrich import check_current, enriched_dir
+
+    check_current(out)
 
     lf = scan(enriched_dir(out), ["doi", "summary"], tables.ENRICHED)
     if lf is None:

@@ -5,6 +5,7 @@ reasons (slow, 500, 429 + Retry-After, malformed, non-English, empty, refusal), 
 from __future__ import annotations
 
 import argparse
+import json
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -265,3 +266,21 @@ def test_truncation_to_the_papers_token_cuts(n):
     short = "only five tokens are here"
     assert truncate_tokens(short, n) == short
     assert truncate_tokens(latin, n).endswith(f"word{n - 1}")
+
+
+def test_enriched_summaries_of_an_earlier_text_stage_are_refused(tmp_path, stub):
+    """enrich recorded nothing of the text stage it read, so after text was rebuilt
+    `--text enriched` (evaluate, export) went on using summaries of the earlier documents."""
+    from openmsd_build.evaluate.tasks import load_summaries
+
+    out = tmp_path / "build"
+    write_documents(str(out))
+    (out / "_stats").mkdir(exist_ok=True)
+    (out / "_stats" / "text.json").write_text(json.dumps({"stage": "text", "counts": {"documents.kept": 7}}))
+    command.run_enrich(str(out), chat(stub.url))
+    assert load_summaries(str(out))
+    (out / "_stats" / "text.json").write_text(json.dumps({"stage": "text", "counts": {"documents.kept": 8}}))
+    with pytest.raises(UserError, match="enriched is stale: the text stage was rebuilt after enrich ran"):
+        load_summaries(str(out))
+    command.run_enrich(str(out), chat(stub.url))
+    assert load_summaries(str(out))
