@@ -6,6 +6,7 @@ with the stages' own defaults."""
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 
@@ -304,3 +305,22 @@ def test_an_input_folder_holding_the_build_is_refused(tmp_path, capsys) -> None:
     beside.mkdir()
     (beside / "works.jsonl").write_text('{"DOI": "10.1234/x", "title": ["T"]}\n')
     assert cli.main(["papers", "--out", str(out), "--crossref", str(beside)]) == 0
+
+
+def test_run_from_a_later_stage_gives_contexts_the_crossref_files_papers_read(tmp_path) -> None:
+    """`run --from-stage split` without --crossref ran contexts on no reference list (0 of 200
+    markers resolved, no warning); it now passes the Crossref files the build's papers stage
+    recorded reading (those still there)."""
+    out = tmp_path / "b"
+    (out / "_stats").mkdir(parents=True)
+    works = tmp_path / "works.jsonl"
+    works.write_text("{}\n")
+    inputs = [{"source": "crossref", "path": str(works), "bytes": 3}, {"source": "unpaywall", "path": "u", "bytes": 1},
+              {"source": "crossref", "path": str(tmp_path / "gone.jsonl"), "bytes": 1}]
+    (out / "_stats" / "papers.json").write_text(json.dumps({"stage": "papers", "inputs": inputs}))
+    parser = argparse.ArgumentParser()
+    run_command.add_arguments(parser)
+    argv = run_command.stage_argv("contexts", parser.parse_args(["--out", str(out), "--from-stage", "split"]))
+    assert [argv[k + 1] for k, v in enumerate(argv) if v == "--crossref"] == [str(works)]
+    given = run_command.stage_argv("contexts", parser.parse_args(["--out", str(out), "--crossref", "x/*.json"]))
+    assert [given[k + 1] for k, v in enumerate(given) if v == "--crossref"] == ["x/*.json"]

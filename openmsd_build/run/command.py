@@ -111,6 +111,16 @@ def _sample_inputs(directory: str) -> dict:
     return inputs
 
 
+def recorded_crossref(out: str) -> list[str]:
+    """The Crossref files the build's papers stage read (its `_stats` `inputs`): what the
+    contexts stage reads when a run from a later stage is given no `--crossref`."""
+    from openmsd_build.core.stages import read_stage_stats
+
+    inputs = (read_stage_stats(out, "papers") or {}).get("inputs") or []
+    return [row["path"] for row in inputs if isinstance(row, dict) and row.get("source") == "crossref"
+            and FileSystems.exists(row.get("path") or "")]
+
+
 def stage_argv(stage: str, args: argparse.Namespace) -> list[str]:
     """The command line of one stage inside this run."""
     sample = _sample_inputs(args.inputs) if args.inputs else {}
@@ -127,7 +137,8 @@ def stage_argv(stage: str, args: argparse.Namespace) -> list[str]:
         for glob in args.opencitations_meta:
             argv += ["--meta", glob]
     elif stage == "contexts":  # the reference lists are in the Crossref files the papers stage read
-        for glob in source_globs(args).get("crossref") or ([sample["crossref"]] if "crossref" in sample else []):
+        for glob in source_globs(args).get("crossref") or ([sample["crossref"]] if "crossref" in sample else
+                                                            recorded_crossref(args.out)):
             argv += ["--crossref", glob]
     handled = set(argv) | {"--fetch", "--opencitations", "--meta", *(s.flag for s in SOURCES)}
     for names, kwargs in stage_flags(stage):
