@@ -167,6 +167,9 @@ def _main(argv: list[str], command: str | None) -> int:
         check_cloud_credentials(argv, beam_args)
         check_local_worker_pool(beam_args)
         pipeline_options(beam_args)
+        out = getattr(args, "out", None)
+        if isinstance(out, str) and "://" not in out and os.path.exists(out) and not os.path.isdir(out):
+            raise UserError(f"--out {out} is a file, not a folder (a build's output root is a folder)")
         if args.command in STAGE_NAMES:
             from openmsd_build.core import progress, resources
             from openmsd_build.core.inputs import refuse_inputs_in_outputs

@@ -324,3 +324,16 @@ def test_run_from_a_later_stage_gives_contexts_the_crossref_files_papers_read(tm
     assert [argv[k + 1] for k, v in enumerate(argv) if v == "--crossref"] == [str(works)]
     given = run_command.stage_argv("contexts", parser.parse_args(["--out", str(out), "--crossref", "x/*.json"]))
     assert [given[k + 1] for k, v in enumerate(given) if v == "--crossref"] == ["x/*.json"]
+
+
+def test_out_that_is_a_file_is_a_clear_error(tmp_path, capsys) -> None:
+    """`papers --out FILE` ended in a NotADirectoryError traceback (OUT/_tmp)."""
+    afile = tmp_path / "afile"
+    afile.write_text("mine")
+    snapshot = tmp_path / "u.jsonl"
+    snapshot.write_text('{"doi": "10.1234/x"}\n')
+    for argv in (["papers", "--out", str(afile), "--unpaywall", str(snapshot)], ["report", str(afile)],
+                 ["run", "--out", str(afile), "--unpaywall", str(snapshot), "--fetch", "none"]):
+        assert cli.main(argv) == 2, argv
+        assert "is a file, not a folder" in capsys.readouterr().err
+    assert afile.read_text() == "mine"
