@@ -42,8 +42,8 @@ def _papers(counts: Mapping[str, int]) -> list[str]:
     if read and not written:
         return [f"papers wrote 0 papers from {_n(read)} records read: are the snapshot files of the right source?"]
     if written and not counts.get("with_abstract", 0) and not counts.get("with_urls", 0):
-        return [f"none of the {_n(written)} papers has an abstract or a URL: the text stage will keep none "
-                "(are these snapshots' records complete?)"]
+        return [f"none of the {_n(written)} papers has an abstract or a URL: the text stage can keep them only "
+                "from files you give it (--fetch local:FOLDER); are these snapshots' records complete?"]
     return []
 
 
