@@ -188,6 +188,8 @@ class Http:
                 payload = resp.read(MAX_BODY_BYTES + 1)
             finally:
                 resp.release_conn()
+        except urllib3.exceptions.NewConnectionError as exc:  # a TimeoutError subclass to urllib3, but refused
+            raise CallError("connection_error", f"cannot connect to {url}: {exc.__class__.__name__}") from None
         except urllib3.exceptions.TimeoutError as exc:
             raise CallError("timeout", f"no answer within {self.timeout:g}s ({type(exc).__name__})") from None
         except urllib3.exceptions.HTTPError as exc:

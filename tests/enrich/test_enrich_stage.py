@@ -284,3 +284,18 @@ def test_enriched_summaries_of_an_earlier_text_stage_are_refused(tmp_path, stub)
         load_summaries(str(out))
     command.run_enrich(str(out), chat(stub.url))
     assert load_summaries(str(out))
+
+
+def test_a_refused_connection_is_a_connection_error_not_a_timeout():
+    """An endpoint that refuses at once (nothing listening) was counted `timeout` with "no
+    answer within 60s": urllib3 makes its refusal a subclass of its timeout error."""
+    import socket
+
+    from openmsd_build.enrich.summarizers import CallError
+
+    with socket.socket() as sock:  # a port nothing listens on once the socket is closed
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with pytest.raises(CallError) as caught:
+        Http(timeout=60.0, concurrency=1).post_json(f"http://127.0.0.1:{port}/v1/chat/completions", {})
+    assert caught.value.reason == "connection_error" and "cannot connect" in caught.value.detail
