@@ -16,7 +16,8 @@ def expand_globs(globs: Iterable[str], what: str) -> list[tuple[str, int]]:
     """Every file matched by `globs` as `(path, size_in_bytes)`, sorted; a glob that
     matches nothing is an error (a typo must not silently build an empty dataset). A
     folder (local, or remote ending in `/`) stands for every file under it, recursively,
-    for every source alike (`folder_files`)."""
+    for every source alike (`folder_files`); a local file whose name holds glob characters
+    (`a[1].json.gz`) is read as named."""
     files: dict[str, int] = {}
     for pattern in globs:
         if _is_local_folder(pattern):
@@ -25,6 +26,10 @@ def expand_globs(globs: Iterable[str], what: str) -> list[tuple[str, int]]:
                 raise UserError(f"{what} input {pattern!r} is a folder with no file in it (folders are read "
                                 "recursively)")
             files.update(found)
+            continue
+        local = pattern.removeprefix("file://")
+        if "://" not in local and any(c in local for c in _GLOB_CHARS) and os.path.isfile(local):
+            files[local] = os.path.getsize(local)  # a file whose name holds `[`, `*` or `?` is itself
             continue
         if "://" in pattern and pattern.endswith("/"):
             pattern += "**"  # a remote folder: everything under it, as a local one

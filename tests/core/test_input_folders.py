@@ -27,3 +27,15 @@ def test_an_empty_folder_is_an_error_that_says_so(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(UserError, match="is a folder with no file in it"):
         expand_globs([str(tmp_path / "empty")], "--crossref")
+
+
+def test_a_file_named_with_glob_characters_is_read_as_named(tmp_path):
+    """`--crossref 'a[1].json.gz'` (the file exists) said it matched no file: the name was
+    read as a glob (`[1]` a character class)."""
+    from openmsd_build.core.inputs import expand_globs
+
+    odd = tmp_path / "a[1].json.gz"
+    odd.write_bytes(b"12345")
+    assert expand_globs([str(odd)], "--crossref") == [(str(odd), 5)]
+    (tmp_path / "b1.json").write_bytes(b"1")
+    assert expand_globs([str(tmp_path / "b[1].json")], "--crossref") == [(str(tmp_path / "b1.json"), 1)]
