@@ -185,6 +185,7 @@ ROUTES = {
     "/to-metadata": redirect_to("http://169.254.169.254/latest/meta-data/"),
     "/to-private": redirect_to("http://10.0.0.1/admin"),
     "/to-file": redirect_to("file:///etc/passwd"),
+    "/to-unparsable": redirect_to("http://[::1/"),
     "/to-private-name": redirect_to("http://internal.test/"),
 }
 
@@ -446,6 +447,12 @@ def test_bad_scheme(url, connects):
 
 def test_redirect_to_file_scheme(srv):
     assert make().fetch(srv.url("/to-file")).error == "bad_scheme"
+
+
+def test_redirect_to_a_location_urljoin_cannot_parse(srv):
+    """A hostile host's `Location: http://[::1/` raised ValueError out of the fetch."""
+    result = make().fetch(srv.url("/to-unparsable"))
+    assert result.error == "bad_url" and result.body is None
 
 
 def test_blocked_ip_table():

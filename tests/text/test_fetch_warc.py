@@ -175,3 +175,16 @@ def test_backend_redirect_target_missing_and_loop(tmp_path):
     assert missing.error == "not_in_archive" and missing.final_url == "http://c.org/elsewhere"
     assert backend.fetch("http://d.org/img").error == "wrong_content_type"
     assert "http://a.org/y" in backend and len(backend) == 6
+
+
+@pytest.mark.parametrize(("location", "reason"), [("file:///etc/passwd", "bad_scheme"), ("http://[::1/", "bad_url")])
+def test_archived_redirect_to_a_url_the_fetcher_refuses(tmp_path, location, reason):
+    """An archived redirect to file:///etc/passwd replayed as not_in_archive, and a Location
+    urljoin cannot parse raised out of the replay (and out of a live fetch); the live fetch
+    says bad_scheme / bad_url."""
+    path = str(tmp_path / "r.warc.gz")
+    with WarcWriter(path) as writer:
+        writer.write(FetchResult(url="http://a.org/x", final_url="http://a.org/x", status=302,
+                                 headers={"Location": location}))
+    result = WarcBackend([path]).fetch("http://a.org/x")
+    assert result.error == reason and result.status == 302 and result.body is None

@@ -165,7 +165,10 @@ def follow_redirect(result: FetchResult, current: str, status: int | None, heade
     answer is final. Shared by the live fetcher and the archive replay."""
     location = headers.get("location")
     if error is None and status in REDIRECT_STATUSES and location:
-        target = urljoin(current, location.strip())
+        try:
+            target = urljoin(current, location.strip())
+        except ValueError:  # "http://[::1/": kept as given, the next hop's checks refuse it (bad_url)
+            target = location.strip()
         result.redirects.append({"url": current, "status": status, "location": target})
         return target
     return None

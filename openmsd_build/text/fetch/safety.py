@@ -26,6 +26,7 @@ import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from urllib.parse import urlsplit
 
 from openmsd_build.text.fetch.result import BAD_SCHEME, BAD_URL, BLOCKED_ADDRESS, DNS_ERROR
 
@@ -183,6 +184,21 @@ def split_authority(netloc: str) -> tuple[CanonicalHost, int | None]:
             raise FetchRefused(BAD_URL, f"bad port {port_text!r}")
         port = int(port_text)
     return canonical_host(host, bracketed), port
+
+
+def url_refusal(url: str) -> str | None:
+    """Why the fetcher refuses `url` before any connection (`bad_scheme`, `bad_url`), None
+    when it may be fetched: replay applies the same checks to an archived redirect's target,
+    so an archive answers as the live fetch that wrote it did."""
+    try:
+        parts = urlsplit(url.strip())
+        check_scheme(parts.scheme)
+        split_authority(parts.netloc)
+    except FetchRefused as exc:
+        return exc.code
+    except ValueError:
+        return BAD_URL
+    return None
 
 
 # ----------------------------------------------------------------------------- address checks

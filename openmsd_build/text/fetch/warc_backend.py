@@ -36,6 +36,7 @@ from openmsd_build.text.fetch.result import (
     final_error,
     follow_redirect,
 )
+from openmsd_build.text.fetch.safety import url_refusal
 from openmsd_build.text.fetch.warc_store import is_remote, read_record
 
 
@@ -169,6 +170,10 @@ class WarcBackend:
             # an archived 3xx is a hop to replay whatever error code reading it produced
             target = follow_redirect(result, current, archived.status, archived.headers, None)
             if target is not None:
+                refused = url_refusal(target)
+                if refused is not None:  # file:///etc/passwd, "//": what the live fetch said
+                    result.final_url, result.error = target, refused
+                    return result
                 current = target
                 continue
             result.error = final_error(archived.status, archived.error)
