@@ -74,6 +74,9 @@ def read_source(
             raise UserError(f"cannot fetch {source}: {result.error} (status {result.status})")
         return result.body, result.final_url, result.content_type
     path = Path(source)
+    if path.is_dir():
+        raise UserError(f"{source} is a folder: inspect reads one page or PDF (a folder of them is read by "
+                        "`text --fetch local:FOLDER`)")
     if not path.is_file():
         raise UserError(f"no such file: {source}")
     with path.open("rb") as handle:

@@ -27,6 +27,8 @@ def test_file_kind_as_the_stage_reads_it(tmp_path: Path, capsys: pytest.CaptureF
     data = tmp_path / "record.json"
     data.write_text(json.dumps({"title": "A study of things", "abstract": "Words " * 80}), encoding="utf-8")
     assert inspect_command.read_source(str(data))[2] is None
+    with pytest.raises(UserError, match="is a folder"):
+        inspect_command.read_source(str(tmp_path))
     assert run_inspect([str(data), "--json"]) == 1
     report = json.loads(capsys.readouterr().out)
     assert report["error"] == "unsupported_content" and report["content"] is None and report["extracted"] is None
