@@ -30,6 +30,11 @@ def _n(value: int | float) -> str:
     return f"{int(value):,}"
 
 
+def _total(counts: Mapping[str, int], prefix: str | tuple[str, ...]) -> int:
+    """The sum of the counters under `prefix` (one or several)."""
+    return sum(v for k, v in counts.items() if k.startswith(prefix))
+
+
 def _top(counts: Mapping[str, int], prefix: str, n: int = 3) -> str:
     """The largest counters under `prefix`, as `reason count` phrases."""
     items = sorted(((v, k[len(prefix):]) for k, v in counts.items() if k.startswith(prefix) and v), reverse=True)
@@ -37,7 +42,7 @@ def _top(counts: Mapping[str, int], prefix: str, n: int = 3) -> str:
 
 
 def _papers(counts: Mapping[str, int]) -> list[str]:
-    read = sum(v for k, v in counts.items() if k.startswith("read."))
+    read = _total(counts, "read.")
     written = counts.get("written", 0)
     if read and not written:
         return [f"papers wrote 0 papers from {_n(read)} records read: are the snapshot files of the right source?"]
@@ -59,7 +64,7 @@ def _text(counts: Mapping[str, int]) -> list[str]:
     elif fetched >= SMALL_MIN and missed / fetched > 1 - SMALL_SHARE:
         out.append(f"only {_n(fetched - missed)} of {_n(fetched)} planned URLs were found in the archives / "
                    "folder given: are they from these papers?")
-    rejected_files = sum(v for k, v in counts.items() if k.startswith("archive.rejected."))
+    rejected_files = _total(counts, "archive.rejected.")
     if rejected_files:
         out.append(f"{_n(rejected_files)} of {_n(counts.get('archive.files_indexed', 0))} archive files were "
                    f"rejected ({_top(counts, 'archive.rejected.')}): see rejects/text/ for the file names")
@@ -67,7 +72,7 @@ def _text(counts: Mapping[str, int]) -> list[str]:
     if cut:
         out.append(f"{_n(cut)} archived {'record ends' if cut == 1 else 'records end'} before the Content-Length "
                    "(a truncated file?), not replayed: see rejects/text/ for the files")
-    bad_rows = sum(v for k, v in counts.items() if k.startswith("local.rejected."))
+    bad_rows = _total(counts, "local.rejected.")
     if bad_rows:  # manifest rows, or with the naming rule files of the folder
         what = (("manifest row", "manifest rows") if counts.get("local.manifest_used")
                 else ("file of the folder", "files of the folder"))[bad_rows != 1]
@@ -126,7 +131,7 @@ def _split(counts: Mapping[str, int]) -> list[str]:
 
 
 def _pairs(counts: Mapping[str, int]) -> list[str]:
-    total = sum(v for k, v in counts.items() if k.startswith(("dc_kept.", "cc_pairs.", "bc_pairs.")))
+    total = _total(counts, ("dc_kept.", "cc_pairs.", "bc_pairs."))
     if not total:
         return ["pairs wrote 0 pairs: the splits hold no linked papers (see the split and citations warnings); "
                 "export has nothing to write"]
@@ -149,7 +154,7 @@ def _contexts(counts: Mapping[str, int]) -> list[str]:
     elif markers and not counts.get("markers_resolved", 0):
         out.append(f"0 of {_n(markers)} citation markers were resolved ({_top(counts, 'markers_unresolved.')}): "
                    "are the --crossref files the works of these papers?")
-    bad = sum(v for k, v in counts.items() if k.startswith("crossref_rejected."))
+    bad = _total(counts, "crossref_rejected.")
     if bad:
         out.append(f"{_n(bad)} Crossref {'record' if bad == 1 else 'records'} could not be read "
                    f"({_top(counts, 'crossref_rejected.')}): see rejects/contexts/")
@@ -170,8 +175,8 @@ def reject_rate(stage: str, counts: Mapping[str, int]) -> tuple[int, int]:
     """(rejected, read) records of a stage's inputs, by its own counters; (0, 0) when the
     stage has no record-level input count."""
     if stage == "papers":
-        read = sum(v for k, v in counts.items() if k.startswith("read."))
-        rejected = sum(v for k, v in counts.items() if k.startswith("rejected."))
+        read = _total(counts, "read.")
+        rejected = _total(counts, "rejected.")
         return rejected, read
     if stage == "citations":
         read = counts.get("rows_read", 0)
