@@ -9,35 +9,40 @@ from collections.abc import Iterable, Sequence
 from apache_beam.io.filesystems import FileSystems
 
 from openmsd_build.core.errors import UserError
-from openmsd_build.core.folders import folder_files
+from openmsd_build.core.folders import folder_files, is_documentation
 
 
 def expand_globs(globs: Iterable[str], what: str) -> list[tuple[str, int]]:
     """Every file matched by `globs` as `(path, size_in_bytes)`, sorted; a glob that
     matches nothing is an error (a typo must not silently build an empty dataset). A
     folder (local, or remote ending in `/`) stands for every file under it, recursively,
-    for every source alike (`folder_files`); a local file whose name holds glob characters
+    for every source alike, notes and checksum lists left out (`folder_files`); a local file whose name holds glob characters
     (`a[1].json.gz`) is read as named."""
     files: dict[str, int] = {}
     for pattern in globs:
         if _is_local_folder(pattern):
-            found = folder_files(pattern)
+            left_out: list[str] = []
+            found = folder_files(pattern, left_out)
             if not found:
-                raise UserError(f"{what} input {pattern!r} is a folder with no file in it (folders are read "
-                                "recursively)")
+                notes = f" but notes or checksums ({', '.join(os.path.basename(p) for p in left_out[:3])}: name a " \
+                        "file on its own to read it)" if left_out else ""
+                raise UserError(f"{what} input {pattern!r} is a folder with no data file in it{notes} (folders are "
+                                "read recursively)")
             files.update(found)
             continue
         local = pattern.removeprefix("file://")
         if "://" not in local and any(c in local for c in _GLOB_CHARS) and os.path.isfile(local):
             files[local] = os.path.getsize(local)  # a file whose name holds `[`, `*` or `?` is itself
             continue
-        if "://" in pattern and pattern.endswith("/"):
+        folder = "://" in pattern and pattern.endswith("/")
+        if folder:
             pattern += "**"  # a remote folder: everything under it, as a local one
         try:
             matches = FileSystems.match([pattern])[0].metadata_list
         except Exception as exc:  # noqa: BLE001 - Beam wraps filesystem errors in BeamIOError
             raise UserError(f"cannot list {what} input {pattern!r}: {exc}") from exc
-        matched = [m for m in matches if not m.path.endswith("/")]
+        matched = [m for m in matches if not m.path.endswith("/")
+                   and not (folder and is_documentation(m.path.rsplit("/", 1)[-1]))]
         if not matched:
             raise UserError(f"{what} input {pattern!r} matches no file")
         for m in matched:
