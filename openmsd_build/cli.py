@@ -168,7 +168,8 @@ def _main(argv: list[str], command: str | None) -> int:
         check_local_worker_pool(beam_args)
         pipeline_options(beam_args)
         out = getattr(args, "out", None)
-        if isinstance(out, str) and "://" not in out and os.path.exists(out) and not os.path.isdir(out):
+        local = out.removeprefix("file://") if isinstance(out, str) else None
+        if local is not None and "://" not in local and os.path.exists(local) and not os.path.isdir(local):
             raise UserError(f"--out {out} is a file, not a folder (a build's output root is a folder)")
         if args.command in STAGE_NAMES:
             from openmsd_build.core import progress, resources

@@ -333,6 +333,7 @@ def test_out_that_is_a_file_is_a_clear_error(tmp_path, capsys) -> None:
     snapshot = tmp_path / "u.jsonl"
     snapshot.write_text('{"doi": "10.1234/x"}\n')
     for argv in (["papers", "--out", str(afile), "--unpaywall", str(snapshot)], ["report", str(afile)],
+                 ["papers", "--out", f"file://{afile}", "--unpaywall", str(snapshot)],
                  ["run", "--out", str(afile), "--unpaywall", str(snapshot), "--fetch", "none"]):
         assert cli.main(argv) == 2, argv
         assert "is a file, not a folder" in capsys.readouterr().err

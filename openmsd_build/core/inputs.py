@@ -131,11 +131,12 @@ def refuse_foreign_folders(out: str, names: Iterable[str]) -> None:
     already holds one of `names` (paths relative to OUT that the run replaces or deletes, such
     as `report/` or `export/`): they are someone else's folders, not an earlier run's outputs,
     and `run` would delete them before its first stage."""
-    from openmsd_build.core.parquet_io import join_path
+    from openmsd_build.core.parquet_io import join_path, match_paths
+    from openmsd_build.core.staging import path_exists
 
-    if FileSystems.exists(join_path(out, "_stats")):
+    if match_paths(join_path(out, "_stats", "*.json")):  # a stage finished here (a gs:// folder is no object)
         return
-    found = [name for name in names if FileSystems.exists(join_path(out, name))]
+    found = [name for name in names if path_exists(join_path(out, name))]
     if found:
         raise UserError(f"--out {out} is not a build (no _stats/) but holds {', '.join(found)}, which this run would "
                         "replace: move them away or choose a new folder")

@@ -89,7 +89,9 @@ def _pid_alive(pid: int) -> bool:
 # ---------------------------------------------------------------- filesystem primitives
 
 
-def _exists(path: str) -> bool:
+def path_exists(path: str) -> bool:
+    """Whether a file, a folder or a link is at `path` (on an object store: any object at or
+    under it, where a folder is no object of its own)."""
     if _is_remote(path):
         return bool(_remote_files(path))
     return os.path.lexists(_local(path))
@@ -103,7 +105,7 @@ def _remote_files(path: str) -> list[str]:
     return sorted(found)
 
 
-def _delete(path: str) -> None:
+def delete_path(path: str) -> None:
     """Delete a file or a folder tree; nothing there is fine."""
     if _is_remote(path):
         files = _remote_files(path)
@@ -117,7 +119,7 @@ def _delete(path: str) -> None:
         os.remove(local)
 
 
-def _move(src: str, dst: str) -> None:
+def move_path(src: str, dst: str) -> None:
     """Move a file or folder `src` to the (absent) `dst`: one rename locally, copy + delete
     per object on an object store."""
     if _is_remote(src):
@@ -178,21 +180,21 @@ def _swap_in(out: str, root: str, paths: Sequence[str]) -> None:
     placed: list[str] = []
     try:
         for rel in paths:
-            if _exists(_rel_join(out, rel)):
-                _move(_rel_join(out, rel), _rel_join(old_root, rel))
+            if path_exists(_rel_join(out, rel)):
+                move_path(_rel_join(out, rel), _rel_join(old_root, rel))
                 aside.append(rel)
         for rel in paths:
-            if _exists(_rel_join(root, rel)):
-                _move(_rel_join(root, rel), _rel_join(out, rel))
+            if path_exists(_rel_join(root, rel)):
+                move_path(_rel_join(root, rel), _rel_join(out, rel))
                 placed.append(rel)
     except BaseException:
         LOG.error("swapping outputs into %s failed; restoring the previous outputs", out)
         for rel in placed:
-            _delete(_rel_join(out, rel))
+            delete_path(_rel_join(out, rel))
         for rel in aside:
-            _move(_rel_join(old_root, rel), _rel_join(out, rel))
+            move_path(_rel_join(old_root, rel), _rel_join(out, rel))
         raise
-    _delete(old_root)
+    delete_path(old_root)
 
 
 def _restore_aside(out: str, stale_root: str, paths: Sequence[str]) -> None:
@@ -200,9 +202,9 @@ def _restore_aside(out: str, stale_root: str, paths: Sequence[str]) -> None:
     is empty (the new one never arrived), so the build is as it was before that run."""
     old_root = join_path(stale_root, OLD_DIR)
     for rel in paths:
-        if _exists(_rel_join(old_root, rel)) and not _exists(_rel_join(out, rel)):
+        if path_exists(_rel_join(old_root, rel)) and not path_exists(_rel_join(out, rel)):
             LOG.warning("restoring %s left aside by an interrupted swap", rel)
-            _move(_rel_join(old_root, rel), _rel_join(out, rel))
+            move_path(_rel_join(old_root, rel), _rel_join(out, rel))
 
 
 def _stale_roots(out: str, stage: str) -> list[str]:
@@ -231,7 +233,7 @@ def clean_stale(out: str, stage: str, paths: Sequence[str]) -> None:
     outputs a killed swap had moved aside)."""
     for root in _stale_roots(out, stage):
         _restore_aside(out, root, paths)
-        _delete(root)
+        delete_path(root)
     _remove_if_empty(join_path(out, TMP_DIR))
 
 
@@ -272,7 +274,7 @@ def stage_outputs(out: str, stage: str, folders: Sequence[str] | None = None) ->
         yield root
     except BaseException as exc:
         with _signals_held():
-            _delete(root)
+            delete_path(root)
             _remove_if_empty(join_path(out, TMP_DIR))
         if not isinstance(exc, KeyboardInterrupt) and _was_interrupted(exc):
             raise KeyboardInterrupt(f"{stage} interrupted; previous outputs kept") from exc
@@ -281,6 +283,6 @@ def stage_outputs(out: str, stage: str, folders: Sequence[str] | None = None) ->
         try:
             _swap_in(out, root, paths)
         finally:
-            _delete(root)
+            delete_path(root)
             _remove_if_empty(join_path(out, TMP_DIR))
 

@@ -61,7 +61,7 @@ from openmsd_build.core.errors import UserError
 from openmsd_build.core.parquet_io import join_path, list_parts, table_from_rows, write_table
 from openmsd_build.core.paths import inside
 from openmsd_build.core.rejects import make_reject
-from openmsd_build.core.staging import owned_paths, stage_outputs
+from openmsd_build.core.staging import owned_paths, path_exists, stage_outputs
 from openmsd_build.enrich import FOLDER, STAGE, enriched_dir, text_fingerprint
 from openmsd_build.enrich.cache import CACHE_FILE, AnswerCache, CachedAnswer, cache_key
 from openmsd_build.enrich.prompts import DEFAULT_PROMPT, PROMPTS, prompt
@@ -438,7 +438,7 @@ def make_summarizer(args: argparse.Namespace, endpoint: str | None = None) -> Su
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     if beam_args:
         raise UserError(f"enrich runs no Beam pipeline; unknown options: {' '.join(beam_args)}")
-    if not FileSystems.exists(args.out):
+    if not path_exists(args.out):  # a gs:// folder is no object: any object under it
         raise UserError(f"output root not found: {args.out}")
     stub = None
     extra: dict = {}

@@ -42,6 +42,7 @@ from openmsd_build.core.doi import try_normalize_doi
 from openmsd_build.core.errors import UserError
 from openmsd_build.core.notices import warn
 from openmsd_build.core.parquet_io import join_path
+from openmsd_build.core.staging import path_exists
 from openmsd_build.evaluate import metrics, tasks
 
 log = logging.getLogger(__name__)
@@ -321,7 +322,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     bad = [r for r in relations if r not in layout.RELATIONS]
     if bad or not relations:
         raise UserError(f"--relations: choose from {', '.join(layout.RELATIONS)}")
-    if not FileSystems.exists(args.out):
+    if not path_exists(args.out):  # a gs:// folder is no object: any object under it
         raise UserError(f"output root not found: {args.out}")
     from openmsd_build.core.stages import require_fresh
 

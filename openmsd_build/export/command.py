@@ -41,6 +41,7 @@ from openmsd_build.core import layout
 from openmsd_build.core.errors import UserError
 from openmsd_build.core.parquet_io import join_path, write_table
 from openmsd_build.core.stages import require_fresh
+from openmsd_build.core.staging import path_exists
 from openmsd_build.evaluate import tasks
 from openmsd_build.export import hf_dataset, trainer
 from openmsd_build.export.build_checks import check_dest, prepare_dest, refuse_empty
@@ -287,7 +288,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     if beam_args:
         raise UserError(f"export runs no Beam pipeline; unknown options: {' '.join(beam_args)}")
-    if not FileSystems.exists(args.out):
+    if not path_exists(args.out):  # a gs:// folder is no object: any object under it
         raise UserError(f"output root not found: {args.out}")
     check_dest(args.out, args.dest)
     if args.recipe:

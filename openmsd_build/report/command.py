@@ -19,6 +19,7 @@ from openmsd_build.core.errors import UserError
 from openmsd_build.core.inputs import add_out_argument
 from openmsd_build.core.notices import warn
 from openmsd_build.core.parquet_io import join_path
+from openmsd_build.core.staging import path_exists
 from openmsd_build.report import render
 from openmsd_build.report.build_card import write_build_card
 from openmsd_build.report.stats import compute_stats
@@ -60,7 +61,7 @@ def build_report(out: str, top: int = DEFAULT_TOP, rate_per_host: float | None =
     fetch stage's default rate."""
     if top < 1:
         raise UserError("--top must be at least 1")
-    if not FileSystems.exists(out):
+    if not path_exists(out):  # a gs:// folder is no object: any object under it
         raise UserError(f"output root not found: {out}")
     if rate_per_host is None:
         rate_per_host = default_rate_per_host()

@@ -271,7 +271,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
     to_run = [s for s, _ in STAGE_MODULES[first : last + 1]]
     found = check_inputs(args, to_run)
     from openmsd_build.core.inputs import refuse_foreign_folders, refuse_inputs_in_outputs
-    from openmsd_build.core.staging import owned_paths
+    from openmsd_build.core.staging import delete_path, owned_paths
 
     # every stage's inputs against every replaced folder: papers/ is swapped before citations reads
     refuse_inputs_in_outputs(args.out, to_run, [v for name in to_run for v in _flag_values(stage_argv(name, args))])
@@ -282,12 +282,8 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
         return {}
     # evaluation/, export/ and release/ describe a whole build: a run that rebuilds any stage
     # removes them rather than leave a report to show numbers of an earlier build.
-    for folder in DERIVED_FOLDERS:
-        path = parquet_io.join_path(args.out, folder)
-        if "://" not in path and os.path.islink(path):
-            os.unlink(path)  # a link is removed, never what it points to
-        elif FileSystems.exists(path):
-            FileSystems.delete([path])
+    for folder in DERIVED_FOLDERS:  # a link is removed, never what it points to
+        delete_path(parquet_io.join_path(args.out, folder))
     results: dict[str, dict] = {}
     timings: dict[str, dict] = {}
     warnings: dict[str, list[str]] = {}

@@ -151,3 +151,21 @@ def test_release_and_reconstruct_on_gs(emulator):
     none = recovery["rates"]["none"]
     assert none["title"]["expected"] > 0
     assert all(f["recovered"] == f["expected"] for f in none.values())
+
+
+def test_run_into_a_gs_build_and_not_into_someone_elses_folder(emulator):
+    """On GCS a folder is no object: `run` took every gs:// build for a folder that is not a
+    build (no `_stats/` object) holding `_stats/papers.json`, and refused every re-run; and a
+    gs:// folder holding someone's report/ was not seen at all."""
+    env, client, _ = emulator
+    inputs = ["--unpaywall", f"gs://{BUCKET}/inputs/unpaywall/*.jsonl.gz", "--fetch", "none", "--to-stage", "papers",
+              "--no_auth", "--project=emulator"]
+    out = f"gs://{BUCKET}/rerun"
+    _cli(["run", "--out", out, *inputs], ["run", "--out", out, *inputs], env=env)
+    assert {"rerun/_stats/papers.json"} <= {b.name for b in client.list_blobs(BUCKET, prefix="rerun/")}
+    client.bucket(BUCKET).blob("project/report/notes.txt").upload_from_string(b"mine")
+    proc = subprocess.run([sys.executable, "-c", _DRIVER, json.dumps([["run", "--out", f"gs://{BUCKET}/project",
+                                                                        *inputs]])],
+                          env=env, capture_output=True, text=True, timeout=CLI_TIMEOUT)
+    assert proc.returncode == 2 and "is not a build (no _stats/) but holds report" in proc.stderr, proc.stderr[-2000:]
+    assert client.bucket(BUCKET).blob("project/report/notes.txt").exists()
