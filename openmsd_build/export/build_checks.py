@@ -1,19 +1,21 @@
 """What `export` (plain or `--recipe`) checks before it writes anything: where it may write
-(`check_dest`, `prepare_dest`) and whether the build has pairs to export (`refuse_empty`)."""
+(`check_dest`, `check_dest_folder`) and whether the build has pairs to export (`refuse_empty`);
+and how a plain export replaces the earlier one (`replace_export`)."""
 
 from __future__ import annotations
-
-import os
 
 from apache_beam.io.filesystems import FileSystems
 
 from openmsd_build.core import layout
 from openmsd_build.core.errors import UserError
 from openmsd_build.core.parquet_io import join_path, match_paths
+from openmsd_build.core.staging import delete_path, move_path, path_exists
 
 EXPORT_ENTRIES = ("retrieval", "beir", "trainer", "large_pool", "README.md", "export.json")
 """What a plain export writes at the top of its folder (`export_build`); a recipe export writes
 `recipes/<name>/` beside them."""
+PARTIAL = ".export-partial"
+"""Where a plain export is written before it replaces the earlier one (`replace_export`)."""
 MARKERS = ("export.json", "recipes")
 """A folder holding one of these holds an earlier export (plain or recipe)."""
 
@@ -49,25 +51,27 @@ def refuse_empty(out: str, what: str = "export",
                     + "".join(f"\n  {line}" for line in why or ["(no stage recorded a warning)"]))
 
 
-def prepare_dest(out: str, dest: str, plain: bool) -> None:
-    """Make `dest` ready for an export of build `out`: a folder outside `OUT/export/` that
-    holds files but no earlier export (`MARKERS`) is refused, as `release --to` refuses one
-    without its manifest (the export writes README.md and export.json there: a typo in --dest
-    must not overwrite someone's files); for a plain export, the entries an earlier one wrote (`EXPORT_ENTRIES`) are
-    removed first, so a narrower export (fewer splits or relations) leaves no table of the
-    last one for a loader that globs the folder. Recipes and other files are kept."""
+def check_dest_folder(out: str, dest: str) -> None:
+    """A folder outside `OUT/export/` that holds files but no earlier export (`MARKERS`) is
+    refused, as `release --to` refuses one without its manifest: the export writes README.md
+    and export.json there, and a typo in --dest must not overwrite someone's files."""
     from openmsd_build.core.paths import inside
 
     held = [] if inside(join_path(out, "export"), dest) else [
-        p for p in match_paths(join_path(dest, "**")) if not p.endswith("/")]
-    if held and not any(FileSystems.exists(join_path(dest, marker)) for marker in MARKERS):
+        p for p in match_paths(join_path(dest, "**")) if not p.endswith("/") and f"/{PARTIAL}/" not in p]
+    if held and not any(path_exists(join_path(dest, marker)) for marker in MARKERS):
         raise UserError(f"--dest {dest} holds files but no earlier export ({' or '.join(MARKERS)}): not writing "
                         "into it (choose a new or empty folder)")
-    if not plain:
-        return
+
+
+def replace_export(dest: str, partial: str) -> None:
+    """A plain export written whole under `partial` (`DEST/.export-partial/`) takes the place
+    of the earlier one's entries (`EXPORT_ENTRIES`): a narrower export (fewer splits or
+    relations) leaves no table of the last one for a loader that globs the folder, and an
+    export that fails leaves the last one as it was. Recipes and other files are kept."""
     for entry in EXPORT_ENTRIES:
-        path = join_path(dest, entry)
-        if "://" not in path and os.path.islink(path):
-            os.unlink(path)  # a link is removed, never what it points to
-        elif FileSystems.exists(path):
-            FileSystems.delete([path])
+        delete_path(join_path(dest, entry))  # a link is removed, never what it points to
+    for entry in EXPORT_ENTRIES:
+        if path_exists(join_path(partial, entry)):
+            move_path(join_path(partial, entry), join_path(dest, entry))
+    delete_path(partial)

@@ -41,10 +41,16 @@ from openmsd_build.core import layout
 from openmsd_build.core.errors import UserError
 from openmsd_build.core.parquet_io import join_path, write_table
 from openmsd_build.core.stages import require_fresh
-from openmsd_build.core.staging import path_exists
+from openmsd_build.core.staging import delete_path, path_exists
 from openmsd_build.evaluate import tasks
 from openmsd_build.export import hf_dataset, trainer
-from openmsd_build.export.build_checks import check_dest, prepare_dest, refuse_empty
+from openmsd_build.export.build_checks import (
+    PARTIAL,
+    check_dest,
+    check_dest_folder,
+    refuse_empty,
+    replace_export,
+)
 from openmsd_build.export.recipe_command import recipe_arguments, run_recipe
 
 log = logging.getLogger(__name__)
@@ -176,11 +182,27 @@ def export_build(
     no config, and a card that `datasets` cannot load."""
     require_fresh(out, "export")
     refuse_empty(out)
-    dest = dest or join_path(out, "export")
-    prepare_dest(out, dest, plain=True)
+    final = dest or join_path(out, "export")
+    check_dest_folder(out, final)
+    dest = join_path(final, PARTIAL)  # written whole here, then swapped in (`replace_export`)
+    delete_path(dest)
+    try:
+        summary = _write_export(out, final, dest, splits, relations, mixes, trainer_splits, per_positive,
+                                max_bridge_degree, beir, detect, text)
+    except BaseException:
+        delete_path(dest)
+        raise
+    replace_export(final, dest)
+    return summary
+
+
+def _write_export(out: str, final: str, dest: str, splits, relations, mixes, trainer_splits, per_positive: int,
+                  max_bridge_degree: int, beir: bool, detect, text: str) -> dict:
+    """`export_build`'s tables, card and summary written under `dest` (the partial folder of
+    the export folder `final`)."""
     configs: list[hf_dataset.Config] = []
     skipped: list[str] = []
-    summary: dict = {"out": out, "dest": dest, "text": text, "retrieval": {}, "trainer": {}}
+    summary: dict = {"out": out, "dest": final, "text": text, "retrieval": {}, "trainer": {}}
     languages: set[str] = set()
 
     def add(name: str, split: str, rel_path: str, rows: int, what: str) -> None:

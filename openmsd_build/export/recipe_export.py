@@ -600,11 +600,11 @@ def export_recipe(out: str, recipe: Recipe, dest: str | None = None, tokenizer: 
     """Write `DEST/recipes/<name>/` (see the module docstring) and return its stats."""
     from openmsd_build.core.stages import require_fresh
     from openmsd_build.export import recipe_card
-    from openmsd_build.export.build_checks import prepare_dest
+    from openmsd_build.export.build_checks import check_dest_folder
 
     require_fresh(out, "export")
     dest = dest or join_path(out, "export")
-    prepare_dest(out, dest, plain=False)
+    check_dest_folder(out, dest)
     folder = join_path(dest, "recipes", recipe.name)
     local = "://" not in folder
     # locally, the export is written beside its folder and swapped in when complete

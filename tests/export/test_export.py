@@ -201,6 +201,10 @@ def test_dest_of_someone_else_is_refused_and_a_narrower_export_leaves_nothing_st
         "corpus.parquet", "dc"]
     assert not (dest / "beir").exists()
     assert (dest / "recipes" / "openmsd-dc").is_dir() and (dest / "LICENSE").read_text() == "kept"
+    # an export that fails (no enrich run for --text enriched) leaves the last one as it was
+    before = sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*"))
+    assert main(["export", "--out", str(out), "--dest", str(dest), "--text", "enriched"]) == 2
+    assert sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*")) == before
     listed = {c for c in json.loads((dest / "export.json").read_text())["configs"]}
     written = {p.relative_to(dest).as_posix() for p in (dest / "retrieval").rglob("*.parquet")}
     assert written == {"retrieval/idt/corpus.parquet", "retrieval/idt/dc/queries.parquet",
