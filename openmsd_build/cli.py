@@ -176,7 +176,9 @@ def _main(argv: list[str], command: str | None) -> int:
             from openmsd_build.core.inputs import refuse_inputs_in_outputs
 
             refuse_inputs_in_outputs(args.out, [args.command],
-                                     (v for k, v in vars(args).items() if k not in ("out", "out_positional")))
+                                     (v for k, v in vars(args).items() if k not in ("out", "out_positional",
+                                                                                     "warc_prefix")),
+                                     [args.warc_prefix] if getattr(args, "warc_prefix", None) else [])
 
             with resources.measured() as figures, progress.reporting(args.command):
                 result = module.run(args, beam_args)

@@ -301,6 +301,15 @@ def test_an_input_folder_holding_the_build_is_refused(tmp_path, capsys) -> None:
                          "papers", "--plan"]) == 2
         assert "holds the build" in capsys.readouterr().err
     assert kept.exists()
+    # folders only some of whose files are read may hold the build: a local manifest's folder,
+    # the prefix of the WARC files a cc-index names
+    from openmsd_build.core.inputs import refuse_inputs_in_outputs
+
+    manifest = tmp_path / "m.csv"
+    manifest.write_text("doi,path\n10.1234/x,x.pdf\n")
+    refuse_inputs_in_outputs(str(out), ["text"], [f"local:{data}@{manifest}"], [str(data)])
+    with pytest.raises(UserError, match="holds the build"):
+        refuse_inputs_in_outputs(str(out), ["text"], [f"local:{data}"])
     beside = tmp_path / "inputs"
     beside.mkdir()
     (beside / "works.jsonl").write_text('{"DOI": "10.1234/x", "title": ["T"]}\n')

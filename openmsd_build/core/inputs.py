@@ -91,13 +91,16 @@ _FETCH_SCHEMES = ("warc:", "cc-index:", "local:")
 _GLOB_CHARS = "*?["
 
 
-def refuse_inputs_in_outputs(out: str, stages: Sequence[str], values: Iterable[object]) -> None:
+def refuse_inputs_in_outputs(out: str, stages: Sequence[str], values: Iterable[object],
+                             prefixes: Iterable[str] = ()) -> None:
     """A `UserError` when an input path or glob among `values` (the commands' flag values)
     lies in a path of OUT that `stages` replace (`staging.owned_paths`: their outputs,
     `rejects/<stage>/`, `_stats/<stage>.json`):
     the swap would delete the input with the old outputs, before or while it is read. A
     glob's folder part is what counts (`OUT/papers/*.jsonl.gz` is in `OUT/papers/`); a
-    `--fetch` value's `warc:` / `cc-index:` / `local:` prefix is dropped first."""
+    `--fetch` value's `warc:` / `cc-index:` / `local:` prefix is dropped first. Also when a
+    folder read whole holds OUT; not a folder only some of whose files are read: `prefixes`
+    (`--warc-prefix`) and a `local:FOLDER@MANIFEST` (the manifest's files)."""
     from openmsd_build.core.parquet_io import join_path
     from openmsd_build.core.paths import inside
     from openmsd_build.core.stages import stage as stage_entry
@@ -105,7 +108,8 @@ def refuse_inputs_in_outputs(out: str, stages: Sequence[str], values: Iterable[o
 
     # what the staging swap replaces, as it defines it
     replaced = [join_path(out, path) for name in stages for path in owned_paths(name, stage_entry(name).outputs)]
-    for value in values:
+    partly = set(prefixes)
+    for value in [*values, *partly]:
         for text in value if isinstance(value, list | tuple) else [value]:
             if not isinstance(text, str) or not ("/" in text or any(c in text for c in _GLOB_CHARS)):
                 continue  # a path names a folder or a glob (a stage name, "none", a number is none)
@@ -118,7 +122,8 @@ def refuse_inputs_in_outputs(out: str, stages: Sequence[str], values: Iterable[o
             if hit is not None:
                 raise UserError(f"input {text!r} is inside {hit}, which this run replaces (and would delete with "
                                 "its old outputs): move the input out of the build's folders")
-            if fixed == path and inside(fixed, out) and os.path.isdir(fixed.removeprefix("file://")):
+            whole = text not in partly and not (text.startswith("local:") and "@" in text)
+            if whole and fixed == path and inside(fixed, out) and os.path.isdir(fixed.removeprefix("file://")):
                 # a folder is read whole: the build's own outputs would be read as input, and
                 # inputs kept in its replaced folders deleted with them
                 raise UserError(f"input folder {text!r} holds the build {out}: its outputs would be read as input "

@@ -258,9 +258,13 @@ def _duration(seconds: float | None) -> str:
     return f"{seconds / 3600:,.1f} h"
 
 
-def _flag_values(argv: list[str]) -> list[str]:
-    """The values of a stage's arguments, its `--out` left out (the root is no input)."""
-    return [v for k, v in enumerate(argv) if not v.startswith("--") and (k == 0 or argv[k - 1] != "--out")]
+def _flag_values(argv: list[str], flag: str | None = None) -> list[str]:
+    """The values of a stage's arguments but `--out` (the root is no input) and
+    `--warc-prefix` (no folder read whole); with `flag`, that flag's values only."""
+    after = [argv[k - 1] if k else None for k in range(len(argv))]
+    if flag is not None:
+        return [v for v, a in zip(argv, after, strict=True) if a == flag]
+    return [v for v, a in zip(argv, after, strict=True) if not v.startswith("--") and a not in ("--out", "--warc-prefix")]
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
@@ -274,7 +278,9 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
     from openmsd_build.core.staging import delete_path, owned_paths
 
     # every stage's inputs against every replaced folder: papers/ is swapped before citations reads
-    refuse_inputs_in_outputs(args.out, to_run, [v for name in to_run for v in _flag_values(stage_argv(name, args))])
+    argvs = [stage_argv(name, args) for name in to_run]
+    refuse_inputs_in_outputs(args.out, to_run, [v for argv in argvs for v in _flag_values(argv)],
+                             [v for argv in argvs for v in _flag_values(argv, "--warc-prefix")])
     refuse_foreign_folders(args.out, [*DERIVED_FOLDERS, *(path for name in to_run
                                                           for path in owned_paths(name, stage_entry(name).outputs))])
     if args.plan:
