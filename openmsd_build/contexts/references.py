@@ -28,6 +28,7 @@ from typing import Any
 
 from openmsd_build.core.doi import try_normalize_doi
 from openmsd_build.core.json_records import CROSSREF_LIST_KEYS, Item, iter_json_documents
+from openmsd_build.core.rejects import RejectBudget
 
 MAX_REFERENCES = 5000
 MAX_UNSTRUCTURED_CHARS = 600
@@ -58,13 +59,22 @@ def reference_row(entry: Any, order: int) -> dict[str, Any]:
 def reference_lists(items: Iterable[Item], counts: Counter) -> tuple[list[dict[str, Any]], list[tuple[str, str, str]]]:
     """(`(doi, references)` rows of every work with a valid DOI and a non-empty reference list,
     `(reason, origin, detail)` of every record that could not be used) of one file's items
-    (`read_items`)."""
+    (`read_items`). A file gives at most `MAX_REJECTS_PER_FILE` reject rows, as in the papers
+    stage; the failures past them are counted (`rejects_suppressed`) but not listed."""
     rows: list[dict[str, Any]] = []
     failures: list[tuple[str, str, str]] = []
+    budget = RejectBudget()
+
+    def fail(reason: str, origin: str, detail: str) -> None:
+        if budget.take():
+            failures.append((reason, origin, detail))
+        else:
+            counts["rejects_suppressed"] += 1
+
     for item in items:
         if item.reason is not None:
             counts[f"crossref_rejected.{item.reason}"] += 1
-            failures.append((f"crossref_{item.reason}", item.origin, item.detail or ""))
+            fail(f"crossref_{item.reason}", item.origin, item.detail or "")
             continue
         work = item.obj
         if isinstance(work, dict) and "DOI" not in work and isinstance(work.get("message"), dict):
@@ -74,7 +84,7 @@ def reference_lists(items: Iterable[Item], counts: Counter) -> tuple[list[dict[s
         if doi is None:
             counts["crossref_works_bad_doi"] += 1
             shown = repr(work.get("DOI"))[:120] if isinstance(work, dict) else type(work).__name__
-            failures.append(("crossref_work_bad_doi", item.origin, f"DOI {shown}"))
+            fail("crossref_work_bad_doi", item.origin, f"DOI {shown}")
             continue
         entries = work.get("reference")
         if not isinstance(entries, list) or not entries:

@@ -138,3 +138,22 @@ def test_damaged_crossref_files_cost_their_damaged_records_and_warn(tmp_path, be
     warnings = json.loads((out / "_stats" / "contexts.json").read_text())["warnings"]
     assert warnings == ["no --crossref files were given: all 9 citation markers stay unresolved and no context is "
                         "written (give the Crossref snapshot the papers were built from)"]
+
+
+def test_a_file_of_bad_records_gives_a_bounded_number_of_reject_rows(monkeypatch) -> None:
+    """Every failure was kept in memory and written as a reject row (millions for a large
+    file of bad lines); as in the papers stage, past the per-file budget they are counted."""
+    from collections import Counter
+
+    from openmsd_build.contexts import references
+    from openmsd_build.core import rejects
+    from openmsd_build.core.json_records import Item
+
+    monkeypatch.setattr(rejects, "MAX_REJECTS_PER_FILE", 3)
+    monkeypatch.setattr(rejects.RejectBudget.__init__, "__defaults__", (3,))
+    items = [Item(f"f:{k}", reason="invalid_json") for k in range(10)] + [Item("f:11", obj={"DOI": "bad"})]
+    counts: Counter = Counter()
+    rows, failures = references.reference_lists(items, counts)
+    assert rows == [] and len(failures) == 3
+    assert counts["crossref_rejected.invalid_json"] == 10 and counts["crossref_works_bad_doi"] == 1
+    assert counts["rejects_suppressed"] == 8
