@@ -316,7 +316,7 @@ def test_an_input_folder_holding_the_build_is_refused(tmp_path, capsys) -> None:
     assert cli.main(["papers", "--out", str(out), "--crossref", str(beside)]) == 0
 
 
-def test_run_from_a_later_stage_gives_contexts_the_crossref_files_papers_read(tmp_path) -> None:
+def test_run_from_a_later_stage_gives_contexts_the_crossref_files_papers_read(tmp_path, capsys) -> None:
     """`run --from-stage split` without --crossref ran contexts on no reference list (0 of 200
     markers resolved, no warning); it now passes the Crossref files the build's papers stage
     recorded reading (those still there)."""
@@ -331,6 +331,7 @@ def test_run_from_a_later_stage_gives_contexts_the_crossref_files_papers_read(tm
     run_command.add_arguments(parser)
     argv = run_command.stage_argv("contexts", parser.parse_args(["--out", str(out), "--from-stage", "split"]))
     assert [argv[k + 1] for k, v in enumerate(argv) if v == "--crossref"] == [str(works)]
+    assert "1 of the 2 Crossref files the papers stage read are not found from here" in capsys.readouterr().err
     given = run_command.stage_argv("contexts", parser.parse_args(["--out", str(out), "--crossref", "x/*.json"]))
     assert [given[k + 1] for k, v in enumerate(given) if v == "--crossref"] == ["x/*.json"]
 

@@ -13,8 +13,6 @@ import json
 import os
 import sys
 
-from apache_beam.io.filesystems import FileSystems
-
 from openmsd_build.core import layout, parquet_io, progress, resources
 from openmsd_build.core.errors import UserError
 from openmsd_build.core.notices import announce, warn
@@ -117,8 +115,17 @@ def recorded_crossref(out: str) -> list[str]:
     from openmsd_build.core.stages import read_stage_stats
 
     inputs = (read_stage_stats(out, "papers") or {}).get("inputs") or []
-    return [row["path"] for row in inputs if isinstance(row, dict) and row.get("source") == "crossref"
-            and FileSystems.exists(row.get("path") or "")]
+    recorded = [row["path"] for row in inputs if isinstance(row, dict) and row.get("source") == "crossref"
+                and isinstance(row.get("path"), str)]
+    # local files are checked (a relative path is relative to where papers ran); remote ones
+    # are taken as listed, not asked for one by one
+    found = [p for p in recorded if "://" in p and not p.startswith("file://") or os.path.isfile(p.removeprefix(
+        "file://"))]
+    if len(found) < len(recorded):
+        warn([f"contexts: {len(recorded) - len(found):,} of the {len(recorded):,} Crossref files the papers stage "
+              f"read are not found from here (e.g. {next(p for p in recorded if p not in found)}): their reference "
+              "lists are missing; give --crossref"])
+    return found
 
 
 def stage_argv(stage: str, args: argparse.Namespace) -> list[str]:
