@@ -259,7 +259,7 @@ def stale_after(out: str, stage: str) -> list[str]:
         out_lines.append(
             f"{', '.join(made)} {'is' if len(made) == 1 else 'are'} now stale ({stage} was rebuilt after "
             f"{'it' if len(made) == 1 else 'they'} ran): re-run with `openmsd-build run ... --from-stage "
-            f"{made[0]}`; report, release and export show or refuse the stale build until then")
+            f"{made[0]}`; report shows it, and release, export and evaluate refuse the stale build until then")
     before = [s for s in stale if s not in later]
     if before:
         out_lines.append(f"still stale: {'; '.join(f'{s} ({stale[s]})' for s in before)}")

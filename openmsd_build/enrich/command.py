@@ -290,7 +290,7 @@ def run_enrich(
                 write_table(table_from_rows(rejects, REJECTS),
                             join_path(layout.rejects_dir(dest, STAGE), "part-00000-of-00001.parquet"))
             stats = stats_document(enricher.counts, summarizer, max_tokens, cache, started, extra_stats)
-            stats["built_from"] = text_fingerprint(out)  # `enriched_is_current` compares it later
+            stats["built_from"] = text_fingerprint(out)  # `enrich.check_current` compares it later
             path = layout.stats_path(dest, STAGE)
             if "://" not in path:
                 os.makedirs(os.path.dirname(path), exist_ok=True)

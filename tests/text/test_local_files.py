@@ -312,6 +312,12 @@ def test_a_wrong_fetch_keeps_the_documents_it_would_empty(tmp_path, real_samples
         err = capsys.readouterr().err
         assert "the previous outputs were kept" in err and reason in err, err
         assert _docs(out) == before
+    # a first run, no documents to keep: the source that gave nothing is refused on its own
+    fresh = tmp_path / "fresh"
+    _papers(fresh, [{"doi": doi} for doi in PDFS])
+    assert main(["text", "--out", str(fresh), "--fetch", f"local:{other}", *FNAPI]) == 2
+    assert "gave no document for any of the" in capsys.readouterr().err
+    assert not (fresh / "documents").exists()
     archive = tmp_path / "a.warc.gz"
     with WarcWriter(str(archive)) as writer:
         url = "https://repo.example/x.pdf"
