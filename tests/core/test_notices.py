@@ -156,3 +156,5 @@ def test_rerun_says_which_stages_are_stale(empty_citations_build, capsys):
     # evaluate refuses a stale build, as export and release do
     assert main(["evaluate", "--out", str(out), "--baseline", "bm25"]) == 2
     assert "evaluate refused: stale stages" in capsys.readouterr().err
+    assert main(["evaluate-pools", "--out", str(out)]) == 2
+    assert "evaluate-pools refused: stale stages" in capsys.readouterr().err
