@@ -35,6 +35,11 @@ def _total(counts: Mapping[str, int], prefix: str | tuple[str, ...]) -> int:
     return sum(v for k, v in counts.items() if k.startswith(prefix))
 
 
+def _rejected(n: int, one: str, many: str, rest: str, stage: str, tail: str = "") -> list[str]:
+    """`n` problems as one warning pointing at the stage's rejects; none when `n` is 0."""
+    return [f"{_n(n)} {one if n == 1 else many} {rest}: see rejects/{stage}/{tail}"] if n else []
+
+
 def _top(counts: Mapping[str, int], prefix: str, n: int = 3) -> str:
     """The largest counters under `prefix`, as `reason count` phrases."""
     items = sorted(((v, k[len(prefix):]) for k, v in counts.items() if k.startswith(prefix) and v), reverse=True)
@@ -64,14 +69,11 @@ def _text(counts: Mapping[str, int]) -> list[str]:
     elif fetched >= SMALL_MIN and missed / fetched > 1 - SMALL_SHARE:
         out.append(f"only {_n(fetched - missed)} of {_n(fetched)} planned URLs were found in the archives / "
                    "folder given: are they from these papers?")
-    rejected_files = _total(counts, "archive.rejected.")
-    if rejected_files:
-        out.append(f"{_n(rejected_files)} of {_n(counts.get('archive.files_indexed', 0))} archive files were "
-                   f"rejected ({_top(counts, 'archive.rejected.')}): see rejects/text/ for the file names")
-    cut = counts.get("archive.records_cut_short", 0)
-    if cut:
-        out.append(f"{_n(cut)} archived {'record ends' if cut == 1 else 'records end'} before the Content-Length "
-                   "(a truncated file?), not replayed: see rejects/text/ for the files")
+    files = f"of {_n(counts.get('archive.files_indexed', 0))} archive files were"
+    out += _rejected(_total(counts, "archive.rejected."), files, files,
+                     f"rejected ({_top(counts, 'archive.rejected.')})", "text", " for the file names")
+    out += _rejected(counts.get("archive.records_cut_short", 0), "archived record ends", "archived records end",
+                     "before the Content-Length (a truncated file?), not replayed", "text", " for the files")
     bad_rows = _total(counts, "local.rejected.")
     if bad_rows:  # manifest rows, or with the naming rule files of the folder
         what = (("manifest row", "manifest rows") if counts.get("local.manifest_used")
@@ -154,14 +156,10 @@ def _contexts(counts: Mapping[str, int]) -> list[str]:
     elif markers and not counts.get("markers_resolved", 0):
         out.append(f"0 of {_n(markers)} citation markers were resolved ({_top(counts, 'markers_unresolved.')}): "
                    "are the --crossref files the works of these papers?")
-    bad = _total(counts, "crossref_rejected.")
-    if bad:
-        out.append(f"{_n(bad)} Crossref {'record' if bad == 1 else 'records'} could not be read "
-                   f"({_top(counts, 'crossref_rejected.')}): see rejects/contexts/")
-    bad_doi = counts.get("crossref_works_bad_doi", 0)
-    if bad_doi:
-        out.append(f"{_n(bad_doi)} Crossref {'work has' if bad_doi == 1 else 'works have'} no valid DOI: see "
-                   "rejects/contexts/")
+    out += _rejected(_total(counts, "crossref_rejected."), "Crossref record", "Crossref records",
+                     f"could not be read ({_top(counts, 'crossref_rejected.')})", "contexts")
+    out += _rejected(counts.get("crossref_works_bad_doi", 0), "Crossref work has", "Crossref works have",
+                     "no valid DOI", "contexts")
     return out
 
 
