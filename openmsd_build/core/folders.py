@@ -7,8 +7,9 @@ import os
 
 NOT_DATA_SUFFIXES = (".md", ".markdown", ".rst", ".txt", ".tsv", ".md5", ".sha1", ".sha256", ".sha512")
 NOT_DATA_PREFIXES = ("readme", "license", "licence", "changelog")
+NOT_DATA_NAMES = ("manifest", "manifest.json")
 """Files a folder of snapshot files often holds beside them (notes, provenance tables,
-checksums) that no source reads: their lines would be counted as bad records, and enough of
+checksums, the OpenAlex snapshot's `manifest` listing its parts) that no source reads: their lines would be counted as bad records, and enough of
 them fail a stage (`--max-reject-rate`). Named on their own (not through their folder), they
 are read like any file."""
 
@@ -16,7 +17,7 @@ are read like any file."""
 def is_documentation(name: str) -> bool:
     """Whether a file name is a note or a checksum list rather than data (see above)."""
     lower = name.lower()
-    return lower.endswith(NOT_DATA_SUFFIXES) or lower.startswith(NOT_DATA_PREFIXES)
+    return lower.endswith(NOT_DATA_SUFFIXES) or lower.startswith(NOT_DATA_PREFIXES) or lower in NOT_DATA_NAMES
 
 
 def folder_files(folder: str, left_out: list[str] | None = None) -> dict[str, int]:

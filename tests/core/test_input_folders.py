@@ -46,7 +46,7 @@ def test_notes_and_checksums_in_a_folder_are_not_read_as_data(tmp_path):
     their lines were read as records (779 invalid_json rejects, 10 % of the run); named on
     their own they are read like any file."""
     (tmp_path / "works.jsonl").write_bytes(b"{}\n")
-    for name in ("README.upstream.md", "works.provenance.tsv", "SHA256SUMS.sha256", "LICENSE"):
+    for name in ("README.upstream.md", "works.provenance.tsv", "SHA256SUMS.sha256", "LICENSE", "manifest"):
         (tmp_path / name).write_bytes(b"not data\n")
     assert expand_input_files([str(tmp_path)], "--crossref") == [str(tmp_path / "works.jsonl")]
     assert expand_paths(str(tmp_path)) == [str(tmp_path / "works.jsonl")]
