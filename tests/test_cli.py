@@ -329,9 +329,11 @@ def test_run_from_a_later_stage_gives_contexts_the_crossref_files_papers_read(tm
     (out / "_stats" / "papers.json").write_text(json.dumps({"stage": "papers", "inputs": inputs}))
     parser = argparse.ArgumentParser()
     run_command.add_arguments(parser)
-    argv = run_command.stage_argv("contexts", parser.parse_args(["--out", str(out), "--from-stage", "split"]))
+    args = parser.parse_args(["--out", str(out), "--from-stage", "split"])
+    argv = run_command.stage_argv("contexts", args, say=True)
     assert [argv[k + 1] for k, v in enumerate(argv) if v == "--crossref"] == [str(works)]
     assert "1 of the 2 Crossref files the papers stage read are not found from here" in capsys.readouterr().err
+    assert run_command.stage_argv("contexts", args) == argv and capsys.readouterr().err == ""  # said once a run
     given = run_command.stage_argv("contexts", parser.parse_args(["--out", str(out), "--crossref", "x/*.json"]))
     assert [given[k + 1] for k, v in enumerate(given) if v == "--crossref"] == ["x/*.json"]
 

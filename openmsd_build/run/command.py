@@ -109,9 +109,10 @@ def _sample_inputs(directory: str) -> dict:
     return inputs
 
 
-def recorded_crossref(out: str) -> list[str]:
+def recorded_crossref(out: str, say_missing: bool = False) -> list[str]:
     """The Crossref files the build's papers stage read (its `_stats` `inputs`): what the
-    contexts stage reads when a run from a later stage is given no `--crossref`."""
+    contexts stage reads when a run from a later stage is given no `--crossref`; with
+    `say_missing`, those not found are warned about."""
     from openmsd_build.core.stages import read_stage_stats
 
     inputs = (read_stage_stats(out, "papers") or {}).get("inputs") or []
@@ -121,15 +122,16 @@ def recorded_crossref(out: str) -> list[str]:
     # are taken as listed, not asked for one by one
     found = [p for p in recorded if "://" in p and not p.startswith("file://") or os.path.isfile(p.removeprefix(
         "file://"))]
-    if len(found) < len(recorded):
+    if say_missing and len(found) < len(recorded):
         warn([f"contexts: {len(recorded) - len(found):,} of the {len(recorded):,} Crossref files the papers stage "
               f"read are not found from here (e.g. {next(p for p in recorded if p not in found)}): their reference "
               "lists are missing; give --crossref"])
     return found
 
 
-def stage_argv(stage: str, args: argparse.Namespace) -> list[str]:
-    """The command line of one stage inside this run."""
+def stage_argv(stage: str, args: argparse.Namespace, say: bool = False) -> list[str]:
+    """The command line of one stage inside this run; `say`: warn about what it lacks (once
+    a run: it is built several times, to check, to plan and to run)."""
     sample = _sample_inputs(args.inputs) if args.inputs else {}
     argv = ["--out", args.out]
     if stage == "papers":
@@ -145,7 +147,7 @@ def stage_argv(stage: str, args: argparse.Namespace) -> list[str]:
             argv += ["--meta", glob]
     elif stage == "contexts":  # the reference lists are in the Crossref files the papers stage read
         for glob in source_globs(args).get("crossref") or ([sample["crossref"]] if "crossref" in sample else
-                                                            recorded_crossref(args.out)):
+                                                            recorded_crossref(args.out, say)):
             argv += ["--crossref", glob]
     handled = set(argv) | {"--fetch", "--opencitations", "--meta", *(s.flag for s in SOURCES)}
     for names, kwargs in stage_flags(stage):
@@ -285,7 +287,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
     from openmsd_build.core.staging import delete_path, owned_paths
 
     # every stage's inputs against every replaced folder: papers/ is swapped before citations reads
-    argvs = [stage_argv(name, args) for name in to_run]
+    argvs = [stage_argv(name, args, say=True) for name in to_run]
     refuse_inputs_in_outputs(args.out, to_run, [v for argv in argvs for v in _flag_values(argv)],
                              [v for argv in argvs for v in _flag_values(argv, "--warc-prefix")])
     refuse_foreign_folders(args.out, [*DERIVED_FOLDERS, *(path for name in to_run
