@@ -53,12 +53,12 @@ def stage(name: str) -> Stage:
 
 
 def present_outputs(out: str, name: str) -> list[str]:
-    """The output folders of stage `name` that exist in `out` (what running it would replace)."""
-    from apache_beam.io.filesystems import FileSystems
-
+    """The output folders of stage `name` that exist in `out` (what running it would replace;
+    a gs:// folder is found by the objects under it, `staging.path_exists`)."""
     from openmsd_build.core.parquet_io import join_path
+    from openmsd_build.core.staging import path_exists
 
-    return [folder for folder in stage(name).outputs if FileSystems.exists(join_path(out, folder))]
+    return [folder for folder in stage(name).outputs if path_exists(join_path(out, folder))]
 
 
 def stage_default(name: str, key: str) -> object:

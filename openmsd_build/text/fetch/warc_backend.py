@@ -171,7 +171,7 @@ class WarcBackend:
             target = follow_redirect(result, current, archived.status, archived.headers, None)
             if target is not None:
                 refused = url_refusal(target)
-                if refused is not None:  # file:///etc/passwd, "//": what the live fetch said
+                if refused is not None:  # file:///etc/passwd, an unparsable Location: what the live fetch said
                     result.final_url, result.error = target, refused
                     return result
                 current = target
