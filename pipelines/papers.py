@@ -12,6 +12,7 @@ import apache_beam as beam
 
 from openmsd_build.core import layout
 from openmsd_build.core.beam_io import COUNTS_TAG, REJECTS_TAG, GroupShards, WriteCounts, WriteRejects
+from openmsd_build.core.inputs import absolute_path
 from openmsd_build.core.spill import spill_root
 from openmsd_build.papers.beam import LINES_TAG, MergeAndWriteShard, ParseLineChunk, ReadSourceFile
 from openmsd_build.papers.join import LINE_SPLIT_BYTES
@@ -20,7 +21,8 @@ from openmsd_build.papers.join import LINE_SPLIT_BYTES
 def build(p, out: str, num_shards: int, input_files: list[dict], split_over: int = LINE_SPLIT_BYTES,
           parse_workers: int = 1) -> None:
     """Add the stage to pipeline `p`: `input_files` (`{"source", "path", "bytes"}` of each
-    file, as the command matched them) are read and recorded in `_stats/papers.json`. The
+    file, as the command matched them) are read, and recorded in `_stats/papers.json` (local paths made
+    absolute, so `run --from-stage` elsewhere finds the Crossref files). The
     stage reads nothing from the build, so `out` is only where it writes: the command passes
     its staging root (`core.staging`), swapped in on success. `parse_workers` > 1: files and
     line chunks are parsed, and shards merged and encoded as Parquet, in that many local
@@ -57,6 +59,7 @@ def build(p, out: str, num_shards: int, input_files: list[dict], split_over: int
     _ = (
         (read[COUNTS_TAG], lines[COUNTS_TAG], merged)
         | "AllCounts" >> beam.Flatten()
-        | "WriteCounts" >> WriteCounts(
-            layout.stats_path(out, "papers"), {"stage": "papers", "shards": num_shards, "inputs": input_files})
+        | "WriteCounts" >> WriteCounts(layout.stats_path(out, "papers"), {
+            "stage": "papers", "shards": num_shards,
+            "inputs": [dict(f, path=absolute_path(f["path"])) for f in input_files]})
     )

@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 
+import pyarrow.parquet as pq
 import pytest
 
 from openmsd_build import cli
@@ -141,6 +142,8 @@ def test_all_rejected_inputs_exit_non_zero_and_keep_outputs(tmp_path, capsys: py
     out = tmp_path / "out"
     (out / "papers").mkdir(parents=True)
     (out / "papers" / "part-00000-of-00001.parquet").write_bytes(b"previous")
+    (out / "_stats").mkdir()
+    (out / "_stats" / "papers.json").write_text("{}")  # the previous run's: a build
     rc = cli.main(["papers", "--out", str(out), "--unpaywall", str(bad)])
     assert rc == 2
     err = capsys.readouterr().err
@@ -284,6 +287,25 @@ def test_run_into_a_folder_that_is_not_a_build_keeps_its_folders(tmp_path, capsy
     assert not (build / "release").exists() and (kept / "MANIFEST.json").exists()
 
 
+def test_a_stage_into_a_folder_that_is_not_a_build_keeps_its_folders(tmp_path, capsys) -> None:
+    """A single stage swaps its folders in when it ends: into a folder that no stage had built
+    (no `_stats/`) but that held someone's `papers/` or `rejects/papers/`, `papers` replaced
+    them. Refused before the stage runs, as `run` refuses; a build (`_stats/`) is re-run."""
+    snapshot = tmp_path / "u.jsonl"
+    snapshot.write_text('{"doi": "10.1234/x", "title": "T"}\n')
+    for held in ("papers", "rejects/papers"):
+        out = tmp_path / held.replace("/", "-")
+        (out / held).mkdir(parents=True)
+        (out / held / "notes.txt").write_text("mine")
+        assert cli.main(["papers", "--out", str(out), "--unpaywall", str(snapshot)]) == 2
+        assert f"is not a build (no _stats/) but holds {held}" in capsys.readouterr().err
+        assert (out / held / "notes.txt").read_text() == "mine"
+        assert not (out / "_tmp").exists()
+    build = tmp_path / "build"
+    assert cli.main(["papers", "--out", str(build), "--unpaywall", str(snapshot)]) == 0
+    assert cli.main(["papers", "--out", str(build), "--unpaywall", str(snapshot)]) == 0
+
+
 def test_an_input_folder_holding_the_build_is_refused(tmp_path, capsys) -> None:
     """A folder input is read whole: `--crossref OUT` (or a folder holding OUT) read the build's
     own papers/*.parquet, rejects and stats as Crossref records, and an input kept in
@@ -313,7 +335,9 @@ def test_an_input_folder_holding_the_build_is_refused(tmp_path, capsys) -> None:
     beside = tmp_path / "inputs"
     beside.mkdir()
     (beside / "works.jsonl").write_text('{"DOI": "10.1234/x", "title": ["T"]}\n')
-    assert cli.main(["papers", "--out", str(out), "--crossref", str(beside)]) == 0
+    # OUT is no build and its papers/ holds the user's file: the swap would delete it
+    assert cli.main(["papers", "--out", str(out), "--crossref", str(beside)]) == 2
+    assert "is not a build (no _stats/) but holds papers" in capsys.readouterr().err and kept.exists()
 
 
 def test_run_from_a_later_stage_gives_contexts_the_crossref_files_papers_read(tmp_path, capsys) -> None:
@@ -336,6 +360,23 @@ def test_run_from_a_later_stage_gives_contexts_the_crossref_files_papers_read(tm
     assert run_command.stage_argv("contexts", args) == argv and capsys.readouterr().err == ""  # said once a run
     given = run_command.stage_argv("contexts", parser.parse_args(["--out", str(out), "--crossref", "x/*.json"]))
     assert [given[k + 1] for k, v in enumerate(given) if v == "--crossref"] == ["x/*.json"]
+
+
+def test_papers_records_its_inputs_so_a_run_elsewhere_finds_them(tmp_path, monkeypatch) -> None:
+    """The papers stage recorded input paths as given: run from another folder, `run
+    --from-stage split` found none of the relative Crossref paths (and gave contexts no
+    reference list). Local inputs are recorded absolute; rejects keep the path as given."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "works.jsonl").write_text('{"DOI": "10.1234/x", "title": ["T"]}\nnot json\n')
+    monkeypatch.chdir(data)
+    assert cli.main(["papers", "--out", "../b", "--crossref", "works.jsonl"]) == 0
+    stats = json.loads((tmp_path / "b" / "_stats" / "papers.json").read_text())
+    assert [row["path"] for row in stats["inputs"]] == [str(data / "works.jsonl")]
+    rejects = pq.read_table(tmp_path / "b" / "rejects" / "papers").to_pylist()
+    assert [row["source"] for row in rejects] == ["works.jsonl"]
+    monkeypatch.chdir(tmp_path)
+    assert run_command.recorded_crossref("b") == [str(data / "works.jsonl")]
 
 
 def test_out_that_is_a_file_is_a_clear_error(tmp_path, capsys) -> None:

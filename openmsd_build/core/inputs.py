@@ -67,6 +67,12 @@ def expand_input_files(patterns: Sequence[str], what: str = "input") -> list[str
     return [path for path, _ in expand_globs(patterns, what)]
 
 
+def absolute_path(path: str) -> str:
+    """A local path made absolute (what a stage records of its inputs, so a later command run
+    from another folder still finds them), a remote URI as it is."""
+    return path if "://" in path else os.path.abspath(path)
+
+
 def add_out_argument(parser, help_text: str) -> None:
     """`OUT` as a positional or as `--out OUT` (every command takes `--out`; the positional
     form stays for commands that always had it). `resolve_out` merges the two."""
@@ -135,11 +141,13 @@ def refuse_foreign_folders(out: str, names: Iterable[str]) -> None:
     """A `UserError` when OUT is not a build yet (no `_stats/`: no stage has finished there) but
     already holds one of `names` (paths relative to OUT that the run replaces or deletes, such
     as `report/` or `export/`): they are someone else's folders, not an earlier run's outputs,
-    and `run` would delete them before its first stage."""
+    and `run` would delete them before its first stage, a stage's swap when it ends."""
     from openmsd_build.core.parquet_io import join_path, match_paths
     from openmsd_build.core.staging import path_exists
 
     if match_paths(join_path(out, "_stats", "*.json")):  # a stage finished here (a gs:// folder is no object)
+        return
+    if path_exists(join_path(out, "_tmp")):  # a stage ran here: a first run killed inside its swap
         return
     found = [name for name in names if path_exists(join_path(out, name))]
     if found:

@@ -257,7 +257,8 @@ def stage_outputs(out: str, stage: str, folders: Sequence[str] | None = None) ->
     Yields the root the stage must write to (its `dest`); inputs are still read from `out`.
     `folders` are the stage's output folders relative to `out` (default: the stage
     registry's `outputs`); `rejects/<stage>/` and `_stats/<stage>.json` are always included.
-    On any exception the temporary root is deleted and `out` is left as it was; an
+    An `out` that is no build yet (no `_stats/`) but holds one of them is refused before the
+    stage runs: those are someone's folders, and the swap would delete them. On any exception the temporary root is deleted and `out` is left as it was; an
     interrupt that Beam wrapped in a RuntimeError is re-raised as KeyboardInterrupt, so the
     command exits like any interrupted program.
     """
@@ -266,6 +267,9 @@ def stage_outputs(out: str, stage: str, folders: Sequence[str] | None = None) ->
 
         folders = registry_stage(stage).outputs
     paths = owned_paths(stage, folders)
+    from openmsd_build.core.inputs import refuse_foreign_folders
+
+    refuse_foreign_folders(out, paths)  # someone's papers/ in a folder no stage has built
     clean_stale(out, stage, paths)
     root = join_path(out, TMP_DIR, f"{stage}-{os.getpid()}-{time.time_ns() // 1_000_000}")
     if not _is_remote(root):

@@ -32,7 +32,7 @@ import openmsd_build
 from openmsd_build.core import layout, parquet_io
 from openmsd_build.core.beam_io import WriteCounts
 from openmsd_build.core.errors import UserError
-from openmsd_build.core.inputs import add_out_argument
+from openmsd_build.core.inputs import absolute_path, add_out_argument
 from openmsd_build.core.runner import pipeline_options
 from openmsd_build.core.stages import require_fresh
 from openmsd_build.release.beam import SPLIT_FOLDERS, FileChecksum, ShardTable, WriteIdsShard, seed_side
@@ -87,10 +87,6 @@ def _public_path(path: str) -> str:
     return path if "://" in path else os.path.basename(path.rstrip("/")) or path
 
 
-def _abs(path: str) -> str:
-    return path if "://" in path else os.path.abspath(path)
-
-
 def _match(pattern: str) -> list:
     try:
         return sorted(FileSystems.match([pattern])[0].metadata_list, key=lambda m: m.path)
@@ -127,7 +123,7 @@ def write_release(
 ) -> dict:
     """Write the id-only release of build `out` to `release`; returns the manifest."""
     options = pipeline_options(beam_args)
-    out, release = _abs(out), _abs(release)
+    out, release = absolute_path(out), absolute_path(release)
     require_fresh(out, "release")
     doc_parts = parquet_io.list_parts(layout.documents_dir(out))
     if not doc_parts:

@@ -29,10 +29,11 @@ from apache_beam.io.filesystems import FileSystems
 from openmsd_build.core import layout, parquet_io, paths
 from openmsd_build.core.beam_io import WriteCounts, WriteParquetShards
 from openmsd_build.core.errors import UserError
+from openmsd_build.core.inputs import absolute_path
 from openmsd_build.core.runner import pipeline_options
 from openmsd_build.papers.sources.registry import add_source_arguments, source_globs
 from openmsd_build.release.beam import MISMATCH_TAG, RestrictPapersShard, ShardTable, VerifyShard, seed_side
-from openmsd_build.release.command import MANIFEST, _abs, _read_json, _write_bytes
+from openmsd_build.release.command import MANIFEST, _read_json, _write_bytes
 from openmsd_build.release.hashes import FIELDS, recovery_rates
 from openmsd_build.release.schema import MISMATCHES, NO_SPLIT, RELEASE_IDS
 from openmsd_build.release.verify import UnsafePath, output_path, verified_files, verify_ids
@@ -113,7 +114,7 @@ def reconstruct(
     text_stage = importlib.import_module(stage("text").command)
 
     options = pipeline_options(beam_args)
-    release, out = _abs(release), _abs(out)
+    release, out = absolute_path(release), absolute_path(out)
     if paths.inside(release, out):  # its stages would clear the release's own citations/, fetch/, ...
         raise UserError(f"--out {out} is the release folder or inside it: reconstruct into another folder")
     if paths.inside(out, release):  # the build a release was written from: rebuilding it destroys both

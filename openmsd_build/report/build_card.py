@@ -105,9 +105,26 @@ def build_card(out: str) -> str:
     return "\n".join(lines)
 
 
-def write_build_card(out: str) -> str:
-    """Write `OUT/README.md`; returns its path."""
+CARD_HEAD = f'---\npretty_name: "{PRETTY_NAME}"'  # how every card this module wrote begins
+
+
+def card_path(out: str) -> str:
+    """Where the build's card goes: `OUT/README.md`, unless that file is someone's own (it
+    does not begin as our cards do), which is kept; then `OUT/report/dataset_card.md`."""
     path = join_path(out, "README.md")
+    try:
+        with FileSystems.open(path) as fh:
+            head = fh.read(len(CARD_HEAD.encode("utf-8")))
+    except Exception:  # noqa: BLE001 - no README.md yet (Beam wraps the error per filesystem)
+        return path
+    return path if head.decode("utf-8", "replace") == CARD_HEAD else join_path(layout.report_dir(out),
+                                                                              "dataset_card.md")
+
+
+def write_build_card(out: str) -> str:
+    """Write the build's card (`card_path`: `OUT/README.md` unless a README of someone else's is
+    there); returns its path."""
+    path = card_path(out)
     with FileSystems.create(path) as fh:
         fh.write(build_card(out).encode("utf-8"))
     return path

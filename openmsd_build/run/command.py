@@ -118,7 +118,7 @@ def recorded_crossref(out: str, say_missing: bool = False) -> list[str]:
     inputs = (read_stage_stats(out, "papers") or {}).get("inputs") or []
     recorded = [row["path"] for row in inputs if isinstance(row, dict) and row.get("source") == "crossref"
                 and isinstance(row.get("path"), str)]
-    # local files are checked (a relative path is relative to where papers ran); remote ones
+    # local files are checked (recorded absolute; an older build may hold relative ones); remote ones
     # are taken as listed, not asked for one by one
     found = [p for p in recorded if "://" in p and not p.startswith("file://") or os.path.isfile(p.removeprefix(
         "file://"))]

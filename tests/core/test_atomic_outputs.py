@@ -92,6 +92,8 @@ def test_stage_outputs_failure_and_interrupt_keep_outputs(tmp_path):
     out = tmp_path / "out"
     (out / "citations").mkdir(parents=True)
     (out / "citations" / "part-00000-of-00001.parquet").write_bytes(b"old")
+    (out / "_stats").mkdir()
+    (out / "_stats" / "citations.json").write_text("{}")  # an earlier run's: a build
     before = _snapshot(out)
     with pytest.raises(ValueError), staging.stage_outputs(str(out), "citations") as dest:
         Path(dest, "citations").mkdir()

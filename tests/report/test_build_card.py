@@ -34,3 +34,23 @@ def test_build_card_lists_every_table_and_datasets_loads_each(tmp_path, monkeypa
         for split, pattern in files.items():
             want = sum(pq.ParquetFile(p).metadata.num_rows for p in Path(out).glob(pattern))
             assert ds[split].num_rows == want > 0, (name, split)
+
+
+def test_a_readme_of_someone_elses_is_kept(tmp_path, capsys):
+    """`report` (and so every `run`) wrote the build's card over any `OUT/README.md`: a user's
+    notes kept in the build folder were lost. A README that does not begin as our cards do is
+    kept, the card goes to `report/dataset_card.md` and a warning says so; our own card is
+    rewritten in place."""
+    out = tmp_path / "build"
+    _build(out, ALL)
+    (out / "README.md").write_text("my notes on this build\n")
+    build_report(str(out))
+    assert (out / "README.md").read_text() == "my notes on this build\n"
+    assert parse_configs((out / "report" / "dataset_card.md").read_text(encoding="utf-8"))
+    assert "is not a card this tool wrote: kept as it is" in capsys.readouterr().err
+    (out / "README.md").unlink()
+    build_report(str(out))
+    first = (out / "README.md").read_text(encoding="utf-8")
+    build_report(str(out))
+    assert (out / "README.md").read_text(encoding="utf-8") == first and parse_configs(first)
+    assert "not a card" not in capsys.readouterr().err
