@@ -137,8 +137,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _interrupted(command: str | None) -> int:
     """The message and exit code of a Ctrl-C (130, as a shell reports SIGINT)."""
     name = f"openmsd-build {command}" if command else "openmsd-build"
-    print(f"{name}: interrupted; the previous outputs are intact, and a re-run resumes (fetched pages are kept "
-          "in OUT/warc/)", file=sys.stderr, flush=True)
+    fetches = command in ("run", "text", "reconstruct", None)  # the commands that fetch pages
+    again = "a re-run resumes (fetched pages are kept in OUT/warc/)" if fetches else "run it again"
+    print(f"{name}: interrupted; the previous outputs are intact; {again}", file=sys.stderr, flush=True)
     return 130
 
 

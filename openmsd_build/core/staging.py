@@ -145,7 +145,7 @@ def _remove_if_empty(path: str) -> None:
 
 
 @contextlib.contextmanager
-def _signals_held() -> Iterator[None]:
+def signals_held() -> Iterator[None]:
     """Hold SIGINT and SIGTERM while the swap renames (only the main thread can set
     handlers); a signal that arrived is delivered right after, so Ctrl-C still stops the
     command but never leaves half the folders swapped."""
@@ -277,13 +277,13 @@ def stage_outputs(out: str, stage: str, folders: Sequence[str] | None = None) ->
     try:
         yield root
     except BaseException as exc:
-        with _signals_held():
+        with signals_held():
             delete_path(root)
             _remove_if_empty(join_path(out, TMP_DIR))
         if not isinstance(exc, KeyboardInterrupt) and _was_interrupted(exc):
             raise KeyboardInterrupt(f"{stage} interrupted; previous outputs kept") from exc
         raise
-    with _signals_held():
+    with signals_held():
         try:
             _swap_in(out, root, paths)
         finally:

@@ -9,7 +9,7 @@ from apache_beam.io.filesystems import FileSystems
 from openmsd_build.core import layout
 from openmsd_build.core.errors import UserError
 from openmsd_build.core.parquet_io import join_path, match_paths
-from openmsd_build.core.staging import delete_path, move_path, path_exists
+from openmsd_build.core.staging import delete_path, move_path, path_exists, signals_held
 
 EXPORT_ENTRIES = ("retrieval", "beir", "trainer", "large_pool", "README.md", "export.json")
 """What a plain export writes at the top of its folder (`export_build`); a recipe export writes
@@ -68,10 +68,19 @@ def replace_export(dest: str, partial: str) -> None:
     """A plain export written whole under `partial` (`DEST/.export-partial/`) takes the place
     of the earlier one's entries (`EXPORT_ENTRIES`): a narrower export (fewer splits or
     relations) leaves no table of the last one for a loader that globs the folder, and an
-    export that fails leaves the last one as it was. Recipes and other files are kept."""
-    for entry in EXPORT_ENTRIES:
-        delete_path(join_path(dest, entry))  # a link is removed, never what it points to
-    for entry in EXPORT_ENTRIES:
-        if path_exists(join_path(partial, entry)):
-            move_path(join_path(partial, entry), join_path(dest, entry))
-    delete_path(partial)
+    export that fails leaves the last one as it was. Recipes and other files are kept.
+
+    Only renames happen while SIGINT / SIGTERM are held: the earlier entries go aside under
+    `partial/.old/` and the new ones in, so Ctrl-C leaves one whole export or the other; the
+    earlier entries are deleted after (a link is removed, never what it points to)."""
+    aside = join_path(partial, ".old")
+    try:
+        with signals_held():
+            for entry in EXPORT_ENTRIES:
+                if path_exists(join_path(dest, entry)):
+                    move_path(join_path(dest, entry), join_path(aside, entry))
+            for entry in EXPORT_ENTRIES:
+                if path_exists(join_path(partial, entry)):
+                    move_path(join_path(partial, entry), join_path(dest, entry))
+    finally:  # also after a Ctrl-C held during the renames
+        delete_path(partial)

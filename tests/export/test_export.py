@@ -209,3 +209,35 @@ def test_dest_of_someone_else_is_refused_and_a_narrower_export_leaves_nothing_st
     written = {p.relative_to(dest).as_posix() for p in (dest / "retrieval").rglob("*.parquet")}
     assert written == {"retrieval/idt/corpus.parquet", "retrieval/idt/dc/queries.parquet",
                        "retrieval/idt/dc/qrels.parquet"} and "idt-dc-queries" in listed
+
+
+def test_ctrl_c_while_an_export_replaces_the_last_one_leaves_one_whole_export(tmp_path, monkeypatch):
+    """The earlier export's entries were deleted, then the new ones moved in, with Ctrl-C
+    live: a Ctrl-C in between left half of each (and a message saying the outputs were
+    intact). Now only renames happen, with the signals held: the new export is whole."""
+    import signal
+
+    from openmsd_build.export import build_checks
+
+    dest, partial = tmp_path / "dest", tmp_path / "dest" / build_checks.PARTIAL
+    for root, tag in ((dest, "old"), (partial, "new")):
+        for entry in ("retrieval", "beir", "trainer"):
+            (root / entry).mkdir(parents=True)
+            (root / entry / "part.parquet").write_text(tag)
+        (root / "export.json").write_text(tag)
+    (dest / "large_pool").mkdir()  # the earlier export's only: goes
+    real_move = build_checks.move_path
+    moves = []
+
+    def move_then_ctrl_c(src, dst):
+        real_move(src, dst)
+        moves.append(dst)
+        if len(moves) == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(build_checks, "move_path", move_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        build_checks.replace_export(str(dest), str(partial))
+    assert sorted(os.listdir(dest)) == ["beir", "export.json", "retrieval", "trainer"]
+    assert all((dest / e / "part.parquet").read_text() == "new" for e in ("retrieval", "beir", "trainer"))
+    assert (dest / "export.json").read_text() == "new"
