@@ -18,6 +18,8 @@ import re
 
 _SCHEME_RE = re.compile(r"^[A-Za-z][-A-Za-z0-9+.]*:")
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+# what follows such a label is the bytes read, unquoted (warcio's `first line: <html>...`)
+_ECHOED_RE = re.compile(r"(first line:|Found:|Remainder:).*", re.DOTALL)
 _QUOTED_RE = re.compile(r"""b?'(?:[^'\\]|\\.)*'|b?"(?:[^"\\]|\\.)*"|\[.*\]""", re.DOTALL)
 
 
@@ -86,9 +88,9 @@ def inside(root: str, path: str) -> bool:
 def describe_failure(exc: BaseException) -> str:
     """An exception as `TypeName: message` for an error message or a reject's detail, with
     anything the message quotes removed: readers quote what they read (gzip's
-    `Not a gzipped file (b'ro')`, warcio's `first line: [...]`), and a failed read must not
+    `Not a gzipped file (b'ro')`, warcio's `first line: <html>...` or `[...]`), and a failed read must not
     echo a file's content (the file may be one an index row should never have named)."""
-    message = _QUOTED_RE.sub("<...>", str(exc))
+    message = _ECHOED_RE.sub(r"\1 <...>", _QUOTED_RE.sub("<...>", str(exc)))
     if isinstance(exc, OSError) and exc.strerror:
         message = exc.strerror if exc.errno is None else f"[Errno {exc.errno}] {exc.strerror}"
     return f"{type(exc).__name__}: {message}"[:300] if message else type(exc).__name__

@@ -56,7 +56,7 @@ from openmsd_build.text.documents import (
 )
 from openmsd_build.text.fetch.archive_join import DEFAULT_MAX_REDIRECTS, advance, chain_index, lookup_key, new_units
 from openmsd_build.text.fetch.plan import canonical_url, host_key, plan_urls, shard_host
-from openmsd_build.text.fetch.result import document_kind
+from openmsd_build.text.fetch.result import RECORD_UNREADABLE, document_kind
 from openmsd_build.text.jobs import STAGE_JOBS
 
 STAGE = "text"
@@ -414,6 +414,10 @@ class ReplayArchive(_ExtractingDoFn):
 
         backend = WarcBackend([], index=chain_index(unit), max_redirects=self.max_redirects)
         result = backend.fetch(unit["url"])
+        if result.error == RECORD_UNREADABLE:  # an index row that names no readable record
+            yield beam.pvalue.TaggedOutput(REJECTS_TAG, make_reject(
+                STAGE, RECORD_UNREADABLE, key=unit["url"], detail=result.headers.get("x-error"),
+                source=unit["tasks"][0]["doi"]))
         # the row points at the final URL's record as an archive-wide replay did (no length:
         # the `fetch/` table of a replay has always left it empty)
         where = None

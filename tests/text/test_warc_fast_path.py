@@ -82,6 +82,8 @@ def reference_index(path):
             length = iterator.get_record_length()
             if getattr(record.raw_stream, "limit", 0) > 0:  # the block ends before its Content-Length
                 continue
+            if length <= 0:  # a Content-Length that lies short or negative: replaying it read a negative range
+                continue
             yield {
                 "url": canonical_url(uri),
                 "warc_file": path,

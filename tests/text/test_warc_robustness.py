@@ -5,8 +5,10 @@ is a counted reject naming the file instead of a stopped stage."""
 from __future__ import annotations
 
 import gzip
+from collections import Counter
 from pathlib import Path
 
+import pytest
 from archive_samples import REDIRECT_URLS, add_papers, fetch_rows, write_redirect_warcs
 from warcio.archiveiterator import ArchiveIterator
 
@@ -14,7 +16,8 @@ from openmsd_build.core import layout, parquet_io
 from openmsd_build.schemas import DOCUMENTS, REJECTS
 from openmsd_build.text.command import run_text
 from openmsd_build.text.fetch import WarcBackend, read_record
-from openmsd_build.text.fetch.warc_index import index_warc_file
+from openmsd_build.text.fetch.result import RECORD_UNREADABLE
+from openmsd_build.text.fetch.warc_index import CUT_SHORT, index_warc_file
 from openmsd_build.text.fetch.warc_stream import archive_problem, is_one_stream
 
 FNAPI = ["--runner=apache_beam.runners.portability.fn_api_runner.FnApiRunner"]
@@ -98,3 +101,81 @@ def test_stage_reads_one_stream_and_rejects_non_warcs(tmp_path):
             layout.documents_dir(str(where)), schema=DOCUMENTS).to_pylist()}
 
     assert _docs(out) == _docs(reference_out) and _docs(out)
+
+
+def _record(url: str, title: str, claimed: object = None) -> bytes:
+    """One WARC response record of a small page, whose Content-Length may lie (`claimed`)."""
+    body = f"<html><head><title>{title}</title></head><body><p>{title}, an abstract.</p></body></html>".encode()
+    block = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n" + body
+    length = len(block) if claimed is None else claimed
+    head = (f"WARC/1.0\r\nWARC-Type: response\r\nWARC-Record-ID: <urn:uuid:{abs(hash(url))}>\r\n"
+            f"WARC-Date: 2020-01-01T00:00:00Z\r\nWARC-Target-URI: {url}\r\n"
+            f"Content-Type: application/http; msgtype=response\r\nContent-Length: {length}\r\n\r\n").encode()
+    return gzip.compress(head + block + b"\r\n\r\n")
+
+
+def test_a_record_of_negative_length_never_crashes_the_stage(tmp_path):
+    """A record whose Content-Length is negative made the whole stage crash: warcio indexes it
+    (with a length that is negative, or that names no readable record) and the replay's read
+    raised. Now an index row that names no readable record is that URL's error and a reject,
+    and the file's damage a reject of the file; neither quotes what the file holds."""
+    urls = ["http://lies.example/good", "http://lies.example/negative"]
+    warc = tmp_path / "lies.warc.gz"
+    warc.write_bytes(_record(urls[0], "A good page") + _record(urls[1], "Negative about nitrate", -5))
+    backend = WarcBackend([], index={urls[1]: (str(warc), -10, 50), urls[0]: (str(warc), 0, -482)})
+    refused = backend.fetch(urls[1])
+    assert refused.error == RECORD_UNREADABLE and "nitrate" not in refused.headers["x-error"]
+    assert backend.fetch(urls[0]).status == 200  # a length that is not positive: read from the offset
+
+    out = tmp_path / "out"
+    add_papers(out, urls)
+    counts = run_text(str(out), f"warc:{warc}", FNAPI)
+    assert counts["fetch.ok"] == 1 and counts[f"fetch.error.{RECORD_UNREADABLE}"] == 1
+    rejects = parquet_io.read_table(layout.rejects_dir(str(out), "text"), schema=REJECTS).to_pylist()
+    assert sorted((r["reason"], r["key"]) for r in rejects) == [(RECORD_UNREADABLE, urls[1]),
+                                                                ("archive_unreadable", str(warc))]
+    assert not any("nitrate" in r["detail"] or "html" in r["detail"] for r in rejects)  # quotes nothing read
+
+
+def test_index_leaves_out_a_record_of_negative_length(tmp_path):
+    """warcio reads a record whose Content-Length lies short by enough as one of negative
+    length; such a row sent the replay's range read a negative size. It is not indexed, and
+    counted with the records cut short."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_warc_fast_path import RECORDS, _gz, _ours
+
+    path = str(tmp_path / "case.warc.gz")
+    _ours(path)
+    with open(path, "ab") as fh:
+        fh.write(_gz(RECORDS["cl_in_headers"]))
+    counts: Counter = Counter()
+    rows: list[dict] = []
+    with pytest.raises(Exception, match="Invalid WARC record"):  # warcio reads on inside the block
+        rows.extend(index_warc_file(path, counts=counts))
+    assert rows and all(r["length"] > 0 for r in rows) and counts[CUT_SHORT] == 1
+
+
+def test_cc_index_rows_with_negative_offsets_or_lengths(tmp_path):
+    """An index extract row with a negative offset crashed the replay (OSError from seek), one
+    with a negative length too (a negative read): the first is skipped and counted, the second
+    read from its offset, as a row without a length is."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from openmsd_build.text.fetch.warc_index import read_cc_index
+
+    warc = tmp_path / "cc.warc.gz"
+    warc.write_bytes(_record("http://cc.example/a", "Page A"))
+    index = tmp_path / "index.parquet"
+    pq.write_table(pa.table({"url": ["http://cc.example/a", "http://cc.example/b"],
+                             "warc_filename": [warc.name] * 2, "warc_record_offset": [0, -100],
+                             "warc_record_length": [-10, 50], "fetch_status": [200, 200],
+                             "content_mime_type": ["text/html"] * 2}), index)
+    counts: Counter = Counter()
+    rows = list(read_cc_index(str(index), str(tmp_path), counts))
+    assert [(r["url"], r["offset"], r["length"]) for r in rows] == [("http://cc.example/a", 0, None)]
+    assert counts["archive.index_rows_incomplete"] == 1
+    backend = WarcBackend([], index={rows[0]["url"]: (rows[0]["warc_file"], rows[0]["offset"], rows[0]["length"])})
+    assert backend.fetch("http://cc.example/a").status == 200

@@ -31,6 +31,9 @@ WRONG_CONTENT_TYPE = "wrong_content_type"
 UNSUPPORTED_ENCODING = "unsupported_encoding"
 DECODE_ERROR = "decode_error"
 NOT_IN_ARCHIVE = "not_in_archive"
+# The index names a record that cannot be read back (a negative offset, a lying length, damage):
+# one URL's error, with the failure (quoting nothing read) in the `x-error` header.
+RECORD_UNREADABLE = "archive_record_unreadable"
 # The host failed `circuit_failures` times in a row; its URLs are skipped for a cool-down.
 HOST_CIRCUIT_OPEN = "host_circuit_open"
 # Prefix of `internal:<ExceptionType>`: a bug or an unforeseen input, caught so that one URL

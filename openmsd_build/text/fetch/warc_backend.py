@@ -23,11 +23,13 @@ import threading
 from collections.abc import Mapping, Sequence
 from urllib.parse import urljoin
 
+from openmsd_build.core.paths import describe_failure
 from openmsd_build.text.fetch.plan import canonical_url
 from openmsd_build.text.fetch.result import (
     DEFAULT_ACCEPTED_TYPES,
     MAX_BODY_BYTES,
     NOT_IN_ARCHIVE,
+    RECORD_UNREADABLE,
     REDIRECT_STATUSES,
     TOO_LARGE,
     TOO_MANY_REDIRECTS,
@@ -162,7 +164,14 @@ class WarcBackend:
             if where is None:
                 result.error = NOT_IN_ARCHIVE
                 return result
-            archived = _read(where, self.max_bytes)
+            try:
+                archived = _read(where, self.max_bytes)
+            except Exception as exc:  # noqa: BLE001 - one damaged record (an index row that lies) is one URL's error
+                if isinstance(exc, OSError) and is_remote(where[0]):
+                    raise  # a remote read that failed (maybe for now): Beam retries the bundle
+                result.error = RECORD_UNREADABLE
+                result.headers = {"x-error": describe_failure(exc)}
+                return result
             result.status = archived.status
             result.headers = archived.headers
             result.content_type = archived.content_type

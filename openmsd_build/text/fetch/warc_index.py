@@ -138,7 +138,9 @@ CUT_SHORT = "archive.records_cut_short"
 """Counted for each response record whose block ends before its `Content-Length` (a file
 cut by a partial download or copy, a crash while writing, a lying header): warcio hands such
 a record over as if it were whole, so its first bytes would be replayed as the complete
-response. It is not indexed: the URL is answered by another archived copy, or is missing."""
+response. It is not indexed: the URL is answered by another archived copy, or is missing.
+A record whose Content-Length is negative is counted with them (warcio reads it as a record
+of negative length)."""
 
 
 def _warcio_rows(path: str, fh: IO[bytes], offset: int, target_uri: bool = False,
@@ -162,7 +164,7 @@ def _warcio_rows(path: str, fh: IO[bytes], offset: int, target_uri: bool = False
         # reads the record to its end: the length is only known then
         length = iterator.get_record_length()
         missing = getattr(record.raw_stream, "limit", 0)  # bytes of the block never read
-        if missing > 0:
+        if missing > 0 or length <= 0:  # a negative Content-Length reads as a negative record length
             if counts is not None:
                 counts[CUT_SHORT] += 1
             LOG.warning("%s: the record at offset %d (%s) ends %d bytes before its Content-Length: not indexed",
@@ -208,11 +210,19 @@ def _int_or_none(value: object) -> int | None:
         return None
 
 
+def _positive_or_none(value: object) -> int | None:
+    """A record length from an index row; a length that is not positive is unknown (the
+    record is read from its offset to its member's end)."""
+    number = _int_or_none(value)
+    return number if number is not None and number > 0 else None
+
+
 def read_cc_index(path: str, warc_prefix: str = "", counts: Counter | None = None) -> Iterator[dict]:
     """Rows of one Parquet file of a columnar-index extract, read in record batches (an
     extract file can hold millions of rows). `location` comes from `fetch_redirect` when
     the extract has it; a redirect row without it gets its Location from the record
-    itself (`fill_location`). Rows with no URL, file or offset are skipped. A row whose
+    itself (`fill_location`). Rows with no URL, file or offset (or a negative one) are skipped,
+    counted as `archive.index_rows_incomplete`. A row whose
     file name leaves `warc_prefix` (`warc_path`) is refused: counted in `counts` as
     `archive.refused_path.<reason>`, logged, and never read."""
     import pyarrow.parquet as pq
@@ -227,8 +237,10 @@ def read_cc_index(path: str, warc_prefix: str = "", counts: Counter | None = Non
         refused = 0
         for batch in parquet.iter_batches(batch_size=_BATCH_ROWS, columns=columns):
             for raw in batch.to_pylist():
-                url, name, offset = raw["url"], raw["warc_filename"], raw["warc_record_offset"]
-                if not url or not name or offset is None:
+                url, name, offset = raw["url"], raw["warc_filename"], _int_or_none(raw["warc_record_offset"])
+                if not url or not name or offset is None or offset < 0:
+                    if counts is not None:
+                        counts["archive.index_rows_incomplete"] += 1
                     continue
                 try:
                     warc_file = warc_path(warc_prefix, name)
@@ -245,8 +257,8 @@ def read_cc_index(path: str, warc_prefix: str = "", counts: Counter | None = Non
                 yield {
                     "url": canonical_url(url),
                     "warc_file": warc_file,
-                    "offset": int(offset),
-                    "length": _int_or_none(raw["warc_record_length"]),
+                    "offset": offset,
+                    "length": _positive_or_none(raw["warc_record_length"]),
                     "status": status,
                     "content_type": raw["content_mime_type"] or None,
                     "location": location or None,

@@ -355,7 +355,9 @@ def read_record(
 
         if is_one_stream(source):
             source = plain_copy(source)
-    if isinstance(source, str) and length and length <= _RANGE_READ_MAX:
+    if offset < 0:
+        raise ValueError(f"record offset {offset} is negative")
+    if isinstance(source, str) and length and 0 < length <= _RANGE_READ_MAX:
         data = read_range(source, offset, length)
         lean = _lean_result(io.BytesIO(data), 0, max_bytes, len(data) or 1)
         return lean if lean is not None else _warcio_result(io.BytesIO(data), 0, max_bytes)
