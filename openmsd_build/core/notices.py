@@ -116,8 +116,14 @@ def _citations(counts: Mapping[str, int]) -> list[str]:
             parts.append(f"{_n(missing['no_abstract'])} rows have an end without an abstract")
         why = f"{'; '.join(parts)}: are the OpenCitations and metadata slices from the same papers?"
     else:
-        why = f"dropped: {_top(counts, '', 4)}"
+        drops = {k: v for k, v in counts.items() if k not in _CITATION_TALLIES and not k.startswith("meta_")}
+        why = f"dropped: {_top(drops, '', 4)}"
     return [f"citations kept {_n(kept)} of {_n(read)} rows read; {why}"]
+
+
+# the citations stage's counters that tally what was read or kept, not a reason a row was dropped
+_CITATION_TALLIES = frozenset({"documents_read", "edges_kept", "files_read", "input_lines", "lines_parsed",
+                               "rows_needing_meta", "rows_parsed", "rows_read", "rejects_suppressed"})
 
 
 def _split(counts: Mapping[str, int]) -> list[str]:

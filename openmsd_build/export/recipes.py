@@ -204,6 +204,14 @@ def parse_part(data: dict) -> Part:
     )
 
 
+def _flag(data: dict, key: str, default: bool) -> bool:
+    """A true / false field; a string such as "false" is refused (it would read as true)."""
+    value = data.get(key, default)
+    if not isinstance(value, bool):
+        raise UserError(f"recipe: `{key}` must be true or false (JSON), got {value!r}")
+    return value
+
+
 def parse_recipe(data: dict) -> Recipe:
     """A recipe from its JSON object (see the module docstring), checked."""
     if not isinstance(data, dict):
@@ -227,6 +235,8 @@ def parse_recipe(data: dict) -> Recipe:
     languages = data.get("languages")
     if languages is not None and (not isinstance(languages, list) or not all(isinstance(x, str) for x in languages)):
         raise UserError("recipe: `languages` must be a list of language codes or null")
+    if languages == []:
+        raise UserError("recipe: `languages` is empty, so nothing could be written: list codes, or null for all")
     for code in languages or ():  # documents carry CLD3's lower-case ISO 639-1 (or -3) codes
         if not _LANGUAGE_CODE_RE.fullmatch(code):
             meant = code.strip().lower()
@@ -255,8 +265,8 @@ def parse_recipe(data: dict) -> Recipe:
         splits=splits,
         languages=tuple(languages) if languages is not None else None,
         text_mode=text_mode,
-        summaries=bool(data.get("summaries", False)),
-        dedup=bool(data.get("dedup", True)),
+        summaries=_flag(data, "summaries", False),
+        dedup=_flag(data, "dedup", True),
         max_per_anchor=cap,
         token_budget=checked,
     )

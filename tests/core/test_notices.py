@@ -32,6 +32,15 @@ def test_citations_warning_names_the_cause():
     assert stage_warnings("text", {"papers": 10, "documents.no_text": 10})
 
 
+def test_citations_warning_names_drops_not_tallies():
+    """Rows lost mostly to duplicates: the warning listed `lines_parsed`, `input_lines`,
+    `rows_read` as if they were drops, and not the real reason."""
+    counts = {"input_lines": 200_002, "lines_parsed": 200_002, "rows_read": 183_208, "rows_parsed": 183_207,
+              "edges_kept": 39, "duplicate_edge": 183_168, "malformed_row": 1, "documents_read": 100}
+    [line] = stage_warnings("citations", counts)
+    assert line == "citations kept 39 of 183,208 rows read; dropped: duplicate_edge 183,168, malformed_row 1"
+
+
 def test_archived_records_cut_short_warn():
     """A truncated WARC's last record is not replayed (`warc_index.CUT_SHORT`): said, not
     left to a `not_in_archive` count."""

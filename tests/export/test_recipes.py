@@ -318,6 +318,10 @@ def test_cli_and_tokenizer_hook(build, tmp_path, capsys, monkeypatch):
     {"parts": [{"kind": "pairs", "relation": "dc"}], "token_budget": {"ru/en": 5}},
     {"parts": [{"kind": "pairs", "relation": "dc"}], "colour": "red"},
     {"parts": []},
+    # "false" as a string read as true (a JSON string is truthy); an empty list wrote nothing
+    {"parts": [{"kind": "pairs", "relation": "dc"}], "dedup": "false"},
+    {"parts": [{"kind": "pairs", "relation": "dc"}], "summaries": "no"},
+    {"parts": [{"kind": "pairs", "relation": "dc"}], "languages": []},
 ])
 def test_bad_recipes_are_refused(bad):
     with pytest.raises(UserError):

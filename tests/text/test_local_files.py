@@ -100,6 +100,15 @@ def test_a_manifest_that_is_not_utf8_is_named(tmp_path):
         load(f"local:{tmp_path}@{manifest}")
 
 
+def test_a_json_manifest_is_named_as_json(tmp_path):
+    """A manifest written as JSON was read as a CSV whose header was its first line of JSON."""
+    (tmp_path / "a.pdf").write_bytes(b"%PDF-1.4 x")
+    manifest = tmp_path / "list.json"
+    manifest.write_text('[{"doi": "10.1000/x", "path": "a.pdf"}]')
+    with pytest.raises(ValueError, match=r"list\.json: a manifest is a CSV .* or Parquet file; this one holds JSON"):
+        load(f"local:{tmp_path}@{manifest}")
+
+
 def test_a_folder_named_with_an_at_sign(tmp_path):
     """`local:FOLDER@MANIFEST` splits at an `@`, but a folder may hold one in its name."""
     from openmsd_build.text.fetch.local_files import parse_spec

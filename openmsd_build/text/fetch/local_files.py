@@ -146,10 +146,20 @@ def _manifest_rows(manifest: str) -> Iterator[dict]:
         for row in table.to_pylist():
             yield {k: row.get(k) for k in ("doi", "url", "path")}
         return
+    if not manifest.lower().endswith((".csv", ".tsv", ".txt")) and _looks_like_json(manifest):
+        raise ValueError(f"{manifest}: a manifest is a CSV (header doi,url,path) or Parquet file; this one holds "
+                         "JSON")
     try:
         yield from _csv_rows(manifest)
     except UnicodeDecodeError as exc:
         raise ValueError(f"{manifest}: not UTF-8 text ({exc.reason}): save the manifest as UTF-8") from None
+
+
+def _looks_like_json(manifest: str) -> bool:
+    """Whether the file starts as a JSON array or object (a manifest a user wrote as JSON,
+    which the CSV reader would take for a header of odd names)."""
+    with open(manifest, "rb") as fh:
+        return fh.read(64).lstrip(b"\xef\xbb\xbf \t\r\n")[:1] in (b"[", b"{")
 
 
 def _csv_rows(manifest: str) -> Iterator[dict]:
