@@ -274,8 +274,21 @@ def _needs_caps(table: pa.Table) -> bool:
         longest = pc.max(pc.list_value_length(table.column(name))).as_py()
         if longest is not None and longest > cap:
             return True
-    longest = pc.max(pc.utf8_length(pc.list_flatten(table.column("titles")))).as_py()
-    return longest is not None and longest > FIELD_CAPS["title"]
+    for name in LIST_CAPS:  # the strings in the lists' entries (`_cap_fields`)
+        if _longest_string(pc.list_flatten(table.column(name))) > FIELD_CAPS["title"]:
+            return True
+    return False
+
+
+def _longest_string(values: pa.ChunkedArray | pa.Array) -> int:
+    """The longest string among `values` (strings, or records holding strings), 0 for none."""
+    if pa.types.is_struct(values.type):
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
+        return max((_longest_string(values.field(i)) for i in range(values.type.num_fields)), default=0)
+    if not pa.types.is_string(values.type) or not len(values):
+        return 0
+    return pc.max(pc.utf8_length(values)).as_py() or 0
 
 
 def _cap_fields(record: dict, source: str, counts: Counter) -> None:
@@ -290,10 +303,30 @@ def _cap_fields(record: dict, source: str, counts: Counter) -> None:
         if isinstance(value, list) and len(value) > cap:
             record[name] = value[:cap]
             counts[f"truncated.{source}.{name}"] += 1
-    titles = record.get("titles")
-    if isinstance(titles, list) and any(isinstance(t, str) and len(t) > FIELD_CAPS["title"] for t in titles):
-        record["titles"] = [t[: FIELD_CAPS["title"]] if isinstance(t, str) else t for t in titles]
-        counts[f"truncated.{source}.titles"] += 1
+    cap = FIELD_CAPS["title"]
+    for name in LIST_CAPS:  # every string in a list's entries, as a title is capped
+        value = record.get(name)
+        if isinstance(value, list) and any(_too_long(entry, cap) for entry in value):
+            # a URL cut short would fetch another page: an over-long one is left out instead
+            record[name] = [_cut(entry, cap) for entry in value
+                            if not (name == "urls" and isinstance(entry, dict) and _too_long(entry.get("url"), cap))]
+            counts[f"truncated.{source}.{name}"] += 1
+
+
+def _too_long(entry: Any, cap: int) -> bool:
+    """Whether a list entry (a string, or a record of strings) holds a string over `cap`."""
+    if isinstance(entry, str):
+        return len(entry) > cap
+    return isinstance(entry, dict) and any(isinstance(v, str) and len(v) > cap for v in entry.values())
+
+
+def _cut(entry: Any, cap: int) -> Any:
+    """A list entry with each of its strings cut at `cap` characters."""
+    if isinstance(entry, str):
+        return entry[:cap]
+    if isinstance(entry, dict):
+        return {k: v[:cap] if isinstance(v, str) else v for k, v in entry.items()}
+    return entry
 
 
 def _excerpt(obj: Any) -> bytes | None:

@@ -152,3 +152,32 @@ def test_huge_id_field_within_caps_is_linear():
     for _, _, counts in oc.parse_citation_rows(iter([["citing", "cited"], [field, "10.1234/b"]]), "mem"):
         total.update(counts)
     assert total["bad_doi"] == 1
+
+
+@pytest.mark.parametrize("source", ["unpaywall", "crossref"])
+def test_every_string_in_a_list_field_is_capped(tmp_path, source):
+    """Only `titles` entries were cut: a 1 MB URL, host_type or version (Unpaywall) and 1 MB
+    categories (Crossref) went into papers/ whole, uncounted. Every string in a list's entries
+    is now cut like a title; a URL too long to fetch is left out; each is counted."""
+    huge = "x" * 1_048_576
+    good = {"url": "https://a.example/p.pdf", "host_type": "repository", "version": "publishedVersion",
+            "license": None, "url_for_pdf": None, "url_for_landing_page": "https://a.example/p"}
+    record = {
+        "unpaywall": {"doi": "10.1234/lists", "title": "T", "oa_locations": [
+            good, {**good, "url": "https://a.example/" + huge, "url_for_landing_page": "https://b.example/q"},
+            {**good, "url": "https://c.example/r", "host_type": huge, "version": huge}]},
+        "crossref": {"DOI": "10.1234/lists", "title": ["T"], "subject": ["Biology", huge, "Z" + huge]},
+    }[source]
+    path = tmp_path / "lists.jsonl"
+    path.write_bytes(orjson.dumps(record) + b"\n")
+    outputs = list(read_source_file(str(path), source, num_shards=1))
+    (_, (_, table)), = [o for o in outputs if o[0] == "batch"]
+    row = table.to_pylist()[0]
+    counts = outputs[-1][1]
+    strings = [v for entry in row["urls"] for v in entry.values() if isinstance(v, str)] + list(row["categories"])
+    assert strings and max(map(len, strings)) <= FIELD_CAPS["title"]
+    if source == "unpaywall":
+        assert counts["truncated.unpaywall.urls"] == 1
+        assert not any(huge[:100] in u["url"] for u in row["urls"]) and len(row["urls"]) >= 2
+    else:
+        assert counts["truncated.crossref.categories"] == 1 and len(row["categories"]) == 3
