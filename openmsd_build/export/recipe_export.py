@@ -595,6 +595,19 @@ def hf_token_counter(folder: str) -> Callable[[list[str]], list[int]]:
     return count
 
 
+def refuse_missing_negatives(out: str, recipe: Recipe) -> None:
+    """A `UserError` before any work when the recipe has a `triplets` part but the build has no
+    hard negatives for a split it reads: the part would add nothing, and the export's only
+    trace of why was a counter (or, with the part alone, a wrong reason)."""
+    if not any(part.kind == "triplets" for part in recipe.parts):
+        return
+    missing = [split for split in recipe.splits if not list_parts(layout.negatives_dir(out, split))]
+    if missing:
+        raise UserError(f"recipe {recipe.name}: its triplets part reads hard negatives, and the build has none for "
+                        f"{', '.join(missing)} (negatives/): run `openmsd-build pairs --out {out} --hard-negatives N` "
+                        "first, or leave the part out")
+
+
 def export_recipe(out: str, recipe: Recipe, dest: str | None = None, tokenizer: str | None = None,
                   rows_per_partition: int = ROWS_PER_PARTITION, work_dir: str | None = None) -> dict:
     """Write `DEST/recipes/<name>/` (see the module docstring) and return its stats."""
@@ -603,6 +616,7 @@ def export_recipe(out: str, recipe: Recipe, dest: str | None = None, tokenizer: 
     from openmsd_build.export.build_checks import check_dest_folder
 
     require_fresh(out, "export")
+    refuse_missing_negatives(out, recipe)
     dest = dest or join_path(out, "export")
     check_dest_folder(out, dest)
     folder = join_path(dest, "recipes", recipe.name)

@@ -252,6 +252,19 @@ def test_a_recipe_that_writes_nothing_says_so(build, tmp_path, capsys):
     assert [w[:len(warning)] for w in stats["warnings"]] == [warning]
 
 
+def test_a_triplets_part_without_hard_negatives_is_refused_before_any_work(build, tmp_path, capsys):
+    """A build without `negatives/`: a triplets part alone exported nothing with a wrong reason
+    ("its splits hold no paper or pair"), beside another part it added nothing silently."""
+    out, _ = build
+    for parts in ([{"kind": "triplets"}], [{"kind": "triplets"}, {"kind": "pairs", "relation": "dc"}]):
+        recipe_file = tmp_path / "trip.json"
+        recipe_file.write_text(json.dumps({"name": "trip", "parts": parts}))
+        assert main(["export", "--out", out, "--dest", str(tmp_path / "x"), "--recipe", str(recipe_file)]) == 2
+        err = capsys.readouterr().err
+        assert "its triplets part reads hard negatives, and the build has none for train" in err
+        assert "--hard-negatives N" in err and not (tmp_path / "x" / "recipes" / "trip").exists()
+
+
 def test_openmsd_mix_recipes_match_the_trainer_tables(tmp_path):
     out = str(tmp_path / "build")
     write_tiny_build(out)
