@@ -81,6 +81,11 @@ def _text(counts: Mapping[str, int]) -> list[str]:
         out.append(f"{_n(bad_rows)} {what} {'was' if bad_rows == 1 else 'were'} rejected "
                    f"({_top(counts, 'local.rejected.')}): see rejects/text/ for the files named")
     local = "local.papers_matched" in counts
+    mismatched = counts.get("abstracts_wrong.title_mismatch", 0) + counts.get("documents.title_mismatch", 0)
+    if local and mismatched:  # the user said which file is whose: a file that is another text is theirs to fix
+        out.append(f"{_n(mismatched)} texts read with --fetch local: print another title than their paper's "
+                   "(title_mismatch: their abstracts and text were left out): check the manifest's rows or the "
+                   "files' names")
     if local and not counts["local.papers_matched"] and not counts.get("fetch.ok", 0):  # URL rows read none either
         out.append(f"no file of the folder matched any of the {_n(papers)} papers: does the manifest use the papers' "
                    "DOIs or URLs (or are the files named after the DOIs, / as _)?")

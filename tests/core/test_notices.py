@@ -41,6 +41,17 @@ def test_citations_warning_names_drops_not_tallies():
     assert line == "citations kept 39 of 183,208 rows read; dropped: duplicate_edge 183,168, malformed_row 1"
 
 
+def test_a_local_file_that_is_another_text_warns():
+    """A manifest row mapping a paper to another paper's PDF was only counted (title_mismatch):
+    the user named that file for that DOI, so it is said."""
+    counts = {"papers": 10, "documents.kept": 9, "fetch.ok": 10, "local.papers_matched": 10, "local.manifest_used": 1,
+              "abstracts_wrong.title_mismatch": 2, "documents.title_mismatch": 1}
+    assert any(w.startswith("3 texts read with --fetch local: print another title than their paper's")
+               for w in stage_warnings("text", counts))
+    del counts["local.papers_matched"]  # the same counts from archives: a wrong page is no user's mapping
+    assert not any("--fetch local" in w for w in stage_warnings("text", counts))
+
+
 def test_archived_records_cut_short_warn():
     """A truncated WARC's last record is not replayed (`warc_index.CUT_SHORT`): said, not
     left to a `not_in_archive` count."""

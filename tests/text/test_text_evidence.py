@@ -274,3 +274,21 @@ def test_a_body_that_outweighs_its_abstract_labels_the_paper_from_the_same_sampl
     sample = documents._body_sample(body)
     assert asked[-1] == sample and asked.count(sample) == 2  # the body's language, then the label
     assert (row["language"], row["language_prob"], row["language_reliable"]) == real(None, sample)
+
+
+def test_a_title_half_found_by_its_function_words_is_no_evidence():
+    """A manifest mapped a urology paper to a German thesis: "durch" and "eine", found together
+    in any German text, were half of "Penisverletzung durch eine Moulinette", and half was
+    enough (0.5), so the thesis became the paper's text. Short words the text repeats are the
+    language's, and half of a title is no evidence; a title whose own words are found
+    together still is."""
+    from openmsd_build.text.documents import TITLE_MATCH_MIN, _word_coverage
+
+    thesis = ("Die Arbeit untersucht, wie durch eine Analyse von Beiträgen und durch eine Auswertung der Kommentare "
+              "eine Haltung entsteht, die durch eine Gruppe getragen wird. ") * 6
+    title = "Penisverletzung durch eine Moulinette"
+    assert _word_coverage(title, thesis) < TITLE_MATCH_MIN
+    assert _word_coverage(title, "Fallbericht: Moulinette und eine Penisverletzung durch Unfall. " + thesis) >= 0.75
+    # half the words, none of them common: still no evidence; most of them is
+    assert _word_coverage("Nitrate groundwater farmers climate", "nitrate in groundwater") < TITLE_MATCH_MIN
+    assert _word_coverage("Nitrate groundwater farmers climate", "groundwater nitrate of farmers") == 0.75
