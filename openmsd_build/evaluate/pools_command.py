@@ -226,11 +226,39 @@ def run_pools(out: str, splits, sizes, resamples: int = 3, seed: int = 0, relati
             res["benchmark"] = {**bench_config.describe(),
                                 **write_benchmark(join_path(dest, "benchmark", split), corpus, rows)}
         res["seconds"] = round(time.time() - started, 1)
+        res["warnings"] = pool_warnings(res)
         os.makedirs(dest, exist_ok=True)
         with open(join_path(dest, f"{split}.json"), "w", encoding="utf-8") as f:
             json.dump(res, f, indent=2, sort_keys=True)
         results[split] = res
     return results
+
+
+FEW_QUERIES = 30  # fewer queries than this: a figure's spread over resamples says little
+
+
+def pool_warnings(res: dict) -> list[str]:
+    """What a split's result says about itself that its table does not: no paper or no query
+    (a table of dashes), pool sizes the split capped (the same pool several times), queries
+    too few for the figures to mean much, BM25 tuned on no train query."""
+    split, papers = res["split"], res["papers"]
+    if not papers:
+        return [f"{split} holds no paper: nothing was evaluated (did split assign any to {split}?)"]
+    out = []
+    if not res["eligible_queries"]:
+        out.append(f"{split}: no query has a relevant paper in its pools ({papers:,} papers): the tables are empty")
+    capped = sorted({r["size_requested"] for r in res["runs"] if r["size"] < r["size_requested"]})
+    if capped:
+        out.append(f"{split}: pool sizes {', '.join(f'{n:,}' for n in capped)} are capped at the split's {papers:,} "
+                   "papers: those rows are one pool, the same for each size")
+    queries = [int(np.mean(m["queries"])) for r in res["runs"] for by_rel in r["models"].values()
+               for m in (by_rel.get(rel, {}).get("all") for rel in res["relations"]) if m]
+    if res["eligible_queries"] and queries and max(queries) < FEW_QUERIES:
+        out.append(f"{split}: at most {max(queries):,} queries a pool: too few for the figures to compare models")
+    tuning = res.get("bm25_tuning")
+    if tuning and tuning.get("validation_map") is None:
+        out.append("BM25 was tuned on no train query (none has a relevant paper): its default parameters are used")
+    return out
 
 
 def format_split(res: dict, relation: str | None = None) -> str:
@@ -282,10 +310,15 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         encoders, embeddings, benchmark.BenchmarkConfig(queries=args.benchmark_queries, relations=bench_rel,
                                                         seed=args.seed),
     )
+    from openmsd_build.core.notices import warn
+
     for res in results.values():
         print(format_split(res))
+        if len(res["relations"]) > 1:
+            print(f"(relations {', '.join(r.upper() for r in res['relations'][1:])}: {res['split']}.json)")
         if res.get("bm25_tuning"):
             t = res["bm25_tuning"]
             print(f"BM25 tuned on train: k1 {t['k1']}, b {t['b']} (validation MAP {t['validation_map']})")
+        warn(res["warnings"])
     print(f"written: {results_dir(args.out)}")
     return 0

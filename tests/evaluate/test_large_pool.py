@@ -269,3 +269,22 @@ def test_evaluate_pools_end_to_end_on_a_synthetic_build(tmp_path, capsys):
     assert "published in or before" in card and "seed 9" in card
     assert summary["benchmark"]["idt"]["rows"] == bench.num_rows
     assert (tmp_path / "export" / "large_pool" / "benchmark" / "idt" / "qrels" / "test.tsv").exists()
+
+
+def test_pools_that_say_little_are_warned_about(tmp_path, capsys):
+    """A split with no paper printed tables of dashes and exited 0 silently; pool sizes larger
+    than the split were capped without a word (the same pool printed three times); one query's
+    figures were compared as if they meant something."""
+    from openmsd_build.evaluate.pools_command import pool_warnings
+
+    assert pool_warnings({"split": "idt", "papers": 0, "eligible_queries": 0, "runs": [], "relations": ["dc"]}) == [
+        "idt holds no paper: nothing was evaluated (did split assign any to idt?)"]
+    out = str(tmp_path / "build")
+    synthetic_build(out, 300, seed=3)
+    assert main(["evaluate-pools", "--out", out, "--split", "idt", "--pool-sizes", "50,100000,200000",
+                 "--resamples", "1", "--max-queries", "5", "--no-tune"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: idt: pool sizes 100,000, 200,000 are capped at the split's" in err
+    assert "queries a pool: too few for the figures to compare models" in err
+    res = json.loads((tmp_path / "build" / "evaluation" / "large_pool" / "idt.json").read_text())
+    assert len(res["warnings"]) == 2
