@@ -379,6 +379,17 @@ def test_papers_records_its_inputs_so_a_run_elsewhere_finds_them(tmp_path, monke
     assert run_command.recorded_crossref("b") == [str(data / "works.jsonl")]
 
 
+def test_run_from_a_stage_whose_upstream_never_ran_is_refused_first(tmp_path, capsys) -> None:
+    """`run --plan --from-stage split` into a folder without citations printed a normal plan,
+    and the run then failed on "no Parquet files under .../citations" (leaving an empty OUT)."""
+    out = tmp_path / "nowhere"
+    for plan in (["--plan"], []):
+        assert cli.main(["run", "--out", str(out), "--from-stage", "split", "--opencitations", "x.csv", *plan]) == 2
+        err = capsys.readouterr().err
+        assert "--from-stage split reads what text, citations wrote" in err and "(--from-stage text)" in err, err
+    assert not out.exists()
+
+
 def test_out_that_is_a_file_is_a_clear_error(tmp_path, capsys) -> None:
     """`papers --out FILE` ended in a NotADirectoryError traceback (OUT/_tmp)."""
     afile = tmp_path / "afile"

@@ -202,7 +202,22 @@ def check_inputs(args: argparse.Namespace, stages: list[str]) -> list[str]:
                     note(f"{flag} {' '.join(globs)}", expand_globs(globs, flag))
                 elif flag == "--opencitations":
                     raise UserError("citations: no --opencitations input given (and --inputs has none)")
+    refuse_missing_upstream(args.out, stages)
     return lines
+
+
+def refuse_missing_upstream(out: str, stages: list[str]) -> None:
+    """A `UserError` when a stage to run reads a stage this run does not (`--from-stage`)
+    that never finished in OUT (no `_stats/<stage>.json`): said before anything runs, and by
+    `--plan`, instead of the first stage failing on a folder with no Parquet in it."""
+    from openmsd_build.core.stages import read_stage_stats
+
+    missing = sorted({u for name in stages for u in stage_entry(name).upstream
+                      if u not in stages and read_stage_stats(out, u) is None}, key=lambda u: STAGE_MODULES_INDEX.get(u, 99))
+    if missing:
+        raise UserError(f"--from-stage {stages[0]} reads what {', '.join(missing)} wrote, and {out} holds no finished "
+                        f"run of {'it' if len(missing) == 1 else 'them'} (_stats/{missing[0]}.json): start from an "
+                        f"earlier stage (--from-stage {missing[0]})")
 
 
 def plan_text(args: argparse.Namespace, to_run: list[str], found: list[str]) -> str:
