@@ -337,8 +337,13 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
 
         if last >= names.index("pairs"):  # the lexical baseline needs the splits and pairs
             print("== evaluation (BM25 baseline on IDT and ODT)", flush=True)
-            for split, result in run_bm25_baseline(args.out).items():
-                print(f"   {split}: {bm25_line(result)}")
+            stale = stale_stages(args.out)
+            if stale:  # as `evaluate` refuses it: its numbers would mix two builds
+                print(f"   skipped: {', '.join(stale)} {'is' if len(stale) == 1 else 'are'} stale (see the warnings "
+                      "below)", flush=True)
+            else:
+                for split, result in run_bm25_baseline(args.out).items():
+                    print(f"   {split}: {bm25_line(result)}")
         stats = build_report(args.out)
         print(headline_table(stats))
     print(resources.timing_table(timings))
@@ -364,4 +369,6 @@ def bm25_line(result: dict) -> str:
             parts.append(f"{relation.upper()} -")
         else:
             parts.append(f"{relation.upper()} MAP {overall['map']:.3f} nDCG@10 {overall['ndcg@10']:.3f}")
+    if parts and all(p.endswith(" -") for p in parts):
+        return ", ".join(parts) + " (no query has a related paper in the pool)"
     return ", ".join(parts) or "no pool"

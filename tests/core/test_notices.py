@@ -178,3 +178,9 @@ def test_rerun_says_which_stages_are_stale(empty_citations_build, capsys):
     assert "evaluate refused: stale stages" in capsys.readouterr().err
     assert main(["evaluate-pools", "--out", str(out)]) == 2
     assert "evaluate-pools refused: stale stages" in capsys.readouterr().err
+    # and run's own baseline is not computed on it (it was, and written to evaluation/)
+    assert main(["run", "--inputs", str(inputs), "--out", str(out), "--from-stage", "pairs", "--to-stage", "pairs",
+                 *FNAPI]) == 0
+    printed = capsys.readouterr().out
+    assert "   skipped: text, citations, split, pairs, contexts are stale" in printed, printed
+    assert not (out / "evaluation").exists()
