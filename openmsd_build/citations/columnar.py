@@ -405,7 +405,7 @@ def _vectorized(
 def parse_citation_stream(
     binary: IO[bytes], source: str, batch_rows: int, budget: RejectBudget, tally: LineTally | None = None,
 ) -> Iterator[tuple[pa.Table, list[dict], dict[str, int]]]:
-    """`parse_citation_rows(iter_csv_rows(text_stream(binary), tally), ...)` with the
+    """`parse_citation_rows(iter_csv_rows(text_stream(binary), tally, single_line=True), ...)` with the
     columnar fast path: same edges (batch boundaries and row order within a batch may
     differ), same rejects in the same order, same counts (module docstring), the same
     physical lines counted on `tally`."""
@@ -578,7 +578,7 @@ def _hand_over(
     tally: LineTally,
 ) -> Iterator[tuple[pa.Table, list[dict], dict[str, int]]]:
     """The row parser from `line_no` on: `rest` (bytes already read) then the stream."""
-    rows = iter_csv_rows(text_stream(io.BufferedReader(_Chained(rest, binary))), tally)
+    rows = iter_csv_rows(text_stream(io.BufferedReader(_Chained(rest, binary))), tally, single_line=True)
     if not header_done:
         state.set_header(next(rows, None))
         line_no = 2

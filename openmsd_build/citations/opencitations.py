@@ -30,6 +30,8 @@ Counters produced while parsing (names are stable; the stage adds the later ones
   refused (dropped, rejected); of those, `rows_too_long` had a physical line longer than
   `MAX_CSV_LINE_CHARS` or a field longer than `MAX_CSV_FIELD_CHARS` (reject reasons
   `line_too_long` / `field_too_large`: such a row is skipped, never held in memory whole);
+  a citation row whose line holds an odd number of quotes is one too (`unbalanced_quote`: no
+  citation field spans lines, so a quote left open would swallow the lines after it);
 * `bad_doi` — an end whose DOI ids all failed `normalize_doi` and that has no OMID
   (dropped, rejected with the normalizer's reason);
 * `no_doi` — an end with neither a DOI nor an OMID (only pmid:/other ids) (dropped);
@@ -124,6 +126,12 @@ class _LineTooLong(Exception):
         self.head = head
 
 
+class _UnbalancedQuote(Exception):
+    def __init__(self, head: str) -> None:
+        super().__init__("a quote opened and not closed on its line")
+        self.head = head
+
+
 class LineTally:
     """Physical lines that reached the CSV decision (`lines_parsed`); shared by the columnar
     path and the row parser it may hand over to."""
@@ -204,9 +212,10 @@ class _BoundedLines:
     reader passes through to its caller and then resets), so a one-line multi-GB member never
     becomes one string. Each physical line is counted on `tally` when one is given."""
 
-    def __init__(self, stream: IO[str], tally: LineTally | None = None) -> None:
+    def __init__(self, stream: IO[str], tally: LineTally | None = None, single_line: bool = False) -> None:
         self._stream = stream
         self._tally = tally
+        self._single_line = single_line
 
     def __iter__(self) -> _BoundedLines:
         return self
@@ -223,14 +232,19 @@ class _BoundedLines:
                 line = self._stream.readline(_SKIP_CHUNK)
                 size += len(line)
             raise _LineTooLong(size, head)
+        if self._single_line and line.count('"') % 2:
+            raise _UnbalancedQuote(line[:200])
         return line
 
 
-def iter_csv_rows(stream: IO[str], tally: LineTally | None = None) -> Iterator[list[str] | BadRow]:
+def iter_csv_rows(stream: IO[str], tally: LineTally | None = None,
+                  single_line: bool = False) -> Iterator[list[str] | BadRow]:
     """`csv.reader` rows of a text stream, with every CSV failure turned into a `BadRow`
     instead of an exception that would end the file (or a GB-sized line or field); the
-    physical lines read are counted on `tally`."""
-    reader = csv.reader(_BoundedLines(stream, tally))
+    physical lines read are counted on `tally`. `single_line` (citation rows, whose fields
+    never span lines): a line with an odd number of quotes is a `BadRow` of its own
+    (`unbalanced_quote`), where the `csv` module would read the lines after it into its field."""
+    reader = csv.reader(_BoundedLines(stream, tally, single_line))
     while True:
         try:
             row = next(reader)
@@ -238,6 +252,8 @@ def iter_csv_rows(stream: IO[str], tally: LineTally | None = None) -> Iterator[l
             return
         except _LineTooLong as exc:
             yield BadRow("line_too_long", f"line of {exc.size} characters > {MAX_CSV_LINE_CHARS}", exc.head)
+        except _UnbalancedQuote as exc:
+            yield BadRow("unbalanced_quote", str(exc), exc.head)
         except csv.Error as exc:
             reason = "field_too_large" if "field larger than field limit" in str(exc) else "csv_error"
             yield BadRow(reason, str(exc)[:200])
@@ -386,7 +402,7 @@ class CitationParse:
                 counts["rows_unrecognized_file"] += 1
                 return
             counts["malformed_row"] += 1
-            counts["rows_too_long"] += row.reason != "csv_error"
+            counts["rows_too_long"] += row.reason in ("line_too_long", "field_too_large")
             _add_reject(rejects, counts, budget, lambda: make_reject(
                 STAGE, row.reason, f"{source}:{line_no}", row.detail, source, row.raw))
             return
@@ -525,7 +541,8 @@ def parse_citation_file(
             if columnar:
                 batches = parse_citation_stream(counted, source, batch_rows, budget, tally)
             else:
-                batches = parse_citation_rows(iter_csv_rows(text_stream(counted), tally), source, batch_rows, budget)
+                batches = parse_citation_rows(iter_csv_rows(text_stream(counted), tally, single_line=True), source,
+                                              batch_rows, budget)
             held = None
             try:
                 for batch in batches:

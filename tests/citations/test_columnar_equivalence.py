@@ -160,3 +160,17 @@ def test_archives_whole_and_damaged(tmp_path):
         archive.writestr("b.csv.gz", gzip.compress(body))
         archive.writestr("readme.txt", b"x")
     _same(zipped)
+
+
+def test_a_quote_left_open_costs_its_own_line_only(tmp_path):
+    """A stray quote opened a field that the `csv` module filled with the lines after it until
+    the field cap (1 MiB): ~16,800 rows of 200,000 vanished as one `field_too_large` reject.
+    No citation field spans lines: the line is one `unbalanced_quote` reject and every
+    following row is read, by both parsers alike."""
+    lines = _coci_lines(3000, 5)
+    lines.insert(100, 'z2,"10.1000/a,10.1000/b')  # the quote never closes
+    lines.insert(2000, '"quoted","10.1000/c","10.1000/d","","","",""')  # balanced: a row as usual
+    edges, rejects, counts = _same(_write(tmp_path / "open.csv", [HEADER, *lines]))
+    assert counts["rows_read"] == 3002 and counts["malformed_row"] == 1 and "rows_too_long" not in counts
+    assert [r["reason"] for r in rejects] == ["unbalanced_quote"]
+    assert counts["rows_parsed"] == len(edges) == 3001

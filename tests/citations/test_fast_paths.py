@@ -297,11 +297,14 @@ def test_read_ahead_hand_over_and_damage_match_the_row_parser(tmp_path, monkeypa
                 whole += piece
         except EOFError:
             pass
-    complete = whole.count(b"\n")  # the header and the rows, one of which spans two lines
+    complete = whole.count(b"\n")  # the header and the rows
+    # no citation field spans lines: each line of the quoted newline is a row of its own, rejected
+    open_quotes = sum(line.count(b'"') % 2 for line in bytes(whole).split(b"\n")[:complete])
     _, rejects, counts = _parsed(path, True)
     assert counts["input_lines"] == counts["lines_parsed"] == complete
-    assert counts["rows_read"] == counts["rows_parsed"] == complete - 1 - whole.count(b"multi\nline")
-    assert [r["reason"] for r in rejects] == ([] if cut is None else ["truncated_archive"])
+    assert counts["rows_read"] == complete - 1 and counts["rows_parsed"] == complete - 1 - open_quotes
+    assert sorted(r["reason"] for r in rejects) == sorted(["unbalanced_quote"] * open_quotes
+                                                          + ([] if cut is None else ["truncated_archive"]))
 
 
 def test_line_counts_see_lines_lost_after_decompression(tmp_path, monkeypatch):

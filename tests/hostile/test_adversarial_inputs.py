@@ -126,18 +126,19 @@ def _run_csv(path) -> tuple[Counter, list[dict], int]:
 @pytest.mark.parametrize("bad_row,reason", [
     ('1,10.1234/a,"' + "x" * (oc.MAX_CSV_FIELD_CHARS + 10) + '"\n', "field_too_large"),
     ("1,10.1234/a," + "y" * (oc.MAX_CSV_LINE_CHARS + 10) + "\n", "line_too_long"),
-    ('1,10.1234/a,"' + "z\n" * (oc.MAX_CSV_FIELD_CHARS // 2 + 10), "field_too_large"),
+    # an unterminated quote swallowed the file up to the field cap; it is now its line's reject
+    ('1,10.1234/a,"' + "z\n" * (oc.MAX_CSV_FIELD_CHARS // 2 + 10), "unbalanced_quote"),
 ])
 def test_enormous_csv_field_is_a_counted_reject(tmp_path, bad_row, reason):
     """A field over `csv.field_size_limit`, a physical line over the line cap, or an
-    unterminated quote swallowing the file: a `malformed_row` reject with its own reason,
-    and the rows after it are still read."""
+    unterminated quote: a `malformed_row` reject with its own reason, and the rows after it
+    are still read."""
     path = tmp_path / "c.csv"
     path.write_text("oci,citing,cited\n0,10.1234/before,10.1234/b\n" + bad_row + "2,10.1234/after,10.1234/c\n")
     total, rejects, edges = _run_csv(path)
     assert reason in {r["reason"] for r in rejects}
-    assert total["rows_too_long"] >= 1 and total["malformed_row"] >= 1
-    assert edges >= 1  # the row before survives (and after, unless swallowed by the quote)
+    assert total["rows_too_long"] >= (reason != "unbalanced_quote") and total["malformed_row"] >= 1
+    assert edges == 2  # the rows before and after survive
     drops = ("rows_unrecognized_file", "malformed_row", "bad_doi", "no_doi", "rows_parsed")
     assert total["rows_read"] == sum(total[k] for k in drops)
     assert len(rejects) + total["rejects_suppressed"] == total["malformed_row"] + total["bad_doi"]
