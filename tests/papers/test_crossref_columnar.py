@@ -98,3 +98,25 @@ def test_fuzzed_chunks_project_like_the_record_parser(items: list[dict]) -> None
     expected_records, expected_rejected = _reference(items)
     assert records == expected_records
     assert [(i, reason) for i, reason, _ in rejected] == expected_rejected
+
+
+def test_surrogate_escapes_are_read_by_the_reference(tmp_path):
+    """polars read a lone `\\ud800` as a NUL character and kept the work, which the reference
+    (orjson) rejects as invalid JSON; whether a work was kept depended on which reader its
+    chunk took. A chunk with any surrogate escape now takes the reference: a lone one is a
+    reject, a pair (an emoji) is the character it encodes."""
+    from openmsd_build.cli import main
+    from openmsd_build.core import layout, parquet_io
+    from openmsd_build.schemas import PAPERS
+
+    lone = b'{"items":[{"DOI":"10.1234/surr","title":["Lone \\ud800 surrogate"]},{"DOI":"10.1234/ok","title":["Fine"]}]}'
+    pair = b'{"items":[{"DOI":"10.1234/emoji","title":["Smile \\ud83d\\ude00 please"]}]}'
+    assert crossref_columnar.read_items(lone) is None and crossref_columnar.read_items(pair) is None
+    assert crossref_columnar.read_items(b'{"items":[{"DOI":"10.1234/ok","title":["Fine \\u00e9"]}]}') is not None
+    (tmp_path / "lone.json").write_bytes(lone)
+    (tmp_path / "pair.json").write_bytes(pair)
+    out = tmp_path / "out"
+    assert main(["papers", "--out", str(out), "--crossref", str(tmp_path / "lone.json"),
+                 "--crossref", str(tmp_path / "pair.json")]) == 0
+    rows = {r["doi"]: r["title"] for r in parquet_io.read_table(layout.papers_dir(str(out)), schema=PAPERS).to_pylist()}
+    assert rows == {"10.1234/ok": "Fine", "10.1234/emoji": "Smile \U0001F600 please"}

@@ -11,7 +11,9 @@ A chunk that does not fit the schema (a field of an unexpected type) returns Non
 read record by record instead. polars turns a scalar where a list is expected into a
 one-element list and a number where text is expected into text; the reference drops such
 values, so on corrupt records the two paths may differ in the reject reason, never in
-whether a good record is kept.
+whether a good record is kept. A chunk holding a surrogate escape (`\ud83d`) is read by the
+reference, which rejects a lone one (polars would read it as NUL). Left as it is: a work
+object that repeats a key keeps its first value here and its last in the reference.
 """
 
 from __future__ import annotations
@@ -129,10 +131,17 @@ def _doi_outcome(value: str | None) -> dict:
         return {"doi": None, "reason": exc.reason}
 
 
+# A JSON escape of a UTF-16 surrogate (`\ud83d`, paired or lone): such chunks are read by the
+# reference, which rejects a lone one where polars' reader silently made it a NUL character.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
 def read_items(data: bytes) -> pl.DataFrame | None:
     """The chunk's works as columns of `ITEM`, or None when it is not such a chunk."""
     head = data[:4096].lstrip()
     if not head.startswith(b"{") or b'"items"' not in head:
+        return None
+    if _SURROGATE_ESCAPE.search(data):  # polars reads a lone one as NUL: the reference rejects it
         return None
     try:
         frame = pl.read_json(io.BytesIO(data), schema={"items": pl.List(ITEM)})
