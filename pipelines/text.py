@@ -189,10 +189,9 @@ def fetch_pass(tasks, fetch: FetchSpec, fetch_dofn, index, hop_index, host_shard
 
 def plan_local_files(p, papers, tasks, fetch: str, local, host_shards: int):
     """`--fetch local:`: the papers' tasks plus one per file matched to a paper; returns
-    (all tasks, [counts], [rejects]). `local` is the source as read once in the driver
-    (`local_files.load`): its manifest rows that cannot be used are rejects naming their
-    files, and so are the files of each DOI (manifest) or file name (naming rule) that no
-    paper matched, found by grouping the source's keys with the keys the papers matched."""
+    (all tasks, [counts], [rejects], matched keys). `local` is the source as read once in the
+    driver (`local_files.load`): its manifest rows that cannot be used are rejects naming their
+    files; the source's keys each paper matched (`(key, None)`) go to `reject_unused_local`."""
     from openmsd_build.core.rejects import make_reject
 
     matched = papers | "PlanLocalFiles" >> beam.ParDo(PlanLocalFiles(fetch, host_shards)).with_outputs(
@@ -203,14 +202,36 @@ def plan_local_files(p, papers, tasks, fetch: str, local, host_shards: int):
     problem_counts = p | "ManifestProblemCounts" >> beam.Create(
         [{**Counter(f"local.rejected.{reason}" for reason, _, _ in local.problems),
           **({"local.manifest_used": 1} if local.manifest else {})}], reshuffle=False)
-    listed = p | "LocalKeys" >> beam.Create([(key, False) for key in sorted(local.by_doi)], reshuffle=False)
+    all_tasks = (tasks, matched.tasks) | "AllTasks" >> beam.Flatten()
+    return all_tasks, [matched[COUNTS_TAG], problem_counts], [problems], matched[MATCHED_TAG]
+
+
+def reject_unused_local(p, fetch: str, local, matched, fetch_rows):
+    """The files of the source's keys (`local_files.listed_keys`: DOIs or file names, manifest
+    URL rows) that no paper used, as (rejects, counts): the listed keys grouped with the keys
+    the papers matched (`matched`) and the manifest URLs the passes answered (`fetch_rows`
+    whose URL was found in the folder)."""
+    from openmsd_build.text.fetch.local_files import listed_keys
+
+    listed = p | "LocalKeys" >> beam.Create([(key, False) for key in listed_keys(local)], reshuffle=False)
+    answered = fetch_rows | "LocalUrlsAnswered" >> beam.FlatMap(_answered_url_key)
     unmatched = (
-        (listed, matched[MATCHED_TAG]) | "LocalKeysAndMatches" >> beam.Flatten()
+        (listed, matched, answered) | "LocalKeysAndMatches" >> beam.Flatten()
         | "GroupLocalKeys" >> beam.GroupByKey()
         | "UnmatchedLocalKeys" >> beam.ParDo(RejectUnmatchedLocalKeys(fetch)).with_outputs(COUNTS_TAG, main="rejects")
     )
-    all_tasks = (tasks, matched.tasks) | "AllTasks" >> beam.Flatten()
-    return all_tasks, [matched[COUNTS_TAG], problem_counts, unmatched[COUNTS_TAG]], [problems, unmatched.rejects]
+    return unmatched.rejects, unmatched[COUNTS_TAG]
+
+
+def _answered_url_key(row: dict) -> list[tuple[str, None]]:
+    """A `--fetch local:` fetch row -> the manifest URL key it used, when its URL was found in
+    the folder by a URL row (not a file's own `file://` URL, not `not_in_folder`)."""
+    from openmsd_build.text.fetch.local_files import NOT_IN_FOLDER, url_key
+
+    url = row["url"]
+    if not url or url.startswith("file:") or row["error"] == NOT_IN_FOLDER:
+        return []
+    return [(url_key(url), None)]
 
 
 def drop_shared_abstracts(keyed):
@@ -282,10 +303,10 @@ def build(
             cap = cap if local.by_url else 0
         planned = papers | "PlanFetches" >> beam.ParDo(PlanFetches(cap, host_shards)).with_outputs(
             META_TAG, COUNTS_TAG, main="tasks")
-        tasks, local_counts, local_rejects = planned.tasks, [], []
+        tasks, local_counts, local_rejects, local_matched = planned.tasks, [], [], None
         if local is not None:
-            tasks, local_counts, local_rejects = plan_local_files(p, papers, planned.tasks, str(fetch), local,
-                                                                  host_shards)
+            tasks, local_counts, local_rejects, local_matched = plan_local_files(p, papers, planned.tasks,
+                                                                                 str(fetch), local, host_shards)
         sources = archive_sources(fetch, resume)
         index, index_counts, index_rejects = index_archives(p, *sources, warc_prefix) if sources else (None,) * 3
         def fetch_dofn(follow: bool):
@@ -323,6 +344,12 @@ def build(
                   checked_counts]
         if index_counts is not None:
             counts.append(index_counts)
+        if local is not None:  # the source's rows no paper used, once both passes are known
+            unused, unused_counts = reject_unused_local(
+                p, str(fetch), local, local_matched,
+                (first[FETCH_TAG], second[FETCH_TAG]) | "LocalFetchRows" >> beam.Flatten())
+            local_counts.append(unused_counts)
+            local_rejects.append(unused)
         counts += local_counts
         rejects = [first[REJECTS_TAG], second[REJECTS_TAG], completed[REJECTS_TAG]]
         rejects += [index_rejects] if index_rejects is not None else []

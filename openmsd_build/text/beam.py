@@ -547,6 +547,8 @@ class PlanLocalFiles(UntypedDoFn):
             keys = doi_keys(self.source, paper["doi"])
             for key in keys:
                 yield beam.pvalue.TaggedOutput(MATCHED_TAG, (key, None))
+                for url_key in self.source.urls_of_doi.get(key, ()):  # its rows that give a URL too
+                    yield beam.pvalue.TaggedOutput(MATCHED_TAG, (url_key, None))
             tasks = doi_tasks(self.source, paper["doi"], keys)
             counts["local.papers_matched"] += bool(tasks)
             has_pdf = any(t["kind"] == "pdf" for t in tasks)
@@ -560,11 +562,12 @@ class PlanLocalFiles(UntypedDoFn):
 
 
 class RejectUnmatchedLocalKeys(UntypedDoFn):
-    """`(key of a local source's by_doi, values)` after a GroupByKey -> a reject and its count
-    for each file of a key no paper matched (`local_files.unmatched_rejects`); nothing for a
-    matched key. The values are one False from the source's listing and one None for each
-    paper that matched the key (`PlanLocalFiles`). The source is read once per DoFn instance,
-    as `PlanLocalFiles` reads it."""
+    """`(key of a local source, values)` after a GroupByKey -> a reject and its count for each
+    file of a key no paper matched (`local_files.unmatched_rejects`); nothing for a matched
+    key. Keys are the DOIs or file stems of `by_doi` and the manifest's URL rows
+    (`local_files.url_key`). The values are one False from the source's listing and one None
+    for each paper that matched the key (`PlanLocalFiles`) or URL the passes answered from the
+    folder. The source is read once per DoFn instance, as `PlanLocalFiles` reads it."""
 
     def __init__(self, spec: str):
         self.spec = spec

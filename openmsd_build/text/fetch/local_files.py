@@ -24,8 +24,8 @@ extension; a body starting `%PDF-` is a PDF whatever its name). Every path must 
 FOLDER once resolved (symbolic links and `..` included). A manifest row whose file is
 missing, outside the folder or of another type, and a document-named link out of the
 folder, is a counted reject naming it (`manifest_problems`); so is a manifest DOI that no paper
-has, and a document file named after no paper's DOI (`unmatched_rejects`, once the papers are
-read); a URL nobody put in the folder answers `not_in_folder` (a miss, as `not_in_archive` is
+has, a manifest URL that no paper lists (nor uses by its row's DOI), and a document file named
+after no paper's DOI (`unmatched_rejects`, once the papers are read and fetched); a URL nobody put in the folder answers `not_in_folder` (a miss, as `not_in_archive` is
 for archives).
 
 The stage turns every DOI match into a task for the file's own `file://` URL (`doi_tasks`),
@@ -61,6 +61,10 @@ NOT_A_DOCUMENT = "local_file_not_a_document"
 BAD_ROW = "local_manifest_bad_row"
 DOI_NOT_A_PAPER = "local_doi_not_among_papers"
 NAMED_FOR_NO_PAPER = "local_file_named_for_no_paper"
+URL_NOT_PLANNED = "local_url_not_planned"
+URL_KEY = "url "
+"""Prefix of a manifest URL row's key beside the DOI keys (`LocalSource.by_doi`): a DOI starts
+with `10.`, a file stem has no space, so neither is ever taken for one."""
 
 
 def is_local(spec: str) -> bool:
@@ -99,6 +103,9 @@ class LocalSource:
     with_url: set[tuple[str, str]] = field(default_factory=set)
     """(DOI, file) of the manifest rows that give a URL too: such a row is used when a paper
     plans that URL, whether or not a paper has its DOI."""
+    urls_of_doi: dict[str, list[str]] = field(default_factory=dict)
+    """DOI -> the URL keys (`url_key`) of its rows that give a URL too: a paper with that DOI
+    uses such a row even when no paper plans its URL."""
 
     @functools.cached_property
     def known_paths(self) -> frozenset[str]:
@@ -211,7 +218,19 @@ def load(spec: str) -> LocalSource:
             source.by_url[canonical_url(row["url"])] = full
             if doi:
                 source.with_url.add((doi, full))
+                source.urls_of_doi.setdefault(doi, []).append(url_key(row["url"]))
     return source
+
+
+def url_key(url: str) -> str:
+    """The key of a manifest URL row among the source's keys (`URL_KEY` + canonical URL)."""
+    return URL_KEY + canonical_url(url)
+
+
+def listed_keys(source: LocalSource) -> list[str]:
+    """Every key whose rows (or files) must be used by some paper, or be rejects: the DOI keys
+    (or file stems), and with a manifest its URL rows' keys."""
+    return sorted(source.by_doi) + sorted(URL_KEY + url for url in source.by_url)
 
 
 def _documents_under(folder: str, problems: list[tuple[str, str, str]]) -> Iterator[tuple[str, str]]:
@@ -268,10 +287,15 @@ def unmatched_rejects(source: LocalSource, key: str) -> list[tuple[str, str, str
     manifest's DOI rows naming a DOI not among the papers, or the folder's files named like
     no paper's DOI. One a file (a row), so the warning counts rows or files; a row that gives
     a URL too is not one (a paper may read its file by that URL), but a DOI row naming a file
-    that another row's URL also names is (the typo in its DOI is still unused). A typo in one
-    DOI must not be a silent drop."""
+    that another row's URL also names is (the typo in its DOI is still unused). A URL key
+    (`url_key`) that no paper planned, and no paper matched by the row's DOI, is one too. A
+    typo in one DOI or URL must not be a silent drop."""
     folder = os.path.realpath(source.folder)
     out = []
+    if key.startswith(URL_KEY):  # a URL row no paper planned (nor matched by its DOI)
+        url = key[len(URL_KEY):]
+        name = os.path.relpath(source.by_url[url], folder)
+        return [(URL_NOT_PLANNED, url, f"{source.manifest}: no paper lists the URL {url} (file {name})")]
     for path in source.by_doi[key]:
         if (key, path) in source.with_url:
             continue
