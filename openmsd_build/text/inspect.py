@@ -121,6 +121,7 @@ def inspect_document(
     out["language_hints"] = result.get("language_hints") or []
     out["rules"] = dict(result.get("rules") or {})
     extraction = {**result, "kind": text_source, "url": url or ""}
+    out["metadata_title"] = title
     paper = {"doi": doi or "inspect", "title": title, "title_source": "metadata" if title else None}
     out["title_match"] = extraction_title_match(metadata_titles(paper), extraction)
     row, why = build_document(paper, [extraction])
@@ -157,6 +158,7 @@ def _empty_report(url: str | None, data: bytes, doi: str | None) -> dict[str, An
         "error": None,
         "error_detail": None,
         "dropped": None,
+        "metadata_title": None,
         "extracted": None,
         "n_tokens_title": 0,
         "n_tokens_abstract": 0,
@@ -189,6 +191,10 @@ def format_summary(report: dict[str, Any], max_chars: int = 600) -> str:
         # the rule that gave the document's title and abstract (with `--title`, the paper's
         # metadata may win over the extraction's own title), else the extraction's
         f"title:     {_short(report['title'], max_chars)}   [{report.get('title_rule') or rules.get('title')}]",
+        *([f"           dropped ({report['dropped']}): the document prints "
+           f"{_short((report.get('extracted') or {}).get('title'), max_chars)!r}"
+           + (f", the paper's metadata {report['metadata_title']!r}" if report.get("metadata_title") else "")]
+          if report.get("dropped") else []),
         f"abstract:  {_short(report['abstract'], max_chars)}   "
         f"[{report.get('abstract_rule') or rules.get('abstract')}]",
         *(f"  + [{a['language']}/{a['source']}] {_short(a['text'], max_chars // 3)}" for a in report.get("abstracts") or []),

@@ -152,3 +152,17 @@ def test_the_summary_names_the_rule_of_the_title_it_shows(real_samples: Path,
     evidence = next(line for line in lines if line.startswith("evidence:"))
     assert " title_rule=metadata " in evidence
     assert title.endswith("[metadata]"), (title, evidence)  # the PDF's own rule was pdf_metadata
+
+
+def test_a_dropped_document_shows_both_titles(real_samples: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """With a `--title` of another paper the summary said `title: -` and `dropped=...`: the
+    user could not see which title the document prints beside the one given."""
+    pdf = real_samples / "pdf" / "crminer__10.2903_j.efsa.2014.3550.pdf"
+    given = "Machine learning methods for predicting river sediment dynamics in alpine catchments"
+    run_inspect([str(pdf), "--title", given])
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.strip().startswith("dropped ("))
+    assert "formaldehyde" in line.lower() and repr(given) in line, out
+    run_inspect([str(pdf), "--title", given, "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert report["metadata_title"] == given and report["dropped"]
