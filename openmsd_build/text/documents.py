@@ -209,22 +209,23 @@ def _word_positions(words: set[str], text: str) -> list[tuple[int, str]]:
 COMMON_WORD_CHARS = 5
 COMMON_WORD_TIMES = 8
 """A title word of at most `COMMON_WORD_CHARS` letters that the text repeats at least
-`COMMON_WORD_TIMES` times ("durch", "eine", "from", "with", "para", "dans") is the language's,
-not the title's: found anywhere, it is no evidence of the title (`_word_coverage`)."""
+`COMMON_WORD_TIMES` times is common in it: a function word ("durch", "eine", "from", "para")
+or a short topic word ("water", "cells"). Common words count as found only beside one that is
+not (`_word_coverage`)."""
 
 
 def _word_coverage(title: str, text: str) -> float:
     """Share of the title's words of four letters or more found together in `text`: the most
     of them within one window of `TITLE_WINDOW_FACTOR` x the title's length (0.0 for a title
-    with fewer than three such words: a CJK title, a short one). Words the text repeats as a
-    language repeats its function words (`COMMON_WORD_CHARS`) are left out of the title (it is
-    its other words, at least two), and half of them or fewer is no evidence (just under
-    `TITLE_MATCH_MIN`): "Penisverletzung durch
-    eine Moulinette" was half found in any German thesis. Measured with `bench/title_evidence.py
-    --metadata` (2,305 real metadata titles against the 73 hand-read documents of their
-    language): wrong titles matched 3 of 7,239 times instead of 23, the truth sets' wrong titles
-    5 of 345 instead of 9; every own title still matches, also with its words in reverse order
-    (64 of 64, what a printed title that differs from the metadata's relies on)."""
+    with fewer than three such words: a CJK title, a short one). A window whose found words are
+    all common in the text (`COMMON_WORD_CHARS`) counts for nothing, and half of the words or
+    fewer is no evidence (just under `TITLE_MATCH_MIN`): "Penisverletzung durch eine
+    Moulinette" was half found, by "durch eine", in any German thesis. Measured with
+    `bench/title_evidence.py --metadata` (2,305 real metadata titles against the 73 hand-read
+    documents of their language): wrong titles matched 5 of 7,239 times instead of 23, the
+    truth sets' wrong titles 6 of 345 instead of 9; every own title still matches, also with
+    its words in reverse order (64 of 64, what a printed title that differs from the
+    metadata's relies on)."""
     words = {w.casefold() for w in _TITLE_WORD_RE.findall(title)}
     if len(words) < 3:
         return 0.0
@@ -232,11 +233,6 @@ def _word_coverage(title: str, text: str) -> float:
     found = _word_positions(words, text)
     times = Counter(word for _, word in found)
     common = {w for w, n in times.items() if n >= COMMON_WORD_TIMES and len(w) <= COMMON_WORD_CHARS}
-    if common:  # neither found nor looked for: the title is its other words
-        found = [(offset, word) for offset, word in found if word not in common]
-        words -= common
-        if len(words) < 2:
-            return 0.0
     inside: Counter = Counter()
     best = first = 0
     for offset, word in found:
@@ -247,8 +243,9 @@ def _word_coverage(title: str, text: str) -> float:
             if not inside[left]:
                 del inside[left]
             first += 1
-        best = max(best, len(inside))
-    if 2 * best <= len(words):  # half the title's words: a title's function words, another text's
+        if len(inside) > best and (not common or any(w not in common for w in inside)):
+            best = len(inside)
+    if 2 * best <= len(words):  # half of the title's words or fewer: no evidence
         return round(min(best / len(words), TITLE_MATCH_MIN - 0.0001), 4)
     return round(best / len(words), 4)
 

@@ -312,14 +312,11 @@ def test_extraction_title_match_is_the_best_of_both_measures() -> None:
         span = max(documents.TITLE_WINDOW_FACTOR * len(title), documents.TITLE_WINDOW_MIN_CHARS)
         hits = [(m.start(), m.group().casefold()) for m in documents._TITLE_WORD_RE.finditer(text)
                 if m.group().casefold() in words]
-        # short words the text repeats are the language's: left out of the title and the text
+        # short words the text repeats count only beside one it does not
         common = {w for w in words if len(w) <= documents.COMMON_WORD_CHARS
                   and sum(h == w for _, h in hits) >= documents.COMMON_WORD_TIMES}
-        words -= common
-        if common and len(words) < 2:
-            return 0.0
-        hits = [(p, w) for p, w in hits if w not in common]
-        best = max((len({w for p, w in hits if start <= p <= start + span}) for start, _ in hits), default=0)
+        windows = [{w for p, w in hits if start <= p <= start + span} for start, _ in hits]
+        best = max((len(found) for found in windows if found - common), default=0)
         if 2 * best <= len(words):  # half of them or fewer: no evidence
             return round(min(best / len(words), documents.TITLE_MATCH_MIN - 0.0001), 4)
         return round(best / len(words), 4)
