@@ -30,7 +30,7 @@ Counters produced while parsing (names are stable; the stage adds the later ones
   refused (dropped, rejected); of those, `rows_too_long` had a physical line longer than
   `MAX_CSV_LINE_CHARS` or a field longer than `MAX_CSV_FIELD_CHARS` (reject reasons
   `line_too_long` / `field_too_large`: such a row is skipped, never held in memory whole);
-  a citation row whose line holds an odd number of quotes is one too (`unbalanced_quote`: no
+  a citation row whose line ends inside a quoted field is one too (`unbalanced_quote`: no
   citation field spans lines, so a quote left open would swallow the lines after it);
 * `bad_doi` — an end whose DOI ids all failed `normalize_doi` and that has no OMID
   (dropped, rejected with the normalizer's reason);
@@ -61,6 +61,7 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import re
 import sys
 import zipfile
 import zlib
@@ -232,9 +233,39 @@ class _BoundedLines:
                 line = self._stream.readline(_SKIP_CHUNK)
                 size += len(line)
             raise _LineTooLong(size, head)
-        if self._single_line and line.count('"') % 2:
+        if self._single_line and '"' in line and ends_in_quoted_field(line):
             raise _UnbalancedQuote(line[:200])
         return line
+
+
+# A line whose fields are each wholly quoted (no quote inside) or hold no quote: closed.
+_CLOSED_LINE = re.compile(r'(?:"[^"]*"|[^",\r\n]*)(?:,(?:"[^"]*"|[^",\r\n]*))*\r?\n?\Z')
+
+
+def ends_in_quoted_field(line: str) -> bool:
+    """Whether the `csv` module (default dialect, not strict) is still inside a quoted field at
+    the end of `line`, i.e. would read the next line into it: a quote opens a field only at
+    its start, `""` inside is a quote, and the closing quote may be followed by more text."""
+    if _CLOSED_LINE.match(line):
+        return False
+    quoted, at_start = False, True
+    pending_quote = False  # inside a quoted field, a quote that may close it or be doubled
+    for char in line.rstrip("\r\n"):
+        if quoted:
+            if pending_quote:
+                pending_quote = False
+                if char != '"':  # the field closed; the rest of it is plain text
+                    quoted = False
+                    at_start = char == ","
+                continue
+            if char == '"':
+                pending_quote = True
+            continue
+        if at_start and char == '"':
+            quoted, at_start = True, False
+        else:
+            at_start = char == ","
+    return quoted and not pending_quote
 
 
 def iter_csv_rows(stream: IO[str], tally: LineTally | None = None,
@@ -242,8 +273,9 @@ def iter_csv_rows(stream: IO[str], tally: LineTally | None = None,
     """`csv.reader` rows of a text stream, with every CSV failure turned into a `BadRow`
     instead of an exception that would end the file (or a GB-sized line or field); the
     physical lines read are counted on `tally`. `single_line` (citation rows, whose fields
-    never span lines): a line with an odd number of quotes is a `BadRow` of its own
-    (`unbalanced_quote`), where the `csv` module would read the lines after it into its field."""
+    never span lines): a line that ends inside a quoted field (`ends_in_quoted_field`) is a
+    `BadRow` of its own (`unbalanced_quote`), where the `csv` module would read the lines after
+    it into that field."""
     reader = csv.reader(_BoundedLines(stream, tally, single_line))
     while True:
         try:

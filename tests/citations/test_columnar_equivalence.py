@@ -174,3 +174,21 @@ def test_a_quote_left_open_costs_its_own_line_only(tmp_path):
     assert counts["rows_read"] == 3002 and counts["malformed_row"] == 1 and "rows_too_long" not in counts
     assert [r["reason"] for r in rejects] == ["unbalanced_quote"]
     assert counts["rows_parsed"] == len(edges) == 3001
+
+
+def test_a_line_ends_inside_a_quoted_field_exactly_when_csv_reads_on():
+    """`ends_in_quoted_field` against the `csv` module itself: a line ends inside a quoted field
+    when the module reads the next line into a field. A quote inside an unquoted field
+    (`10.1000/ab"c`) is a literal and leaves nothing open; one opening a later field does."""
+    import csv
+
+    from openmsd_build.citations.opencitations import ends_in_quoted_field
+
+    assert not ends_in_quoted_field('1-2,10.1000/ab"c,10.1000/x\n')
+    assert ends_in_quoted_field('3-4,10.1000/q"r,"10.1000/y,z\n')
+    rng = random.Random(7)
+    for _ in range(20_000):
+        line = "".join(rng.choice('ab,"') for _ in range(rng.randint(0, 9))) + rng.choice(["\n", "\r\n", ""])
+        rows = list(csv.reader([line, "X,Y\n"]))
+        reads_on = len(rows) == 1 or any("\n" in field for field in rows[0])
+        assert ends_in_quoted_field(line) == reads_on, line
