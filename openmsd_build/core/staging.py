@@ -172,7 +172,7 @@ def signals_held() -> Iterator[None]:
 # ---------------------------------------------------------------- swap, rollback, recovery
 
 
-def _swap_in(out: str, root: str, paths: Sequence[str]) -> None:
+def swap_in(out: str, root: str, paths: Sequence[str]) -> None:
     """Old paths aside into `root/.old/`, new paths from `root` into `out`, old deleted.
     On an error in between, what was moved is moved back before the error propagates."""
     old_root = join_path(root, OLD_DIR)
@@ -197,7 +197,7 @@ def _swap_in(out: str, root: str, paths: Sequence[str]) -> None:
     delete_path(old_root)
 
 
-def _restore_aside(out: str, stale_root: str, paths: Sequence[str]) -> None:
+def restore_aside(out: str, stale_root: str, paths: Sequence[str]) -> None:
     """A run killed inside its swap left old outputs in `.old/`: put back any whose place
     is empty (the new one never arrived), so the build is as it was before that run."""
     old_root = join_path(stale_root, OLD_DIR)
@@ -232,7 +232,7 @@ def clean_stale(out: str, stage: str, paths: Sequence[str]) -> None:
     """Remove what killed earlier runs of `stage` left under `OUT/_tmp/` (restoring old
     outputs a killed swap had moved aside)."""
     for root in _stale_roots(out, stage):
-        _restore_aside(out, root, paths)
+        restore_aside(out, root, paths)
         delete_path(root)
     _remove_if_empty(join_path(out, TMP_DIR))
 
@@ -285,7 +285,7 @@ def stage_outputs(out: str, stage: str, folders: Sequence[str] | None = None) ->
         raise
     with signals_held():
         try:
-            _swap_in(out, root, paths)
+            swap_in(out, root, paths)
         finally:
             delete_path(root)
             _remove_if_empty(join_path(out, TMP_DIR))

@@ -9,7 +9,7 @@ from apache_beam.io.filesystems import FileSystems
 from openmsd_build.core import layout
 from openmsd_build.core.errors import UserError
 from openmsd_build.core.parquet_io import join_path, match_paths
-from openmsd_build.core.staging import delete_path, move_path, path_exists, signals_held
+from openmsd_build.core.staging import delete_path, path_exists, restore_aside, signals_held, swap_in
 
 EXPORT_ENTRIES = ("retrieval", "beir", "trainer", "large_pool", "README.md", "export.json")
 """What a plain export writes at the top of its folder (`export_build`); a recipe export writes
@@ -70,17 +70,19 @@ def replace_export(dest: str, partial: str) -> None:
     relations) leaves no table of the last one for a loader that globs the folder, and an
     export that fails leaves the last one as it was. Recipes and other files are kept.
 
-    Only renames happen while SIGINT / SIGTERM are held: the earlier entries go aside under
-    `partial/.old/` and the new ones in, so Ctrl-C leaves one whole export or the other; the
-    earlier entries are deleted after (a link is removed, never what it points to)."""
-    aside = join_path(partial, ".old")
+    The swap is the stages' own (`staging.swap_in`, SIGINT / SIGTERM held): the earlier
+    entries go aside under `partial/.old/` and the new ones in, and any error in between moves
+    them back, so a Ctrl-C or a failed move leaves one whole export or the other. A run killed
+    inside it is undone by the next export (`recover_export`)."""
     try:
         with signals_held():
-            for entry in EXPORT_ENTRIES:
-                if path_exists(join_path(dest, entry)):
-                    move_path(join_path(dest, entry), join_path(aside, entry))
-            for entry in EXPORT_ENTRIES:
-                if path_exists(join_path(partial, entry)):
-                    move_path(join_path(partial, entry), join_path(dest, entry))
-    finally:  # also after a Ctrl-C held during the renames
+            swap_in(dest, partial, EXPORT_ENTRIES)
+    finally:  # after a failed swap (undone) as after a Ctrl-C held during it
         delete_path(partial)
+
+
+def recover_export(dest: str, partial: str) -> None:
+    """Before an export writes `partial` again: entries an export killed inside its swap left
+    aside (`partial/.old/`) go back where their place is empty, then `partial` is removed."""
+    restore_aside(dest, partial, EXPORT_ENTRIES)
+    delete_path(partial)

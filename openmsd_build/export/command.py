@@ -48,6 +48,7 @@ from openmsd_build.export.build_checks import (
     PARTIAL,
     check_dest,
     check_dest_folder,
+    recover_export,
     refuse_empty,
     replace_export,
 )
@@ -185,7 +186,7 @@ def export_build(
     final = dest or join_path(out, "export")
     check_dest_folder(out, final)
     dest = join_path(final, PARTIAL)  # written whole here, then swapped in (`replace_export`)
-    delete_path(dest)
+    recover_export(final, dest)
     try:
         summary = _write_export(out, final, dest, splits, relations, mixes, trainer_splits, per_positive,
                                 max_bridge_degree, beir, detect, text)

@@ -226,7 +226,9 @@ def test_ctrl_c_while_an_export_replaces_the_last_one_leaves_one_whole_export(tm
             (root / entry / "part.parquet").write_text(tag)
         (root / "export.json").write_text(tag)
     (dest / "large_pool").mkdir()  # the earlier export's only: goes
-    real_move = build_checks.move_path
+    from openmsd_build.core import staging
+
+    real_move = staging.move_path
     moves = []
 
     def move_then_ctrl_c(src, dst):
@@ -235,9 +237,43 @@ def test_ctrl_c_while_an_export_replaces_the_last_one_leaves_one_whole_export(tm
         if len(moves) == 2:
             os.kill(os.getpid(), signal.SIGINT)
 
-    monkeypatch.setattr(build_checks, "move_path", move_then_ctrl_c)
+    monkeypatch.setattr(staging, "move_path", move_then_ctrl_c)
     with pytest.raises(KeyboardInterrupt):
         build_checks.replace_export(str(dest), str(partial))
     assert sorted(os.listdir(dest)) == ["beir", "export.json", "retrieval", "trainer"]
     assert all((dest / e / "part.parquet").read_text() == "new" for e in ("retrieval", "beir", "trainer"))
     assert (dest / "export.json").read_text() == "new"
+
+
+def test_a_failed_move_while_replacing_an_export_puts_the_last_one_back(tmp_path, monkeypatch):
+    """A move that failed half way (a full disk) left neither export: the earlier entries set
+    aside were deleted with the partial folder. The swap is now undone first; and entries an
+    export killed inside its swap left aside are put back before the next one writes."""
+    from openmsd_build.core import staging
+    from openmsd_build.export import build_checks
+
+    dest, partial = tmp_path / "dest", tmp_path / "dest" / build_checks.PARTIAL
+    for root, tag in ((dest, "old"), (partial, "new")):
+        for entry in ("retrieval", "trainer"):
+            (root / entry).mkdir(parents=True)
+            (root / entry / "part.parquet").write_text(tag)
+        (root / "export.json").write_text(tag)
+    real_move, moves = staging.move_path, []
+
+    def failing_move(src, dst):
+        moves.append(dst)
+        if len(moves) == 5:  # three set aside, one new placed: the disk is full
+            raise OSError(28, "No space left on device")
+        real_move(src, dst)
+
+    monkeypatch.setattr(staging, "move_path", failing_move)
+    with pytest.raises(OSError):
+        build_checks.replace_export(str(dest), str(partial))
+    monkeypatch.undo()
+    assert sorted(os.listdir(dest)) == ["export.json", "retrieval", "trainer"]
+    assert all((dest / e / "part.parquet").read_text() == "old" for e in ("retrieval", "trainer"))
+    # a run killed inside the swap: trainer/ aside, its place empty
+    (partial / ".old").mkdir(parents=True)
+    os.rename(dest / "trainer", partial / ".old" / "trainer")
+    build_checks.recover_export(str(dest), str(partial))
+    assert (dest / "trainer" / "part.parquet").read_text() == "old" and not partial.exists()
