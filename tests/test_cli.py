@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -301,6 +302,14 @@ def test_a_stage_into_a_folder_that_is_not_a_build_keeps_its_folders(tmp_path, c
         assert f"is not a build (no _stats/) but holds {held}" in capsys.readouterr().err
         assert (out / held / "notes.txt").read_text() == "mine"
         assert not (out / "_tmp").exists()
+    # a scratch folder named _tmp is no sign of a build; a stage's own root there is
+    scratch = tmp_path / "scratch"
+    (scratch / "_tmp" / "notes").mkdir(parents=True)
+    (scratch / "papers").mkdir()
+    assert cli.main(["papers", "--out", str(scratch), "--unpaywall", str(snapshot)]) == 2
+    assert "is not a build (no _stats/) but holds papers" in capsys.readouterr().err
+    (scratch / "_tmp" / "papers-999999999-1").mkdir()  # a first run killed inside its swap
+    assert cli.main(["papers", "--out", str(scratch), "--unpaywall", str(snapshot)]) == 0
     build = tmp_path / "build"
     assert cli.main(["papers", "--out", str(build), "--unpaywall", str(snapshot)]) == 0
     assert cli.main(["papers", "--out", str(build), "--unpaywall", str(snapshot)]) == 0
@@ -386,8 +395,15 @@ def test_run_from_a_stage_whose_upstream_never_ran_is_refused_first(tmp_path, ca
     for plan in (["--plan"], []):
         assert cli.main(["run", "--out", str(out), "--from-stage", "split", "--opencitations", "x.csv", *plan]) == 2
         err = capsys.readouterr().err
-        assert "--from-stage split reads what text, citations wrote" in err and "(--from-stage text)" in err, err
+        assert "--from-stage split reads what papers, text, citations write" in err, err
+        assert "(--from-stage papers)" in err
     assert not out.exists()
+    # outputs without their stats (a reconstructed release's papers/) are outputs
+    (out / "papers").mkdir(parents=True)
+    pq.write_table(pa.table({"doi": ["10.1/x"]}), out / "papers" / "part-00000-of-00001.parquet")
+    assert cli.main(["run", "--out", str(out), "--from-stage", "citations", "--opencitations", "x.csv",
+                     "--plan"]) == 2
+    assert "--from-stage citations reads what text writes" in capsys.readouterr().err
 
 
 def test_out_that_is_a_file_is_a_clear_error(tmp_path, capsys) -> None:

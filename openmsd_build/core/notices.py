@@ -81,11 +81,12 @@ def _text(counts: Mapping[str, int]) -> list[str]:
         out.append(f"{_n(bad_rows)} {what} {'was' if bad_rows == 1 else 'were'} rejected "
                    f"({_top(counts, 'local.rejected.')}): see rejects/text/ for the files named")
     local = "local.papers_matched" in counts
-    mismatched = counts.get("abstracts_wrong.title_mismatch", 0) + counts.get("documents.title_mismatch", 0)
+    mismatched = [f"{_n(n)} {what}" for key, what in (
+        ("documents.title_mismatch", "papers dropped"), ("abstracts_wrong.title_mismatch_content", "texts left out"),
+        ("abstracts_wrong.title_mismatch", "abstracts left out")) if (n := counts.get(key, 0))]
     if local and mismatched:  # the user said which file is whose: a file that is another text is theirs to fix
-        out.append(f"{_n(mismatched)} texts read with --fetch local: print another title than their paper's "
-                   "(title_mismatch: their abstracts and text were left out): check the manifest's rows or the "
-                   "files' names")
+        out.append(f"files read with --fetch local: print another title than their paper's (title_mismatch: "
+                   f"{', '.join(mismatched)}): check the manifest's rows or the files' names")
     if local and not counts["local.papers_matched"] and not counts.get("fetch.ok", 0):  # URL rows read none either
         out.append(f"no file of the folder matched any of the {_n(papers)} papers: does the manifest use the papers' "
                    "DOIs or URLs (or are the files named after the DOIs, / as _)?")
@@ -121,14 +122,15 @@ def _citations(counts: Mapping[str, int]) -> list[str]:
             parts.append(f"{_n(missing['no_abstract'])} rows have an end without an abstract")
         why = f"{'; '.join(parts)}: are the OpenCitations and metadata slices from the same papers?"
     else:
-        drops = {k: v for k, v in counts.items() if k not in _CITATION_TALLIES and not k.startswith("meta_")}
+        drops = {k: v for k, v in counts.items() if k in _CITATION_DROPS}
         why = f"dropped: {_top(drops, '', 4)}"
     return [f"citations kept {_n(kept)} of {_n(read)} rows read; {why}"]
 
 
-# the citations stage's counters that tally what was read or kept, not a reason a row was dropped
-_CITATION_TALLIES = frozenset({"documents_read", "edges_kept", "files_read", "input_lines", "lines_parsed",
-                               "rows_needing_meta", "rows_parsed", "rows_read", "rejects_suppressed"})
+# the citations stage's reasons a row is dropped (its module docstrings); `rows_too_long` is a
+# part of `malformed_row`, and every other counter tallies what was read, resolved or kept
+_CITATION_DROPS = frozenset({"rows_unrecognized_file", "malformed_row", "bad_doi", "no_doi", "self_citation",
+                             "duplicate_edge", "citing_missing", "cited_missing", "no_abstract"})
 
 
 def _split(counts: Mapping[str, int]) -> list[str]:

@@ -247,14 +247,17 @@ def pool_warnings(res: dict) -> list[str]:
     out = []
     if not res["eligible_queries"]:
         out.append(f"{split}: no query has a relevant paper in its pools ({papers:,} papers): the tables are empty")
-    capped = sorted({r["size_requested"] for r in res["runs"] if r["size"] < r["size_requested"]})
-    if capped:
-        out.append(f"{split}: pool sizes {', '.join(f'{n:,}' for n in capped)} are capped at the split's {papers:,} "
-                   "papers: those rows are one pool, the same for each size")
+    short = [r for r in res["runs"] if r["size"] < r["size_requested"]]
+    if short:
+        asked = ", ".join(f"{n:,}" for n in sorted({r["size_requested"] for r in short}))
+        out.append(f"{split}: pools of {asked} candidates could not be filled (at most {max(r['size'] for r in short):,}"
+                   f" of the split's {papers:,} papers qualify: not newer than the queries): sizes that reached the "
+                   "same size are the same pools")
     queries = [int(np.mean(m["queries"])) for r in res["runs"] for by_rel in r["models"].values()
                for m in (by_rel.get(rel, {}).get("all") for rel in res["relations"]) if m]
-    if res["eligible_queries"] and queries and max(queries) < FEW_QUERIES:
-        out.append(f"{split}: at most {max(queries):,} queries a pool: too few for the figures to compare models")
+    if res["eligible_queries"] and queries and min(queries) < FEW_QUERIES:
+        out.append(f"{split}: pools with as few as {min(queries):,} queries: too few for their figures to compare "
+                   "models")
     tuning = res.get("bm25_tuning")
     if tuning and tuning.get("validation_map") is None:
         out.append("BM25 was tuned on no train query (none has a relevant paper): its default parameters are used")

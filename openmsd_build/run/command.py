@@ -172,6 +172,7 @@ def check_inputs(args: argparse.Namespace, stages: list[str]) -> list[str]:
     one `flag: N files, B bytes` line per input."""
     from openmsd_build.core.inputs import expand_globs
 
+    refuse_missing_upstream(args.out, stages)
     lines: list[str] = []
 
     def note(flag: str, files: list[tuple[str, int]]) -> None:
@@ -202,22 +203,33 @@ def check_inputs(args: argparse.Namespace, stages: list[str]) -> list[str]:
                     note(f"{flag} {' '.join(globs)}", expand_globs(globs, flag))
                 elif flag == "--opencitations":
                     raise UserError("citations: no --opencitations input given (and --inputs has none)")
-    refuse_missing_upstream(args.out, stages)
     return lines
 
 
 def refuse_missing_upstream(out: str, stages: list[str]) -> None:
     """A `UserError` when a stage to run reads a stage this run does not (`--from-stage`)
-    that never finished in OUT (no `_stats/<stage>.json`): said before anything runs, and by
-    `--plan`, instead of the first stage failing on a folder with no Parquet in it."""
+    whose outputs OUT does not hold (neither `_stats/<stage>.json` nor Parquet in its folders,
+    as a reconstructed release has them): said before anything runs, and by `--plan`, instead
+    of the first stage failing on a folder with no Parquet in it. The stage suggested to start
+    from is the earliest one missing, its own upstream stages included."""
     from openmsd_build.core.stages import read_stage_stats
 
-    missing = sorted({u for name in stages for u in stage_entry(name).upstream
-                      if u not in stages and read_stage_stats(out, u) is None}, key=lambda u: STAGE_MODULES_INDEX.get(u, 99))
+    def built(name: str) -> bool:
+        return read_stage_stats(out, name) is not None or any(
+            parquet_io.list_parts(parquet_io.join_path(out, folder)) for folder in stage_entry(name).outputs)
+
+    missing: set[str] = set()
+    todo = [u for name in stages for u in stage_entry(name).upstream if u not in stages]
+    while todo:
+        name = todo.pop()
+        if name not in missing and not built(name):
+            missing.add(name)
+            todo += stage_entry(name).upstream
     if missing:
-        raise UserError(f"--from-stage {stages[0]} reads what {', '.join(missing)} wrote, and {out} holds no finished "
-                        f"run of {'it' if len(missing) == 1 else 'them'} (_stats/{missing[0]}.json): start from an "
-                        f"earlier stage (--from-stage {missing[0]})")
+        order = sorted(missing, key=lambda u: STAGE_MODULES_INDEX.get(u, 99))
+        raise UserError(f"--from-stage {stages[0]} reads what {', '.join(order)} "
+                        f"{'writes' if len(order) == 1 else 'write'}, and {out} holds no outputs of "
+                        f"{'it' if len(order) == 1 else 'them'}: start from an earlier stage (--from-stage {order[0]})")
 
 
 def plan_text(args: argparse.Namespace, to_run: list[str], found: list[str]) -> str:

@@ -36,17 +36,19 @@ def test_citations_warning_names_drops_not_tallies():
     """Rows lost mostly to duplicates: the warning listed `lines_parsed`, `input_lines`,
     `rows_read` as if they were drops, and not the real reason."""
     counts = {"input_lines": 200_002, "lines_parsed": 200_002, "rows_read": 183_208, "rows_parsed": 183_207,
-              "edges_kept": 39, "duplicate_edge": 183_168, "malformed_row": 1, "documents_read": 100}
+              "edges_kept": 39, "duplicate_edge": 183_168, "malformed_row": 1, "documents_read": 100,
+              "omid_resolved": 90_000, "rows_too_long": 1}
     [line] = stage_warnings("citations", counts)
     assert line == "citations kept 39 of 183,208 rows read; dropped: duplicate_edge 183,168, malformed_row 1"
 
 
 def test_a_local_file_that_is_another_text_warns():
     """A manifest row mapping a paper to another paper's PDF was only counted (title_mismatch):
-    the user named that file for that DOI, so it is said."""
+    the user named that file for that DOI, so it is said (papers, not their abstracts)."""
     counts = {"papers": 10, "documents.kept": 9, "fetch.ok": 10, "local.papers_matched": 10, "local.manifest_used": 1,
               "abstracts_wrong.title_mismatch": 2, "documents.title_mismatch": 1}
-    assert any(w.startswith("3 texts read with --fetch local: print another title than their paper's")
+    assert any(w.startswith("files read with --fetch local: print another title than their paper's (title_mismatch: "
+                            "1 papers dropped, 2 abstracts left out)")
                for w in stage_warnings("text", counts))
     del counts["local.papers_matched"]  # the same counts from archives: a wrong page is no user's mapping
     assert not any("--fetch local" in w for w in stage_warnings("text", counts))

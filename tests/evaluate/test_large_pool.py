@@ -284,7 +284,7 @@ def test_pools_that_say_little_are_warned_about(tmp_path, capsys):
     assert main(["evaluate-pools", "--out", out, "--split", "idt", "--pool-sizes", "50,100000,200000",
                  "--resamples", "1", "--max-queries", "5", "--no-tune"]) == 0
     err = capsys.readouterr().err
-    assert "warning: idt: pool sizes 100,000, 200,000 are capped at the split's" in err
-    assert "queries a pool: too few for the figures to compare models" in err
+    assert "warning: idt: pools of 100,000, 200,000 candidates could not be filled (at most" in err
+    assert "queries: too few for their figures to compare models" in err
     res = json.loads((tmp_path / "build" / "evaluation" / "large_pool" / "idt.json").read_text())
     assert len(res["warnings"]) == 2

@@ -103,15 +103,16 @@ def test_fuzzed_chunks_project_like_the_record_parser(items: list[dict]) -> None
 def test_surrogate_escapes_are_read_by_the_reference(tmp_path):
     """polars read a lone `\\ud800` as a NUL character and kept the work, which the reference
     (orjson) rejects as invalid JSON; whether a work was kept depended on which reader its
-    chunk took. A chunk with any surrogate escape now takes the reference: a lone one is a
-    reject, a pair (an emoji) is the character it encodes."""
+    chunk took. A chunk with a lone surrogate escape now takes the reference (a reject); a pair
+    (an emoji) is read by polars as the character it encodes, as the reference reads it."""
     from openmsd_build.cli import main
     from openmsd_build.core import layout, parquet_io
     from openmsd_build.schemas import PAPERS
 
     lone = b'{"items":[{"DOI":"10.1234/surr","title":["Lone \\ud800 surrogate"]},{"DOI":"10.1234/ok","title":["Fine"]}]}'
     pair = b'{"items":[{"DOI":"10.1234/emoji","title":["Smile \\ud83d\\ude00 please"]}]}'
-    assert crossref_columnar.read_items(lone) is None and crossref_columnar.read_items(pair) is None
+    assert crossref_columnar.read_items(lone) is None and crossref_columnar.read_items(pair) is not None
+    assert crossref_columnar.read_items(b'{"items":[{"DOI":"10.1/x","title":["low \\udc00 alone"]}]}') is None
     assert crossref_columnar.read_items(b'{"items":[{"DOI":"10.1234/ok","title":["Fine \\u00e9"]}]}') is not None
     (tmp_path / "lone.json").write_bytes(lone)
     (tmp_path / "pair.json").write_bytes(pair)

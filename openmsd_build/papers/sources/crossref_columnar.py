@@ -11,8 +11,8 @@ A chunk that does not fit the schema (a field of an unexpected type) returns Non
 read record by record instead. polars turns a scalar where a list is expected into a
 one-element list and a number where text is expected into text; the reference drops such
 values, so on corrupt records the two paths may differ in the reject reason, never in
-whether a good record is kept. A chunk holding a surrogate escape (`\ud83d`) is read by the
-reference, which rejects a lone one (polars would read it as NUL). Left as it is: a work
+whether a good record is kept. A chunk holding a lone surrogate escape (`\ud800` alone) is
+read by the reference, which rejects its work (polars would read it as NUL). Left as it is: a work
 object that repeats a key keeps its first value here and its last in the reference.
 """
 
@@ -131,9 +131,12 @@ def _doi_outcome(value: str | None) -> dict:
         return {"doi": None, "reason": exc.reason}
 
 
-# A JSON escape of a UTF-16 surrogate (`\ud83d`, paired or lone): such chunks are read by the
-# reference, which rejects a lone one where polars' reader silently made it a NUL character.
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+# A JSON escape of a lone UTF-16 surrogate (a high one not followed by a low one, a low one
+# not after a high one): such chunks are read by the reference, which rejects the work, where
+# polars' reader silently made it a NUL character. A pair (an emoji) polars reads right.
+_SURROGATE_ESCAPE = re.compile(
+    rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+    rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
 
 
 def read_items(data: bytes) -> pl.DataFrame | None:
@@ -141,7 +144,7 @@ def read_items(data: bytes) -> pl.DataFrame | None:
     head = data[:4096].lstrip()
     if not head.startswith(b"{") or b'"items"' not in head:
         return None
-    if _SURROGATE_ESCAPE.search(data):  # polars reads a lone one as NUL: the reference rejects it
+    if _SURROGATE_ESCAPE.search(data):  # polars reads a lone surrogate as NUL: the reference rejects it
         return None
     try:
         frame = pl.read_json(io.BytesIO(data), schema={"items": pl.List(ITEM)})
