@@ -98,12 +98,7 @@ def test_giant_title_and_abstract_are_truncated_and_counted(tmp_path, source):
         "openalex": {"doi": "https://doi.org/10.1234/big", "title": title,
                      "abstract_inverted_index": {"word": list(range(400_000))}},
     }[source]
-    path = tmp_path / "big.jsonl"
-    path.write_bytes(orjson.dumps(record) + b"\n")
-    outputs = list(read_source_file(str(path), source, num_shards=1))
-    (_, (_, table)), = [o for o in outputs if o[0] == "batch"]
-    row = table.to_pylist()[0]
-    counts = outputs[-1][1]
+    row, counts = _one_record(tmp_path, record, source)
     assert len(row["title"]) <= FIELD_CAPS["title"]
     assert counts[f"truncated.{source}.title"] == 1
     if source != "unpaywall":
@@ -155,6 +150,16 @@ def test_huge_id_field_within_caps_is_linear():
     assert total["bad_doi"] == 1
 
 
+def _one_record(tmp_path, record: dict, source: str) -> tuple[dict, Counter]:
+    """`record` as the only line of a `source` file, read as the papers stage reads it: its
+    projected row and the file's counts."""
+    path = tmp_path / "one.jsonl"
+    path.write_bytes(orjson.dumps(record) + b"\n")
+    outputs = list(read_source_file(str(path), source, num_shards=1))
+    (_, (_, table)), = [o for o in outputs if o[0] == "batch"]
+    return table.to_pylist()[0], outputs[-1][1]
+
+
 @pytest.mark.parametrize("source", ["unpaywall", "crossref"])
 def test_every_string_in_a_list_field_is_capped(tmp_path, source):
     """Only `titles` entries were cut: a 1 MB URL, host_type or version (Unpaywall) and 1 MB
@@ -169,12 +174,7 @@ def test_every_string_in_a_list_field_is_capped(tmp_path, source):
             {**good, "url": "https://c.example/r", "host_type": huge, "version": huge}]},
         "crossref": {"DOI": "10.1234/lists", "title": ["T"], "subject": ["Biology", huge, "Z" + huge]},
     }[source]
-    path = tmp_path / "lists.jsonl"
-    path.write_bytes(orjson.dumps(record) + b"\n")
-    outputs = list(read_source_file(str(path), source, num_shards=1))
-    (_, (_, table)), = [o for o in outputs if o[0] == "batch"]
-    row = table.to_pylist()[0]
-    counts = outputs[-1][1]
+    row, counts = _one_record(tmp_path, record, source)
     strings = [v for entry in row["urls"] for v in entry.values() if isinstance(v, str)] + list(row["categories"])
     assert strings and max(map(len, strings)) <= FIELD_CAPS["title"]
     if source == "unpaywall":
