@@ -29,8 +29,15 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
 
     if args.papers < 1:
         raise UserError("--papers must be at least 1")
+    from openmsd_build.sample.generator import SAMPLE_ENTRIES
+
     if os.path.exists(os.path.join(args.out, "manifest.json")):
-        print(f"note: overwriting the sample in {args.out}")
+        print(f"note: replacing the sample in {args.out}")
+    else:  # someone's folders of the same names would be emptied
+        held = [n for n in SAMPLE_ENTRIES if os.path.lexists(os.path.join(args.out, n))]
+        if held:
+            raise UserError(f"--out {args.out} is not a sample (no manifest.json) but holds {', '.join(held)}, which "
+                            "a sample replaces: choose a new or empty folder")
     start = time.perf_counter()
     manifest = generate(args.out, papers=args.papers, seed=args.seed, warc=not args.no_warc)
     c = manifest["counts"]

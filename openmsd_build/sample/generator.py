@@ -973,14 +973,26 @@ def _concatenate(parts: list[str], target: str, head: bytes = b"") -> None:
             os.remove(part)
 
 
+SAMPLE_ENTRIES = ("unpaywall", "crossref", "opencitations", "warc", "manifest.json", "truth.jsonl.gz", ".tmp-sample")
+"""What a sample folder holds: replaced whole by the next sample written there."""
+
+
 def generate(out: str, papers: int = 2000, seed: int = 7, warc: bool = True, workers: int | None = None) -> dict[str, Any]:
     """Write the whole sample into `out` and return the manifest (also written as manifest.json).
 
     `workers` (default: CPU count) only changes speed: the files are identical for any value.
+    An earlier sample's entries in `out` (`SAMPLE_ENTRIES`) are removed first: a bigger one's
+    extra Crossref part would otherwise be read with this one's.
     """
     if papers < 1:
         raise ValueError("papers must be >= 1")
     workers = workers or os.cpu_count() or 1
+    for name in SAMPLE_ENTRIES:  # an earlier sample's files would be read with this one's
+        path = os.path.join(out, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        elif os.path.lexists(path):
+            os.remove(path)
     for sub in ("unpaywall", "crossref", "opencitations") + (("warc",) if warc else ()):
         os.makedirs(os.path.join(out, sub), exist_ok=True)
     tmp = os.path.join(out, ".tmp-sample")

@@ -352,3 +352,26 @@ def test_output_does_not_depend_on_worker_count(tmp_path: Path, monkeypatch) -> 
     assert len([k for k in hashes if k.startswith("opencitations/")]) == 3
     with gzip.open(one / "unpaywall" / "unpaywall_snapshot.jsonl.gz", "rt") as fh:  # multi-member gzip
         assert sum(1 for _ in fh) == json.loads((one / "manifest.json").read_text())["counts"]["unpaywall_records"]
+
+
+def test_a_sample_written_over_another_replaces_it(tmp_path, capsys):
+    """A 5-paper sample written where a 5,001-paper one was left that one's second Crossref
+    part, which the next build read with the new files (6 Crossref records for 5 papers). An
+    earlier sample's files are removed first; a folder that is not a sample but holds folders
+    of a sample's names is refused."""
+    from openmsd_build.cli import main
+
+    out = tmp_path / "s"
+    assert main(["sample", "--out", str(out), "--papers", "20", "--seed", "1", "--no-warc"]) == 0
+    (out / "crossref" / "part-00001.json.gz").write_bytes(b"an earlier, bigger sample's part")
+    (out / "warc").mkdir()
+    assert main(["sample", "--out", str(out), "--papers", "5", "--seed", "2", "--no-warc"]) == 0
+    assert "note: replacing the sample" in capsys.readouterr().out
+    assert sorted(p.name for p in (out / "crossref").iterdir()) == ["part-00000.json.gz"]
+    assert not (out / "warc").exists()
+    mine = tmp_path / "mine"
+    (mine / "crossref").mkdir(parents=True)
+    (mine / "crossref" / "works.json").write_text("{}")
+    assert main(["sample", "--out", str(mine), "--papers", "5"]) == 2
+    assert "is not a sample (no manifest.json) but holds crossref" in capsys.readouterr().err
+    assert (mine / "crossref" / "works.json").exists()
