@@ -97,3 +97,14 @@ def test_a_bundle_that_archives_nothing_leaves_no_file(tmp_path):
     kept.flush()
     kept.close()
     assert (tmp_path / "warc" / "b.warc.gz").read_bytes() == b"a record"
+
+
+@pytest.mark.parametrize("argv", [["papers", "--out", "o", "--unpaywall", "u.jsonl", "--shards", "-2"],
+                                  ["text", "--out", "o", "--fetch", "none", "--shards", "-1"],
+                                  ["release", "o", "--shards", "-3"]])
+def test_a_negative_shard_count_is_a_usage_error(argv, capsys):
+    """`--shards -3` wrote files named part--0001-of--0003.parquet."""
+    with pytest.raises(SystemExit) as stop:
+        cli.main(argv)
+    assert stop.value.code == 2
+    assert "argument --shards: must be 0 or more" in capsys.readouterr().err

@@ -73,6 +73,23 @@ def absolute_path(path: str) -> str:
     return path if "://" in path else os.path.abspath(path)
 
 
+def at_least(minimum: int):
+    """An argparse `type` for a count flag: an int of at least `minimum` (a negative `--shards`
+    named files `part--0001-of--0002.parquet`)."""
+    import argparse
+
+    def parse(value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+        if number < minimum:
+            raise argparse.ArgumentTypeError(f"must be {minimum} or more, not {number}")
+        return number
+
+    return parse
+
+
 def add_out_argument(parser, help_text: str) -> None:
     """`OUT` as a positional or as `--out OUT` (every command takes `--out`; the positional
     form stays for commands that always had it). `resolve_out` merges the two."""

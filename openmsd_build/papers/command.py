@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 import apache_beam as beam
 
 from openmsd_build.core.errors import UserError
-from openmsd_build.core.inputs import default_shards, expand_globs
+from openmsd_build.core.inputs import at_least, default_shards, expand_globs
 from openmsd_build.core.notices import DEFAULT_MAX_REJECT_RATE, add_reject_rate_argument
 from openmsd_build.core.runner import is_local_runner, pipeline_options
 from openmsd_build.core.staging import stage_outputs
@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="processes that parse the snapshot files, and then merge the shards and encode their "
                         "Parquet files, on a local run (default 0: one per core when the inputs are 16 MiB or more, else "
                         "1, i.e. in the Beam worker itself; always 1 on Dataflow, Flink and other distributed runners)")
-    parser.add_argument("--shards", type=int, default=0,
+    parser.add_argument("--shards", type=at_least(0), default=0,
                         help="shuffle shards = output files (default: ~1 per 32 MiB of input)")
     add_reject_rate_argument(parser)
 

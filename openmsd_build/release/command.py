@@ -32,7 +32,7 @@ import openmsd_build
 from openmsd_build.core import layout, parquet_io
 from openmsd_build.core.beam_io import WriteCounts
 from openmsd_build.core.errors import UserError
-from openmsd_build.core.inputs import absolute_path, add_out_argument
+from openmsd_build.core.inputs import absolute_path, add_out_argument, at_least
 from openmsd_build.core.runner import pipeline_options
 from openmsd_build.core.stages import require_fresh
 from openmsd_build.release.beam import SPLIT_FOLDERS, FileChecksum, ShardTable, WriteIdsShard, seed_side
@@ -61,7 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allow-partial", action="store_true",
                         help="release a build whose split stage has not run (every document gets split=none)")
     parser.add_argument("--no-fetch-table", action="store_true", help="do not include fetch/ (URLs and statuses)")
-    parser.add_argument("--shards", type=int, default=0, help="files per split folder (default: as documents/)")
+    parser.add_argument("--shards", type=at_least(0), default=0, help="files per split folder (default: as documents/)")
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
@@ -123,6 +123,8 @@ def write_release(
 ) -> dict:
     """Write the id-only release of build `out` to `release`; returns the manifest."""
     options = pipeline_options(beam_args)
+    if shards < 0:
+        raise UserError(f"--shards must be 0 (as documents/) or more, not {shards}")
     out, release = absolute_path(out), absolute_path(release)
     require_fresh(out, "release")
     doc_parts = parquet_io.list_parts(layout.documents_dir(out))

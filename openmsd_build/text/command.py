@@ -12,6 +12,7 @@ import time
 from typing import TYPE_CHECKING
 
 from openmsd_build.core.errors import UserError
+from openmsd_build.core.inputs import at_least
 from openmsd_build.text.fetch.spec import FetchSpec, usage
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="extractor processes working at once per fetching worker (default: one per core on "
                              "the local runner; 1 on Dataflow / Flink, which already run a worker per core)")
     parser.add_argument("--no-follow-pdf", action="store_true", help="do not follow citation_pdf_url from landing pages")
-    parser.add_argument("--shards", type=int, default=0, help="output files (default: as many as papers/)")
+    parser.add_argument("--shards", type=at_least(0), default=0, help="output files (default: as many as papers/)")
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
