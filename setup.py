@@ -23,7 +23,7 @@ INSTALL_REQUIRES = [
     "lxml_html_clean>=0.1,<1",
     # trafilatura's fallback extractor; `landing.warm_up` hands its stoplist cache a set
     "justext>=3.0.2,<4",
-    "urllib3>=2,<3",
+    "urllib3>=2.1,<3",  # HTTPResponse.read1 (enrich reads answers under one deadline)
     "idna>=3,<4",
     "certifi>=2023.7",
     "numpy>=1.26,<3",

@@ -181,13 +181,11 @@ class Http:
 
     def post_json(self, url: str, body: dict) -> dict:
         data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        deadline = time.monotonic() + self.timeout
         try:
             resp = self.pool.request("POST", url, body=data, headers=self.headers, redirect=False,
                                      preload_content=False)
-            try:
-                payload = resp.read(MAX_BODY_BYTES + 1)
-            finally:
-                resp.release_conn()
+            payload = self._body(resp, deadline)
         except urllib3.exceptions.NewConnectionError as exc:  # a TimeoutError subclass to urllib3, but refused
             raise CallError("connection_error", f"cannot connect to {url}: {exc.__class__.__name__}") from None
         except urllib3.exceptions.TimeoutError as exc:
@@ -212,6 +210,27 @@ class Http:
         if not isinstance(parsed, dict):
             raise CallError("malformed_response", "JSON body is not an object", text)
         return parsed
+
+
+    def _body(self, resp, deadline: float) -> bytes:
+        """The answer's body, at most `MAX_BODY_BYTES` + 1 bytes, read by the pieces the socket
+        has (`read1`): `timeout` bounds the whole answer, not each read, so an endpoint that
+        trickles a byte at a time is a timeout too (it held a request for minutes)."""
+        pieces: list[bytes] = []
+        size = 0
+        try:
+            while size <= MAX_BODY_BYTES:
+                if time.monotonic() > deadline:
+                    resp.close()  # the rest is never read: the connection is not reused
+                    raise CallError("timeout", f"no whole answer within {self.timeout:g}s (it came too slowly)")
+                piece = resp.read1(min(1 << 16, MAX_BODY_BYTES + 1 - size))
+                if not piece:
+                    break
+                pieces.append(piece)
+                size += len(piece)
+        finally:
+            resp.release_conn()
+        return b"".join(pieces)
 
 
 def _excerpt(data: object) -> str:

@@ -299,3 +299,39 @@ def test_a_refused_connection_is_a_connection_error_not_a_timeout():
     with pytest.raises(CallError) as caught:
         Http(timeout=60.0, concurrency=1).post_json(f"http://127.0.0.1:{port}/v1/chat/completions", {})
     assert caught.value.reason == "connection_error" and "cannot connect" in caught.value.detail
+
+
+def test_an_answer_that_trickles_is_a_timeout(serve_http):
+    """`--timeout 2` bounded each socket read, not the answer: an endpoint sending a valid
+    answer a byte every 0.3 s held each request for about a minute. The timeout is now the
+    whole answer's."""
+    import time as clock
+    from http.server import BaseHTTPRequestHandler
+
+    from openmsd_build.enrich.summarizers import CallError
+
+    answer = json.dumps({"choices": [{"message": {"content": "x" * 200}}]}).encode()
+
+    class Trickle(BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            try:
+                for byte in answer:
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    clock.sleep(0.3)
+            except OSError:
+                pass  # the client gave up: what the test wants
+
+    base = serve_http(Trickle)
+    started = clock.monotonic()
+    with pytest.raises(CallError) as caught:
+        Http(timeout=1.5, concurrency=1).post_json(f"{base}/v1/chat/completions", {})
+    assert caught.value.reason == "timeout" and clock.monotonic() - started < 10
