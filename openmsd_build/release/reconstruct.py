@@ -31,6 +31,7 @@ from openmsd_build.core.beam_io import WriteCounts, WriteParquetShards
 from openmsd_build.core.errors import UserError
 from openmsd_build.core.inputs import absolute_path
 from openmsd_build.core.runner import pipeline_options
+from openmsd_build.core.staging import delete_path
 from openmsd_build.papers.sources.registry import add_source_arguments, source_globs
 from openmsd_build.release.beam import MISMATCH_TAG, RestrictPapersShard, ShardTable, VerifyShard, seed_side
 from openmsd_build.release.command import MANIFEST, _read_json, _write_bytes
@@ -129,6 +130,30 @@ def reconstruct(
         verify_ids(release, manifest, sorted(parquet_io.match_paths(ids_glob)))
     except ValueError as exc:
         raise UserError(f"{release}: {exc}") from None
+    before = _entries(out)
+    try:
+        return _reconstruct(release, out, manifest, ids_glob, globs, fetch, beam_args, text_argv, options,
+                            papers_stage, text_stage)
+    except BaseException:
+        # what this run made would block the next one ("already holds a build"): removed
+        for name in sorted(_entries(out) - before):
+            delete_path(parquet_io.join_path(out, name))
+        raise
+
+
+def _entries(out: str) -> set[str]:
+    """The names directly under a local `out` (empty for a folder that is not there, or remote)."""
+    import os
+
+    try:
+        return set(os.listdir(out)) if "://" not in out else set()
+    except OSError:
+        return set()
+
+
+def _reconstruct(release: str, out: str, manifest: dict, ids_glob: str, globs, fetch: str, beam_args: list[str],
+                 text_argv: list[str] | None, options, papers_stage, text_stage) -> dict:
+    """`reconstruct`'s steps once its inputs are checked."""
     started = time.time()
 
     # 1. papers on the whole snapshots (the cheap stage); 2. restricted to the release.
@@ -270,8 +295,14 @@ def restore_graph(release: str, out: str, manifest: dict) -> dict[str, int]:
         }, schema=SPLITS)
         parquet_io.write_table(out_table, parquet_io.part_path(splits_dir, i, max(1, len(ids))))
         rows += out_table.num_rows
-    for stage, counts in (manifest.get("stage_counts") or {}).items():
+    stage_counts = manifest.get("stage_counts")
+    for stage, counts in (stage_counts if isinstance(stage_counts, dict) else {}).items():
         if stage in ("citations", "split", "pairs"):
+            if not (isinstance(counts, dict) and all(isinstance(k, str) and isinstance(v, int)
+                                                     and not isinstance(v, bool) for k, v in counts.items())):
+                LOG.warning("the release's stage_counts of %s are not counts: not restored", stage)
+                refused[f"stage_counts.{stage}"] = "not_counts"
+                continue
             _write_bytes(layout.stats_path(out, stage), json.dumps(
                 {"stage": stage, "counts": counts, "restored_from_release": True}, indent=2, sort_keys=True
             ).encode("utf-8"))

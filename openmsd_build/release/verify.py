@@ -101,4 +101,15 @@ def verify_ids(release: str, manifest: dict, found: list[str]) -> None:
     if refused:
         listed = ", ".join(f"{rel} ({reason})" for rel, reason in sorted(refused.items())[:10])
         raise ValueError(f"{len(refused)} release file(s) refused: {listed}")
+    counts = manifest.get("release_counts")
+    if isinstance(counts, dict):  # a file removed with its manifest entry verifies; the split's count does not
+        from openmsd_build.core.parquet_io import footer_rows
+
+        for split_folder in sorted({rel.split("/")[1] for rel in ok if rel.startswith("ids/split=")}):
+            split = split_folder.removeprefix("split=")
+            want = counts.get(f"ids.{split}")
+            have = footer_rows([prefix + rel for rel in ok if rel.startswith(f"ids/{split_folder}/")])
+            if isinstance(want, int) and have != want:
+                raise ValueError(f"the ids of split {split} hold {have:,} rows, and the manifest's release_counts "
+                                 f"say {want:,}: files are missing from the release")
 

@@ -165,8 +165,10 @@ def refuse_source_that_gave_nothing(spec: FetchSpec, counts: dict) -> None:
     if not tried and not spec.local:
         return  # no paper has a URL: the archives could not have helped
     why = "".join(f"\n  {line}" for line in stage_warnings("text", counts))
-    raise UserError(f"text: --fetch {spec} gave no document for any of the {tried:,} URLs and files planned; the "
-                    f"previous outputs were kept (use --fetch none for documents from metadata alone){why}")
+    what = f"gave no document for any of the {tried:,} URLs and files planned" if tried else \
+        "matched no file to any paper"
+    raise UserError(f"text: --fetch {spec} {what}; nothing was replaced (use --fetch none for documents from "
+                    f"metadata alone){why}")
 
 
 def refuse_emptying(out: str, counts: dict) -> None:

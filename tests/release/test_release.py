@@ -191,3 +191,44 @@ def test_compare_shard_counts_each_outcome():
         ("10.1/b", "abstract", "different"), ("10.1/b", "content", "missing"),
         ("10.1/c", "title", "no_document"), ("10.1/c", "language", "no_document"),
     }
+
+
+def test_a_release_missing_ids_or_with_odd_counts(demo, release, tmp_path, beam_args, capsys):
+    """An ids file removed with its manifest entry verified, and the recovery rates' denominator
+    shrank without a word; `stage_counts` that are not counts went into `_stats/` and `report`
+    crashed on them; a reconstruct that failed left folders that refused the next try."""
+    import shutil
+
+    sample, _ = demo
+    inputs = ["--unpaywall", str(sample / "unpaywall" / "*.jsonl.gz"),
+              "--crossref", str(sample / "crossref" / "*.json.gz")]
+    cut = tmp_path / "cut"
+    shutil.copytree(release, cut)
+    manifest = json.loads((cut / "MANIFEST.json").read_text())
+    gone = next(f["path"] for f in manifest["files"] if f["path"].startswith("ids/split=train/")
+                and pq.read_metadata(cut / f["path"]).num_rows)
+    (cut / gone).unlink()
+    manifest["files"] = [f for f in manifest["files"] if f["path"] != gone]
+    (cut / "MANIFEST.json").write_text(json.dumps(manifest))
+    assert main(["reconstruct", str(cut), "--out", str(tmp_path / "o1"), *inputs, "--fetch", "none",
+                 *beam_args]) == 2
+    assert "the ids of split train hold" in capsys.readouterr().err
+
+    odd = tmp_path / "odd"
+    shutil.copytree(release, odd)
+    manifest = json.loads((odd / "MANIFEST.json").read_text())
+    manifest["stage_counts"]["pairs"] = "garbage"
+    manifest["stage_counts"]["split"] = {"x": [1, 2]}
+    (odd / "MANIFEST.json").write_text(json.dumps(manifest))
+    out = tmp_path / "o2"
+    # a fetch that gives nothing fails the text step: what the run made is removed
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["reconstruct", str(odd), "--out", str(out), *inputs, "--fetch", f"local:{empty}",
+                 *beam_args]) == 2
+    assert "matched no file to any paper" in capsys.readouterr().err
+    assert not out.exists() or not any(out.iterdir())
+    assert main(["reconstruct", str(odd), "--out", str(out), *inputs, "--fetch", "none", *beam_args]) == 0
+    assert not (out / "_stats" / "pairs.json").exists() and not (out / "_stats" / "split.json").exists()
+    assert (out / "_stats" / "citations.json").exists()
+    assert main(["report", str(out)]) == 0
