@@ -223,6 +223,16 @@ def _write_export(out: str, final: str, dest: str, splits, relations, mixes, tra
         corpus_rel = f"retrieval/{split}/corpus.parquet"
         _write_parquet(corpus, join_path(dest, *corpus_rel.split("/")))
         summary["retrieval"][split] = {"corpus": corpus.num_rows}
+        if text == "enriched":  # enrich summarizes non-English papers; one it rejected stays plain
+            other = [s for s, lang in zip(pool.summaries or [], pool.languages, strict=True) if lang and lang != "en"]
+            with_summary = sum(s is not None for s in other)
+            summary["retrieval"][split]["enriched"] = {"non_english": len(other), "with_summary": with_summary}
+            if with_summary < len(other):
+                from openmsd_build.core.notices import warn
+
+                warn([f"export --text enriched: {split}: {len(other) - with_summary:,} of {len(other):,} non-English "
+                      "papers have no summary (enrich rejected or skipped them; its counts say why): their text is "
+                      "plain"])
         for rel in relations:
             relevance = tasks.load_relevance(out, rel, pool)
             queries, qrels = queries_qrels(pool, relevance)

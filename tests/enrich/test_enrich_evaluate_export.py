@@ -56,8 +56,13 @@ def test_evaluate_compare_enriched_prints_both_and_export_text_enriched(tmp_path
     assert enr["relations"]["dc"]["xx-en"]["map"] >= raw["relations"]["dc"]["xx-en"]["map"]
 
     assert main(["export", "--out", out, "--text", "enriched", "--no-beir"]) == 0
-    capsys.readouterr()
+    err = capsys.readouterr().err
     import pyarrow.parquet as pq
+
+    # how many non-English papers have a summary is said and kept (it was nowhere)
+    coverage = json.loads((tmp_path / "export" / "export.json").read_text())["retrieval"]["idt"]["enriched"]
+    assert coverage == {"non_english": 3, "with_summary": 1}  # c (de) has one, d (zh) and f (ja) not
+    assert "export --text enriched: idt: 2 of 3 non-English papers have no summary" in err
 
     corpus = pq.read_table(tmp_path / "export" / "retrieval" / "idt" / "corpus.parquet").to_pylist()
     c = next(r for r in corpus if r["_id"] == "10.1/c")
