@@ -418,3 +418,15 @@ def test_out_that_is_a_file_is_a_clear_error(tmp_path, capsys) -> None:
         assert cli.main(argv) == 2, argv
         assert "is a file, not a folder" in capsys.readouterr().err
     assert afile.read_text() == "mine"
+
+
+def test_plan_names_enrich_among_what_a_text_rebuild_leaves_stale(tmp_path, capsys) -> None:
+    """`export --text enriched` refuses summaries of an earlier text stage, but `run --plan
+    --from-stage text` did not list enrich among what the run leaves stale."""
+    out = tmp_path / "b"
+    (out / "papers").mkdir(parents=True)
+    pq.write_table(pa.table({"doi": ["10.1/x"]}), out / "papers" / "part-00000-of-00001.parquet")
+    (out / "enriched").mkdir()
+    argv = ["run", "--out", str(out), "--from-stage", "text", "--to-stage", "text", "--fetch", "none", "--plan"]
+    assert cli.main(argv) == 0
+    assert "after this run, stale unless re-run: citations, split, pairs, contexts, enrich" in capsys.readouterr().out

@@ -253,6 +253,11 @@ def plan_text(args: argparse.Namespace, to_run: list[str], found: list[str]) -> 
         lines.append(f"  {name}: {', '.join(entry.outputs)}, rejects/{name}, _stats/{name}.json{note}")
         lines.append(f"    {' '.join(stage_argv(name, args))}")
     later = [s for s, _ in STAGE_MODULES if s not in to_run and to_run and STAGE_MODULES_INDEX[s] > STAGE_MODULES_INDEX[to_run[-1]]]
+    if "text" in to_run:  # enrich is no stage of `run`: its summaries are refused once text is rebuilt
+        from openmsd_build.core.staging import path_exists
+
+        if path_exists(parquet_io.join_path(args.out, "enriched")):
+            later.append("enrich")
     if later:
         lines.append(f"after this run, stale unless re-run: {', '.join(later)}")
     lines.append(f"removed first (they describe a whole build): {', '.join(f + '/' for f in DERIVED_FOLDERS)}")
