@@ -430,3 +430,17 @@ def test_plan_names_enrich_among_what_a_text_rebuild_leaves_stale(tmp_path, caps
     argv = ["run", "--out", str(out), "--from-stage", "text", "--to-stage", "text", "--fetch", "none", "--plan"]
     assert cli.main(argv) == 0
     assert "after this run, stale unless re-run: citations, split, pairs, contexts, enrich" in capsys.readouterr().out
+
+
+def test_run_shards_zero_is_refused_before_any_stage_when_later_stages_need_one(tmp_path, capsys) -> None:
+    """`run --shards 0` passed parsing (papers' and text's 0 means "as the inputs"), ran papers
+    and text, then failed at citations (which needs 1 or more)."""
+    snapshot = tmp_path / "u.jsonl"
+    snapshot.write_text('{"doi": "10.1234/x", "title": "T"}\n')
+    out = tmp_path / "b"
+    assert cli.main(["run", "--out", str(out), "--unpaywall", str(snapshot), "--fetch", "none",
+                     "--opencitations", str(snapshot), "--shards", "0"]) == 2
+    assert "--shards 0: citations, split, pairs, contexts need 1 or more" in capsys.readouterr().err
+    assert not (out / "papers").exists()
+    assert cli.main(["run", "--out", str(out), "--unpaywall", str(snapshot), "--fetch", "none",
+                     "--to-stage", "text", "--shards", "0"]) == 0

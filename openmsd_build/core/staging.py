@@ -181,23 +181,24 @@ def swap_in(out: str, root: str, paths: Sequence[str]) -> None:
     try:
         for rel in paths:
             if path_exists(_rel_join(out, rel)):
+                aside.append(rel)  # before the move: on an object store it can stop half way
                 move_path(_rel_join(out, rel), _rel_join(old_root, rel))
-                aside.append(rel)
         for rel in paths:
             if path_exists(_rel_join(root, rel)):
-                move_path(_rel_join(root, rel), _rel_join(out, rel))
                 placed.append(rel)
+                move_path(_rel_join(root, rel), _rel_join(out, rel))
     except BaseException:
         LOG.error("swapping outputs into %s failed; restoring the previous outputs", out)
         for rel in placed:
             delete_path(_rel_join(out, rel))
         for rel in aside:
-            move_path(_rel_join(old_root, rel), _rel_join(out, rel))
+            if path_exists(_rel_join(old_root, rel)):  # what of it was moved goes back
+                move_path(_rel_join(old_root, rel), _rel_join(out, rel))
         raise
     delete_path(old_root)
 
 
-def restore_aside(out: str, stale_root: str, paths: Sequence[str]) -> None:
+def _restore_aside(out: str, stale_root: str, paths: Sequence[str]) -> None:
     """A run killed inside its swap left old outputs in `.old/`: put back any whose place
     is empty (the new one never arrived), so the build is as it was before that run."""
     old_root = join_path(stale_root, OLD_DIR)
@@ -232,7 +233,7 @@ def clean_stale(out: str, stage: str, paths: Sequence[str]) -> None:
     """Remove what killed earlier runs of `stage` left under `OUT/_tmp/` (restoring old
     outputs a killed swap had moved aside)."""
     for root in _stale_roots(out, stage):
-        restore_aside(out, root, paths)
+        _restore_aside(out, root, paths)
         delete_path(root)
     _remove_if_empty(join_path(out, TMP_DIR))
 

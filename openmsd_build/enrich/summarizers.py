@@ -214,15 +214,20 @@ class Http:
 
     def _body(self, resp, deadline: float) -> bytes:
         """The answer's body, at most `MAX_BODY_BYTES` + 1 bytes, read by the pieces the socket
-        has (`read1`): `timeout` bounds the whole answer, not each read, so an endpoint that
-        trickles a byte at a time is a timeout too (it held a request for minutes)."""
+        has (`read1`), each read given only the time left: `timeout` bounds the request's
+        headers (each read of them) and then its whole body, so an endpoint that trickles a
+        byte at a time is a timeout too (it held a request for minutes)."""
         pieces: list[bytes] = []
         size = 0
+        sock = getattr(getattr(resp, "connection", None), "sock", None)
         try:
             while size <= MAX_BODY_BYTES:
-                if time.monotonic() > deadline:
+                left = deadline - time.monotonic()
+                if left <= 0:
                     resp.close()  # the rest is never read: the connection is not reused
                     raise CallError("timeout", f"no whole answer within {self.timeout:g}s (it came too slowly)")
+                if sock is not None:
+                    sock.settimeout(left)
                 piece = resp.read1(min(1 << 16, MAX_BODY_BYTES + 1 - size))
                 if not piece:
                     break

@@ -184,9 +184,9 @@ def export_build(
     require_fresh(out, "export")
     refuse_empty(out)
     final = dest or join_path(out, "export")
-    check_dest_folder(out, final)
     dest = join_path(final, PARTIAL)  # written whole here, then swapped in (`replace_export`)
-    recover_export(final, dest)
+    recover_export(final, dest)  # first: a killed swap left DEST half of each export
+    check_dest_folder(out, final)
     try:
         summary = _write_export(out, final, dest, splits, relations, mixes, trainer_splits, per_positive,
                                 max_bridge_degree, beir, detect, text)
@@ -224,7 +224,7 @@ def _write_export(out: str, final: str, dest: str, splits, relations, mixes, tra
         _write_parquet(corpus, join_path(dest, *corpus_rel.split("/")))
         summary["retrieval"][split] = {"corpus": corpus.num_rows}
         if text == "enriched":  # enrich summarizes non-English papers; one it rejected stays plain
-            other = [s for s, lang in zip(pool.summaries or [], pool.languages, strict=True) if lang and lang != "en"]
+            other = [s for s, lang in zip(pool.summaries or [], pool.languages, strict=True) if lang != "en"]
             with_summary = sum(s is not None for s in other)
             summary["retrieval"][split]["enriched"] = {"non_english": len(other), "with_summary": with_summary}
             if with_summary < len(other):

@@ -79,6 +79,9 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
     if refused:
         print(f"warning: {sum(refused.values()):,} release files were not copied (see the log above and "
               "recovery.json's graph counts): the rebuilt graph lacks them", file=sys.stderr)
+    if graph.get("stats_not_restored"):
+        print(f"warning: the release's stage counts of {graph['stats_not_restored']} stage(s) are not counts: their "
+              "_stats/ files were not restored (see the log above)", file=sys.stderr)
     print(f"recovery: {parquet_io.join_path(args.out, 'reconstruct', 'recovery.json')}")
     return result
 
@@ -135,8 +138,9 @@ def reconstruct(
         return _reconstruct(release, out, manifest, ids_glob, globs, fetch, beam_args, text_argv, options,
                             papers_stage, text_stage)
     except BaseException:
-        # what this run made would block the next one ("already holds a build"): removed
-        for name in sorted(_entries(out) - before):
+        # what this run made would block the next one ("already holds a build"): removed, but
+        # not warc/, the fetched pages a next `--fetch http` try resumes from
+        for name in sorted(_entries(out) - before - {"warc"}):
             delete_path(parquet_io.join_path(out, name))
         raise
 
@@ -296,17 +300,20 @@ def restore_graph(release: str, out: str, manifest: dict) -> dict[str, int]:
         parquet_io.write_table(out_table, parquet_io.part_path(splits_dir, i, max(1, len(ids))))
         rows += out_table.num_rows
     stage_counts = manifest.get("stage_counts")
+    stats_refused: list[str] = []
     for stage, counts in (stage_counts if isinstance(stage_counts, dict) else {}).items():
         if stage in ("citations", "split", "pairs"):
             if not (isinstance(counts, dict) and all(isinstance(k, str) and isinstance(v, int)
                                                      and not isinstance(v, bool) for k, v in counts.items())):
-                LOG.warning("the release's stage_counts of %s are not counts: not restored", stage)
-                refused[f"stage_counts.{stage}"] = "not_counts"
+                LOG.warning("the release's stage_counts of %s are not counts: _stats/%s.json not restored", stage, stage)
+                stats_refused.append(stage)
                 continue
             _write_bytes(layout.stats_path(out, stage), json.dumps(
                 {"stage": stage, "counts": counts, "restored_from_release": True}, indent=2, sort_keys=True
             ).encode("utf-8"))
     result = {"files_copied": copied, "split_rows": rows}
+    if stats_refused:
+        result["stats_not_restored"] = len(stats_refused)
     for reason in refused.values():
         key = f"files_refused.{reason}"
         result[key] = result.get(key, 0) + 1

@@ -105,10 +105,11 @@ def verify_ids(release: str, manifest: dict, found: list[str]) -> None:
     if isinstance(counts, dict):  # a file removed with its manifest entry verifies; the split's count does not
         from openmsd_build.core.parquet_io import footer_rows
 
-        for split_folder in sorted({rel.split("/")[1] for rel in ok if rel.startswith("ids/split=")}):
-            split = split_folder.removeprefix("split=")
+        splits = {rel.split("/")[1].removeprefix("split=") for rel in ok if rel.startswith("ids/split=")}
+        splits |= {key.removeprefix("ids.") for key, n in counts.items() if key.startswith("ids.") and n}
+        for split in sorted(splits):
             want = counts.get(f"ids.{split}")
-            have = footer_rows([prefix + rel for rel in ok if rel.startswith(f"ids/{split_folder}/")])
+            have = footer_rows([prefix + rel for rel in ok if rel.startswith(f"ids/split={split}/")])
             if isinstance(want, int) and have != want:
                 raise ValueError(f"the ids of split {split} hold {have:,} rows, and the manifest's release_counts "
                                  f"say {want:,}: files are missing from the release")

@@ -314,6 +314,10 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
     if first > last:
         raise UserError(f"--from-stage {args.from_stage} comes after --to-stage {args.to_stage}")
     to_run = [s for s, _ in STAGE_MODULES[first : last + 1]]
+    counted = [s for s in to_run if s not in ("papers", "text")]  # 0 means "as the inputs" only there
+    if getattr(args, "shards", 1) < 1 and counted:
+        raise UserError(f"--shards {args.shards}: {', '.join(counted)} need 1 or more (0, as the inputs, is for papers "
+                        "and text alone)")
     found = check_inputs(args, to_run)
     from openmsd_build.core.inputs import refuse_foreign_folders, refuse_inputs_in_outputs
     from openmsd_build.core.staging import delete_path, owned_paths

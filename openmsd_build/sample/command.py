@@ -25,19 +25,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     """Generate the sample and print a short summary; Beam arguments are not used here."""
-    from openmsd_build.sample.generator import generate
+    from openmsd_build.sample.generator import foreign_entries, generate, is_sample
 
     if args.papers < 1:
         raise UserError("--papers must be at least 1")
-    from openmsd_build.sample.generator import SAMPLE_ENTRIES
 
-    if os.path.exists(os.path.join(args.out, "manifest.json")):
+    held = foreign_entries(args.out)
+    if held:  # someone's folders of the same names would be emptied
+        raise UserError(f"--out {args.out} is not a sample (no sample's manifest.json) but holds {', '.join(held)}, "
+                        "which a sample replaces: choose a new or empty folder")
+    if is_sample(args.out):
         print(f"note: replacing the sample in {args.out}")
-    else:  # someone's folders of the same names would be emptied
-        held = [n for n in SAMPLE_ENTRIES if os.path.lexists(os.path.join(args.out, n))]
-        if held:
-            raise UserError(f"--out {args.out} is not a sample (no manifest.json) but holds {', '.join(held)}, which "
-                            "a sample replaces: choose a new or empty folder")
     start = time.perf_counter()
     manifest = generate(args.out, papers=args.papers, seed=args.seed, warc=not args.no_warc)
     c = manifest["counts"]

@@ -977,6 +977,25 @@ SAMPLE_ENTRIES = ("unpaywall", "crossref", "opencitations", "warc", "manifest.js
 """What a sample folder holds: replaced whole by the next sample written there."""
 
 
+def is_sample(folder: str) -> bool:
+    """Whether `folder` holds a sample this module wrote: a `manifest.json` of its `FORMAT`
+    (a manifest.json of anything else says nothing about the folders beside it)."""
+    try:
+        with open(os.path.join(folder, "manifest.json"), encoding="utf-8") as fh:
+            manifest = json.load(fh)
+    except (OSError, ValueError):
+        return False
+    return isinstance(manifest, dict) and manifest.get("format") == FORMAT
+
+
+def foreign_entries(folder: str) -> list[str]:
+    """The entries of `SAMPLE_ENTRIES` in a `folder` that is no sample (`is_sample`): someone's
+    folders of those names, which writing a sample there would replace."""
+    if is_sample(folder):
+        return []
+    return [name for name in SAMPLE_ENTRIES if os.path.lexists(os.path.join(folder, name))]
+
+
 def generate(out: str, papers: int = 2000, seed: int = 7, warc: bool = True, workers: int | None = None) -> dict[str, Any]:
     """Write the whole sample into `out` and return the manifest (also written as manifest.json).
 
@@ -987,6 +1006,9 @@ def generate(out: str, papers: int = 2000, seed: int = 7, warc: bool = True, wor
     if papers < 1:
         raise ValueError("papers must be >= 1")
     workers = workers or os.cpu_count() or 1
+    held = foreign_entries(out)
+    if held:
+        raise ValueError(f"{out} is not a sample but holds {', '.join(held)}, which a sample replaces")
     for name in SAMPLE_ENTRIES:  # an earlier sample's files would be read with this one's
         path = os.path.join(out, name)
         if os.path.isdir(path) and not os.path.islink(path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 
 import polars as pl
 import pytest
@@ -272,8 +273,25 @@ def test_a_failed_move_while_replacing_an_export_puts_the_last_one_back(tmp_path
     monkeypatch.undo()
     assert sorted(os.listdir(dest)) == ["export.json", "retrieval", "trainer"]
     assert all((dest / e / "part.parquet").read_text() == "old" for e in ("retrieval", "trainer"))
-    # a run killed inside the swap: trainer/ aside, its place empty
-    (partial / ".old").mkdir(parents=True)
-    os.rename(dest / "trainer", partial / ".old" / "trainer")
-    build_checks.recover_export(str(dest), str(partial))
-    assert (dest / "trainer" / "part.parquet").read_text() == "old" and not partial.exists()
+
+    def killed_swap(placed: list[str]) -> None:
+        """DEST as a run killed inside the swap leaves it: every earlier entry aside, `placed`
+        of the new one in (the new export has retrieval/ and export.json, not trainer/)."""
+        shutil.rmtree(partial, ignore_errors=True)
+        (partial / ".old").mkdir(parents=True)
+        for entry in ("retrieval", "trainer", "export.json"):
+            os.rename(dest / entry, partial / ".old" / entry)
+        (partial / "retrieval").mkdir()
+        (partial / "retrieval" / "part.parquet").write_text("new")
+        (partial / "export.json").write_text("new")
+        (partial / build_checks.SWAPPING).write_text(json.dumps(["retrieval", "export.json"]))
+        for entry in placed:
+            os.rename(partial / entry, dest / entry)
+
+    for placed in ([], ["retrieval"]):
+        killed_swap(placed)
+        build_checks.recover_export(str(dest), str(partial))  # the swap is finished, not mixed
+        assert sorted(os.listdir(dest)) == ["export.json", "retrieval"] and not partial.exists()
+        assert (dest / "retrieval" / "part.parquet").read_text() == "new" and (dest / "export.json").read_text() == "new"
+        (dest / "trainer").mkdir()  # the next round starts from an earlier export again
+        (dest / "trainer" / "part.parquet").write_text("old")

@@ -213,6 +213,17 @@ def test_a_release_missing_ids_or_with_odd_counts(demo, release, tmp_path, beam_
     assert main(["reconstruct", str(cut), "--out", str(tmp_path / "o1"), *inputs, "--fetch", "none",
                  *beam_args]) == 2
     assert "the ids of split train hold" in capsys.readouterr().err
+    # every file of a split removed with its entries: the split is still counted
+    whole = tmp_path / "whole"
+    shutil.copytree(release, whole)
+    manifest = json.loads((whole / "MANIFEST.json").read_text())
+    assert manifest["release_counts"]["ids.idt"] > 0
+    shutil.rmtree(whole / "ids" / "split=idt")
+    manifest["files"] = [f for f in manifest["files"] if not f["path"].startswith("ids/split=idt/")]
+    (whole / "MANIFEST.json").write_text(json.dumps(manifest))
+    assert main(["reconstruct", str(whole), "--out", str(tmp_path / "o3"), *inputs, "--fetch", "none",
+                 *beam_args]) == 2
+    assert "the ids of split idt hold 0 rows" in capsys.readouterr().err
 
     odd = tmp_path / "odd"
     shutil.copytree(release, odd)

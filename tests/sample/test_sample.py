@@ -372,6 +372,7 @@ def test_a_sample_written_over_another_replaces_it(tmp_path, capsys):
     mine = tmp_path / "mine"
     (mine / "crossref").mkdir(parents=True)
     (mine / "crossref" / "works.json").write_text("{}")
+    (mine / "manifest.json").write_text('{"name": "my dataset"}')  # a manifest, not a sample's
     assert main(["sample", "--out", str(mine), "--papers", "5"]) == 2
-    assert "is not a sample (no manifest.json) but holds crossref" in capsys.readouterr().err
+    assert "is not a sample (no sample's manifest.json) but holds crossref, manifest.json" in capsys.readouterr().err
     assert (mine / "crossref" / "works.json").exists()
