@@ -202,28 +202,29 @@ def test_a_release_missing_ids_or_with_odd_counts(demo, release, tmp_path, beam_
     sample, _ = demo
     inputs = ["--unpaywall", str(sample / "unpaywall" / "*.jsonl.gz"),
               "--crossref", str(sample / "crossref" / "*.json.gz")]
-    cut = tmp_path / "cut"
-    shutil.copytree(release, cut)
-    manifest = json.loads((cut / "MANIFEST.json").read_text())
-    gone = next(f["path"] for f in manifest["files"] if f["path"].startswith("ids/split=train/")
-                and pq.read_metadata(cut / f["path"]).num_rows)
-    (cut / gone).unlink()
-    manifest["files"] = [f for f in manifest["files"] if f["path"] != gone]
-    (cut / "MANIFEST.json").write_text(json.dumps(manifest))
-    assert main(["reconstruct", str(cut), "--out", str(tmp_path / "o1"), *inputs, "--fetch", "none",
-                 *beam_args]) == 2
-    assert "the ids of split train hold" in capsys.readouterr().err
-    # every file of a split removed with its entries: the split is still counted
-    whole = tmp_path / "whole"
-    shutil.copytree(release, whole)
-    manifest = json.loads((whole / "MANIFEST.json").read_text())
-    assert manifest["release_counts"]["ids.idt"] > 0
-    shutil.rmtree(whole / "ids" / "split=idt")
-    manifest["files"] = [f for f in manifest["files"] if not f["path"].startswith("ids/split=idt/")]
-    (whole / "MANIFEST.json").write_text(json.dumps(manifest))
-    assert main(["reconstruct", str(whole), "--out", str(tmp_path / "o3"), *inputs, "--fetch", "none",
-                 *beam_args]) == 2
-    assert "the ids of split idt hold 0 rows" in capsys.readouterr().err
+
+    def without(name: str, gone):
+        """A copy of the release without the files `gone(path)` picks, nor their entries."""
+        copy = tmp_path / name
+        shutil.copytree(release, copy)
+        manifest = json.loads((copy / "MANIFEST.json").read_text())
+        for f in manifest["files"]:
+            if gone(f["path"]):
+                (copy / f["path"]).unlink()
+        manifest["files"] = [f for f in manifest["files"] if not gone(f["path"])]
+        (copy / "MANIFEST.json").write_text(json.dumps(manifest))
+        return copy
+
+    listed = json.loads((release / "MANIFEST.json").read_text())
+    one = next(f["path"] for f in listed["files"] if f["path"].startswith("ids/split=train/")
+               and pq.read_metadata(release / f["path"]).num_rows)
+    assert listed["release_counts"]["ids.idt"] > 0
+    # one file, or every file of a split (the split is still counted), removed with its entries
+    for copy, said in ((without("cut", lambda p: p == one), "the ids of split train hold"),
+                       (without("whole", lambda p: p.startswith("ids/split=idt/")), "the ids of split idt hold 0 rows")):
+        assert main(["reconstruct", str(copy), "--out", str(tmp_path / f"o-{copy.name}"), *inputs, "--fetch", "none",
+                     *beam_args]) == 2
+        assert said in capsys.readouterr().err
 
     odd = tmp_path / "odd"
     shutil.copytree(release, odd)
