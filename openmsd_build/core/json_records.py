@@ -264,16 +264,54 @@ def iter_lines_in(data: bytes, path: str) -> Iterator[Item]:
 
 
 def _items_or_lines(data: bytes, path: str, list_keys: tuple[tuple[str, ...], ...]) -> Iterator[Item]:
-    """A document that is not valid JSON as a whole: its list of records item by item
-    (`tolerant.iter_list_items`, each item under the record caps, a bad item one failure),
-    or, when it holds no such list, its lines as JSON Lines."""
+    """A document that is not valid JSON as a whole: JSON Lines when its first line is a JSON
+    value of its own (each line a record, or a page of records such as an API response, whose
+    records are all read: only the first page's were); else its list of records item by item
+    (`tolerant.iter_list_items`, each item under the record caps, a bad item one failure), or,
+    when it holds no such list, its lines as JSON Lines."""
     from openmsd_build.core.json_tolerant import find_list, iter_list_items
 
+    if _first_line_is_json(data):
+        for item in iter_lines_in(data, path):
+            yield from (_records_of(item.obj, item.origin, item.origin, list_keys) if item.obj is not None else (item,))
+        return
     start = find_list(data, list_keys)
     if start is None:
         yield from iter_lines_in(data, path)
     else:
         yield from iter_list_items(data, path, start)
+
+
+def _first_line_is_json(data: bytes) -> bool:
+    """Whether the first non-blank line of `data` is a whole JSON value, with more after it."""
+    stripped = data.lstrip()
+    end = stripped.find(b"\n")
+    if end < 0 or not stripped[end:].strip() or end > MAX_RECORD_BYTES:
+        return False
+    try:
+        orjson.loads(stripped[:end])
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
+def _records_of(doc: object, prefix: str, single: str, list_keys: tuple[tuple[str, ...], ...]) -> Iterator[Item]:
+    """The records of one parsed document: the list at one of `list_keys` or a top-level list
+    (origins `prefix#index`), else the document itself, a single record possibly wrapped
+    (origin `single`)."""
+    for keys in list_keys:
+        node = doc
+        for key in keys:
+            node = node.get(key) if isinstance(node, dict) else None
+        if isinstance(node, list):
+            for index, obj in enumerate(node):
+                yield Item(f"{prefix}#{index}", obj=obj)
+            return
+    if isinstance(doc, list):
+        for index, obj in enumerate(doc):
+            yield Item(f"{prefix}#{index}", obj=obj)
+        return
+    yield Item(single, obj=doc)
 
 
 def iter_documents_in(data: bytes, path: str, list_keys: tuple[tuple[str, ...], ...]) -> Iterator[Item]:
@@ -297,16 +335,4 @@ def iter_documents_in(data: bytes, path: str, list_keys: tuple[tuple[str, ...], 
         # One bad work, or JSON Lines: the list's items one by one, else line by line.
         yield from _items_or_lines(data, path, list_keys)
         return
-    for keys in list_keys:
-        node = doc
-        for key in keys:
-            node = node.get(key) if isinstance(node, dict) else None
-        if isinstance(node, list):
-            for index, obj in enumerate(node):
-                yield Item(f"{path}:#{index}", obj=obj)
-            return
-    if isinstance(doc, list):
-        for index, obj in enumerate(doc):
-            yield Item(f"{path}:#{index}", obj=obj)
-        return
-    yield Item(f"{path}:#0", obj=doc)
+    yield from _records_of(doc, f"{path}:", f"{path}:#0", list_keys)

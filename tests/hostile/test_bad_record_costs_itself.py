@@ -179,3 +179,26 @@ def test_papers_command_keeps_the_neighbours_and_writes_one_reject(tmp_path):
     rejects = parquet_io.read_table(layout.rejects_dir(str(out), "papers")).to_pylist()
     assert sorted(r["key"].rsplit(":", 1)[1] for r in rejects) == ["#1", "#4"]
     assert {r["reason"] for r in rejects} == {"invalid_json"}
+
+
+@pytest.mark.parametrize("source,page", [
+    ("openalex", lambda works: {"meta": {"count": 6}, "results": works}),
+    ("crossref", lambda works: {"status": "ok", "message": {"items": works}}),
+])
+def test_every_page_of_a_file_of_api_pages_is_read(tmp_path, source, page):
+    """A JSON Lines file of API response pages (one page a line) was read as one damaged
+    document: the first page's list was found and the other lines were never read, 4 of 6
+    works gone with no reject, the counts still reconciling."""
+    key = "doi" if source == "openalex" else "DOI"
+    lines = [json.dumps(page([{key: f"10.1234/p{n}-{i}", "title": ["T"] if source == "crossref" else "T"}
+                              for i in range(2)])) for n in range(3)]
+    data = ("\n".join(lines) + "\n").encode()
+    keys = (("results",),) if source == "openalex" else (("items",), ("message", "items"))
+    items = list(iter_documents_in(data, "pages.jsonl", keys))
+    assert len(items) == 6 and all(it.obj for it in items)
+    path = tmp_path / "pages.jsonl"
+    path.write_bytes(data)
+    out = tmp_path / "out"
+    assert main(["papers", "--out", str(out), f"--{source}", str(path)]) == 0
+    stats = json.loads((out / "_stats" / "papers.json").read_text())["counts"]
+    assert stats[f"read.{source}"] == 6 and stats["written"] == 6
