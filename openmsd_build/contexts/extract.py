@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import replace
 from itertools import combinations
 from typing import Any
 
 from openmsd_build.contexts.markers import Marker, find_markers
-from openmsd_build.contexts.resolve import Reference, ReferenceIndex
+from openmsd_build.contexts.resolve import SELF_REFERENCE, Reference, ReferenceIndex
 from openmsd_build.contexts.sentences import split_sentences
 from openmsd_build.core.language import UND, detect_language
 
@@ -97,6 +98,9 @@ def document_contexts(doi: str, content: str, language: str | None, references: 
         entries, cited = [], []
         for marker in markers:
             resolution = index.resolve(marker)
+            if resolution.doi is not None and resolution.doi == doi:  # its own list names the paper: no
+                # citation (the citations stage drops such an edge as a self-citation), no CCS pair
+                resolution = replace(resolution, reason=SELF_REFERENCE)
             ref = resolution.reference
             counts["markers_found"] += 1
             counts[f"markers_found.{marker.style}"] += 1

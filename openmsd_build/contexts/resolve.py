@@ -19,8 +19,9 @@ never loses to a namesake that has one: two candidates and no suffix to choose b
 
 Unresolved markers carry one reason (the stage counts them, `REASONS`): `no_reference_list`,
 `number_out_of_range`, `author_year_ambiguous` (several candidates, nothing to choose by),
-`author_year_no_match`, and `reference_without_doi` (the marker found its reference, which has
-no DOI: the method is kept, the cited DOI is null).
+`author_year_no_match`, `reference_without_doi` (the marker found its reference, which has
+no DOI: the method is kept, the cited DOI is null), and `self_reference` (the reference is the
+citing paper's own DOI; set by `extract.document_contexts`, which knows that DOI).
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ from dataclasses import dataclass
 
 from openmsd_build.contexts.markers import Marker, normalize_name
 
+SELF_REFERENCE = "self_reference"  # the reference is the citing paper itself (`extract.document_contexts`)
 REASONS = ("no_reference_list", "number_out_of_range", "author_year_ambiguous", "author_year_no_match",
-           "reference_without_doi")
+           "reference_without_doi", SELF_REFERENCE)
 _YEAR = re.compile(r"(?<!\d)(1[6-9]\d\d|20\d\d)([a-z])?(?![\da-z])")
 
 

@@ -89,7 +89,7 @@ def test_contexts_stage_end_to_end(tmp_path, beam_args) -> None:
     assert {k: v for k, v in counts.items() if k.startswith("markers_unresolved.")} == {
         "markers_unresolved.author_year_ambiguous": 0, "markers_unresolved.author_year_no_match": 0,
         "markers_unresolved.no_reference_list": 1, "markers_unresolved.number_out_of_range": 1,
-        "markers_unresolved.reference_without_doi": 1}
+        "markers_unresolved.reference_without_doi": 1, "markers_unresolved.self_reference": 0}
     rejects = pq.read_table(out / "rejects" / "contexts").to_pylist()
     assert sorted((r["reason"], r["key"].rsplit("/", 1)[-1]) for r in rejects) == [
         ("crossref_invalid_json", "broken.json:1"), ("crossref_work_bad_doi", "part-0.json.gz:#4")]

@@ -77,3 +77,24 @@ def test_the_same_doi_twice_is_one_work() -> None:
 def test_no_reference_list() -> None:
     assert _outcome(ReferenceIndex([]), _num(1)) == (None, None, "no_reference_list")
     assert _outcome(ReferenceIndex([]), _ay("Smith", 2019)) == (None, None, "no_reference_list")
+
+
+def test_a_reference_to_the_citing_paper_is_no_citation_and_no_co_citation() -> None:
+    """A reference list that names the paper itself (in the helper's case an upper-case DOI URL
+    of its own DOI) made it a cited DOI of its own sentences, and a CCS pair of itself with each
+    of its references."""
+    from collections import Counter
+
+    from openmsd_build.contexts.extract import document_contexts
+
+    own = "10.55501/ijobr.2016.0001937"
+    # a reference list as the stage reads it from Crossref (DOIs normalized: an upper-case DOI URL of its own)
+    references = [{"order": n, "key": f"r{n}", "doi": doi} for n, doi in enumerate((own, "10.1000/other",
+                                                                                    "10.1000/third"), start=1)]
+    counts: Counter = Counter()
+    rows, pairs = document_contexts(own, "Earlier work [1, 2, 3] found the same effect in every sample.", "en",
+                                    references, counts)
+    assert [row["cited_dois"] for row in rows] == [["10.1000/other", "10.1000/third"]]
+    assert pairs == [("10.1000/other", "10.1000/third")]
+    assert counts["markers_unresolved.self_reference"] == 1
+    assert counts["markers_found"] == counts["markers_resolved"] + counts["markers_unresolved.self_reference"]
