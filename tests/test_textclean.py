@@ -143,3 +143,16 @@ def test_ascii_letter_counts_and_word_keys_are_the_general_ones() -> None:
         assert count_letters(text) == sum(map(str.isalpha, text))
         assert word_chars(text) == re.sub(r"\W+", "", text.lower())
     assert count_letters("Ärger über 12 Öfen") == 13 and word_chars("Ärger_über, 12!") == "ärger_über12"
+
+
+def test_a_title_of_nothing_visible_is_no_title() -> None:
+    """Titles of zero-width joiners, tag characters, bidi overrides, combining marks or emoji
+    alone were kept (title_rule metadata, 0 tokens) and their papers paired; tag characters
+    and overrides inside a real title stayed in it."""
+    for invisible in ("\u200c\u200d\u2060\u200c", "\U000e0048\U000e0069\U000e0064\U000e0065", "\u202e\u202d",
+                      "\ufe0f\ufe0f", "\u0301\u0302", "\U0001f9ec\U0001f52c", "---"):
+        assert clean_title(invisible) == "", repr(invisible)
+    assert clean_title("Title\U000e0041\U000e0042 hidden tags") == "Title hidden tags"
+    assert clean_title("\u202eecnerefni lacitsitats\u202c") == "ecnerefni lacitsitats"
+    for kept in ("Über Flüsse", "مقدمة", "蛋白质折叠", "2020", "π", "\ue001\ue002 glyphs"):
+        assert clean_title(kept) == kept

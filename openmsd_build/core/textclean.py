@@ -388,12 +388,24 @@ def _replace_delimited(text: str, start: str, end: str, keep_inside: bool) -> st
     return "".join(out)
 
 
+# Unicode tag characters (they spell hidden ASCII) and bidi embeddings, overrides and isolates:
+# invisible, and in a title only a way to show one text and hold another.
+_INVISIBLE_RE = re.compile("[\U000e0000-\U000e007f\u202a-\u202e\u2066-\u2069]")
+
+
 def clean_title(title: str | None) -> str:
-    """A title as one line: markup (incl. MathML) stripped with its text kept. Raw input
-    past `MAX_RAW_TITLE_CHARS` is not looked at."""
+    """A title as one line: markup (incl. MathML) stripped with its text kept, tag characters
+    and bidi overrides removed; a title without a letter or digit (zero-width joiners,
+    combining marks, emoji alone, punctuation) is no title (""). Raw input past
+    `MAX_RAW_TITLE_CHARS` is not looked at."""
     if title and len(title) > MAX_RAW_TITLE_CHARS:
         title = title[:MAX_RAW_TITLE_CHARS]
-    return strip_markup(title, keep_paragraphs=False)
+    cleaned = strip_markup(title, keep_paragraphs=False)
+    if cleaned and not cleaned.isascii() and _INVISIBLE_RE.search(cleaned):
+        cleaned = _SPACES_RE.sub(" ", _INVISIBLE_RE.sub("", cleaned)).strip()
+    if cleaned and not any(char.isalnum() or "\ue000" <= char <= "\uf8ff" for char in cleaned):
+        return ""  # (private-use glyphs are a damaged text layer, which `text_layer_damage` names)
+    return cleaned
 
 
 # The keywords label in the languages of the world's journals. One list for every source: an
