@@ -88,7 +88,8 @@ class ReferenceIndex:
     def __init__(self, references: list[Reference]):
         self.references = references
         self.by_author: dict[tuple[str, int], list[tuple[Reference, str | None]]] = defaultdict(list)
-        self.unstructured: list[tuple[Reference, str, int, str | None]] = []
+        self.unstructured: dict[int, list[tuple[Reference, str, str | None]]] = defaultdict(list)  # by year
+        self._resolved: dict[tuple, Resolution] = {}  # a document repeats its markers
         for ref in references:
             keys = _author_keys(ref.author)
             year = _year_parts(ref.year) or (_year_parts(ref.unstructured) if not ref.author else None)
@@ -97,9 +98,19 @@ class ReferenceIndex:
                     self.by_author[(key, year[0])].append((ref, year[1]))
             elif not ref.author and ref.unstructured and year:
                 head = ref.unstructured[: _YEAR.search(ref.unstructured).start()]  # type: ignore[union-attr]
-                self.unstructured.append((ref, f" {normalize_name(head)} ", year[0], year[1]))
+                self.unstructured[year[0]].append((ref, f" {normalize_name(head)} ", year[1]))
 
     def resolve(self, marker: Marker) -> Resolution:
+        """The marker's reference, or why not; one answer per distinct marker (its number, or
+        its surname, year and suffix), so a document citing one work a hundred thousand times
+        against thousands of references costs one search, not one per marker."""
+        key = (marker.number, marker.surname, marker.year, marker.suffix)
+        found = self._resolved.get(key)
+        if found is None:
+            found = self._resolved[key] = self._resolve(marker)
+        return found
+
+    def _resolve(self, marker: Marker) -> Resolution:
         if not self.references:
             return Resolution(None, None, "no_reference_list")
         if marker.number is not None:
@@ -116,8 +127,8 @@ class ReferenceIndex:
             return []
         found = [(ref, suffix, "author_year") for ref, suffix in self.by_author.get((surname, marker.year), [])]
         needle = " " + " ".join(normalize_name(marker.surname or "").split()) + " "
-        found += [(ref, suffix, "author_year_unstructured") for ref, head, year, suffix in self.unstructured
-                  if year == marker.year and needle in head]
+        found += [(ref, suffix, "author_year_unstructured") for ref, head, suffix in self.unstructured.get(marker.year, ())
+                  if needle in head]
         return sorted(found, key=lambda c: c[0].order)
 
     def _author_year(self, marker: Marker) -> Resolution:

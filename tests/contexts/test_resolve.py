@@ -98,3 +98,23 @@ def test_a_reference_to_the_citing_paper_is_no_citation_and_no_co_citation() -> 
     assert pairs == [("10.1000/other", "10.1000/third")]
     assert counts["markers_unresolved.self_reference"] == 1
     assert counts["markers_found"] == counts["markers_resolved"] + counts["markers_unresolved.self_reference"]
+
+
+def test_a_marker_repeated_is_searched_once(monkeypatch) -> None:
+    """A document citing one author-year 100,000 times against 5,000 unstructured references
+    took 251 s: every marker scanned every reference. Each distinct marker is now searched
+    once (the answers are the same), and only the references of its year are scanned."""
+    refs = [Reference(i, f"r{i}", f"10.1/{i}", None, None, f"Smith J ({2000 + i % 3}) Title {i}") for i in range(1, 301)]
+    index = ReferenceIndex(refs)
+    searched = []
+    real = ReferenceIndex.candidates
+
+    def counting(self, marker):
+        searched.append(marker)
+        return real(self, marker)
+
+    monkeypatch.setattr(ReferenceIndex, "candidates", counting)
+    answers = {_outcome(index, _ay("Smith", 2001)) for _ in range(1000)}
+    assert answers == {(None, None, "author_year_ambiguous")} and len(searched) == 1
+    assert _outcome(index, _ay("Smith", 2001, "a")) == ("10.1/1", "author_year_suffix_order", None)
+    assert len(index.unstructured[2001]) == 100 and len(searched) == 2
