@@ -163,6 +163,9 @@ def test_pairs_negatives_and_mixes_match_single_machine(build, beam_args, tmp_pa
             assert counts.get(f"mix.{mix}.{name}", 0) == exp.height
     assert n_neg > 0 and n_neg == sum(v for k, v in exp_counts.items() if k.startswith("negatives."))
     assert counts["neg_cited_by_anchor"] == exp_counts["neg_cited_by_anchor"]
+    # every path found is accounted for (duplicate (A, C) pairs through other bridges were not)
+    assert counts["neg_triples"] == n_neg + sum(counts.get(k, 0) for k in (
+        "neg_duplicate_paths", "neg_candidates_pruned", "neg_cited_by_anchor", "neg_over_per_anchor"))
     # a run without the flags removes the optional outputs of this one
     pairs.run_pairs(str(out), beam_args, shards=3)
     assert parquet_io.list_parts(layout.negatives_dir(str(out), "train")) == []

@@ -36,8 +36,9 @@ Counters (per relation `r` in cc, bc; `dc` for direct citations; `<s>` a split):
   the sum of the written supports of r);
 * `r_pairs.<s>` — distinct pairs written (rows of `pairs/r/split=<s>`);
 * hard negatives: `neg_bridges_skipped_cap`, `neg_triples` (same-split A->B->C paths with
-  A != C through bridges under the cap), `neg_candidates_pruned`, `neg_cited_by_anchor`
-  (candidates removed because A cites C), `negatives.<s>` (rows written);
+  A != C through bridges under the cap) = `neg_duplicate_paths` (an (A, C) already found
+  through another bridge) + `neg_candidates_pruned` + `neg_cited_by_anchor` (candidates
+  removed because A cites C) + `neg_over_per_anchor` + Σ `negatives.<s>` (rows written);
 * mixes: `mix.<name>.<s>` (rows written), `mix_n.<r>.<s>` (distinct unordered pairs of r).
 """
 
@@ -453,7 +454,9 @@ def negative_candidates(
         "h": pl.Series(pair_hash(a, c, s), dtype=pl.UInt64), "hb": pl.Series(pair_hash(a, b, s), dtype=pl.UInt64),
         "outdeg": tri["outdeg"],
     })
+    paths = tri.height
     tri = tri.sort("a", "h", "c", "hb", "b").unique(subset=["a", "c"], keep="first", maintain_order=True)
+    counts["neg_duplicate_paths"] = paths - tri.height  # one (A, C) through several bridges
     kept = tri.filter(pl.int_range(pl.len()).over("a") < per_anchor + pl.col("outdeg"))
     counts["neg_candidates_pruned"] = tri.height - kept.height
     return kept.select(list(schema)), dict(counts)
@@ -467,11 +470,13 @@ def select_negatives(
     sorted by (a, h, c)."""
     counts: Counter = Counter()
     cand = candidates.sort("a", "h", "c", "hb", "b").unique(subset=["a", "c"], keep="first", maintain_order=True)
+    counts["neg_duplicate_paths"] = candidates.height - cand.height  # the same (A, C) from two shards
     cited = anchor_edges.select(pl.col("citing_id").alias("a"), pl.col("cited_id").alias("c"))
     kept = cand.join(cited, on=["a", "c"], how="anti", maintain_order="left")
     counts["neg_cited_by_anchor"] = cand.height - kept.height
-    kept = kept.filter(pl.int_range(pl.len()).over("a") < per_anchor)
-    return kept.select("a", "b", "c", "split"), dict(counts)
+    capped = kept.filter(pl.int_range(pl.len()).over("a") < per_anchor)
+    counts["neg_over_per_anchor"] = kept.height - capped.height
+    return capped.select("a", "b", "c", "split"), dict(counts)
 
 
 def attach_name(frame: pl.DataFrame, names: pl.DataFrame, key: str, prefix: str) -> tuple[pl.DataFrame, int]:
