@@ -154,35 +154,17 @@ def refuse_inputs_in_outputs(out: str, stages: Sequence[str], values: Iterable[o
                                 "the build")
 
 
-def _holds_stage_roots(out: str) -> bool:
-    """Whether `OUT/_tmp/` holds a stage's temporary root (`<stage>-<pid>-<ms>`, what
-    `core.staging` names them), not just any folder called `_tmp`."""
-    import re
-
-    from openmsd_build.core.parquet_io import join_path, match_paths
-
-    tmp = join_path(out, "_tmp").rstrip("/")
-    if "://" in tmp:
-        names = {p[len(tmp) + 1:].split("/", 1)[0] for p in match_paths(tmp + "/**")}
-    else:
-        try:
-            names = set(os.listdir(tmp.removeprefix("file://")))
-        except OSError:
-            return False
-    return any(re.fullmatch(r"[a-z]+-\d+-\d+", name) for name in names)
-
-
 def refuse_foreign_folders(out: str, names: Iterable[str]) -> None:
     """A `UserError` when OUT is not a build yet (no `_stats/`: no stage has finished there) but
     already holds one of `names` (paths relative to OUT that the run replaces or deletes, such
     as `report/` or `export/`): they are someone else's folders, not an earlier run's outputs,
     and `run` would delete them before its first stage, a stage's swap when it ends."""
     from openmsd_build.core.parquet_io import join_path, match_paths
-    from openmsd_build.core.staging import path_exists
+    from openmsd_build.core.staging import holds_stage_roots, path_exists
 
     if match_paths(join_path(out, "_stats", "*.json")):  # a stage finished here (a gs:// folder is no object)
         return
-    if _holds_stage_roots(out):  # a stage ran here: a first run killed inside its swap
+    if holds_stage_roots(out):  # a stage ran here: a first run killed inside its swap
         return
     found = [name for name in names if path_exists(join_path(out, name))]
     if found:

@@ -40,6 +40,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import shutil
 import signal
 import threading
@@ -208,16 +209,30 @@ def _restore_aside(out: str, stale_root: str, paths: Sequence[str]) -> None:
             move_path(_rel_join(old_root, rel), _rel_join(out, rel))
 
 
+_ROOT_NAME = re.compile(r"[a-z]+-\d+-\d+")  # `<stage>-<pid>-<ms>`, as `stage_outputs` names a root
+
+
+def _tmp_names(out: str) -> set[str]:
+    """The names directly under `OUT/_tmp/` (none when it is not there)."""
+    tmp = join_path(out, TMP_DIR)
+    if _is_remote(out):
+        return {p[len(tmp.rstrip("/")) + 1 :].split("/", 1)[0] for p in match_paths(tmp.rstrip("/") + "/**")}
+    try:
+        return set(os.listdir(_local(tmp)))
+    except (FileNotFoundError, NotADirectoryError):
+        return set()
+
+
+def holds_stage_roots(out: str) -> bool:
+    """Whether `OUT/_tmp/` holds a stage's temporary root (a stage ran in OUT), not just any
+    folder called `_tmp`."""
+    return any(_ROOT_NAME.fullmatch(name) for name in _tmp_names(out))
+
+
 def _stale_roots(out: str, stage: str) -> list[str]:
     tmp = join_path(out, TMP_DIR)
     prefix = f"{stage}-"
-    if _is_remote(out):
-        names = {p[len(tmp.rstrip("/")) + 1 :].split("/", 1)[0] for p in match_paths(tmp.rstrip("/") + "/**")}
-    else:
-        try:
-            names = set(os.listdir(_local(tmp)))
-        except FileNotFoundError:
-            return []
+    names = _tmp_names(out)
     roots = []
     for name in sorted(names):
         if not name.startswith(prefix):

@@ -211,7 +211,6 @@ class Http:
             raise CallError("malformed_response", "JSON body is not an object", text)
         return parsed
 
-
     def _body(self, resp, deadline: float) -> bytes:
         """The answer's body, at most `MAX_BODY_BYTES` + 1 bytes, read by the pieces the socket
         has (`read1`), each read given only the time left: `timeout` bounds the request's

@@ -239,8 +239,8 @@ FEW_QUERIES = 30  # fewer queries than this: a figure's spread over resamples sa
 
 def pool_warnings(res: dict) -> list[str]:
     """What a split's result says about itself that its table does not: no paper or no query
-    (a table of dashes), pool sizes the split capped (the same pool several times), queries
-    too few for the figures to mean much, BM25 tuned on no train query."""
+    (a table of dashes), pools that could not be filled to their size (the same pool for
+    several sizes), queries too few for the figures to mean much, BM25 tuned on no train query."""
     split, papers = res["split"], res["papers"]
     if not papers:
         return [f"{split} holds no paper: nothing was evaluated (did split assign any to {split}?)"]

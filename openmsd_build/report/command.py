@@ -81,7 +81,7 @@ def build_report(out: str, top: int = DEFAULT_TOP, rate_per_host: float | None =
     _write(join_path(report, "report.html"), render.render_html(stats, pngs).encode("utf-8"))
     _write(join_path(report, "stats.json"), json.dumps(stats, indent=2, sort_keys=True).encode("utf-8"))
     card = write_build_card(out)  # OUT/README.md: each table's schema, rows and how to load it
-    if not card.endswith(("/README.md", "\\README.md")):
+    if card != join_path(out, "README.md"):
         from openmsd_build.core.notices import warn
 
         warn([f"{join_path(out, 'README.md')} is not a card this tool wrote: kept as it is; the build's card is "

@@ -1009,12 +1009,10 @@ def generate(out: str, papers: int = 2000, seed: int = 7, warc: bool = True, wor
     held = foreign_entries(out)
     if held:
         raise ValueError(f"{out} is not a sample but holds {', '.join(held)}, which a sample replaces")
+    from openmsd_build.core.staging import delete_path
+
     for name in SAMPLE_ENTRIES:  # an earlier sample's files would be read with this one's
-        path = os.path.join(out, name)
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path)
-        elif os.path.lexists(path):
-            os.remove(path)
+        delete_path(os.path.join(out, name))  # a link is removed, never what it points to
     for sub in ("unpaywall", "crossref", "opencitations") + (("warc",) if warc else ()):
         os.makedirs(os.path.join(out, sub), exist_ok=True)
     tmp = os.path.join(out, ".tmp-sample")
