@@ -38,14 +38,10 @@ def _documents(build: Path) -> list[dict]:
     return [r for r in rows if r["content"]]
 
 
-def _lists(crossref: list[str]) -> dict[str, list[dict]]:
-    from openmsd_build.contexts.references import reference_lists
+def _lists(crossref: list[str]) -> dict[str, dict]:
+    from openmsd_build.contexts.references import lists_of_files
 
-    lists: dict[str, list[dict]] = {}
-    for path in crossref:
-        for row in reference_lists(Path(path).read_bytes(), Counter()):
-            lists[row["doi"]] = row["references"]
-    return lists
+    return lists_of_files(crossref)
 
 
 def time_rule(docs: list[dict], lists: dict[str, list[dict]], turns: int) -> dict:
@@ -59,7 +55,8 @@ def time_rule(docs: list[dict], lists: dict[str, list[dict]], turns: int) -> dic
         counts = Counter()
         start = time.perf_counter()
         for d in docs:
-            document_contexts(d["doi"], d["content"], d["language"], lists.get(d["doi"]), counts)
+            row = lists.get(d["doi"]) or {}
+            document_contexts(d["doi"], d["content"], d["language"], row.get("references"), counts, row.get("listed"))
         best = min(best, time.perf_counter() - start)
     chars = sum(len(d["content"]) for d in docs)
     return {"documents": len(docs), "sentences": counts["sentences_seen"], "markers": counts["markers_found"],

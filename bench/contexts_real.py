@@ -63,14 +63,9 @@ def build(samples: Path, out: Path) -> Path:
 
 
 def references_of(samples: Path) -> dict[str, list[dict]]:
-    from openmsd_build.contexts.references import reference_lists
+    from openmsd_build.contexts.references import lists_of_files
 
-    lists: dict[str, list[dict]] = {}
-    for name in CROSSREF:
-        for row in reference_lists((samples / name).read_bytes(), Counter()):
-            if len(row["references"]) > len(lists.get(row["doi"], [])):
-                lists[row["doi"]] = row["references"]
-    return lists
+    return {doi: row["references"] for doi, row in lists_of_files(str(samples / name) for name in CROSSREF).items()}
 
 
 def marker_outcomes(doi: str, content: str, refs: list[dict] | None) -> list[dict]:

@@ -40,7 +40,7 @@ def pick(rows: list[dict], n: int, seed: int) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from openmsd_build.contexts.references import reference_lists
+    from openmsd_build.contexts.references import lists_of_files
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--build", type=Path, default=Path("demo/build"))
@@ -48,9 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=20)
     parser.add_argument("--seed", type=int, default=38)
     args = parser.parse_args(argv)
-    lists: dict[str, list[dict]] = {}
-    for path in sorted((args.inputs / "crossref").glob("*.json.gz")):
-        lists.update({r["doi"]: r["references"] for r in reference_lists(path.read_bytes(), Counter())})
+    lists = {doi: row["references"] for doi, row in
+             lists_of_files(str(path) for path in sorted((args.inputs / "crossref").glob("*.json.gz"))).items()}
     truth_path = args.inputs / "truth.jsonl.gz"
     truth = {json.loads(line)["doi"]: json.loads(line) for line in gzip.open(truth_path)} if truth_path.exists() else {}
     rows = pq.read_table(args.build / "contexts").to_pylist()

@@ -25,7 +25,8 @@ DEFAULT_SHARDS = 16
 DOCS, REFS, NAMES, PAIRS_TAG = "docs", "refs", "names", "pairs"
 REFERENCE_STRUCT = pa.struct([("order", pa.int32()), ("key", pa.string()), ("doi", pa.string()),
                               ("author", pa.string()), ("year", pa.string()), ("unstructured", pa.string())])
-REFERENCE_LISTS = pa.schema([("doi", pa.string()), ("references", pa.list_(REFERENCE_STRUCT))])
+REFERENCE_LISTS = pa.schema([("doi", pa.string()), ("references", pa.list_(REFERENCE_STRUCT)),
+                             ("listed", pa.int32())])
 
 
 def _keyed(table: pa.Table | pl.DataFrame, column: str, shards: int, tag: str):
@@ -85,15 +86,16 @@ class KeyNames(UntypedDoFn):
         yield from _keyed(cocitation.names_of(pl.from_arrow(table)), "doi", self.shards, NAMES)
 
 
-def _one_list_per_doi(refs: pl.DataFrame, counts: Counter) -> dict[str, list[dict]]:
-    """A DOI's reference list; a DOI listed twice (in two files) keeps its longest list."""
-    lists: dict[str, list[dict]] = {}
-    for doi, references in refs.iter_rows():
+def _one_list_per_doi(refs: pl.DataFrame, counts: Counter) -> dict[str, tuple[list[dict], int]]:
+    """A DOI's reference list and how many entries it deposited; a DOI listed twice (in two
+    files) keeps its longest list."""
+    lists: dict[str, tuple[list[dict], int]] = {}
+    for doi, references, listed in refs.select("doi", "references", "listed").iter_rows():
         if doi in lists:
             counts["reference_lists_duplicate"] += 1
-            if len(references) <= len(lists[doi]):
+            if listed <= lists[doi][1]:
                 continue
-        lists[doi] = references
+        lists[doi] = references, listed
     return lists
 
 
@@ -123,9 +125,9 @@ class ExtractContexts(UntypedDoFn):
             batch = frames.to_frame([value[1]])
             for doi, content, language in batch.select("doi", "content", "language").iter_rows():
                 seen.add(doi)
-                references = lists.get(doi)
+                references, listed = lists.get(doi, (None, None))
                 counts["documents_with_reference_list" if references else "documents_without_reference_list"] += 1
-                found, pairs = document_contexts(doi, content, language, references, counts)
+                found, pairs = document_contexts(doi, content, language, references, counts, listed)
                 counts["documents_with_contexts"] += bool(found)
                 rows.extend(found)
                 instances.extend(pairs)

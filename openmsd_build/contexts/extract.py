@@ -77,10 +77,11 @@ def sentence_language(sentence: str, markers: list[Marker], document_language: s
 
 
 def document_contexts(doi: str, content: str, language: str | None, references: list[dict] | None,
-                      counts: Counter) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
+                      counts: Counter, listed: int | None = None) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
     """The document's context rows (schema CONTEXTS) and its co-citation instances: one
-    `(doi_a, doi_b)` with doi_a < doi_b per sentence citing both."""
-    index = ReferenceIndex(as_references(references))
+    `(doi_a, doi_b)` with doi_a < doi_b per sentence citing both. `listed`: how many entries
+    the work deposited, when `references` holds only the first of them."""
+    index = ReferenceIndex(as_references(references), listed)
     text, cut = cut_reference_section(content)
     counts["reference_section_cut"] += cut
     rows: list[dict[str, Any]] = []

@@ -17,7 +17,9 @@ Counts: `crossref_files_read`, `crossref_works_read`, `crossref_works_bad_doi`,
 `crossref_rejected.<reason>` (records that could not be read: `invalid_json`,
 `truncated_gzip`, `file_too_large`, ...), `reference_lists_read` (works with a valid DOI and a
 non-empty `reference` array), `references_read`, `references_truncated` (entries past
-`MAX_REFERENCES` of one work).
+`MAX_REFERENCES` of one work). A row keeps how many entries the work deposited (`listed`), so
+a numeric marker past the kept entries but within the deposited list is told apart from one
+past the list's end (`resolve.PAST_CAP`).
 """
 
 from __future__ import annotations
@@ -93,8 +95,21 @@ def reference_lists(items: Iterable[Item], counts: Counter) -> tuple[list[dict[s
         counts["references_read"] += min(len(entries), MAX_REFERENCES)
         counts["references_truncated"] += max(0, len(entries) - MAX_REFERENCES)
         refs = [reference_row(e, k + 1) for k, e in enumerate(entries[:MAX_REFERENCES])]
-        rows.append({"doi": doi, "references": refs})
+        rows.append({"doi": doi, "references": refs, "listed": len(entries)})
     return rows, failures
+
+
+def lists_of_files(paths: Iterable[str], counts: Counter | None = None) -> dict[str, dict[str, Any]]:
+    """Every reference list of some Crossref files by citing DOI (the row of `reference_lists`);
+    a DOI listed twice keeps its longest list, as the stage does. For scripts that look at
+    lists outside the pipeline (`bench/contexts_*.py`)."""
+    counts = Counter() if counts is None else counts
+    lists: dict[str, dict[str, Any]] = {}
+    for path in paths:
+        for row in reference_lists(read_items(path), counts)[0]:
+            if row["doi"] not in lists or row["listed"] > lists[row["doi"]]["listed"]:
+                lists[row["doi"]] = row
+    return lists
 
 
 def read_items(path: str) -> Iterator[Item]:

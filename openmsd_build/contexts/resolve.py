@@ -18,7 +18,8 @@ never loses to a namesake that has one: two candidates and no suffix to choose b
 `author_year_ambiguous`, unless both are one DOI.
 
 Unresolved markers carry one reason (the stage counts them, `REASONS`): `no_reference_list`,
-`number_out_of_range`, `author_year_ambiguous` (several candidates, nothing to choose by),
+`number_out_of_range`, `reference_past_cap` (the number is within the deposited list but past
+the entries kept of it, `references.MAX_REFERENCES`), `author_year_ambiguous` (several candidates, nothing to choose by),
 `author_year_no_match`, `reference_without_doi` (the marker found its reference, which has
 no DOI: the method is kept, the cited DOI is null), and `self_reference` (the reference is the
 citing paper's own DOI; set by `extract.document_contexts`, which knows that DOI).
@@ -33,7 +34,8 @@ from dataclasses import dataclass
 from openmsd_build.contexts.markers import Marker, normalize_name
 
 SELF_REFERENCE = "self_reference"  # the reference is the citing paper itself (`extract.document_contexts`)
-REASONS = ("no_reference_list", "number_out_of_range", "author_year_ambiguous", "author_year_no_match",
+PAST_CAP = "reference_past_cap"
+REASONS = ("no_reference_list", "number_out_of_range", PAST_CAP, "author_year_ambiguous", "author_year_no_match",
            "reference_without_doi", SELF_REFERENCE)
 _YEAR = re.compile(r"(?<!\d)(1[6-9]\d\d|20\d\d)([a-z])?(?![\da-z])")
 
@@ -83,10 +85,12 @@ def _year_parts(value: str | None) -> tuple[int, str | None] | None:
 
 
 class ReferenceIndex:
-    """A reference list prepared for resolving the markers of one document."""
+    """A reference list prepared for resolving the markers of one document; `listed` is how
+    many entries the work deposited when only the first of them were kept (None: all were)."""
 
-    def __init__(self, references: list[Reference]):
+    def __init__(self, references: list[Reference], listed: int | None = None):
         self.references = references
+        self.listed = len(references) if listed is None else listed
         self.by_author: dict[tuple[str, int], list[tuple[Reference, str | None]]] = defaultdict(list)
         self.unstructured: dict[int, list[tuple[Reference, str, str | None]]] = defaultdict(list)  # by year
         self._resolved: dict[tuple, Resolution] = {}  # a document repeats its markers
@@ -115,7 +119,8 @@ class ReferenceIndex:
             return Resolution(None, None, "no_reference_list")
         if marker.number is not None:
             if not 1 <= marker.number <= len(self.references):
-                return Resolution(None, None, "number_out_of_range")
+                past_cap = len(self.references) < marker.number <= self.listed
+                return Resolution(None, None, PAST_CAP if past_cap else "number_out_of_range")
             return _found(self.references[marker.number - 1], "number_position")
         return self._author_year(marker)
 

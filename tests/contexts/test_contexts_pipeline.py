@@ -89,7 +89,8 @@ def test_contexts_stage_end_to_end(tmp_path, beam_args) -> None:
     assert {k: v for k, v in counts.items() if k.startswith("markers_unresolved.")} == {
         "markers_unresolved.author_year_ambiguous": 0, "markers_unresolved.author_year_no_match": 0,
         "markers_unresolved.no_reference_list": 1, "markers_unresolved.number_out_of_range": 1,
-        "markers_unresolved.reference_without_doi": 1, "markers_unresolved.self_reference": 0}
+        "markers_unresolved.reference_past_cap": 0, "markers_unresolved.reference_without_doi": 1,
+        "markers_unresolved.self_reference": 0}
     rejects = pq.read_table(out / "rejects" / "contexts").to_pylist()
     assert sorted((r["reason"], r["key"].rsplit("/", 1)[-1]) for r in rejects) == [
         ("crossref_invalid_json", "broken.json:1"), ("crossref_work_bad_doi", "part-0.json.gz:#4")]
@@ -157,3 +158,46 @@ def test_a_file_of_bad_records_gives_a_bounded_number_of_reject_rows(monkeypatch
     assert rows == [] and len(failures) == 3
     assert counts["crossref_rejected.invalid_json"] == 10 and counts["crossref_works_bad_doi"] == 1
     assert counts["rejects_suppressed"] == 8
+
+
+def test_a_number_past_the_kept_references_is_not_out_of_range() -> None:
+    """A work depositing 6,000 references keeps the first `MAX_REFERENCES`; a marker [5500]
+    named a real entry of the list but was counted `number_out_of_range`, the reason for a
+    number past the list's end. It is now `reference_past_cap`; [6001] is still out of range."""
+    from collections import Counter
+
+    import polars as pl
+    import pyarrow as pa
+
+    from openmsd_build.contexts import references
+    from openmsd_build.contexts.beam import REFERENCE_LISTS, _one_list_per_doi
+    from openmsd_build.contexts.extract import document_contexts
+    from openmsd_build.core.json_records import Item
+
+    entries = [{"key": f"r{n}", "DOI": f"10.1000/{n}"} for n in range(1, 6001)]
+    counts: Counter = Counter()
+    rows, _ = references.reference_lists([Item("f:1", obj={"DOI": "10.5555/citing", "reference": entries})], counts)
+    assert counts["references_truncated"] == 6000 - references.MAX_REFERENCES
+    # through the stage's own hand-over: the Arrow table and the per-DOI choice
+    lists = _one_list_per_doi(pl.from_arrow(pa.Table.from_pylist(rows, schema=REFERENCE_LISTS)), Counter())
+    kept, listed = lists["10.5555/citing"]
+    assert len(kept) == references.MAX_REFERENCES and listed == 6000
+    counts = Counter()
+    found, _ = document_contexts("10.5555/citing", "As shown [2], [5500] and [6001] agree with it.", "en", kept, counts,
+                                 listed)
+    assert counts["markers_unresolved.reference_past_cap"] == 1
+    assert counts["markers_unresolved.number_out_of_range"] == 1
+    assert found[0]["cited_dois"] == ["10.1000/2"]
+
+
+def test_lists_of_files_reads_crossref_files_as_the_stage_does(tmp_path) -> None:
+    """The bench scripts handed a file's bytes to `reference_lists`, which takes the reader's
+    items: every script that looked at reference lists failed. They now call `lists_of_files`."""
+    from openmsd_build.contexts.references import lists_of_files
+
+    path = tmp_path / "chunk.json.gz"
+    works = [{"DOI": "10.5555/a", "reference": [{"key": "x", "DOI": "10.5555/b"}]},
+             {"DOI": "10.5555/a", "reference": [{"key": "x"}, {"key": "y"}]}, {"DOI": "10.5555/c"}]
+    path.write_bytes(gzip.compress(json.dumps({"items": works}).encode()))
+    lists = lists_of_files([str(path)])
+    assert list(lists) == ["10.5555/a"] and lists["10.5555/a"]["listed"] == 2
