@@ -279,7 +279,7 @@ def _write_export(out: str, final: str, dest: str, splits, relations, mixes, tra
 
     from openmsd_build.export.pools import export_pools
 
-    summary["large_pool"] = export_pools(out, dest) if "://" not in dest else None
+    summary["large_pool"] = export_pools(out, dest)
     if not configs:
         raise UserError(f"export: every table of {out} came out empty ({', '.join(skipped[:6])} ...); nothing "
                         "a dataset loader could read was written to the card")

@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 import shutil
 
+from apache_beam.io.filesystems import FileSystems
+
 from openmsd_build.core.parquet_io import join_path
 from openmsd_build.evaluate import benchmark
 from openmsd_build.report.large_pool import large_pool_section
@@ -56,18 +58,33 @@ def card(sections: dict) -> str:
 
 
 def export_pools(out: str, dest: str) -> dict | None:
-    """Copy the pools and benchmark of `out` into `dest/large_pool/` with the card."""
+    """Copy the pools and benchmark of `out` (a local build: `evaluate-pools` writes them
+    there) into `dest/large_pool/` with the card; `dest` may be local or remote (gs://)."""
     sections = large_pool_section(out)
     if not sections:
         return None
     assert set(BENCHMARK_TYPES) == set(benchmark.TYPES)
     src = join_path(out, "evaluation", "large_pool")
     target = join_path(dest, "large_pool")
+    remote = "://" in dest
     for part in ("pools", "benchmark"):
-        if os.path.isdir(join_path(src, part)):
+        if not os.path.isdir(join_path(src, part)):
+            continue
+        if not remote:
             shutil.copytree(join_path(src, part), join_path(target, part), dirs_exist_ok=True)
-    os.makedirs(target, exist_ok=True)
-    with open(join_path(target, "README.md"), "w", encoding="utf-8") as f:
-        f.write(card(sections))
+            continue
+        for folder, _dirs, files in os.walk(join_path(src, part)):
+            for name in sorted(files):
+                path = os.path.join(folder, name)
+                with open(path, "rb") as f:
+                    _write(join_path(target, *os.path.relpath(path, src).split(os.sep)), f.read())
+    _write(join_path(target, "README.md"), card(sections).encode("utf-8"))
     return {"splits": sorted(sections),
             "benchmark": {s: d["benchmark"] for s, d in sections.items() if d.get("benchmark")}}
+
+
+def _write(path: str, data: bytes) -> None:
+    if "://" not in path:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+    with FileSystems.create(path) as f:
+        f.write(data)

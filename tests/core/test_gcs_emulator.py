@@ -169,3 +169,27 @@ def test_run_into_a_gs_build_and_not_into_someone_elses_folder(emulator):
                           env=env, capture_output=True, text=True, timeout=CLI_TIMEOUT)
     assert proc.returncode == 2 and "is not a build (no _stats/) but holds report" in proc.stderr, proc.stderr[-2000:]
     assert client.bucket(BUCKET).blob("project/report/notes.txt").exists()
+
+
+def test_export_to_gs_holds_the_large_pools(emulator, tmp_path):
+    """`export --dest gs://...` wrote every table but no `large_pool/` (pools, benchmark and
+    their card), silently: `export.json` said `large_pool: null` as if evaluate-pools had not run."""
+    from openmsd_build.cli import main
+    from openmsd_build.evaluate.synthetic import synthetic_build
+
+    env, client, _ = emulator
+    out = str(tmp_path / "build")
+    synthetic_build(out, 300, seed=3)
+    assert main(["evaluate-pools", "--out", out, "--split", "idt", "--pool-sizes", "100", "--resamples", "1",
+                 "--max-queries", "5", "--no-tune", "--benchmark-queries", "3"]) == 0
+    local = sorted(p.relative_to(tmp_path / "build" / "evaluation" / "large_pool").as_posix()
+                   for p in (tmp_path / "build" / "evaluation" / "large_pool").rglob("*")
+                   if p.is_file() and p.parts[-2] != "large_pool")
+    _cli(["export", "--out", out, "--dest", f"gs://{BUCKET}/exported"], env=env)
+    names = {b.name for b in client.list_blobs(BUCKET, prefix="exported/large_pool/")}
+    assert {f"exported/large_pool/{name}" for name in local} | {"exported/large_pool/README.md"} == names
+    summary = json.loads(client.bucket(BUCKET).blob("exported/export.json").download_as_bytes())
+    assert summary["large_pool"]["splits"] == ["idt"]
+    pool = next(n for n in names if n.endswith("resample=0.parquet"))
+    assert pq.read_table(io.BytesIO(client.bucket(BUCKET).blob(pool).download_as_bytes())).equals(
+        pq.read_table(tmp_path / "build" / "evaluation" / "large_pool" / pool[len("exported/large_pool/"):]))
