@@ -444,3 +444,29 @@ def test_run_shards_zero_is_refused_before_any_stage_when_later_stages_need_one(
     assert not (out / "papers").exists()
     assert cli.main(["run", "--out", str(out), "--unpaywall", str(snapshot), "--fetch", "none",
                      "--to-stage", "text", "--shards", "0"]) == 0
+
+
+def test_text_inputs_inside_its_own_outputs_are_refused_by_the_stage_command(tmp_path, capsys) -> None:
+    """`openmsd-build text --fetch warc:OUT/fetch/arch/*.warc.gz` (or `local:OUT/documents/pdfs`)
+    ran and its swap deleted the input: the guard skipped the parsed `--fetch` value, which is
+    no string. `run` refused it; a manifest after `@` and a second glob after a comma were not
+    looked at by either."""
+    out = tmp_path / "build"
+    snapshot = tmp_path / "u.jsonl"
+    snapshot.write_text('{"doi": "10.1234/x", "title": "T", "oa_locations": [{"url": "https://x.org/a"}]}\n')
+    assert cli.main(["papers", "--out", str(out), "--unpaywall", str(snapshot)]) == 0
+    kept = []
+    for folder, name in (("fetch/arch", "a.warc.gz"), ("documents/pdfs", "10.1234_x.pdf"), ("documents", "m.csv")):
+        (out / folder).mkdir(parents=True, exist_ok=True)
+        (out / folder / name).write_bytes(b"doi,path\n10.1234/x,x.pdf\n")
+        kept.append(out / folder / name)
+    beside = tmp_path / "local"
+    beside.mkdir()
+    for fetch in (f"warc:{out}/fetch/arch/*.warc.gz", f"warc:{snapshot},{out}/fetch/arch/a.warc.gz",
+                  f"local:{out}/documents/pdfs", f"local:{beside}@{out}/documents/m.csv"):
+        assert cli.main(["text", "--out", str(out), "--fetch", fetch]) == 2, fetch
+        assert "which this run replaces" in capsys.readouterr().err, fetch
+        assert cli.main(["run", "--out", str(out), "--from-stage", "text", "--to-stage", "text", "--fetch", fetch,
+                         "--plan"]) == 2, fetch
+        assert "which this run replaces" in capsys.readouterr().err, fetch
+    assert all(path.read_bytes() == b"doi,path\n10.1234/x,x.pdf\n" for path in kept)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from apache_beam.io.filesystems import FileSystems
 
@@ -121,7 +121,7 @@ def refuse_inputs_in_outputs(out: str, stages: Sequence[str], values: Iterable[o
     `rejects/<stage>/`, `_stats/<stage>.json`):
     the swap would delete the input with the old outputs, before or while it is read. A
     glob's folder part is what counts (`OUT/papers/*.jsonl.gz` is in `OUT/papers/`); a
-    `--fetch` value's `warc:` / `cc-index:` / `local:` prefix is dropped first. Also when a
+    `--fetch` value's globs, folder and manifest count each (`_input_paths`). Also when a
     folder read whole holds OUT; not a folder only some of whose files are read: `prefixes`
     (`--warc-prefix`) and a `local:FOLDER@MANIFEST` (the manifest's files)."""
     from openmsd_build.core.parquet_io import join_path
@@ -131,27 +131,54 @@ def refuse_inputs_in_outputs(out: str, stages: Sequence[str], values: Iterable[o
 
     # what the staging swap replaces, as it defines it
     replaced = [join_path(out, path) for name in stages for path in owned_paths(name, stage_entry(name).outputs)]
-    partly = set(prefixes)
-    for value in [*values, *partly]:
-        for text in value if isinstance(value, list | tuple) else [value]:
-            if not isinstance(text, str) or not ("/" in text or any(c in text for c in _GLOB_CHARS)):
+    for text, path, whole in _input_paths(values, prefixes):
+        cut = min((i for i in (path.find(c) for c in _GLOB_CHARS) if i >= 0), default=len(path))
+        fixed = path[:cut] if cut == len(path) else os.path.dirname(path[:cut])
+        if not fixed:
+            continue
+        hit = next((folder for folder in replaced if inside(folder, fixed)), None)
+        if hit is not None:
+            raise UserError(f"input {text!r} is inside {hit}, which this run replaces (and would delete with "
+                            "its old outputs): move the input out of the build's folders")
+        if whole and fixed == path and inside(fixed, out) and os.path.isdir(fixed.removeprefix("file://")):
+            # a folder is read whole: the build's own outputs would be read as input, and
+            # inputs kept in its replaced folders deleted with them
+            raise UserError(f"input folder {text!r} holds the build {out}: its outputs would be read as input "
+                            "(and any input kept in them deleted): give the input files or a folder beside "
+                            "the build")
+
+
+def _input_paths(values: Iterable[object], prefixes: Iterable[str]) -> Iterator[tuple[str, str, bool]]:
+    """`(flag value, path or glob, read whole?)` of every path among the flag values: a value
+    as given, or its text when it is a parsed value that prints as the flag (the text stage's
+    `--fetch`); a `--fetch` value's globs one by one after its `warc:` / `cc-index:` prefix, and
+    a `local:FOLDER@MANIFEST`'s folder (only some of its files are read) and manifest; the
+    `prefixes` (`--warc-prefix`: only the files an index names are read)."""
+    for value in values:
+        for item in value if isinstance(value, list | tuple) else [value]:
+            text = item if isinstance(item, str) else _flag_text(item)
+            if text is None or not ("/" in text or any(c in text for c in _GLOB_CHARS)):
                 continue  # a path names a folder or a glob (a stage name, "none", a number is none)
-            path = next((text[len(s):] for s in _FETCH_SCHEMES if text.startswith(s)), text).split("@")[0]
-            cut = min((i for i in (path.find(c) for c in _GLOB_CHARS) if i >= 0), default=len(path))
-            fixed = path[:cut] if cut == len(path) else os.path.dirname(path[:cut])
-            if not fixed:
-                continue
-            hit = next((folder for folder in replaced if inside(folder, fixed)), None)
-            if hit is not None:
-                raise UserError(f"input {text!r} is inside {hit}, which this run replaces (and would delete with "
-                                "its old outputs): move the input out of the build's folders")
-            whole = text not in partly and not (text.startswith("local:") and "@" in text)
-            if whole and fixed == path and inside(fixed, out) and os.path.isdir(fixed.removeprefix("file://")):
-                # a folder is read whole: the build's own outputs would be read as input, and
-                # inputs kept in its replaced folders deleted with them
-                raise UserError(f"input folder {text!r} holds the build {out}: its outputs would be read as input "
-                                "(and any input kept in them deleted): give the input files or a folder beside "
-                                "the build")
+            scheme = next((s for s in _FETCH_SCHEMES if text.startswith(s)), None)
+            if scheme == "local:":
+                folder, at, manifest = text[len(scheme):].partition("@")
+                yield text, folder, not at
+                if manifest:
+                    yield text, manifest, False
+            elif scheme is not None:
+                yield from ((text, glob, True) for glob in text[len(scheme):].split(",") if glob)
+            else:
+                yield text, text, True
+    for text in prefixes:
+        yield text, text, False
+
+
+def _flag_text(value: object) -> str | None:
+    """A parsed flag value's own spelling, when its type defines one (`__str__`); None for
+    numbers, flags and objects that only have a representation."""
+    if value is None or isinstance(value, bool | int | float) or type(value).__str__ is object.__str__:
+        return None
+    return str(value)
 
 
 def refuse_foreign_folders(out: str, names: Iterable[str]) -> None:

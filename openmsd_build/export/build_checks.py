@@ -18,8 +18,8 @@ EXPORT_ENTRIES = ("retrieval", "beir", "trainer", "large_pool", "README.md", "ex
 `recipes/<name>/` beside them."""
 PARTIAL = ".export-partial"
 """Where a plain export is written before it replaces the earlier one (`replace_export`)."""
-MARKERS = ("export.json", "recipes")
-"""A folder holding one of these holds an earlier export (plain or recipe)."""
+MARKERS = ("export.json", "recipes/<name>/recipe.json")
+"""What an earlier export leaves in its folder (plain or recipe); `_holds_export` reads them."""
 
 
 def check_dest(out: str, dest: str | None) -> None:
@@ -61,9 +61,26 @@ def check_dest_folder(out: str, dest: str) -> None:
 
     held = [] if inside(join_path(out, "export"), dest) else [
         p for p in match_paths(join_path(dest, "**")) if not p.endswith("/") and f"/{PARTIAL}/" not in p]
-    if held and not any(path_exists(join_path(dest, marker)) for marker in MARKERS):
+    if held and not _holds_export(dest):
         raise UserError(f"--dest {dest} holds files but no earlier export ({' or '.join(MARKERS)}): not writing "
                         "into it (choose a new or empty folder)")
+
+
+def _holds_export(dest: str) -> bool:
+    """Whether `dest` holds an earlier export: an `export.json` that is this command's summary
+    (a JSON object naming its build and configs), or a recipe export's `recipe.json`. A file
+    or folder of one of those names alone is no proof: a project folder with a `recipes/` of
+    its own lost its files to the export."""
+    path = join_path(dest, "export.json")
+    if path_exists(path):
+        try:
+            with FileSystems.open(path, compression_type="uncompressed") as fh:
+                summary = json.loads(fh.read(1 << 24).decode("utf-8"))
+        except (OSError, ValueError):
+            summary = None
+        if isinstance(summary, dict) and {"out", "configs"} <= set(summary):
+            return True
+    return bool(match_paths(join_path(dest, "recipes", "*", "recipe.json")))
 
 
 SWAPPING = ".entries"  # under the partial folder while a swap runs: the new export's entries

@@ -33,6 +33,7 @@ from openmsd_build.core import layout, parquet_io
 from openmsd_build.core.beam_io import WriteCounts
 from openmsd_build.core.errors import UserError
 from openmsd_build.core.inputs import absolute_path, add_out_argument, at_least
+from openmsd_build.core.paths import inside
 from openmsd_build.core.runner import pipeline_options
 from openmsd_build.core.stages import require_fresh
 from openmsd_build.release.beam import SPLIT_FOLDERS, FileChecksum, ShardTable, WriteIdsShard, seed_side
@@ -107,14 +108,30 @@ def _write_bytes(path: str, data: bytes) -> None:
 
 
 def _clear_release(release: str) -> None:
-    """Remove an earlier release in the same folder; refuse to empty a folder that holds
-    files but no release manifest (a typo in --to must not delete someone's data)."""
+    """Remove an earlier release in the same folder, and only that: the folder's files must be
+    those its release manifest (a JSON object of our `format`) lists, or it is refused. A
+    `MANIFEST.json` of any other kind, or files the manifest does not list (a typo in --to, a
+    project folder with its own manifest), must not be deleted, nor checksummed into the new
+    release."""
     stale = [m.path for m in _match(parquet_io.join_path(release, "**"))]
     stale = [p for p in stale if not p.endswith("/")]
-    if stale and not FileSystems.exists(parquet_io.join_path(release, MANIFEST)):
-        raise UserError(f"{release} holds files but no {MANIFEST}: not overwriting it (choose an empty folder)")
-    if stale:
-        FileSystems.delete(stale)
+    if not stale:
+        return
+    try:
+        manifest = _read_json(parquet_io.join_path(release, MANIFEST))
+    except (ValueError, OSError):
+        manifest = None
+    files = manifest.get("files") if isinstance(manifest, dict) and manifest.get("format") == FORMAT else None
+    if not isinstance(files, list):
+        raise UserError(f"{release} holds files but no release {MANIFEST}: not overwriting it (choose an empty folder)")
+    listed = {parquet_io.join_path(release, name) for name in (MANIFEST, SUMS)}
+    listed |= {parquet_io.join_path(release, f["path"]) for f in files if isinstance(f, dict) and isinstance(f.get("path"), str)}
+    foreign = [p for p in stale if p not in listed]
+    if foreign:
+        shown = ", ".join(p[len(release.rstrip("/")) + 1:] for p in foreign[:3])
+        raise UserError(f"{release} holds {len(foreign)} file(s) its earlier release does not list ({shown}"
+                        f"{' ...' if len(foreign) > 3 else ''}): not overwriting it (choose an empty folder)")
+    FileSystems.delete(stale)
 
 
 def write_release(
@@ -133,8 +150,9 @@ def write_release(
     split_parts = parquet_io.list_parts(layout.splits_dir(out))
     if not split_parts and not allow_partial:
         raise UserError(f"no splits under {layout.splits_dir(out)}: run `split` (or pass --allow-partial)")
-    if release.rstrip("/") == out.rstrip("/"):
-        raise UserError("the release folder must not be the build's output root")
+    if inside(release, out):
+        raise UserError(f"the release folder must not be the build's output root or hold it ({out} is inside "
+                        f"{release})")
     num_shards = shards or len(doc_parts)
     _clear_release(release)
     started = time.time()

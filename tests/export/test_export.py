@@ -190,6 +190,18 @@ def test_dest_of_someone_else_is_refused_and_a_narrower_export_leaves_nothing_st
         assert main(["export", "--out", str(out), "--dest", str(mine), *recipe]) == 2
         assert "holds files but no earlier export" in capsys.readouterr().err
     assert (mine / "README.md").read_text() == "# precious" and sorted(os.listdir(mine)) == ["README.md"]
+    # a folder or a file of an export's name is no earlier export: a project's own recipes/ or
+    # export.json took the folder for one, and its README.md and retrieval/ were replaced
+    (mine / "recipes").mkdir()
+    (mine / "recipes" / "pancakes.txt").write_text("cook")
+    (mine / "retrieval").mkdir()
+    (mine / "retrieval" / "mine.csv").write_text("mine")
+    (mine / "export.json").write_text('{"exported": "by another tool"}')
+    for recipe in ([], ["--recipe", "openmsd-dc"]):
+        assert main(["export", "--out", str(out), "--dest", str(mine), *recipe]) == 2
+        assert "holds files but no earlier export" in capsys.readouterr().err
+    assert (mine / "README.md").read_text() == "# precious" and (mine / "retrieval" / "mine.csv").exists()
+    assert sorted(os.listdir(mine)) == ["README.md", "export.json", "recipes", "retrieval"]
 
     dest = tmp_path / "exported"
     assert main(["export", "--out", str(out), "--dest", str(dest)]) == 0

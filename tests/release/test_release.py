@@ -244,3 +244,34 @@ def test_a_release_missing_ids_or_with_odd_counts(demo, release, tmp_path, beam_
     assert not (out / "_stats" / "pairs.json").exists() and not (out / "_stats" / "split.json").exists()
     assert (out / "_stats" / "citations.json").exists()
     assert main(["report", str(out)]) == 0
+
+
+def test_release_replaces_only_an_earlier_release(demo, release, tmp_path, beam_args, capsys):
+    """`release --to DIR` deleted every file of DIR once it held any file named MANIFEST.json
+    (a project folder's own manifest), and with the build inside DIR it deleted the build and
+    then failed reading it. A manifest must be a release's, and only the files it lists go."""
+    _, build = demo
+    project = tmp_path / "project"
+    (project / "sub").mkdir(parents=True)
+    (project / "MANIFEST.json").write_text("{}")
+    (project / "notes.txt").write_text("mine")
+    (project / "sub" / "data.parquet").write_text("mine")
+    assert main(["release", str(build), "--to", str(project), *beam_args]) == 2
+    assert "holds files but no release MANIFEST.json" in capsys.readouterr().err
+    assert (project / "notes.txt").read_text() == "mine" and (project / "sub" / "data.parquet").exists()
+
+    # an earlier release in DIR, plus a file of the user's: refused, nothing deleted
+    again = tmp_path / "again"
+    assert main(["release", str(build), "--to", str(again), *beam_args]) == 0
+    listed = sorted(p for p in again.rglob("*") if p.is_file())
+    (again / "notes.txt").write_text("mine")
+    assert main(["release", str(build), "--to", str(again), *beam_args]) == 2
+    assert "1 file(s) its earlier release does not list (notes.txt)" in capsys.readouterr().err
+    assert sorted(p for p in again.rglob("*") if p.is_file()) == sorted([*listed, again / "notes.txt"])
+    (again / "notes.txt").unlink()
+    assert main(["release", str(build), "--to", str(again), *beam_args]) == 0  # its own release is replaced
+
+    # the build inside the release folder
+    assert main(["release", str(build), "--to", str(build.parent), *beam_args]) == 2
+    assert "must not be the build's output root or hold it" in capsys.readouterr().err
+    assert (build / "documents").is_dir() and list((build / "documents").glob("*.parquet"))
