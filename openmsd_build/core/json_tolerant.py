@@ -8,10 +8,18 @@ and each work is cut out and parsed on its own, so a bad work is one `invalid_js
 `invalid_utf8`, `record_too_large`) failure and its neighbours are kept.
 
 The cutting is a scan of the structural tokens (strings, brackets, commas) with a bracket
-stack, so a work's end is found without parsing it. A work whose brackets do not close
-(cut short) is resynchronised: the scan looks for the next place where a work starts (the
-first key of the works already read, after a `,`) and whose object parses, and everything
-in between is one failure. Scanning is linear in the file for well-formed works; the
+stack, so a work's end is found without parsing it. A failed work whose strings are intact
+(everything between its tokens is a number, a literal such as `NaN`, `:` or space: a bad value,
+a raw control character, a file cut short inside it) is that one failure, and the next work
+starts where its brackets close, or nothing follows when it runs to the end of the file. Only
+a work whose strings are broken (a quote missing: what the scan takes for strings flips, and
+its brackets may close anywhere or never) is resynchronised: the scan looks for the next place
+where a work starts (the first key of the works already read, after a `,`) and whose object
+parses, and everything in between is one failure. The works' own objects often start with
+that key too (OpenAlex's nested `{"id": ...}`, Crossref's funders `{"DOI": ...}`), so searching
+inside a work whose strings are intact took its nested objects for works. A work whose
+strings are broken still may lose its neighbours to its nested objects that way (one whose
+keys are written without double quotes too: the scan cannot tell its strings from text). Scanning is linear in the file for well-formed works; the
 resynchronisation's extra scanning is bounded by `RESYNC_BUDGET_FACTOR` times the file's
 size, past which the rest of the list is one failure.
 """
@@ -29,6 +37,13 @@ from openmsd_build.core.json_records import MAX_RECORD_BYTES, Item, _parse_json
 # tokens (numbers, literals, whitespace, `:`) is skipped by the regex engine.
 _TOKEN_RE = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},]', re.DOTALL)  # unrolled: no per-byte alternation
 _CLOSE = {ord("]"): ord("["), ord("}"): ord("{")}
+# Text whose strings are intact: strings, structural characters, space, `:`, numbers and
+# literals (JSON's, and the `NaN` / `Infinity` some writers put in), nothing else. A missing
+# quote flips what reads as a string and leaves bare words (keys, text) outside strings.
+_INTACT_RE = re.compile(rb'(?:"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},: \t\r\n]+|-?(?:[0-9][0-9.eE+\-]*|Infinity)'
+                        rb"|true|false|null|NaN)*")
+# What a file cut short may end with inside an item: a string or a literal cut part way.
+_OPEN_TAIL_RE = re.compile(rb'"(?:[^"\\]|\\.)*\\?|[A-Za-z]*')
 _WS = b" \t\r\n"
 # Total bytes the resynchronisation may rescan, as a multiple of the file's size.
 RESYNC_BUDGET_FACTOR = 4
@@ -112,18 +127,28 @@ def _item_end(data: bytes, pos: int, limit: int, key: str | None = None,
     first `key` and a `budget` -- where the next whole item starts (a `,{"<key>"` whose own
     item closes). An item cut short inside a string flips what the scan takes for strings,
     so its brackets may never close: without that stop each such item would be scanned to
-    `limit` (quadratic over a file of them). Checking where items start stops when the
+    `limit` (quadratic over a file of them). While the scan has met nothing but values between
+    its tokens (`_INTACT_RE`), its strings are as written, and a `,{"<key>"` it passes is
+    an object nested in this item (a funder's `DOI`, an author's `id`) unless it stands right
+    inside an object (this item left unclosed). Checking where items start stops when the
     file's `budget` is spent."""
     candidates = _candidates(data, pos + 1, key, limit) if key is not None and budget else iter(())
     next_start = next(candidates, None)
     stack: list[int] = []
+    intact, checked = True, pos  # the strings are as written up to `checked`
     for match in _TOKEN_RE.finditer(data, pos, limit):
+        if next_start is not None and match.start() > next_start and intact:
+            intact, checked = _strings_intact(data, checked, match.start()), match.start()
         while next_start is not None and match.start() > next_start:
             assert budget is not None
             if budget.left <= 0:
                 next_start = None
                 break
-            if budget.item_closes(data, next_start):
+            # (checked at the token after the candidate's `{`: `stack[-2]` holds what the `,`
+            # before it was in) with the strings intact, only a `,{` right inside an object,
+            # where JSON allows a key and no object, starts an item: the one before it was
+            # left unclosed
+            if (not intact or (len(stack) >= 2 and stack[-2] == ord("{"))) and budget.item_closes(data, next_start):
                 return next_start, False
             next_start = next(candidates, None)
         first = match.group()[0]
@@ -196,7 +221,7 @@ def iter_list_items(data: bytes, path: str, list_start: int) -> Iterator[Item]:
         index += 1
         if closed:  # (within MAX_RECORD_BYTES: the scan stops there)
             item = _parse_json(data[pos:end], origin)
-            if item.reason is not None:
+            if item.reason is not None and not _strings_intact(data, pos, end):
                 # an item cut short inside a string flips what is string and what is not,
                 # and can seem to close further on, past good items: resume at the first
                 # item start inside it that is a whole item of its own
@@ -208,13 +233,18 @@ def iter_list_items(data: bytes, path: str, list_start: int) -> Iterator[Item]:
             yield item
             pos = end
             continue
-        # Cut short or mis-nested: the next item starts at `end` when a whole one was found
-        # there, else it is looked for (works share their first key: the bad item's own
-        # tells it when no work was read yet)
-        if pos < end < size and data[end] == ord("{") and budget.left > 0 and budget.item_closes(data, end):
-            resume: int | None = end
-        else:
-            resume = _resync(data, pos + 1, key, budget)
+        # Cut short or mis-nested: nothing follows an item that runs to the end of the file
+        # with its strings intact (the file is cut short); the next item starts at `end` when
+        # a whole one was found there, else it is looked for, past the wrong closer when the
+        # strings are intact (works share their first key: the bad item's own tells it when
+        # no work was read yet)
+        intact = _strings_intact(data, pos, min(end, size), open_end=end >= size)
+        if end >= size and intact:
+            resume: int | None = None
+        elif pos < end < size and data[end] == ord("{") and budget.left > 0 and budget.item_closes(data, end):
+            resume = end
+        else:  # past a wrong closer: nothing before it starts an item when the strings are intact
+            resume = _resync(data, end if intact else pos + 1, key, budget)
         stop = size if resume is None else resume
         if end - pos > MAX_RECORD_BYTES:
             reason, detail = "record_too_large", f"item of more than {MAX_RECORD_BYTES} bytes"
@@ -224,6 +254,13 @@ def iter_list_items(data: bytes, path: str, list_start: int) -> Iterator[Item]:
         if resume is None:
             return
         pos = resume
+
+
+def _strings_intact(data: bytes, start: int, end: int, open_end: bool = False) -> bool:
+    """Whether `data[start:end]` has its strings as written (`_INTACT_RE`). `open_end`: it is a
+    file's end, which may stop inside a string or a literal."""
+    stop = _INTACT_RE.match(data, start, end).end()  # type: ignore[union-attr]  (matches the empty text)
+    return stop == end or (open_end and _OPEN_TAIL_RE.fullmatch(data, stop, end) is not None)
 
 
 def _candidates(data: bytes, start: int, key: str | None, stop: int) -> Iterator[int]:
