@@ -174,3 +174,62 @@ def test_opencitations_zip_of_a_million_bad_rows(tmp_path):
     assert counts["rows_read"] == sum(counts.get(k, 0) for k in drops) == rows + 3, counts
     assert out["rejects"] + counts["rejects_suppressed"] == counts["malformed_row"] + counts["bad_doi"]
     assert counts["rows_too_long"] == 1
+
+
+_WARC_BOMB = """
+import json, os, resource, sys, tempfile
+""" + _PEAK + """
+from openmsd_build.text.fetch.warc_index import index_warc_file
+from openmsd_build.text.fetch.warc_store import read_record
+from openmsd_build.text.fetch import warc_stream
+path, how = sys.argv[1], sys.argv[2]
+rows, error = [], None
+try:
+    if how == "index":
+        for row in index_warc_file(path):
+            rows.append(row["url"])
+    elif how == "record":
+        offset = int(sys.argv[3])
+        read_record(path, offset, 50 * 1024 * 1024, os.path.getsize(path) - offset)
+    else:
+        warc_stream.plain_copy(path)
+except ValueError as exc:
+    error = type(exc).__name__ + ": " + str(exc)
+left = os.listdir(warc_stream._COPY_DIR) if warc_stream._COPY_DIR else []
+print(json.dumps({"rows": rows, "error": error, "copies_left": left, "peak_mb": _own_peak_mb()}))
+"""
+
+
+def _warc_record(url: str) -> bytes:
+    body = b"<html><head><title>A page</title></head><body><p>Text.</p></body></html>"
+    http = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+    head = (f"WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: {url}\r\nWARC-Date: 2024-01-01T00:00:00Z\r\n"
+            f"WARC-Record-ID: <urn:uuid:00000000-0000-0000-0000-000000000001>\r\n"
+            f"Content-Type: application/http; msgtype=response\r\nContent-Length: {len(http)}\r\n\r\n").encode()
+    return head + http + b"\r\n\r\n"
+
+
+def test_warc_members_that_inflate_to_a_line_without_end(tmp_path):
+    """A 0.3 MB gzip member of 300 MiB of NUL bytes: warcio reads a record's header lines with
+    `readline`, which holds the whole line (1.2-3.5 GB of memory for such a member of 0.25-1
+    MB, 13.9 GB read by a cc-index row). A WARC gzipped as one stream (two records, then the
+    zeros) was inflated to a temporary copy with no cap (1.1 GB of disk per MB), left behind
+    when the run was killed. Each is now refused: the index keeps the rows before it, the row's
+    record is unreadable, the copy stops at 100 times the file's size and is removed."""
+    zeros = list(_repeat(b"\0", 300 << 20))
+    bomb = zlib.compressobj(9, zlib.DEFLATED, 31)
+    bomb_member = b"".join(bomb.compress(block) for block in zeros) + bomb.flush()
+    first = zlib.compress(_warc_record("https://example.org/a"), wbits=31)
+    members = tmp_path / "members.warc.gz"
+    members.write_bytes(first + bomb_member)
+    out = _run(_WARC_BOMB, str(members), "index")
+    assert out["rows"] == ["https://example.org/a"] and out["error"].startswith("UnboundedRecord"), out
+    assert out["peak_mb"] < PEAK_LIMIT_MB, out
+    out = _run(_WARC_BOMB, str(members), "record", str(len(first)))
+    assert out["error"].startswith("UnboundedRecord") and out["peak_mb"] < PEAK_LIMIT_MB, out
+
+    stream = tmp_path / "stream.warc.gz"
+    _gzip_stream(stream, [_warc_record("https://example.org/a"), _warc_record("https://example.org/b"), *zeros])
+    out = _run(_WARC_BOMB, str(stream), "copy")
+    assert "inflates to more than" in out["error"] and out["copies_left"] == [], out
+    assert out["peak_mb"] < PEAK_LIMIT_MB, out

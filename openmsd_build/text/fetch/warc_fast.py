@@ -26,6 +26,10 @@ from warcio.bufferedreaders import BufferedReader
 
 # Members inflating to more than this are left to warcio, which streams them.
 MAX_INFLATE = 64 * 1024 * 1024
+HEAD_LIMIT = 1024 * 1024
+"""How far into a member larger than its limit the record's header lines must end: warcio
+reads them line by line (`readline`), and a line with no end (a compression bomb of NUL
+bytes) is held whole in memory, gigabytes for a member of a megabyte."""
 _GZIP_WBITS = 16 + zlib.MAX_WBITS  # what warcio's gzip decompressor uses
 _STEP = 16 * 1024  # compressed bytes fed at a time (bounds the unused_data copy per member)
 _WARC_VERSIONS = (b"WARC/1.0", b"WARC/1.1")
@@ -192,13 +196,35 @@ def parse_member(data: bytes) -> LeanRecord | None:
     return LeanRecord(rec_type, fields, status, http_headers, data, body_start, block_end, plain, tidy_end)
 
 
+def header_lines_unbounded(head: bytes) -> bool:
+    """Whether the record whose first inflated bytes are `head` (up to `HEAD_LIMIT`) has a
+    WARC header block, or for an HTTP record an HTTP header block, that does not end there."""
+    warc_end = _block_end(head, 0)
+    if warc_end is None:
+        return True
+    http = b"application/http" in head[:warc_end].lower()
+    return http and _block_end(head, warc_end) is None
+
+
+def _block_end(data: bytes, start: int) -> int | None:
+    """The end of the header block starting at `start` (a blank line, CRLF or LF), or None."""
+    ends = [i for i in (data.find(b"\r\n\r\n", start), data.find(b"\n\n", start)) if i >= 0]
+    return min(ends) + 2 if ends else None
+
+
+class UnboundedRecord(ValueError):
+    """A member larger than its limit whose header lines do not end within `HEAD_LIMIT`."""
+
+
 def iter_members(
     fh: IO[bytes], offset: int, chunk: int = 1024 * 1024, limit: int = MAX_INFLATE
 ) -> Iterator[tuple[int, int, bytes | None]]:
     """`(offset, compressed length, inflated bytes)` of each gzip member read from `fh`
     (positioned at `offset`) until the end of the file. Where the data is not a complete
     gzip member inflating to at most `limit` bytes the last item is `(offset, 0, None)`:
-    the caller lets warcio read from there (it streams, and stops where it is asked to)."""
+    the caller lets warcio read from there (it streams, and stops where it is asked to),
+    unless the member is larger than `limit` and its header lines do not end within its
+    first `HEAD_LIMIT` bytes: that raises `UnboundedRecord` (warcio would hold the line)."""
     buf = b""
     view = memoryview(buf)
     pos = 0
@@ -230,6 +256,14 @@ def iter_members(
             pos += taken
             used += taken
             if size > limit:
+                head = bytearray()
+                for part in parts:
+                    head += part[: HEAD_LIMIT - len(head)]
+                    if len(head) >= HEAD_LIMIT:
+                        break
+                if header_lines_unbounded(bytes(head)):
+                    raise UnboundedRecord(f"the record at offset {offset} inflates to more than {limit} bytes and its "
+                                          f"header lines do not end within {HEAD_LIMIT} bytes")
                 yield offset, 0, None
                 return
         yield offset, used, parts[0] if len(parts) == 1 else b"".join(parts)

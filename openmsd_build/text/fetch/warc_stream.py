@@ -24,6 +24,7 @@ import threading
 import zlib
 
 from openmsd_build.core.paths import describe_failure
+from openmsd_build.text.fetch.warc_fast import MAX_INFLATE
 from openmsd_build.text.fetch.warc_store import _local, is_remote, open_for_read
 
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -114,6 +115,11 @@ def archive_problem(path: str) -> tuple[str, str] | None:
     return None
 
 
+MAX_INFLATE_RATIO = 100
+"""A one-stream archive inflating to more than this many times its size (and more than
+`warc_fast.MAX_INFLATE`) is refused: WARCs of pages and PDFs inflate 2-10 times; a
+megabyte of zeros inflates to a gigabyte of disk."""
+
 _COPIES: dict[tuple, str] = {}
 _COPIES_LOCK = threading.Lock()
 _COPY_DIR: str | None = None
@@ -135,7 +141,30 @@ def plain_copy(path: str) -> str:
         import gzip
 
         fd, copy = tempfile.mkstemp(suffix=".warc", dir=_COPY_DIR)
-        with os.fdopen(fd, "wb") as out, open_for_read(path) as raw, gzip.GzipFile(fileobj=raw) as inflated:
-            shutil.copyfileobj(inflated, out, 1024 * 1024)
+        try:
+            with os.fdopen(fd, "wb") as out, open_for_read(path) as raw, gzip.GzipFile(fileobj=raw) as inflated:
+                cap = max(MAX_INFLATE, MAX_INFLATE_RATIO * _size(path))
+                written = 0
+                while chunk := inflated.read(1024 * 1024):
+                    written += len(chunk)
+                    if written > cap:
+                        raise ValueError(f"{path} inflates to more than {cap} bytes ({MAX_INFLATE_RATIO} times its "
+                                         "size): not a WARC of pages and PDFs")
+                    out.write(chunk)
+        except BaseException:
+            os.remove(copy)  # a failed or interrupted copy is not left on disk
+            raise
         _COPIES[key] = copy
         return copy
+
+
+def _size(path: str) -> int:
+    """The file's size in bytes (local or remote); 0 when it cannot be told."""
+    if not is_remote(path):
+        return os.path.getsize(_local(path))
+    from apache_beam.io.filesystems import FileSystems
+
+    try:
+        return FileSystems.match([path])[0].metadata_list[0].size_in_bytes
+    except Exception:  # noqa: BLE001 - then the floor, MAX_INFLATE, is the cap
+        return 0
