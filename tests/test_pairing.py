@@ -135,6 +135,17 @@ def test_supports_equal_brute_force_common_neighbours(graph):
                 assert got.filter(pl.col("lang_class") == "en-en").height == 0
 
 
+def test_an_odt_en_en_citation_is_no_triplets_positive():
+    """ODT holds no En-En pair of any relation, yet 99 of a 600-paper build's 164 ODT triplets
+    had an English anchor citing an English positive: a DC pair ODT removes."""
+    papers = {"a": ("odt", "en"), "b": ("odt", "en"), "c": ("odt", "de"), "x": ("odt", "de"), "y": ("odt", "en")}
+    annotated, names = _annotated([("a", "b"), ("b", "c"), ("x", "y"), ("y", "c"), ("a", "y")], papers)
+    neg, counts = hard_negatives(annotated, names)
+    rows = {tuple(x[len(D):] for x in r) for r in neg.select("anchor_doi", "positive_doi", "negative_doi").rows()}
+    assert rows == {("x", "y", "c")}  # a -> b and a -> y are En-En in ODT: no positive
+    assert counts["negatives.odt"] == 1
+
+
 def test_hard_negatives_exact_and_per_anchor_choice():
     # a->b, b->c, b->d, a->d, b->e (e in IDT), f->b, b->a.
     papers = {k: ("train", "en") for k in "abcdf"}
@@ -168,15 +179,17 @@ def test_every_negative_satisfies_the_definition(graph, per_anchor):
     neg, _ = hard_negatives(annotated, names, per_anchor=per_anchor)
     cites = {(a, b) for a, b in edges}
     split = {k: v[0] for k, v in papers.items()}
+    # the positive is a DC pair: ODT holds no En-En pair (B -> C only leads to the negative)
+    dc = {(a, b) for a, b in cites if not (split[a] == "odt" and papers[a][1] == papers[b][1] == "en")}
     brute: dict[str, set] = {}
-    for a, b in edges:
+    for a, b in dc:
         for b2, c in edges:
             if b2 == b and c != a and (a, c) not in cites and split[a] == split[b] == split[c]:
                 brute.setdefault(a, set()).add(c)
     rows = [tuple(x[len(D):] for x in r) for r in neg.select("anchor_doi", "positive_doi", "negative_doi").rows()]
     by_anchor: dict[str, set] = {}
     for a, b, c in rows:
-        assert (a, b) in cites and (b, c) in cites and (a, c) not in cites and a != c
+        assert (a, b) in dc and (b, c) in cites and (a, c) not in cites and a != c
         assert split[a] == split[b] == split[c]
         by_anchor.setdefault(a, set()).add(c)
     assert len(rows) == len({(a, c) for a, _, c in rows})  # one row per (anchor, negative)

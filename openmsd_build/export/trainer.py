@@ -233,7 +233,8 @@ def split_edges(out: str, docs: pl.DataFrame) -> pl.DataFrame:
 def specter_triplets(
     out: str, split: str, docs: pl.DataFrame, per_positive: int = 1, max_bridge_degree: int = 1000
 ) -> tuple[pl.DataFrame, dict]:
-    """The triplet table: anchor, positive, negative, their DOIs and languages."""
+    """The triplet table: anchor, positive, negative, their DOIs and languages; in ODT no
+    English anchor with an English positive (no En-En DC pair there)."""
     directory = layout.negatives_dir(out, split)
     if list_parts(directory):
         neg = scan(directory, ["anchor_doi", "positive_doi", "negative_doi"], tables.NEGATIVES).collect()
@@ -247,6 +248,10 @@ def specter_triplets(
     frame = frame.select("anchor", "positive", "negative", "anchor_doi", "positive_doi", "negative_doi",
                          "lang_anchor", "lang_positive", "lang_negative").sort("anchor_doi", "positive_doi",
                                                                                "negative_doi")
+    if split == "odt":  # ODT holds no En-En pair: an English anchor citing an English paper is no positive
+        en_en = (pl.col("lang_anchor") == "en") & (pl.col("lang_positive") == "en")
+        counts["odt_en_en_positives_removed"] = frame.filter(en_en).height
+        frame = frame.filter(~en_en)
     counts["rows"] = frame.height
     return frame, counts
 

@@ -128,9 +128,9 @@ class AnnotateCiting(beam.DoFn):
         yield from key(self.root, partial, "a", self.shards, "cc", "pairs")
         yield from key(self.root, edges.select(pg.member_columns("bc")), "cited_id", self.shards, "bc")
         if self.negatives:
-            e = pg.negative_edges(edges)
-            yield from key(self.root, e, "cited_id", self.shards, INTO)
-            yield from key(self.root, e.select("citing_id", "cited_id"), "citing_id", self.shards, OUT_OF)
+            into, out_of = pg.negative_edges(edges)
+            yield from key(self.root, into, "cited_id", self.shards, INTO)
+            yield from key(self.root, out_of, "citing_id", self.shards, OUT_OF)
             yield from key(self.root, edges.select("citing_id", "cited_id"), "citing_id", self.shards, ANCHOR, "anchor")
         bump(STAGE, counts)
         yield beam.pvalue.TaggedOutput(COUNTS_TAG, dict(counts))

@@ -409,13 +409,20 @@ def build_mix(merged: pl.DataFrame, name: str, totals: dict[str, int]) -> pl.Dat
 # ---------------------------------------------------------------- hard negatives
 
 
-def negative_edges(annotated: pl.DataFrame) -> pl.DataFrame:
-    """Same-split annotated edges with the citing paper's out-degree among them:
-    (citing_id, cited_id, split, outdeg). Needs all out-edges of each citing paper (the
-    pipeline computes it in the shard keyed by citing id)."""
-    e = annotated.filter(pl.col("citing_split") == pl.col("cited_split"))
-    return e.select("citing_id", "cited_id", pl.col("citing_split").alias("split"),
-                    pl.len().over("citing_id").cast(pl.Int64).alias("outdeg"))
+def negative_edges(annotated: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(into, out_of) of the hard negatives' paths A -> B -> C: `into` the same-split edges
+    that may be a triplet's (anchor, positive), with the citing paper's out-degree among the
+    same-split edges: (citing_id, cited_id, split, outdeg), ODT En-En edges left out (no DC
+    pair, so no positive: ODT holds no En-En pair of any relation); `out_of` every same-split
+    edge (citing_id, cited_id), the B -> C step to a negative. Needs all out-edges of each
+    citing paper (the pipeline computes it in the shard keyed by citing id)."""
+    # the out-degree counts every same-split edge of A (an En-En one too): the later "A does not
+    # cite C" check may remove that many candidates, so the pruning keeps that many more
+    e = annotated.filter(pl.col("citing_split") == pl.col("cited_split")).with_columns(
+        pl.len().over("citing_id").cast(pl.Int64).alias("outdeg"))
+    into = e.filter(~((pl.col("citing_split") == ODT) & pl.col("citing_en") & pl.col("cited_en"))).select(
+        "citing_id", "cited_id", pl.col("citing_split").alias("split"), "outdeg")
+    return into, e.select("citing_id", "cited_id")
 
 
 def negative_candidates(
@@ -499,11 +506,12 @@ def hard_negatives(
     seed: str = NEGATIVE_SEED,
 ) -> tuple[pl.DataFrame, dict[str, int]]:
     """Specter-style triples (anchor A, positive B, negative C) on one machine: A cites B,
-    B cites C, A does not cite C, A != C, all three in one split; at most `per_anchor` per
+    B cites C, A does not cite C, A != C, all three in one split, (A, B) a DC pair (in ODT
+    not both English); at most `per_anchor` per
     A, chosen by the seeded hash rank of (A, C). The same functions the pipeline runs per
     shard (`negative_edges`, `negative_candidates`, `select_negatives`)."""
-    e = negative_edges(annotated)
-    cand, counts = negative_candidates(e, e.select("citing_id", "cited_id"), per_anchor, max_degree, seed)
+    into, out_of = negative_edges(annotated)
+    cand, counts = negative_candidates(into, out_of, per_anchor, max_degree, seed)
     counts = Counter(counts)
     chosen, c = select_negatives(cand, annotated.select("citing_id", "cited_id"), per_anchor)
     counts.update(c)

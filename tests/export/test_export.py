@@ -307,3 +307,26 @@ def test_a_failed_move_while_replacing_an_export_puts_the_last_one_back(tmp_path
         assert (dest / "retrieval" / "part.parquet").read_text() == "new" and (dest / "export.json").read_text() == "new"
         (dest / "trainer").mkdir()  # the next round starts from an earlier export again
         (dest / "trainer" / "part.parquet").write_text("old")
+
+
+def test_odt_triplets_computed_from_citations_have_no_en_en_positive(tmp_path):
+    """ODT holds no En-En pair; the export's triplets computed from citations/ (no
+    negatives/ in the build) took an English paper citing an English one as a positive."""
+    import pyarrow as pa
+
+    from openmsd_build.core import layout, parquet_io
+    from openmsd_build.export.trainer import specter_triplets
+    from openmsd_build.schemas import tables
+
+    out = str(tmp_path / "build")
+    cits = [("a", "b"), ("b", "c"), ("x", "y"), ("y", "c"), ("a", "y")]
+    parquet_io.write_table(pa.Table.from_pylist([{"citing_doi": f"10.1/{s}", "cited_doi": f"10.1/{t}"} for s, t in cits],
+                                                schema=tables.CITATIONS),
+                           parquet_io.part_path(layout.citations_dir(out), 0, 1))
+    lang = {"a": "en", "b": "en", "c": "de", "x": "de", "y": "en"}
+    docs = pl.DataFrame({"doi": [f"10.1/{k}" for k in lang], "text": list(lang), "language": list(lang.values())})
+    frame, counts = specter_triplets(out, "odt", docs)
+    assert set(frame.select("anchor", "positive", "negative").iter_rows()) == {("x", "y", "c")}
+    assert counts["odt_en_en_positives_removed"] == 2  # a -> b -> c and a -> y -> c
+    train, _ = specter_triplets(out, "train", docs)
+    assert ("a", "b", "c") in set(train.select("anchor", "positive", "negative").iter_rows())
