@@ -512,6 +512,8 @@ class FetchLocal(_ExtractingDoFn):
         self.backend = LocalFilesBackend(self.spec)
 
     def _process(self, element, counts: Counter):
+        from openmsd_build.text.fetch.local_files import shown
+
         _, tasks = element
         by_url: dict[str, list[dict]] = {}
         for task in sorted(tasks, key=lambda t: (t["url"], t["doi"])):
@@ -519,7 +521,9 @@ class FetchLocal(_ExtractingDoFn):
         for url, url_tasks in by_url.items():
             result = self.backend.fetch(url)
             path = self.backend.path_for(url) if result.status is not None else None
-            yield from self._handle(url, url_tasks, result, path, None, None, counts=counts, dated=False)
+            # the fetch row names the file read, as UTF-8 can hold its name
+            yield from self._handle(url, url_tasks, result, shown(path) if path else None, None, None,
+                                    counts=counts, dated=False)
 
 
 class PlanLocalFiles(UntypedDoFn):

@@ -354,3 +354,57 @@ def test_a_wrong_fetch_keeps_the_documents_it_would_empty(tmp_path, real_samples
     err = capsys.readouterr().err
     assert "kept 0 documents where" in err and "none of them has a URL to look up in the archives" in err, err
     assert _docs(out) == before
+
+
+def test_odd_manifest_rows_are_each_a_reject_with_their_reason(tmp_path):
+    """A path holding a NUL character stopped the whole stage ("embedded null byte", naming no
+    row); a path that is a folder was `local_file_missing`; two URL rows that are one URL once
+    canonical kept the last file and dropped the other without a word."""
+    folder = tmp_path / "files"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "one.html").write_text("<html><title>one</title></html>")
+    (folder / "two.html").write_text("<html><title>two</title></html>")
+    manifest = tmp_path / "m.csv"
+    manifest.write_text("doi,url,path\n10.1000/a,,a\0.pdf\n10.1000/b,,sub\n"
+                        ",https://www.example.org/doi/x,one.html\n,https://WWW.EXAMPLE.ORG:443/doi/x,two.html\n"
+                        ",https://www.example.org/doi/x,one.html\n")
+    source = load(f"local:{folder}@{manifest}")
+    assert [(reason, key) for reason, key, _ in source.problems] == [
+        ("local_manifest_bad_row", "10.1000/a"), (NOT_A_DOCUMENT, "10.1000/b"),
+        ("local_url_listed_twice", "https://WWW.EXAMPLE.ORG:443/doi/x")]
+    assert "NUL" in source.problems[0][2] and "is a folder" in source.problems[1][2]
+    assert "one.html" in source.problems[2][2]  # the file that URL answers
+    assert LocalFilesBackend(f"local:{folder}@{manifest}").fetch("https://www.example.org/doi/x").body.endswith(
+        b"<title>one</title></html>")
+
+
+def test_file_names_that_are_not_utf8(tmp_path):
+    """A document whose name is not UTF-8 stopped the stage with a UnicodeEncodeError (its
+    name went into the rejects as it was); a DOI-named file inside a folder whose name is not
+    UTF-8 was planned and then `not_in_folder` (its file:// URL was read back as UTF-8)."""
+    folder = tmp_path / "files"
+    folder.mkdir()
+    odd = os.path.join(os.fsencode(folder), b"10.1234_\xff\xfe.pdf")
+    with open(odd, "wb") as fh:
+        fh.write(b"%PDF-1.4\n")
+    latin = os.path.join(os.fsencode(folder), b"\xe9t\xe9")
+    os.mkdir(latin)
+    shutil.copy(_sample_pdf(), os.path.join(latin, b"10.2903_j.efsa.2014.3550.pdf"))
+    out = tmp_path / "b"
+    _papers(out, [{"doi": "10.2903/j.efsa.2014.3550"}])
+    assert main(["text", "--out", str(out), "--fetch", f"local:{folder}", *FNAPI]) == 0
+    counts = json.loads((out / "_stats" / "text.json").read_text())["counts"]
+    assert counts["extracted.pdf"] == 1 and not counts.get("fetch.error.not_in_folder")
+    rejects = parquet_io.read_table(layout.rejects_dir(str(out), "text"), schema=REJECTS).to_pylist()
+    assert [(r["reason"], r["key"].rsplit("/", 1)[-1]) for r in rejects] == [
+        (NAMED_FOR_NO_PAPER, "10.1234_\\xff\\xfe.pdf")]
+    assert _docs(out)["10.2903/j.efsa.2014.3550"]["content"]
+
+
+def _sample_pdf() -> Path:
+    from conftest import REAL_SAMPLES
+
+    path = REAL_SAMPLES / PDFS["10.2903/j.efsa.2014.3550"]
+    if not path.exists():
+        pytest.skip(f"real samples not found at {REAL_SAMPLES}")
+    return path

@@ -43,7 +43,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import quote, unquote_to_bytes, urlsplit
 
 from openmsd_build.core import paths
 from openmsd_build.text.fetch.plan import canonical_url
@@ -62,6 +62,7 @@ BAD_ROW = "local_manifest_bad_row"
 DOI_NOT_A_PAPER = "local_doi_not_among_papers"
 NAMED_FOR_NO_PAPER = "local_file_named_for_no_paper"
 URL_NOT_PLANNED = "local_url_not_planned"
+URL_LISTED_TWICE = "local_url_listed_twice"
 URL_KEY = "url "
 """Prefix of a manifest URL row's key beside the DOI keys (`LocalSource.by_doi`): a DOI starts
 with `10.`, a file stem has no space, so neither is ever taken for one."""
@@ -193,6 +194,7 @@ def load(spec: str) -> LocalSource:
         for name, path in sorted(_documents_under(folder, source.problems)):
             stem = os.path.splitext(os.path.basename(name))[0].lower()
             source.by_doi.setdefault(stem, []).append(path)
+        source.problems = [(r, shown(k), shown(d)) for r, k, d in source.problems]
         return source
     for n, row in enumerate(_manifest_rows(manifest), start=2):
         key = row["doi"] or row["url"] or f"{manifest}:{n}"
@@ -200,9 +202,15 @@ def load(spec: str) -> LocalSource:
         if not row["path"] or (row["doi"] and doi is None) or not (doi or row["url"]):
             source.problems.append((BAD_ROW, key, f"{manifest} row {n}: needs a path and a valid doi or url"))
             continue
+        if "\0" in row["path"]:  # no file has such a name (the system refuses it)
+            source.problems.append((BAD_ROW, key, f"{manifest} row {n}: its path holds a NUL character"))
+            continue
         full = inside(folder, row["path"])
         if full is None:
             source.problems.append((OUTSIDE, key, f"{row['path']} is outside {folder}"))
+            continue
+        if os.path.isdir(full):
+            source.problems.append((NOT_A_DOCUMENT, key, f"{row['path']} is a folder, not a file"))
             continue
         if not os.path.isfile(full):
             source.problems.append((MISSING, key, f"{row['path']} not found under {folder}"))
@@ -215,11 +223,24 @@ def load(spec: str) -> LocalSource:
             if full not in files:
                 files.append(full)
         if row["url"]:
-            source.by_url[canonical_url(row["url"])] = full
+            url = canonical_url(row["url"])
+            if source.by_url.setdefault(url, full) != full:  # the same URL (once canonical) for two files
+                source.problems.append((URL_LISTED_TWICE, row["url"],
+                                        f"{manifest} row {n}: {url} is listed for another file already "
+                                        f"({os.path.relpath(source.by_url[url], folder)}): this row's URL is not used"))
+                continue
             if doi:
                 source.with_url.add((doi, full))
                 source.urls_of_doi.setdefault(doi, []).append(url_key(row["url"]))
+    source.problems = [(r, shown(k), shown(d)) for r, k, d in source.problems]
     return source
+
+
+def shown(text: str) -> str:
+    """`text` as UTF-8 can carry it: a file name's bytes that are not UTF-8 (kept by Python as
+    lone surrogates) written as `\\xNN`. Rejects and counts travel as UTF-8 strings, and one
+    such name stopped the whole stage."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def url_key(url: str) -> str:
@@ -248,6 +269,10 @@ def _documents_under(folder: str, problems: list[tuple[str, str, str]]) -> Itera
         for name in files:
             listed = os.path.join(top, name)
             if media_type(listed) is None:
+                continue
+            if shown(name) != name:  # not UTF-8: named after no DOI (a DOI's file name is UTF-8)
+                problems.append((NAMED_FOR_NO_PAPER, listed, f"{listed}: its name is not UTF-8, named after no "
+                                 "paper's DOI"))
                 continue
             full = inside(folder, os.path.relpath(listed, folder))
             if full is None:
@@ -328,8 +353,8 @@ class LocalFilesBackend:
 
     def path_for(self, url: str) -> str | None:
         """The file that answers `url`, if any."""
-        if url.startswith("file:"):
-            path = unquote(urlsplit(url).path)
+        if url.startswith("file:"):  # (a file URL's escapes are the name's bytes, UTF-8 or not)
+            path = os.fsdecode(unquote_to_bytes(urlsplit(url).path))
             return inside(self.source.folder, path) if self._known(path) else None
         return self.source.by_url.get(canonical_url(url))
 
