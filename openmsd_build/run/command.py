@@ -8,6 +8,7 @@ report is written at the end and its headline table printed.
 from __future__ import annotations
 
 import argparse
+import glob as globmod
 import importlib
 import json
 import os
@@ -102,10 +103,13 @@ def _sample_inputs(directory: str) -> dict:
         manifest = json.load(f)
     inputs: dict[str, str] = {}
     for key, glob in (manifest.get("inputs") or {}).items():
-        try:  # a manifest's paths are data: only inside the sample's folder
+        try:  # a manifest's paths are data: only inside the sample's folder, and so are the files they match
             inputs[key] = confined_path(directory, glob)
+            for match in globmod.glob(inputs[key]) if "://" not in inputs[key] else ():
+                confined_path(directory, os.path.relpath(match, directory))
         except UnsafePath as exc:
-            raise UserError(f"--inputs {directory}: manifest.json input {key!r} refused ({exc})") from None
+            raise UserError(f"--inputs {directory}: manifest.json input {key!r} refused ({exc}: a file it matches, "
+                            "or the pattern, leads out of the folder)") from None
     return inputs
 
 

@@ -226,6 +226,15 @@ def test_sample_manifest_inputs_stay_in_the_inputs_folder(tmp_path):
         _sample_inputs(str(tmp_path))
     (tmp_path / "manifest.json").write_text(json.dumps({"inputs": {"crossref": "crossref/*.json.gz"}}))
     assert _sample_inputs(str(tmp_path)) == {"crossref": f"{tmp_path}/crossref/*.json.gz"}
+    # a file the pattern matches that links out of the folder (the pattern itself stays in it)
+    (tmp_path / "crossref").mkdir()
+    (tmp_path / "crossref" / "part-0.json.gz").write_bytes(b"")
+    assert _sample_inputs(str(tmp_path)) == {"crossref": f"{tmp_path}/crossref/*.json.gz"}
+    outside = tmp_path.parent / f"{tmp_path.name}-secret.json.gz"
+    outside.write_bytes(b"")
+    (tmp_path / "crossref" / "part-1.json.gz").symlink_to(outside)
+    with pytest.raises(UserError, match="path_outside_root"):
+        _sample_inputs(str(tmp_path))
 
 
 def test_confined_path_on_remote_and_local_roots(tmp_path):
