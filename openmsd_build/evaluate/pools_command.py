@@ -80,7 +80,10 @@ def pool_table(corpus: Corpus, sample: large_pool.PoolSample, relations) -> pa.T
         role[np.unique(np.concatenate(pos))] = "positive"
     role[sample.queries] = "query"
     keep = np.union1d(sample.candidates, sample.queries)
+    # a query may be a candidate too (a positive of another query, or drawn): the role says one
+    # thing, `candidate` whether the paper is ranked, so the pool can be rebuilt from the file
     return pa.table({"doi": [corpus.dois[i] for i in keep], "role": [role[i] for i in keep],
+                     "candidate": np.isin(keep, sample.candidates),
                      "year": corpus.years[keep].astype(np.int32),
                      "language": [corpus.languages[i] for i in keep]})
 

@@ -2,7 +2,7 @@
 with their own card: `<dest>/large_pool/` holds
 
     README.md                                  how the pools and the benchmark were sampled
-    pools/<split>/[field=F/]size=N/resample=i.parquet   doi, role, year, language
+    pools/<split>/[field=F/]size=N/resample=i.parquet   doi, role, candidate, year, language
     benchmark/<split>/corpus.jsonl, queries.jsonl, qrels/test.tsv   BEIR task
     benchmark/<split>/candidates.parquet       query-id, corpus-id, score, type, languages
 
@@ -35,7 +35,8 @@ def card(sections: dict) -> str:
     lines = ["# OpenMSD large-pool citation recommendation: pools and benchmark", "",
              "## Large candidate pools", "", first.get("sampling", ""), "",
              "Each file lists a pool's papers by DOI with their role: `query`, `positive` (related to a query "
-             "and in the pool by rule) or `sampled` (the random rest).", ""]
+             "and in the pool by rule) or `sampled` (the random rest), and `candidate`: whether the paper is "
+             "ranked (a query is one when it is a positive of another query or was drawn).", ""]
     for split, doc in sections.items():
         lines.append(f"- {split}: sizes {', '.join(f'{s:,}' for s in doc.get('sizes', []))}, "
                      f"{doc.get('resamples')} resamples, seed {doc.get('seed')}, relations "

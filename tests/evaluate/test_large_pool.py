@@ -252,6 +252,14 @@ def test_evaluate_pools_end_to_end_on_a_synthetic_build(tmp_path, capsys):
         if r["role"] == "query":
             for p in large_pool.positives_of(corpus, pos_of[r["doi"]], ("dc", "cc", "bc")):
                 assert corpus.dois[p] in dois
+    # the file tells candidates from queries that are not ranked: a query that is a candidate too
+    # was written as `query` alone, and the pool could not be rebuilt from the file
+    for run in res["runs"][:2]:
+        assert run["field"] is None
+        path = tmp_path / f"build/evaluation/large_pool/pools/idt/size={run['size_requested']}/resample=0.parquet"
+        table = pq.read_table(path).to_pylist()
+        assert sum(r["candidate"] for r in table) == run["samples"][0]["size"]
+        assert all(r["candidate"] for r in table if r["role"] != "query")
     bench = pq.read_table(tmp_path / "build/evaluation/large_pool/benchmark/idt/candidates.parquet")
     assert set(bench.column("type").to_pylist()) <= set(benchmark.TYPES) and bench.num_rows > 10
 
