@@ -41,9 +41,14 @@ def _rejected(n: int, one: str, many: str, rest: str, stage: str, tail: str = ""
 
 
 def _top(counts: Mapping[str, int], prefix: str, n: int = 3) -> str:
-    """The largest counters under `prefix`, as `reason count` phrases."""
+    """The largest counters under `prefix`, as `reason count` phrases, and what the others add
+    up to (a warning's breakdown sums to its total)."""
     items = sorted(((v, k[len(prefix):]) for k, v in counts.items() if k.startswith(prefix) and v), reverse=True)
-    return ", ".join(f"{k} {_n(v)}" for v, k in items[:n])
+    shown = ", ".join(f"{k} {_n(v)}" for v, k in items[:n])
+    rest = items[n:]
+    if rest:
+        shown += f", {len(rest)} other reason{'s' if len(rest) > 1 else ''} {_n(sum(v for v, _ in rest))}"
+    return shown
 
 
 def _papers(counts: Mapping[str, int]) -> list[str]:
@@ -88,8 +93,13 @@ def _text(counts: Mapping[str, int]) -> list[str]:
         out.append(f"files read with --fetch local: print another title than their paper's (title_mismatch: "
                    f"{', '.join(mismatched)}): check the manifest's rows or the files' names")
     if local and not counts["local.papers_matched"] and not counts.get("fetch.ok", 0):  # URL rows read none either
-        out.append(f"no file of the folder matched any of the {_n(papers)} papers: does the manifest use the papers' "
-                   "DOIs or URLs (or are the files named after the DOIs, / as _)?")
+        if counts.get("local.manifest_used"):
+            ask = "does the manifest use the papers' DOIs or URLs?"
+        else:
+            skipped = counts.get("local.files_of_other_types", 0)
+            ask = ("are the files named after the papers' DOIs (each / as _ or %2F)? Only .pdf, .html, .htm and "
+                   ".xhtml files are read" + (f" ({_n(skipped)} other files were not)" if skipped else ""))
+        out.append(f"no file of the folder matched any of the {_n(papers)} papers: {ask}")
     if papers and not kept:
         if fetched:
             hint = "no page or PDF gave a usable text"

@@ -186,3 +186,25 @@ def test_rerun_says_which_stages_are_stale(empty_citations_build, capsys):
     printed = capsys.readouterr().out
     assert "   skipped: text, citations, split, pairs, contexts are stale" in printed, printed
     assert not (out / "evaluation").exists()
+
+
+def test_a_warnings_breakdown_adds_up_to_its_total():
+    """"8 manifest rows were rejected (a 3, b 2, c 1)": the two smallest reasons were left
+    out with no sign, and the breakdown summed to 6."""
+    counts = {"local.rejected.local_manifest_bad_row": 3, "local.rejected.local_path_outside_folder": 2,
+              "local.rejected.local_file_not_a_document": 1, "local.rejected.local_file_missing": 1,
+              "local.rejected.local_doi_not_among_papers": 1, "local.manifest_used": 1, "papers": 3,
+              "local.papers_matched": 1, "documents.kept": 1}
+    line = next(line for line in stage_warnings("text", counts) if "rejected" in line)
+    assert "(local_manifest_bad_row 3, local_path_outside_folder 2, " in line and ", 2 other reasons 2)" in line
+
+
+def test_a_folder_without_manifest_that_matched_nothing_is_asked_about_its_names():
+    """Files named after the DOIs but of another type (.xml) matched nothing, and the warning
+    asked about "the manifest" that was never given, and not about the files skipped."""
+    counts = {"papers": 2, "local.papers_matched": 0, "documents.no_text": 2, "local.files_of_other_types": 3}
+    line = next(line for line in stage_warnings("text", counts) if line.startswith("no file of the folder matched"))
+    assert "manifest" not in line and "(3 other files were not)" in line and ".xhtml" in line
+    line = next(line for line in stage_warnings("text", {**counts, "local.manifest_used": 1})
+                if line.startswith("no file of the folder matched"))
+    assert "does the manifest use the papers' DOIs or URLs?" in line

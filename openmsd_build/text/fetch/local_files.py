@@ -107,6 +107,9 @@ class LocalSource:
     urls_of_doi: dict[str, list[str]] = field(default_factory=dict)
     """DOI -> the URL keys (`url_key`) of its rows that give a URL too: a paper with that DOI
     uses such a row even when no paper plans its URL."""
+    other_files: int = 0
+    """Without a manifest: files under the folder that are not documents by their extension
+    (not read; counted `local.files_of_other_types`)."""
 
     @functools.cached_property
     def known_paths(self) -> frozenset[str]:
@@ -191,9 +194,11 @@ def load(spec: str) -> LocalSource:
     folder, manifest = parse_spec(spec)
     source = LocalSource(folder=folder, manifest=manifest)
     if manifest is None:
-        for name, path in sorted(_documents_under(folder, source.problems)):
+        skipped: list[str] = []
+        for name, path in sorted(_documents_under(folder, source.problems, skipped)):
             stem = os.path.splitext(os.path.basename(name))[0].lower()
             source.by_doi.setdefault(stem, []).append(path)
+        source.other_files = len(skipped)
         source.problems = [(r, shown(k), shown(d)) for r, k, d in source.problems]
         return source
     for n, row in enumerate(_manifest_rows(manifest), start=2):
@@ -254,7 +259,8 @@ def listed_keys(source: LocalSource) -> list[str]:
     return sorted(source.by_doi) + sorted(URL_KEY + url for url in source.by_url)
 
 
-def _documents_under(folder: str, problems: list[tuple[str, str, str]]) -> Iterator[tuple[str, str]]:
+def _documents_under(folder: str, problems: list[tuple[str, str, str]],
+                     skipped: list[str] | None = None) -> Iterator[tuple[str, str]]:
     """(path as listed, resolved path) of the document files anywhere under `folder`
     (recursively). The name that matches a paper is the listed one (a link named after the
     DOI counts by its own name); what is read is the resolved file, which must stay inside
@@ -269,6 +275,8 @@ def _documents_under(folder: str, problems: list[tuple[str, str, str]]) -> Itera
         for name in files:
             listed = os.path.join(top, name)
             if media_type(listed) is None:
+                if skipped is not None:
+                    skipped.append(listed)
                 continue
             if shown(name) != name:  # not UTF-8: named after no DOI (a DOI's file name is UTF-8)
                 problems.append((NAMED_FOR_NO_PAPER, listed, f"{listed}: its name is not UTF-8, named after no "
