@@ -4,8 +4,8 @@ wall time, its own peak RSS (VmHWM) and the largest field it produced.
     .venv/bin/python bench/hostile_worst_cases.py [--json OUT.json]
 
 Cases (inputs are made here, in a temporary folder; nothing is downloaded):
-  bad_records   a 30 MB Crossref chunk (~16k works) with every 10th work malformed (control
-                characters, NaN, cut short): read item by item after the whole parse fails
+  bad_records   a 27 MB Crossref chunk (16,000 works), three works in ten malformed (a control
+                character, NaN, cut short): read item by item after the whole parse fails
   inverted_index  an OpenAlex record whose 1 MB word is listed at 100,000 positions (100 GB
                 unbounded)
   merged_key    one DOI in 2,000 records at the per-record caps (200k URLs unmerged)
@@ -176,7 +176,7 @@ try:
 except CallError as exc:
     held = exc.reason == "malformed_response"; note = exc.reason
 server.shutdown()
-largest = len(answer)
+largest = 0  # nothing is produced: the answer is refused
 """,
 }
 

@@ -116,7 +116,9 @@ def record_provenance(out: str, name: str, extra: dict | None = None) -> None:
 def stale_stages(out: str) -> dict[str, str]:
     """Stages whose outputs no longer match their inputs: an upstream stage was rebuilt (or
     removed) after they ran, directly or through another stale stage. Stage -> reason.
-    A stage without `built_from` (a build from before provenance was recorded) is not judged."""
+    A stage without `built_from` (a build from before provenance was recorded) is not judged,
+    nor against an upstream that had no stats when it ran and has none now (its table written
+    by other means: a user's own, a bench script's)."""
     stale: dict[str, str] = {}
     for s in STAGES:
         stats = read_stage_stats(out, s.name)
@@ -129,7 +131,9 @@ def stale_stages(out: str) -> dict[str, str]:
                 break
             current = read_stage_stats(out, u)
             if current is None:
-                stale[s.name] = f"upstream {u} has no outputs"
+                if u not in recorded:  # no stats then either (a table written by other means): nothing changed
+                    continue
+                stale[s.name] = f"upstream {u} was removed after {s.name} ran (no _stats/{u}.json)"
                 break
             if recorded.get(u) != fingerprint(current):
                 stale[s.name] = f"upstream {u} was rebuilt after {s.name} ran"

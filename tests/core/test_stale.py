@@ -48,3 +48,17 @@ def test_downstream_is_transitive() -> None:
     assert stages.downstream("papers") == ("text", "citations", "split", "pairs", "contexts")
     assert stages.downstream("split") == ("pairs", "contexts")
     assert stages.downstream("pairs") == ()  # contexts owns pairs/ccs/ and reads no pairs
+
+
+def test_an_upstream_table_without_stats_then_and_now_is_not_stale(tmp_path) -> None:
+    """A papers/ table written by other means (a user's own, a bench script's) has no stats:
+    text built from it was called stale ("upstream papers has no outputs") on every run; only
+    stats that were there when the stage ran and are gone now make it stale."""
+    out = str(tmp_path)
+    _write(tmp_path, "text", {"written": 1})
+    stages.record_provenance(out, "text")  # papers had no stats
+    assert stages.stale_stages(out) == {}
+    _write(tmp_path, "papers", {"written": 1})
+    stages.record_provenance(out, "text")
+    (tmp_path / "_stats" / "papers.json").unlink()
+    assert stages.stale_stages(out) == {"text": "upstream papers was removed after text ran (no _stats/papers.json)"}
