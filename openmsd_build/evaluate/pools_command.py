@@ -243,7 +243,7 @@ FEW_QUERIES = 30  # fewer queries than this: a figure's spread over resamples sa
 def pool_warnings(res: dict) -> list[str]:
     """What a split's result says about itself that its table does not: no paper or no query
     (a table of dashes), pools that could not be filled to their size (the same pool for
-    several sizes), queries too few for the figures to mean much, BM25 tuned on no train query."""
+    several sizes) or that the queries' positives alone made larger than asked, queries too few for the figures to mean much, BM25 tuned on no train query."""
     split, papers = res["split"], res["papers"]
     if not papers:
         return [f"{split} holds no paper: nothing was evaluated (did split assign any to {split}?)"]
@@ -256,6 +256,12 @@ def pool_warnings(res: dict) -> list[str]:
         out.append(f"{split}: pools of {asked} candidates could not be filled (at most {max(r['size'] for r in short):,}"
                    f" of the split's {papers:,} papers qualify: not newer than the queries): sizes that reached the "
                    "same size are the same pools")
+    grown = [r for r in res["runs"] if r["size"] > 1.1 * r["size_requested"]]
+    if grown:
+        worst = max(grown, key=lambda r: r["size"] / max(r["size_requested"], 1))
+        out.append(f"{split}: pools larger than asked (e.g. {worst['size']:,} for {worst['size_requested']:,}): every "
+                   "positive of a pool's queries is in it, and they alone outnumber the size asked; ask for larger "
+                   "pools or fewer queries (--max-queries)")
     queries = [int(np.mean(m["queries"])) for r in res["runs"] for by_rel in r["models"].values()
                for m in (by_rel.get(rel, {}).get("all") for rel in res["relations"]) if m]
     if res["eligible_queries"] and queries and min(queries) < FEW_QUERIES:

@@ -295,4 +295,8 @@ def test_pools_that_say_little_are_warned_about(tmp_path, capsys):
     assert "warning: idt: pools of 100,000, 200,000 candidates could not be filled (at most" in err
     assert "queries: too few for their figures to compare models" in err
     res = json.loads((tmp_path / "build" / "evaluation" / "large_pool" / "idt.json").read_text())
-    assert len(res["warnings"]) == 2
+    # 5 queries' positives outnumber a pool of 50: it was enlarged to hold them, silently
+    fifty = next(r for r in res["runs"] if r["size_requested"] == 50)
+    assert fifty["size"] > 55
+    assert f"warning: idt: pools larger than asked (e.g. {fifty['size']:,} for 50)" in err
+    assert len(res["warnings"]) == 3
