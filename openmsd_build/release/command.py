@@ -78,7 +78,12 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
     from openmsd_build.core.notices import build_warnings, warn
 
     # a release of a build that kept nothing is allowed (ids of what there is), but never silent
-    warn([f"{stage}: {line}" for stage, lines in build_warnings(args.out).items() for line in lines])
+    lines = [f"{stage}: {line}" for stage, lines in build_warnings(args.out).items() for line in lines]
+    in_splits = sum(ids.get(f"ids.{s}", 0) for s in SPLIT_FOLDERS if s != NO_SPLIT)
+    if not in_splits and not manifest["build"]["partial"]:
+        lines.append(f"release: none of its {ids.get(f'ids.{NO_SPLIT}', 0):,} documents is in train, idt or odt (the "
+                     "split stage linked no paper): the release holds ids without a split only")
+    warn(lines)
     return manifest
 
 

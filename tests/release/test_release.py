@@ -275,3 +275,21 @@ def test_release_replaces_only_an_earlier_release(demo, release, tmp_path, beam_
     assert main(["release", str(build), "--to", str(build.parent), *beam_args]) == 2
     assert "must not be the build's output root or hold it" in capsys.readouterr().err
     assert (build / "documents").is_dir() and list((build / "documents").glob("*.parquet"))
+
+
+def test_a_release_with_no_document_in_a_split_says_so(demo, tmp_path, beam_args, capsys):
+    """A build whose split stage linked no paper (splits/ empty) was released with exit 0 and
+    not a word, while `export` refuses the same build."""
+    import shutil
+
+    from openmsd_build.schemas import SPLITS
+
+    _, build = demo
+    copy = tmp_path / "build"
+    shutil.copytree(build, copy, ignore=shutil.ignore_patterns("release"))
+    for part in (copy / "splits").glob("*.parquet"):
+        pq.write_table(SPLITS.empty_table(), part)
+    capsys.readouterr()
+    assert main(["release", str(copy), "--to", str(tmp_path / "rel"), *beam_args]) == 0
+    err = capsys.readouterr().err
+    assert "is in train, idt or odt (the split stage linked no paper)" in err
