@@ -11,7 +11,8 @@ author is also found by its first word, for corporate authors) and the year:
 * `author_year_suffix_order` — several references share author and year, none written with a
   suffix, and the marker has one: the suffix letter picks them in list order (a = first);
 * `author_year_unstructured` — the one candidate is an entry without an `author` field whose
-  `unstructured` text names the surname before the year, with that year.
+  `unstructured` text names the surname before the year (or before its first ". " when the
+  year is deposited apart), with that year.
 
 Candidates are the entries of both kinds together, so an entry deposited without an author
 never loses to a namesake that has one: two candidates and no suffix to choose by is
@@ -84,6 +85,17 @@ def _year_parts(value: str | None) -> tuple[int, str | None] | None:
     return (int(match.group(1)), match.group(2)) if match else None
 
 
+def _names_part(unstructured: str) -> str:
+    """Where an unstructured reference names its authors: before its year, or, when the year
+    is deposited apart and the text has none, before the first ". " (the names end there:
+    "Smith J. A title. Journal."), at most 200 characters."""
+    year = _YEAR.search(unstructured)
+    if year is not None:
+        return unstructured[: year.start()]
+    stop = unstructured.find(". ")
+    return unstructured[: stop if 0 <= stop < 200 else 200]
+
+
 class ReferenceIndex:
     """A reference list prepared for resolving the markers of one document; `listed` is how
     many entries the work deposited when only the first of them were kept (None: all were)."""
@@ -101,8 +113,7 @@ class ReferenceIndex:
                 for key in sorted(keys):
                     self.by_author[(key, year[0])].append((ref, year[1]))
             elif not ref.author and ref.unstructured and year:
-                head = ref.unstructured[: _YEAR.search(ref.unstructured).start()]  # type: ignore[union-attr]
-                self.unstructured[year[0]].append((ref, f" {normalize_name(head)} ", year[1]))
+                self.unstructured[year[0]].append((ref, f" {normalize_name(_names_part(ref.unstructured))} ", year[1]))
 
     def resolve(self, marker: Marker) -> Resolution:
         """The marker's reference, or why not; one answer per distinct marker (its number, or

@@ -118,3 +118,14 @@ def test_a_marker_repeated_is_searched_once(monkeypatch) -> None:
     assert answers == {(None, None, "author_year_ambiguous")} and len(searched) == 1
     assert _outcome(index, _ay("Smith", 2001, "a")) == ("10.1/1", "author_year_suffix_order", None)
     assert len(index.unstructured[2001]) == 100 and len(searched) == 2
+
+
+def test_an_unstructured_reference_whose_year_is_deposited_apart():
+    """A reference with `year` and `unstructured` text that holds no year (common in Crossref
+    deposits) crashed the whole stage (AttributeError): the names part was cut at the year
+    found in the text. Its names part is now what comes before the first ". "."""
+    index = ReferenceIndex([Reference(1, "r1", "10.1/a", None, "2019", "Smith J. A title without the year. Journal."),
+                            Reference(2, "r2", "10.1/b", None, "2019", "Jones K. The Brown method. Journal.")])
+    assert _outcome(index, _ay("Smith", 2019)) == ("10.1/a", "author_year_unstructured", None)
+    assert _outcome(index, _ay("Jones", 2019)) == ("10.1/b", "author_year_unstructured", None)
+    assert _outcome(index, _ay("Brown", 2019)) == (None, None, "author_year_no_match")  # a title's word
