@@ -117,7 +117,7 @@ class ExtractContexts(UntypedDoFn):
         lists = _one_list_per_doi(frames.to_frame(refs), counts) if refs else {}
         del refs
         rows: list[dict] = []
-        instances: list[tuple[str, str]] = []
+        instances: Counter = Counter()  # (doi_a, doi_b) -> sentences, summed over the shard
         seen: set[str] = set()
         for value in values:
             if not value or value[0] != DOCS:
@@ -130,7 +130,7 @@ class ExtractContexts(UntypedDoFn):
                 found, pairs = document_contexts(doi, content, language, references, counts, listed)
                 counts["documents_with_contexts"] += bool(found)
                 rows.extend(found)
-                instances.extend(pairs)
+                instances.update(pairs)
         counts["reference_lists_joined"] += sum(doi in seen for doi in lists)
         counts["reference_lists_without_text"] += sum(doi not in seen for doi in lists)
         if rows or shard == 0:

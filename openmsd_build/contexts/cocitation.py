@@ -14,6 +14,8 @@ written supports; `ccs_pairs.<split>` rows are written per split.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import polars as pl
 
 SPLITS = ("train", "idt", "odt")
@@ -21,11 +23,12 @@ PAIR_SCHEMA = {"doi_a": pl.String, "doi_b": pl.String, "support": pl.Int64}
 NAME_SCHEMA = {"doi": pl.String, "split": pl.String, "lang": pl.String}
 
 
-def partial_supports(pairs: list[tuple[str, str]] | pl.DataFrame) -> pl.DataFrame:
-    """Instances -> (doi_a, doi_b, support) summed; accepts instances or partial sums."""
-    if isinstance(pairs, list):
-        frame = pl.DataFrame(pairs, schema=["doi_a", "doi_b"], orient="row").with_columns(
-            pl.lit(1, dtype=pl.Int64).alias("support"))
+def partial_supports(pairs: Mapping[tuple[str, str], int] | pl.DataFrame) -> pl.DataFrame:
+    """Instances -> (doi_a, doi_b, support) summed; accepts `(doi_a, doi_b) -> sentences` or
+    partial sums."""
+    if isinstance(pairs, Mapping):
+        frame = pl.DataFrame({"doi_a": [a for a, _ in pairs], "doi_b": [b for _, b in pairs],
+                              "support": list(pairs.values())}, schema=PAIR_SCHEMA)
     else:
         frame = pairs
     if frame.height == 0:

@@ -77,15 +77,17 @@ def sentence_language(sentence: str, markers: list[Marker], document_language: s
 
 
 def document_contexts(doi: str, content: str, language: str | None, references: list[dict] | None,
-                      counts: Counter, listed: int | None = None) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
-    """The document's context rows (schema CONTEXTS) and its co-citation instances: one
-    `(doi_a, doi_b)` with doi_a < doi_b per sentence citing both. `listed`: how many entries
+                      counts: Counter, listed: int | None = None) -> tuple[list[dict[str, Any]], Counter]:
+    """The document's context rows (schema CONTEXTS) and its co-citation instances, summed:
+    `(doi_a, doi_b)` with doi_a < doi_b -> the sentences citing both. Summed here, a document
+    holds at most one entry per pair of its references: as a list of instances, 20,000
+    sentences citing the same 50 papers (500 KB of text) held 24.5M tuples, 6.2 GB. `listed`: how many entries
     the work deposited, when `references` holds only the first of them."""
     index = ReferenceIndex(as_references(references), listed)
     text, cut = cut_reference_section(content)
     counts["reference_section_cut"] += cut
     rows: list[dict[str, Any]] = []
-    pairs: list[tuple[str, str]] = []
+    pairs: Counter = Counter()
     for position, sentence in enumerate(split_sentences(text)):
         counts["sentences_seen"] += 1
         if len(sentence) > MAX_SENTENCE_CHARS:
@@ -135,6 +137,6 @@ def document_contexts(doi: str, content: str, language: str | None, references: 
             counts["ccs_sentences_over_cap"] += 1
         elif len(cited) > 1:
             counts["ccs_sentences"] += 1
-            pairs.extend(tuple(sorted(p)) for p in combinations(cited, 2))  # type: ignore[misc]
-    counts["ccs_instances"] += len(pairs)
+            pairs.update(tuple(sorted(p)) for p in combinations(cited, 2))
+            counts["ccs_instances"] += len(cited) * (len(cited) - 1) // 2
     return rows, pairs
