@@ -206,7 +206,7 @@ def _int_or_none(value: object) -> int | None:
         return None
     try:
         return int(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an infinite float
         return None
 
 
@@ -217,12 +217,20 @@ def _positive_or_none(value: object) -> int | None:
     return number if number is not None and number > 0 else None
 
 
+SUPERSEDED = "archive.index_rows_superseded"
+"""Counted for each index row of a URL that another row of the same batch of the extract
+(`_BATCH_ROWS`) replaces: only the latest of them (`latest_row`) goes on to be joined, so an
+extract listing one URL two million times costs a few rows per batch, not two million Beam
+elements grouped under one key (5 GB)."""
+
+
 def read_cc_index(path: str, warc_prefix: str = "", counts: Counter | None = None) -> Iterator[dict]:
     """Rows of one Parquet file of a columnar-index extract, read in record batches (an
     extract file can hold millions of rows). `location` comes from `fetch_redirect` when
     the extract has it; a redirect row without it gets its Location from the record
-    itself (`fill_location`). Rows with no URL, file or offset (or a negative one) are skipped,
-    counted as `archive.index_rows_incomplete`. A row whose
+    itself (`fill_location`). Rows with no URL, file or offset (or a negative or infinite one)
+    are skipped, counted as `archive.index_rows_incomplete`; a URL listed again in a batch
+    keeps its latest row (`SUPERSEDED`). A row whose
     file name leaves `warc_prefix` (`warc_path`) is refused: counted in `counts` as
     `archive.refused_path.<reason>`, logged, and never read."""
     import pyarrow.parquet as pq
@@ -236,6 +244,7 @@ def read_cc_index(path: str, warc_prefix: str = "", counts: Counter | None = Non
         columns = list(CC_REQUIRED) + ([CC_REDIRECT] if CC_REDIRECT in names else [])
         refused = 0
         for batch in parquet.iter_batches(batch_size=_BATCH_ROWS, columns=columns):
+            latest: dict[str, dict] = {}  # a URL listed again in the batch: only its latest row goes on
             for raw in batch.to_pylist():
                 url, name, offset = raw["url"], raw["warc_filename"], _int_or_none(raw["warc_record_offset"])
                 if not url or not name or offset is None or offset < 0:
@@ -254,7 +263,7 @@ def read_cc_index(path: str, warc_prefix: str = "", counts: Counter | None = Non
                     continue
                 status = _int_or_none(raw["fetch_status"])
                 location = raw.get(CC_REDIRECT) if status in REDIRECT_STATUSES else None
-                yield {
+                row = {
                     "url": canonical_url(url),
                     "warc_file": warc_file,
                     "offset": offset,
@@ -263,6 +272,12 @@ def read_cc_index(path: str, warc_prefix: str = "", counts: Counter | None = Non
                     "content_type": raw["content_mime_type"] or None,
                     "location": location or None,
                 }
+                kept = latest.setdefault(row["url"], row)
+                if kept is not row:
+                    if counts is not None:
+                        counts[SUPERSEDED] += 1
+                    latest[row["url"]] = latest_row((kept, row))  # type: ignore[assignment]
+            yield from latest.values()
 
 
 def needs_location(row: dict) -> bool:
