@@ -378,7 +378,7 @@ def test_odd_manifest_rows_are_each_a_reject_with_their_reason(tmp_path):
         b"<title>one</title></html>")
 
 
-def test_file_names_that_are_not_utf8(tmp_path):
+def test_file_names_that_are_not_utf8(tmp_path, real_samples):
     """A document whose name is not UTF-8 stopped the stage with a UnicodeEncodeError (its
     name went into the rejects as it was); a DOI-named file inside a folder whose name is not
     UTF-8 was planned and then `not_in_folder` (its file:// URL was read back as UTF-8)."""
@@ -389,7 +389,7 @@ def test_file_names_that_are_not_utf8(tmp_path):
         fh.write(b"%PDF-1.4\n")
     latin = os.path.join(os.fsencode(folder), b"\xe9t\xe9")
     os.mkdir(latin)
-    shutil.copy(_sample_pdf(), os.path.join(latin, b"10.2903_j.efsa.2014.3550.pdf"))
+    shutil.copy(real_samples / PDFS["10.2903/j.efsa.2014.3550"], os.path.join(latin, b"10.2903_j.efsa.2014.3550.pdf"))
     out = tmp_path / "b"
     _papers(out, [{"doi": "10.2903/j.efsa.2014.3550"}])
     assert main(["text", "--out", str(out), "--fetch", f"local:{folder}", *FNAPI]) == 0
@@ -400,11 +400,3 @@ def test_file_names_that_are_not_utf8(tmp_path):
         (NAMED_FOR_NO_PAPER, "10.1234_\\xff\\xfe.pdf")]
     assert _docs(out)["10.2903/j.efsa.2014.3550"]["content"]
 
-
-def _sample_pdf() -> Path:
-    from conftest import REAL_SAMPLES
-
-    path = REAL_SAMPLES / PDFS["10.2903/j.efsa.2014.3550"]
-    if not path.exists():
-        pytest.skip(f"real samples not found at {REAL_SAMPLES}")
-    return path
