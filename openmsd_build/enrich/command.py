@@ -22,8 +22,9 @@ token-bucket `--rate` limit, batches of `--batch-size` documents. Reading docume
 writing Parquet is streamed part by part, so memory stays bounded by `--part-rows`.
 
 Checks on every answer, fresh or cached (`check_answer`): an explicit or textual refusal
-(`refusal`), nothing left after cleaning (`empty_output`), a summary CLD3 does not call
-English (`non_english_output`, via `core.language.detect_language`). Transport failures
+(`refusal`), nothing left after cleaning (`empty_output`), an answer that repeats the prompt's
+wording (`echoed_prompt`), a summary CLD3 does not call English (`non_english_output`, via
+`core.language.detect_language`). Transport failures
 (`timeout`, `server_error`, `rate_limited`, `connection_error`, `endpoint_rejected`,
 `malformed_response`) are rejects after bounded retries (`summarizers`). `no_text`: a
 document with nothing to send (no abstract for translation; neither title nor abstract).
@@ -128,11 +129,34 @@ def check_answer(reply: Reply, max_tokens: int) -> tuple[str | None, str | None,
         return None, "empty_output", "the answer is empty after cleaning"
     if _REFUSAL.match(cleaned):
         return None, "refusal", f"the answer reads as a refusal: {cleaned[:200]}"
+    echoed = _echoed_prompt(cleaned)
+    if echoed:
+        return None, "echoed_prompt", f"the answer repeats the prompt: {echoed!r}"
     summary = truncate_tokens(cleaned, max_tokens)
     language, prob, _ = detect_language(summary)
     if language != "en":
         return None, "non_english_output", f"CLD3 says {language} (p={prob:.2f}), not en"
     return summary, None, None
+
+
+ECHO_CHARS = 40
+"""A span of this many characters of a prompt (its system message or instruction), found as
+it is in an answer, makes the answer an echo: a server that returns its input is no
+summarizer, and the English prompt made CLD3 call such an answer English. The title and
+abstract are not looked for: a summary may quote an abstract's English part."""
+
+
+def _echoed_prompt(answer: str) -> str | None:
+    """The first span of a prompt's wording that `answer` repeats, or None."""
+    from openmsd_build.enrich.prompts import PROMPTS, SYSTEM
+
+    flat = " ".join(answer.split())
+    for line in (SYSTEM, *(p.instruction for p in PROMPTS.values())):
+        for start in range(0, max(len(line) - ECHO_CHARS, 0) + 1, ECHO_CHARS):
+            span = line[start:start + ECHO_CHARS]
+            if len(span) == ECHO_CHARS and span in flat:
+                return span
+    return None
 
 
 # --------------------------------------------------------------------------- reading
@@ -313,7 +337,7 @@ def stats_document(counts: Counter, s: Summarizer, max_tokens: int, cache: Answe
     c.update({k: int(v) for k, v in counts.items() if k.startswith("rejected_")})
     lookups = c["cache_hits"] + c["cache_misses"]
     answered = c["enriched"] + sum(v for k, v in c.items() if k in (
-        "rejected_refusal", "rejected_empty_output", "rejected_non_english_output"))
+        "rejected_refusal", "rejected_empty_output", "rejected_echoed_prompt", "rejected_non_english_output"))
     return {
         "stage": STAGE,
         "counts": dict(sorted(c.items())),

@@ -335,6 +335,10 @@ class ChatSummarizer(Summarizer):
             refusal = message.get("refusal")
             if content is not None and not isinstance(content, str):
                 raise TypeError("content is not a string")
+            if refusal is not None and not isinstance(refusal, str):
+                raise TypeError("refusal is not a string")
+            if not all(_is_text(t) for t in (content, refusal) if t):
+                raise ValueError("the answer holds a lone surrogate escape (valid JSON, not text)")
         except (KeyError, IndexError, TypeError, AttributeError, ValueError, RecursionError) as exc:
             raise CallError("malformed_response", f"no choices[0].message.content ({exc})"[:300],
                             _excerpt(data)) from None
@@ -355,8 +359,25 @@ class ChatSummarizer(Summarizer):
         return replies
 
 
+def _is_text(value: str) -> bool:
+    """Whether `value` is text UTF-8 can hold: JSON's `\\ud800` escapes decode to lone
+    surrogates, which stopped the stage when the answer was cached."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+MAX_USAGE_TOKENS = 1 << 31
+"""A usage count an endpoint reports is kept when 0 <= n < this: a negative or astronomic one
+(10**20 overflowed the cache's SQLite integer and stopped the stage) is no count."""
+
+
 def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < MAX_USAGE_TOKENS:
+        return value
+    return None
 
 
 def _source_language(doc: Doc) -> str:
@@ -391,7 +412,8 @@ class TranslateSummarizer(Summarizer):
         out = data.get("translatedText")
         if isinstance(out, str) and len(texts) == 1:
             out = [out]
-        if not isinstance(out, list) or len(out) != len(texts) or not all(isinstance(t, str) for t in out):
+        if not isinstance(out, list) or len(out) != len(texts) or not all(isinstance(t, str) and _is_text(t)
+                                                                          for t in out):
             raise CallError("malformed_response", f"translatedText is not a list of {len(texts)} strings",
                             _excerpt(data))
         return out

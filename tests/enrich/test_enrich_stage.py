@@ -335,3 +335,54 @@ def test_an_answer_that_trickles_is_a_timeout(serve_http):
     with pytest.raises(CallError) as caught:
         Http(timeout=1.5, concurrency=1).post_json(f"{base}/v1/chat/completions", {})
     assert caught.value.reason == "timeout" and clock.monotonic() - started < 10
+
+
+def test_hostile_answers_are_rejects_not_crashes(tmp_path, serve_http):
+    """An answer with a lone surrogate escape (valid JSON) or a usage count of 10**20 stopped
+    the whole stage when it was cached (UnicodeEncodeError, SQLite OverflowError); a negative
+    count was summed into the stats; a refusal that is an object was ignored; an endpoint
+    echoing the prompt back had its answers taken for English summaries."""
+    from http.server import BaseHTTPRequestHandler
+
+    text = "This study shows that the method works well for the measured samples in the field."
+    modes = {"10.1/ok1": "surrogate", "10.1/ok2": "usage", "10.1/ok3": "negative", "10.1/ok4": "refusal",
+             "10.1/r429": "echo", "10.1/f500": "fine"}
+
+    class Hostile(BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+        def do_POST(self):  # noqa: N802
+            req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            user = req["messages"][1]["content"]
+            mode = next(m for doi, m in modes.items() if f"Title: {dict((d, t) for d, _, t, _ in DOCS)[doi]}\n" in user)
+            message: dict = {"role": "assistant", "content": text}
+            usage: dict = {"prompt_tokens": 10, "completion_tokens": 5}
+            if mode == "surrogate":
+                message["content"] = "\ud800 " + text
+            elif mode == "usage":
+                usage = {"prompt_tokens": 10**20, "completion_tokens": 2**63}
+            elif mode == "negative":
+                usage = {"prompt_tokens": -1000, "completion_tokens": -5}
+            elif mode == "refusal":
+                message["refusal"] = {"reason": "policy"}
+            elif mode == "echo":
+                message["content"] = req["messages"][0]["content"] + " " + user
+            body = json.dumps({"choices": [{"message": message}], "usage": usage}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    base = serve_http(Hostile)
+    out = str(tmp_path / "build")
+    write_documents(out, [d for d in DOCS if d[0] in modes])
+    stats = command.run_enrich(out, chat(f"{base}/v1"))
+    counts = stats["counts"]
+    rejects = {r["key"]: r["reason"] for r in pq.read_table(f"{out}/rejects/enrich").to_pylist()}
+    assert rejects == {"10.1/ok1": "malformed_response", "10.1/ok4": "malformed_response",
+                       "10.1/r429": "echoed_prompt"}
+    assert counts["enriched"] == 3  # usage, negative, fine: their counts are no counts
+    # counted for every answer checked: "fine" and "echo" (10 + 5 each)
+    assert counts["usage_prompt_tokens"] == 20 and counts["usage_completion_tokens"] == 10
