@@ -213,17 +213,28 @@ def _work_with_nested(i: int) -> dict:
             "author": [{"given": "A", "family": "B", "affiliation": [{"name": "X"}]}]}
 
 
+NESTED_BAD = {
+    **{k: v for k, v in BAD.items() if k != "single_quotes"},
+    # literals other writers put in: Python's, JavaScript's, short infinities, bare fractions
+    "python_literals": lambda raw: raw[:-1] + b', "ok": True, "none": None}',
+    "undefined": lambda raw: raw[:-1] + b', "x": undefined}',
+    "short_infinity": lambda raw: raw[:-1] + b', "x": -Inf, "y": .5, "z": +1}',
+    # left unclosed right after a nested object inside a list
+    "unclosed_in_a_list": lambda raw: raw[: raw.index(b'"name": "Funder 0"') + len(b'"name": "Funder 0"')] + b"}",
+}
+
+
 # Not `single_quotes`: a key that is no JSON string leaves the scan unable to tell strings from
 # text, as a missing quote does, and then the first nested object that closes may be taken for
 # the next work (a known limit, in the module's docstring).
-@pytest.mark.parametrize("bad", sorted(set(BAD) - {"single_quotes"}))
+@pytest.mark.parametrize("bad", sorted(NESTED_BAD))
 def test_objects_nested_in_a_work_are_not_taken_for_works(bad):
     """Once a file needed reading item by item, every `,{"DOI"` nested in a work (a funder)
     was taken for the next work when the works start with `DOI`: one NaN in a 657-work chunk
     gave 1,259 records, 753 rejects and funders' DOIs written as papers; OpenAlex works start
     with `id`, as their nested authors and concepts do (130 works: 4,433 records, 9 kept)."""
     works = [_raw(_work_with_nested(i)) for i in range(6)]
-    works[2] = BAD[bad](works[2])
+    works[2] = NESTED_BAD[bad](works[2])
     items = list(iter_documents_in(_document(works), "f", (("items",),)))
     dois = [item.obj.get("DOI") for item in items if item.reason is None and isinstance(item.obj, dict)]
     good = [f"10.1000/good.{i}" for i in range(6) if i != 2]
@@ -254,4 +265,15 @@ def test_real_files_with_one_bad_work_or_cut_short_keep_every_whole_work(real_sa
     kept = [i.obj for i in items if i.reason is None]
     assert kept == works[: len(kept)] and len(kept) >= len(works) // 2
     assert whole.index(_raw(works[len(kept)])) + len(_raw(works[len(kept)])) > len(cut)  # the next one was cut
+    assert [i.reason for i in items if i.reason] == ["invalid_json"]
+
+
+def test_a_file_cut_after_a_sign_keeps_the_works_before():
+    """A file cut right after a number's minus sign ran the scan's strings check into a bare
+    "-" and took the cut work's funders for works."""
+    works = [_raw({**_work_with_nested(i), "n": -12.5}) for i in range(5)]
+    whole = _document(works)
+    cut = whole[: whole.index(b'"n": -', whole.index(works[3])) + len(b'"n": -')]
+    items = list(iter_documents_in(cut, "f", (("items",),)))
+    assert [i.obj["DOI"] for i in items if i.reason is None] == [f"10.1000/good.{i}" for i in range(3)]
     assert [i.reason for i in items if i.reason] == ["invalid_json"]
