@@ -228,6 +228,16 @@ def test_warc_members_that_inflate_to_a_line_without_end(tmp_path):
     out = _run(_WARC_BOMB, str(members), "record", str(len(first)))
     assert out["error"].startswith("UnboundedRecord") and out["peak_mb"] < PEAK_LIMIT_MB, out
 
+    # the bomb as the first member, saying it is a PDF of 3 GB: warcio reads HTTP headers in a
+    # response whatever its Content-Type, and the one-stream probe inflated to the claimed end
+    head = (b"WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: http://example.org/x\r\n"
+            b"WARC-Record-ID: <urn:uuid:1>\r\nContent-Type: application/pdf\r\nContent-Length: 3000000000\r\n\r\n")
+    lead = zlib.compressobj(9, zlib.DEFLATED, 31)
+    first_bomb = tmp_path / "first.warc.gz"
+    first_bomb.write_bytes(lead.compress(head) + b"".join(lead.compress(block) for block in zeros) + lead.flush())
+    out = _run(_WARC_BOMB, str(first_bomb), "index")
+    assert out["rows"] == [] and out["error"].startswith("UnboundedRecord") and out["peak_mb"] < PEAK_LIMIT_MB, out
+
     stream = tmp_path / "stream.warc.gz"
     _gzip_stream(stream, [_warc_record("https://example.org/a"), _warc_record("https://example.org/b"), *zeros])
     out = _run(_WARC_BOMB, str(stream), "copy")

@@ -18,6 +18,7 @@ or fails on (an HTTP record without target URI). Whether the body needs warcio's
 
 from __future__ import annotations
 
+import re
 import zlib
 from collections.abc import Iterator
 from typing import IO, NamedTuple
@@ -198,12 +199,18 @@ def parse_member(data: bytes) -> LeanRecord | None:
 
 def header_lines_unbounded(head: bytes) -> bool:
     """Whether the record whose first inflated bytes are `head` (up to `HEAD_LIMIT`) has a
-    WARC header block, or for an HTTP record an HTTP header block, that does not end there."""
+    WARC header block, or for an HTTP record (a response, request or revisit, or
+    `application/http`) an HTTP header block, that does not end there. A real record's
+    headers are kilobytes: one whose HTTP headers run past a megabyte is refused too."""
     warc_end = _block_end(head, 0)
     if warc_end is None:
         return True
-    http = b"application/http" in head[:warc_end].lower()
-    return http and _block_end(head, warc_end) is None
+    # warcio reads HTTP headers in these records whatever their Content-Type says
+    http = _HTTP_RECORD_TYPE.search(head, 0, warc_end) or b"application/http" in head[:warc_end].lower()
+    return bool(http) and _block_end(head, warc_end) is None
+
+
+_HTTP_RECORD_TYPE = re.compile(rb"(?im)^warc-type:[ \t]*(?:response|request|revisit)[ \t]*\r?$")
 
 
 def _block_end(data: bytes, start: int) -> int | None:

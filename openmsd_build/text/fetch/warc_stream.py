@@ -56,6 +56,23 @@ def _first_bytes(path: str, want: int) -> tuple[bytes, bool, bool]:
         return bytes(out[:want]), True, inflater.eof
 
 
+def _member_longer_than(path: str, size: int) -> bool:
+    """Whether the file's first gzip member inflates to more than `size` bytes, inflated
+    piece by piece and nothing kept."""
+    with open_for_read(path) as fh:
+        inflater = zlib.decompressobj(31)
+        total = 0
+        while total <= size and not inflater.eof:
+            data = inflater.unconsumed_tail or fh.read(_PROBE_CHUNK)
+            if not data:
+                return False
+            try:
+                total += len(inflater.decompress(data, _PROBE_CHUNK * 16))
+            except zlib.error:
+                return False
+        return total > size
+
+
 def _first_record_end(data: bytes) -> int | None:
     """End of the first WARC record in `data` (header, block, CRLF CRLF), when its header
     is whole there."""
@@ -93,11 +110,11 @@ def _is_one_stream(path: str, _stamp: tuple[int, int] | None) -> bool:
         end = _first_record_end(head) if gzipped else None
         if end is None or len(head) > end or ended:
             return end is not None and len(head) > end
-        # a first record larger than the probe: inflate just past its end
-        head, _, _ = _first_bytes(path, end + 1)
+        # a first record larger than the probe: inflate just past its end, keeping nothing
+        # (its Content-Length is data: a bomb's says gigabytes)
+        return _member_longer_than(path, end)
     except OSError:
         return False
-    return len(head) > end
 
 
 def archive_problem(path: str) -> tuple[str, str] | None:
