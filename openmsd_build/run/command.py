@@ -8,7 +8,6 @@ report is written at the end and its headline table printed.
 from __future__ import annotations
 
 import argparse
-import glob as globmod
 import importlib
 import json
 import os
@@ -16,6 +15,7 @@ import sys
 
 from openmsd_build.core import layout, parquet_io, progress, resources
 from openmsd_build.core.errors import UserError
+from openmsd_build.core.inputs import expand_globs
 from openmsd_build.core.notices import announce, warn
 from openmsd_build.core.paths import UnsafePath, confined_path
 from openmsd_build.core.stage_inputs import record_inputs
@@ -105,8 +105,13 @@ def _sample_inputs(directory: str) -> dict:
     for key, glob in (manifest.get("inputs") or {}).items():
         try:  # a manifest's paths are data: only inside the sample's folder, and so are the files they match
             inputs[key] = confined_path(directory, glob)
-            for match in globmod.glob(inputs[key]) if "://" not in inputs[key] else ():
-                confined_path(directory, os.path.relpath(match, directory))
+            if "://" not in inputs[key]:  # what the stage will read, expanded as it expands it
+                try:
+                    matched = expand_globs([inputs[key]], key)
+                except UserError:
+                    matched = []  # matches nothing: the stage says so
+                for match, _size in matched:
+                    confined_path(directory, os.path.relpath(match, directory))
         except UnsafePath as exc:
             raise UserError(f"--inputs {directory}: manifest.json input {key!r} refused ({exc}: a file it matches, "
                             "or the pattern, leads out of the folder)") from None

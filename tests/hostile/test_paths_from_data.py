@@ -235,6 +235,14 @@ def test_sample_manifest_inputs_stay_in_the_inputs_folder(tmp_path):
     (tmp_path / "crossref" / "part-1.json.gz").symlink_to(outside)
     with pytest.raises(UserError, match="path_outside_root"):
         _sample_inputs(str(tmp_path))
+    # expanded as the stage expands it: a folder is read recursively, hidden files by a glob
+    (tmp_path / "crossref" / "part-1.json.gz").unlink()
+    (tmp_path / "crossref" / "deep").mkdir()
+    (tmp_path / "crossref" / "deep" / "part.json.gz").symlink_to(outside)
+    for pattern in ("crossref", "crossref/**"):
+        (tmp_path / "manifest.json").write_text(json.dumps({"inputs": {"crossref": pattern}}))
+        with pytest.raises(UserError, match="path_outside_root"):
+            _sample_inputs(str(tmp_path))
 
 
 def test_confined_path_on_remote_and_local_roots(tmp_path):
