@@ -18,7 +18,7 @@ EXPORT_ENTRIES = ("retrieval", "beir", "trainer", "large_pool", "README.md", "ex
 `recipes/<name>/` beside them."""
 PARTIAL = ".export-partial"
 """Where a plain export is written before it replaces the earlier one (`replace_export`)."""
-MARKERS = ("export.json", "recipes/<name>/recipe.json")
+MARKERS = ("export.json", "recipes/<name>/recipe.json", "recipes/<name>/data/<split>/shard-*.parquet")
 """What an earlier export leaves in its folder (plain or recipe); `_holds_export` reads them."""
 
 
@@ -68,8 +68,9 @@ def check_dest_folder(out: str, dest: str) -> None:
 
 def _holds_export(dest: str) -> bool:
     """Whether `dest` holds an earlier export: an `export.json` that is this command's summary
-    (a JSON object naming its build and configs), or a recipe export's `recipe.json`. A file
-    or folder of one of those names alone is no proof: a project folder with a `recipes/` of
+    (a JSON object naming its build and configs), or a recipe export's `recipe.json` or
+    shards (`data/<split>/shard-NNNNN.parquet`). A file or folder of one of those names alone
+    is no proof: a project folder with a `recipes/` of
     its own lost its files to the export."""
     path = join_path(dest, "export.json")
     if path_exists(path):
@@ -80,7 +81,10 @@ def _holds_export(dest: str) -> bool:
             summary = None
         if isinstance(summary, dict) and {"out", "configs"} <= set(summary):
             return True
-    return bool(match_paths(join_path(dest, "recipes", "*", "recipe.json")))
+    # a recipe export's card, or its shards (one killed before its card: locally under
+    # recipes/NAME.partial/, on gs:// in place), so that its own retry is not refused
+    return any(match_paths(join_path(dest, "recipes", *pattern)) for pattern in (
+        ("*", "recipe.json"), ("*", "data", "*", "shard-*.parquet")))
 
 
 SWAPPING = ".entries"  # under the partial folder while a swap runs: the new export's entries

@@ -203,6 +203,15 @@ def test_dest_of_someone_else_is_refused_and_a_narrower_export_leaves_nothing_st
     assert (mine / "README.md").read_text() == "# precious" and (mine / "retrieval" / "mine.csv").exists()
     assert sorted(os.listdir(mine)) == ["README.md", "export.json", "recipes", "retrieval"]
 
+    # a first recipe export killed before its card (its shards under recipes/NAME.partial/):
+    # its retry is no someone else's folder
+    killed = tmp_path / "killed"
+    assert main(["export", "--out", str(out), "--dest", str(killed), "--recipe", "openmsd-dc"]) == 0
+    shutil.move(killed / "recipes" / "openmsd-dc", killed / "recipes" / "openmsd-dc.partial")
+    for name in ("recipe.json", "README.md", "stats.json"):
+        (killed / "recipes" / "openmsd-dc.partial" / name).unlink(missing_ok=True)
+    assert main(["export", "--out", str(out), "--dest", str(killed), "--recipe", "openmsd-dc"]) == 0
+
     dest = tmp_path / "exported"
     assert main(["export", "--out", str(out), "--dest", str(dest)]) == 0
     assert main(["export", "--out", str(out), "--dest", str(dest), "--recipe", "openmsd-dc"]) == 0
