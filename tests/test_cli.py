@@ -470,3 +470,18 @@ def test_text_inputs_inside_its_own_outputs_are_refused_by_the_stage_command(tmp
                          "--plan"]) == 2, fetch
         assert "which this run replaces" in capsys.readouterr().err, fetch
     assert all(path.read_bytes() == b"doi,path\n10.1234/x,x.pdf\n" for path in kept)
+
+
+def test_the_input_guard_splits_local_folder_at_sign_as_the_stage_does(tmp_path) -> None:
+    """`local:FOLDER@MANIFEST` with `@` in a folder's name: the guard split at the first `@`
+    while the stage takes the first `@` before which a folder stands, so a folder `data@2024`
+    holding the build was let through and a folder `OUT/fetch@old` refused."""
+    from openmsd_build.core.inputs import refuse_inputs_in_outputs
+
+    data = tmp_path / "data@2024"
+    (data / "build").mkdir(parents=True)
+    with pytest.raises(UserError, match="holds the build"):
+        refuse_inputs_in_outputs(str(data / "build"), ["text"], [f"local:{data}"])
+    out = tmp_path / "out"
+    (out / "fetch@old").mkdir(parents=True)
+    refuse_inputs_in_outputs(str(out), ["text"], [f"local:{out}/fetch@old"])  # beside OUT/fetch, not in it

@@ -161,8 +161,8 @@ def _input_paths(values: Iterable[object], prefixes: Iterable[str]) -> Iterator[
                 continue  # a path names a folder or a glob (a stage name, "none", a number is none)
             scheme = next((s for s in _FETCH_SCHEMES if text.startswith(s)), None)
             if scheme == "local:":
-                folder, at, manifest = text[len(scheme):].partition("@")
-                yield text, folder, not at
+                folder, manifest = split_local_spec(text[len(scheme):])
+                yield text, folder, not manifest
                 if manifest:
                     yield text, manifest, False
             elif scheme is not None:
@@ -171,6 +171,17 @@ def _input_paths(values: Iterable[object], prefixes: Iterable[str]) -> Iterator[
                 yield text, text, True
     for text in prefixes:
         yield text, text, False
+
+
+def split_local_spec(rest: str) -> tuple[str, str]:
+    """`FOLDER[@MANIFEST]` (what follows `local:`) -> (folder, manifest or ""). A folder whose
+    name holds `@` (`data@2024`) is the folder when it is one: the split is at the first `@`
+    before which an existing folder stands. The text stage and the input guard read it so."""
+    cuts = [i for i, c in enumerate(rest) if c == "@"]
+    if os.path.isdir(rest) or not cuts:
+        return rest, ""
+    at = next((i for i in cuts if os.path.isdir(rest[:i])), cuts[0])
+    return rest[:at], rest[at + 1:]
 
 
 def _flag_text(value: object) -> str | None:

@@ -46,6 +46,7 @@ from pathlib import Path
 from urllib.parse import quote, unquote_to_bytes, urlsplit
 
 from openmsd_build.core import paths
+from openmsd_build.core.inputs import split_local_spec
 from openmsd_build.text.fetch.plan import canonical_url
 from openmsd_build.text.fetch.result import MAX_BODY_BYTES, FetchResult
 
@@ -123,13 +124,7 @@ def parse_spec(spec: str) -> tuple[str, str | None]:
     split is at the first `@` after which the part before is an existing folder."""
     if not is_local(spec):
         raise ValueError(f"not a local fetch spec: {spec!r}")
-    rest = spec[len(PREFIX):]
-    cuts = [i for i, c in enumerate(rest) if c == "@"]
-    if os.path.isdir(rest) or not cuts:
-        folder, manifest = rest, ""
-    else:
-        at = next((i for i in cuts if os.path.isdir(rest[:i])), cuts[0])
-        folder, manifest = rest[:at], rest[at + 1:]
+    folder, manifest = split_local_spec(spec[len(PREFIX):])
     if not folder:
         raise ValueError("--fetch local: needs a folder (local:FOLDER or local:FOLDER@MANIFEST.csv)")
     if not os.path.isdir(folder):
