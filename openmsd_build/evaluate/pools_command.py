@@ -11,7 +11,8 @@ Written under `OUT/evaluation/large_pool/` (what the report and `export` read):
     <split>.json                               config, seeds, BM25 grid, metrics (mean, std
                                                over resamples) per model, pool size, relation,
                                                language class and language
-    pools/<split>/size=<N>/resample=<i>.parquet   doi, role (query / positive / sampled)
+    pools/<split>/size=<N>/resample=<i>.parquet   doi, role (query / positive / sampled),
+                                                  candidate (ranked), year, language
     benchmark/<split>/corpus.jsonl, queries.jsonl, qrels/test.tsv   BEIR task
     benchmark/<split>/candidates.parquet       query-id, corpus-id, score, type, languages
 """

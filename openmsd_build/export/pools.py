@@ -16,7 +16,7 @@ import shutil
 
 from apache_beam.io.filesystems import FileSystems
 
-from openmsd_build.core.parquet_io import join_path
+from openmsd_build.core.parquet_io import join_path, write_bytes
 from openmsd_build.evaluate import benchmark
 from openmsd_build.report.large_pool import large_pool_section
 
@@ -77,15 +77,12 @@ def export_pools(out: str, dest: str) -> dict | None:
         for folder, _dirs, files in os.walk(join_path(src, part)):
             for name in sorted(files):
                 path = os.path.join(folder, name)
-                with open(path, "rb") as f:
-                    _write(join_path(target, *os.path.relpath(path, src).split(os.sep)), f.read())
-    _write(join_path(target, "README.md"), card(sections).encode("utf-8"))
+                with open(path, "rb") as f, FileSystems.create(
+                        join_path(target, *os.path.relpath(path, src).split(os.sep))) as out:
+                    shutil.copyfileobj(f, out, 8 << 20)  # a benchmark's corpus.jsonl may be GBs
+    if not remote:
+        os.makedirs(target, exist_ok=True)
+    write_bytes(card(sections).encode("utf-8"), join_path(target, "README.md"))
     return {"splits": sorted(sections),
             "benchmark": {s: d["benchmark"] for s, d in sections.items() if d.get("benchmark")}}
 
-
-def _write(path: str, data: bytes) -> None:
-    if "://" not in path:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-    with FileSystems.create(path) as f:
-        f.write(data)

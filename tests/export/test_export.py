@@ -328,14 +328,14 @@ def test_odt_triplets_computed_from_citations_have_no_en_en_positive(tmp_path):
     from openmsd_build.schemas import tables
 
     out = str(tmp_path / "build")
-    cits = [("a", "b"), ("b", "c"), ("x", "y"), ("y", "c"), ("a", "y")]
+    cits = [("a", "b"), ("b", "c"), ("x", "y"), ("y", "c"), ("a", "y"), ("z", "y")]
     parquet_io.write_table(pa.Table.from_pylist([{"citing_doi": f"10.1/{s}", "cited_doi": f"10.1/{t}"} for s, t in cits],
                                                 schema=tables.CITATIONS),
                            parquet_io.part_path(layout.citations_dir(out), 0, 1))
-    lang = {"a": "en", "b": "en", "c": "de", "x": "de", "y": "en"}
+    lang = {"a": "en", "b": "en", "c": "de", "x": "de", "y": "en", "z": None}  # z: no language known
     docs = pl.DataFrame({"doi": [f"10.1/{k}" for k in lang], "text": list(lang), "language": list(lang.values())})
     frame, counts = specter_triplets(out, "odt", docs)
-    assert set(frame.select("anchor", "positive", "negative").iter_rows()) == {("x", "y", "c")}
+    assert set(frame.select("anchor", "positive", "negative").iter_rows()) == {("x", "y", "c"), ("z", "y", "c")}
     assert counts["odt_en_en_positives_removed"] == 2  # a -> b -> c and a -> y -> c
     train, _ = specter_triplets(out, "train", docs)
     assert ("a", "b", "c") in set(train.select("anchor", "positive", "negative").iter_rows())

@@ -22,8 +22,10 @@ Two ways to say which file is which paper's:
 Only `.pdf`, `.html`, `.htm` and `.xhtml` files are documents (the media type comes from the
 extension; a body starting `%PDF-` is a PDF whatever its name). Every path must stay inside
 FOLDER once resolved (symbolic links and `..` included). A manifest row whose file is
-missing, outside the folder or of another type, and a document-named link out of the
-folder, is a counted reject naming it (`manifest_problems`); so is a manifest DOI that no paper
+missing, outside the folder, a folder or of another type, whose path holds NUL, or whose URL
+another row gives for another file once canonical (`URL_LISTED_TWICE`), and a document-named
+link out of the folder or a document whose name is not UTF-8, is a counted reject naming it
+(`LocalSource.problems`, names escaped by `shown`); so is a manifest DOI that no paper
 has, a manifest URL that no paper lists (nor uses by its row's DOI), and a document file named
 after no paper's DOI (`unmatched_rejects`, once the papers are read and fetched); a URL nobody put in the folder answers `not_in_folder` (a miss, as `not_in_archive` is
 for archives).
