@@ -38,7 +38,7 @@ def _documents(build: Path) -> list[dict]:
     return [r for r in rows if r["content"]]
 
 
-def _lists(crossref: list[str]) -> dict[str, dict]:
+def _lists(crossref: list[str]) -> dict[str, tuple[list, int]]:
     from openmsd_build.contexts.references import lists_of_files
 
     return lists_of_files(crossref)
@@ -55,8 +55,8 @@ def time_rule(docs: list[dict], lists: dict[str, list[dict]], turns: int) -> dic
         counts = Counter()
         start = time.perf_counter()
         for d in docs:
-            row = lists.get(d["doi"]) or {}
-            document_contexts(d["doi"], d["content"], d["language"], row.get("references"), counts, row.get("listed"))
+            refs, listed = lists.get(d["doi"], (None, None))
+            document_contexts(d["doi"], d["content"], d["language"], refs, counts, listed)
         best = min(best, time.perf_counter() - start)
     chars = sum(len(d["content"]) for d in docs)
     return {"documents": len(docs), "sentences": counts["sentences_seen"], "markers": counts["markers_found"],

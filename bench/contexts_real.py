@@ -65,7 +65,7 @@ def build(samples: Path, out: Path) -> Path:
 def references_of(samples: Path) -> dict[str, list[dict]]:
     from openmsd_build.contexts.references import lists_of_files
 
-    return {doi: row["references"] for doi, row in lists_of_files(str(samples / name) for name in CROSSREF).items()}
+    return {doi: refs for doi, (refs, _listed) in lists_of_files(str(samples / name) for name in CROSSREF).items()}
 
 
 def marker_outcomes(doi: str, content: str, refs: list[dict] | None) -> list[dict]:

@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=20)
     parser.add_argument("--seed", type=int, default=38)
     args = parser.parse_args(argv)
-    lists = {doi: row["references"] for doi, row in
+    lists = {doi: refs for doi, (refs, _listed) in
              lists_of_files(str(path) for path in sorted((args.inputs / "crossref").glob("*.json.gz"))).items()}
     truth_path = args.inputs / "truth.jsonl.gz"
     truth = {json.loads(line)["doi"]: json.loads(line) for line in gzip.open(truth_path)} if truth_path.exists() else {}

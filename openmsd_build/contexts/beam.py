@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from openmsd_build.contexts import cocitation
 from openmsd_build.contexts.extract import document_contexts
-from openmsd_build.contexts.references import read_items, reference_lists
+from openmsd_build.contexts.references import longest_lists, read_items, reference_lists
 from openmsd_build.contexts.resolve import REASONS
 from openmsd_build.core import frames, layout, parquet_io
 from openmsd_build.core.beam_io import COUNTS_TAG, REJECTS_TAG, UntypedDoFn, bump, untag
@@ -86,19 +86,6 @@ class KeyNames(UntypedDoFn):
         yield from _keyed(cocitation.names_of(pl.from_arrow(table)), "doi", self.shards, NAMES)
 
 
-def _one_list_per_doi(refs: pl.DataFrame, counts: Counter) -> dict[str, tuple[list[dict], int]]:
-    """A DOI's reference list and how many entries it deposited; a DOI listed twice (in two
-    files) keeps its longest list."""
-    lists: dict[str, tuple[list[dict], int]] = {}
-    for doi, references, listed in refs.select("doi", "references", "listed").iter_rows():
-        if doi in lists:
-            counts["reference_lists_duplicate"] += 1
-            if listed <= lists[doi][1]:
-                continue
-        lists[doi] = references, listed
-    return lists
-
-
 class ExtractContexts(UntypedDoFn):
     """One DOI shard: documents with their reference lists -> `contexts/` part file; the
     shard's co-citation instances, summed, keyed by `doi_a`."""
@@ -114,7 +101,8 @@ class ExtractContexts(UntypedDoFn):
         # reference lists first, then its documents one batch at a time, so a worker holds
         # the lists and one batch of full texts, never the whole shard's texts
         refs = [data for v in values if v and v[0] == REFS for data in (v[1],)]
-        lists = _one_list_per_doi(frames.to_frame(refs), counts) if refs else {}
+        lists = longest_lists(frames.to_frame(refs).select("doi", "references", "listed").iter_rows(),
+                              counts) if refs else {}
         del refs
         rows: list[dict] = []
         instances: Counter = Counter()  # (doi_a, doi_b) -> sentences, summed over the shard

@@ -99,17 +99,26 @@ def reference_lists(items: Iterable[Item], counts: Counter) -> tuple[list[dict[s
     return rows, failures
 
 
-def lists_of_files(paths: Iterable[str], counts: Counter | None = None) -> dict[str, dict[str, Any]]:
-    """Every reference list of some Crossref files by citing DOI (the row of `reference_lists`);
-    a DOI listed twice keeps its longest list, as the stage does. For scripts that look at
-    lists outside the pipeline (`bench/contexts_*.py`)."""
-    counts = Counter() if counts is None else counts
-    lists: dict[str, dict[str, Any]] = {}
-    for path in paths:
-        for row in reference_lists(read_items(path), counts)[0]:
-            if row["doi"] not in lists or row["listed"] > lists[row["doi"]]["listed"]:
-                lists[row["doi"]] = row
+def longest_lists(rows: Iterable[tuple[str, list, int]], counts: Counter) -> dict[str, tuple[list, int]]:
+    """`(doi, references, listed)` rows -> a DOI's reference list and its deposited length; a
+    DOI listed twice (in two files) keeps its longest list (`reference_lists_duplicate`)."""
+    lists: dict[str, tuple[list, int]] = {}
+    for doi, references, listed in rows:
+        if doi in lists:
+            counts["reference_lists_duplicate"] += 1
+            if listed <= lists[doi][1]:
+                continue
+        lists[doi] = references, listed
     return lists
+
+
+def lists_of_files(paths: Iterable[str], counts: Counter | None = None) -> dict[str, tuple[list, int]]:
+    """Every reference list of some Crossref files by citing DOI, as the stage keeps them
+    (`longest_lists`). For scripts that look at lists outside the pipeline (`bench/contexts_*.py`)."""
+    counts = Counter() if counts is None else counts
+    rows = ((row["doi"], row["references"], row["listed"]) for path in paths
+            for row in reference_lists(read_items(path), counts)[0])
+    return longest_lists(rows, counts)
 
 
 def read_items(path: str) -> Iterator[Item]:

@@ -170,8 +170,9 @@ def test_a_number_past_the_kept_references_is_not_out_of_range() -> None:
     import pyarrow as pa
 
     from openmsd_build.contexts import references
-    from openmsd_build.contexts.beam import REFERENCE_LISTS, _one_list_per_doi
+    from openmsd_build.contexts.beam import REFERENCE_LISTS
     from openmsd_build.contexts.extract import document_contexts
+    from openmsd_build.contexts.references import longest_lists
     from openmsd_build.core.json_records import Item
 
     entries = [{"key": f"r{n}", "DOI": f"10.1000/{n}"} for n in range(1, 6001)]
@@ -179,7 +180,8 @@ def test_a_number_past_the_kept_references_is_not_out_of_range() -> None:
     rows, _ = references.reference_lists([Item("f:1", obj={"DOI": "10.5555/citing", "reference": entries})], counts)
     assert counts["references_truncated"] == 6000 - references.MAX_REFERENCES
     # through the stage's own hand-over: the Arrow table and the per-DOI choice
-    lists = _one_list_per_doi(pl.from_arrow(pa.Table.from_pylist(rows, schema=REFERENCE_LISTS)), Counter())
+    frame = pl.from_arrow(pa.Table.from_pylist(rows, schema=REFERENCE_LISTS))
+    lists = longest_lists(frame.select("doi", "references", "listed").iter_rows(), Counter())
     kept, listed = lists["10.5555/citing"]
     assert len(kept) == references.MAX_REFERENCES and listed == 6000
     counts = Counter()
@@ -200,4 +202,4 @@ def test_lists_of_files_reads_crossref_files_as_the_stage_does(tmp_path) -> None
              {"DOI": "10.5555/a", "reference": [{"key": "x"}, {"key": "y"}]}, {"DOI": "10.5555/c"}]
     path.write_bytes(gzip.compress(json.dumps({"items": works}).encode()))
     lists = lists_of_files([str(path)])
-    assert list(lists) == ["10.5555/a"] and lists["10.5555/a"]["listed"] == 2
+    assert list(lists) == ["10.5555/a"] and lists["10.5555/a"][1] == 2

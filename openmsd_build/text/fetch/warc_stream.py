@@ -24,12 +24,12 @@ import threading
 import zlib
 
 from openmsd_build.core.paths import describe_failure
-from openmsd_build.text.fetch.warc_fast import MAX_INFLATE
+from openmsd_build.text.fetch.warc_fast import HEAD_LIMIT, MAX_INFLATE
 from openmsd_build.text.fetch.warc_store import _local, is_remote, open_for_read
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _PROBE_CHUNK = 64 * 1024
-_HEADER_LIMIT = 1024 * 1024  # a WARC record header longer than this is not one
+_HEADER_LIMIT = HEAD_LIMIT  # a WARC record header longer than this is not one
 _CONTENT_LENGTH = re.compile(rb"(?im)^content-length:[ \t]*(\d+)[ \t]*\r?$")
 
 NOT_AN_ARCHIVE_EMPTY = "archive_empty"
