@@ -211,7 +211,7 @@ def read_embeddings(path: str, ids: str | None = None, vector_column: str | None
                 dois = [line.strip() for line in f.read().decode("utf-8").splitlines() if line.strip()]
         if matrix.ndim != 2 or matrix.shape[0] != len(dois):
             raise UserError(f"{path}: shape {matrix.shape} does not match {len(dois)} ids in {ids}")
-        return dois, matrix.astype(np.float32)
+        return _checked(path, dois, lambda: matrix.astype(np.float32))
     table = _read_table(path)
     if "doi" not in table.column_names:
         raise UserError(f"{path}: no doi column (columns: {table.column_names})")
@@ -220,8 +220,33 @@ def read_embeddings(path: str, ids: str | None = None, vector_column: str | None
     if len(lengths) and (np.any(lengths != lengths[0]) or column.null_count):
         raise UserError(f"{path}: vectors must all be non-null and of one length")
     dim = int(lengths[0]) if len(lengths) else 0
-    matrix = pc.list_flatten(column).to_numpy(zero_copy_only=False).astype(np.float32).reshape(len(column), dim)
-    return [str(d) for d in table.column("doi").to_pylist()], matrix
+    return _checked(path, [str(d) for d in table.column("doi").to_pylist()], lambda: pc.list_flatten(column).to_numpy(
+        zero_copy_only=False).astype(np.float32).reshape(len(column), dim))
+
+
+def _checked(path: str, dois: list[str], matrix_of) -> tuple[list[str], np.ndarray]:
+    """(DOIs, matrix) once they can rank anything: numbers (`matrix_of` builds the matrix),
+    of one length above 0, finite, not all zero (no direction to compare), one vector a DOI
+    (as DOIs match: `_doi_key`). NaN, infinite or empty vectors were scored silently (the
+    ranking by DOI order), and of a DOI given twice the first vector was taken."""
+    try:
+        matrix = matrix_of()
+    except (ValueError, TypeError) as exc:
+        raise UserError(f"{path}: vectors must be numbers ({type(exc).__name__}: {str(exc)[:120]})") from None
+    if matrix.ndim != 2 or (len(matrix) and matrix.shape[1] == 0):
+        raise UserError(f"{path}: vectors of length 0")
+    for bad, what in ((~np.isfinite(matrix).all(axis=1), "hold NaN or infinite values"),
+                      (~matrix.any(axis=1), "are all zeros (no direction to compare)")):
+        if bad.any():
+            first = dois[int(np.argmax(bad))]
+            raise UserError(f"{path}: {int(bad.sum()):,} vectors {what}, e.g. the one of {first}")
+    seen: dict[str, str] = {}
+    for doi in dois:
+        key = _doi_key(doi)
+        if key in seen:
+            raise UserError(f"{path}: the DOI {doi} has two vectors (also as {seen[key]}): give one a DOI")
+        seen[key] = doi
+    return dois, matrix
 
 
 def _doi_key(doi: str) -> str:

@@ -185,3 +185,27 @@ def test_evaluate_embeddings_parquet_and_npy(tmp_path, capsys):
     pq.write_table(pa.table({"doi": dois[:3], "embedding": pa.array(vectors[:3].tolist())}), path)
     assert main(["evaluate", "--out", out, "--embeddings", str(path), "--split", "idt"]) == 2
     assert "have no embedding" in capsys.readouterr().err
+
+
+def test_vectors_that_rank_nothing_are_refused(tmp_path, capsys):
+    """NaN, infinite, all-zero or empty vectors gave a full table with no warning (the ranking
+    by DOI order, which beat random vectors); a DOI given twice kept its first vector silently;
+    strings for numbers ended in a traceback."""
+    out = str(tmp_path / "build")
+    write_tiny_build(out)
+    dois = [d[0] for d in DOCS]
+    good = _vectors(dois)
+    cases = {
+        "nan": (dois, np.where(np.arange(good.size).reshape(good.shape) == 3, np.nan, good).tolist(),
+                "1 vectors hold NaN or infinite values, e.g. the one of " + dois[0]),
+        "inf": (dois, np.full(good.shape, np.inf).tolist(), f"{len(dois)} vectors hold NaN or infinite values"),
+        "zero": (dois, np.vstack([np.zeros(good.shape[1]), good[1:]]).tolist(), "are all zeros"),
+        "empty": (dois, [[] for _ in dois], "vectors of length 0"),
+        "twice": (dois + [dois[0].upper()], good.tolist() + [good[0].tolist()], "has two vectors"),
+        "strings": (dois, [["a"] * good.shape[1] for _ in dois], "vectors must be numbers"),
+    }
+    for name, (ids, vectors, said) in cases.items():
+        path = tmp_path / f"{name}.parquet"
+        pq.write_table(pa.table({"doi": ids, "embedding": vectors}), path)
+        assert main(["evaluate", "--out", out, "--embeddings", str(path), "--split", "idt"]) == 2, name
+        assert said in capsys.readouterr().err, name
