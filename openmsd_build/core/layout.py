@@ -23,6 +23,11 @@ PAIR_RELATIONS = RELATIONS + CONTEXT_RELATIONS  # every pairs/<relation>/ folder
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 
 
+MAX_NAME_CHARS = 100
+"""A user-given name (a recipe's, an evaluation's) becomes a file name with suffixes added:
+the file system refuses names over 255 bytes (a 300-character name ended in OSError)."""
+
+
 def check_name(name: object, what: str) -> str:
     """`name` when it can be one file or folder name of its own inside an output folder
     (letters, digits and . _ + -, starting with a letter or a digit); else a `UserError`
@@ -30,9 +35,10 @@ def check_name(name: object, what: str) -> str:
     "a/../../x" would write, or replace, something else (DEST itself, another build)."""
     from openmsd_build.core.errors import UserError
 
-    if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
-        raise UserError(f"{what} {name!r} must be letters, digits and . _ + -, starting with a letter or a digit "
-                        "(it names a file or folder of the output)")
+    if not isinstance(name, str) or not _NAME_RE.fullmatch(name) or len(name) > MAX_NAME_CHARS:
+        shown = repr(name) if len(repr(name)) <= 80 else repr(name)[:77] + "..."
+        raise UserError(f"{what} {shown} must be letters, digits and . _ + -, starting with a letter or a digit, at "
+                        f"most {MAX_NAME_CHARS} characters (it names a file or folder of the output)")
     return name
 
 

@@ -155,9 +155,19 @@ BUILTIN: dict[str, Recipe] = {r.name: r for r in (
 # --------------------------------------------------------------------------- parsing
 
 
-def _number(value, what: str, minimum: float = 0.0) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < minimum:
-        raise UserError(f"recipe: {what} must be a number >= {minimum:g}, got {value!r}")
+MAX_COPIES = 1000.0
+"""The most copies a part's `weight` (times its `cross_lingual_factor`) may ask for: copies
+are made in memory per partition, and 2,000 copies of 1,251 pairs took 3.95 GB."""
+
+
+def _number(value, what: str, minimum: float = 0.0, maximum: float = math.inf) -> float:
+    try:
+        ok = not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
+    except OverflowError:  # an integer too large for a float
+        ok = False
+    if not ok or value < minimum or value > maximum:
+        bound = f" and <= {maximum:g}" if maximum < math.inf else ""
+        raise UserError(f"recipe: {what} must be a number >= {minimum:g}{bound}, got {str(value)[:40]}")
     return float(value)
 
 
@@ -193,11 +203,16 @@ def parse_part(data: dict) -> Part:
     text = data.get("text", "document" if kind == "mix" else "choice")
     if text not in TEXT_CHOICES or (kind == "mix" and text != "document"):
         raise UserError(f"recipe: part text {text!r}: choose from {', '.join(TEXT_CHOICES)} (mix: document)")
+    weight = _number(data.get("weight", 1.0), "weight", maximum=MAX_COPIES)
+    factor = _number(data.get("cross_lingual_factor", 1.0), "cross_lingual_factor", maximum=MAX_COPIES)
+    if weight * max(factor, 1.0) > MAX_COPIES:
+        raise UserError(f"recipe: weight x cross_lingual_factor asks for {weight * factor:g} copies of an example; at "
+                        f"most {MAX_COPIES:g}")
     return Part(
         kind=kind,
         relation="" if kind == "title-abstract" else relation,
-        weight=_number(data.get("weight", 1.0), "weight"),
-        cross_lingual_factor=_number(data.get("cross_lingual_factor", 1.0), "cross_lingual_factor"),
+        weight=weight,
+        cross_lingual_factor=factor,
         text=text,
         p_title=_probability(data.get("p_title", 0.5), "p_title"),
         p_other_language=_probability(data.get("p_other_language", 0.5), "p_other_language"),
@@ -229,9 +244,11 @@ def parse_recipe(data: dict) -> Recipe:
     labels = [p.label for p in parsed]
     if len(set(labels)) != len(labels):
         raise UserError(f"recipe: each part kind and relation at most once, got {labels}")
-    splits = tuple(data.get("splits", ["train"]))
-    if not splits or not set(splits) <= set(layout.SPLIT_NAMES):
-        raise UserError(f"recipe: splits from {', '.join(layout.SPLIT_NAMES)}")
+    splits = data.get("splits", ["train"])
+    if not isinstance(splits, list) or not splits or not all(isinstance(x, str) for x in splits) \
+            or not set(splits) <= set(layout.SPLIT_NAMES):
+        raise UserError(f"recipe: `splits` must be a list from {', '.join(layout.SPLIT_NAMES)}")
+    splits = tuple(splits)
     languages = data.get("languages")
     if languages is not None and (not isinstance(languages, list) or not all(isinstance(x, str) for x in languages)):
         raise UserError("recipe: `languages` must be a list of language codes or null")
@@ -280,8 +297,8 @@ def resolve(name_or_path: str, seed: str | None = None) -> Recipe:
         try:
             with open(name_or_path, encoding="utf-8") as f:
                 data = json.load(f)
-        except (OSError, ValueError) as exc:
-            raise UserError(f"recipe file {name_or_path}: {exc}") from exc
+        except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nested past the parser's depth
+            raise UserError(f"recipe file {name_or_path}: {type(exc).__name__}: {str(exc)[:200]}") from None
         recipe = parse_recipe(data)
     else:
         raise UserError(f"unknown recipe {name_or_path!r}: built-in {', '.join(BUILTIN)}, or a .json recipe file")

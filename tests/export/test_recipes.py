@@ -335,10 +335,27 @@ def test_cli_and_tokenizer_hook(build, tmp_path, capsys, monkeypatch):
     {"parts": [{"kind": "pairs", "relation": "dc"}], "dedup": "false"},
     {"parts": [{"kind": "pairs", "relation": "dc"}], "summaries": "no"},
     {"parts": [{"kind": "pairs", "relation": "dc"}], "languages": []},
+    # a traceback each, or gigabytes: a weight past any float, wrong shapes of `splits`, a weight
+    # of 2,000 (copies are made in memory: 3.95 GB for 1,251 pairs) or 3e9 (an Int32 overflow)
+    {"parts": [{"kind": "pairs", "relation": "dc", "weight": int("9" * 400)}]},
+    {"parts": [{"kind": "pairs", "relation": "dc"}], "splits": 5},
+    {"parts": [{"kind": "pairs", "relation": "dc"}], "splits": [["train"]]},
+    {"parts": [{"kind": "pairs", "relation": "dc"}], "splits": {"train": 1}},
+    {"parts": [{"kind": "pairs", "relation": "dc", "weight": 2000}]},
+    {"parts": [{"kind": "pairs", "relation": "dc", "weight": 3e9}]},
+    {"parts": [{"kind": "title-abstract", "weight": 100, "cross_lingual_factor": 20}]},
+    {"name": "a" * 300, "parts": [{"kind": "pairs", "relation": "dc"}]},
 ])
 def test_bad_recipes_are_refused(bad):
     with pytest.raises(UserError):
         recipes.parse_recipe({"name": "x", **bad})
+
+
+def test_a_recipe_file_nested_past_the_parser_is_refused(tmp_path):
+    path = tmp_path / "deep.json"
+    path.write_text('{"name": "w", "parts": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(UserError, match="RecursionError"):
+        recipes.resolve(str(path))
 
 
 @pytest.mark.parametrize("name", ["..", ".", "../x", "a/b", "a\\b", "-x", ".hidden", "a b", "", "é"])
