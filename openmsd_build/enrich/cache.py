@@ -65,22 +65,39 @@ class AnswerCache:
     """A thread-safe key -> answer store in one SQLite file."""
 
     def __init__(self, path: str):
+        from openmsd_build.core.errors import UserError
+
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         self.path = path
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(path, check_same_thread=False, timeout=30)
-        with self._lock:
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute(_SCHEMA)
-            self._db.commit()
+        try:
+            self._db = sqlite3.connect(path, check_same_thread=False, timeout=30)
+            with self._lock:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+                self._db.execute(_SCHEMA)
+                self._db.commit()
+                # the columns `get` and `put` use, read once (a table of another shape: refused here)
+                self._db.execute("SELECT answer, refusal, usage_prompt_tokens, usage_completion_tokens, key "
+                                 "FROM answers LIMIT 1").fetchall()
+        except sqlite3.Error as exc:
+            raise UserError(f"the answer cache {path} cannot be used ({type(exc).__name__}: {exc}): move it aside "
+                            "(its answers are asked again) or pass another --cache-dir") from None
 
     def get(self, key: str) -> CachedAnswer | None:
+        """The cached answer, or None; a row that is not an answer (a value of another type) is
+        no answer: it is asked again and replaced."""
         with self._lock:
             row = self._db.execute(
                 "SELECT answer, refusal, usage_prompt_tokens, usage_completion_tokens FROM answers WHERE key = ?", (key,)
             ).fetchone()
-        return CachedAnswer(*row) if row else None
+        if not row:
+            return None
+        answer, refusal, prompt, completion = row
+        if not isinstance(answer, str) or not isinstance(refusal, str | None) or not all(
+                n is None or isinstance(n, int) for n in (prompt, completion)):
+            return None
+        return CachedAnswer(answer, refusal, prompt, completion)
 
     def put(
         self,

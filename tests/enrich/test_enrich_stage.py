@@ -386,3 +386,30 @@ def test_hostile_answers_are_rejects_not_crashes(tmp_path, serve_http):
     assert counts["enriched"] == 3  # usage, negative, fine: their counts are no counts
     # counted for every answer checked: "fine" and "echo" (10 + 5 each)
     assert counts["usage_prompt_tokens"] == 20 and counts["usage_completion_tokens"] == 10
+
+
+def test_a_damaged_answer_cache_is_named_or_its_bad_rows_asked_again(tmp_path):
+    """A cache file of random bytes, a table of another shape or a path that is a folder ended
+    in sqlite3 tracebacks; an answer stored as bytes in AttributeError mid-run."""
+    import sqlite3
+
+    from openmsd_build.enrich.cache import AnswerCache, CachedAnswer
+
+    junk = tmp_path / "junk.sqlite"
+    junk.write_bytes(b"\x00not a database" * 400)
+    other = tmp_path / "other.sqlite"
+    with sqlite3.connect(other) as db:
+        db.execute("CREATE TABLE answers (key TEXT PRIMARY KEY, something TEXT)")
+    folder = tmp_path / "folder.sqlite"
+    folder.mkdir()
+    for path in (junk, other, folder):
+        with pytest.raises(UserError, match="cannot be used"):
+            AnswerCache(str(path))
+    good = AnswerCache(str(tmp_path / "good.sqlite"))
+    good.put("k", doi="10.1/x", text_sha1="s", summarizer="chat", prompt_id="p", model_id="m",
+             answer=CachedAnswer("An answer in English."))
+    assert good.get("k") == CachedAnswer("An answer in English.")
+    with good._lock:
+        good._db.execute("UPDATE answers SET answer = ? WHERE key = 'k'", (b"bytes",))
+    assert good.get("k") is None  # asked again
+    good.close()
