@@ -113,6 +113,12 @@ def annotate_edges(edges: pl.DataFrame, attrs: pl.DataFrame) -> tuple[pl.DataFra
     return edges, {"edges_read": n, "edges_unannotated": miss_a + miss_b, "edges_annotated": edges.height}
 
 
+def _odt_en_en() -> pl.Expr:
+    """An annotated edge whose citing paper is in ODT and both ends English: no DC pair (ODT
+    holds no En-En pair of any relation), so no triplet's positive either."""
+    return (pl.col("citing_split") == ODT) & pl.col("citing_en") & pl.col("cited_en")
+
+
 def direct_pairs(annotated: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:
     """DC pairs of annotated id edges: same split, no ODT En-En.
 
@@ -120,7 +126,7 @@ def direct_pairs(annotated: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]
     that DC travels the same id-keyed name lookups as CC/BC; and the counts.
     """
     same = pl.col("citing_split") == pl.col("cited_split")
-    en_en_odt = same & (pl.col("citing_split") == ODT) & pl.col("citing_en") & pl.col("cited_en")
+    en_en_odt = same & _odt_en_en()
     flags = annotated.select(same.alias("same"), en_en_odt.alias("ee"), pl.col("citing_split"))
     counts: Counter = Counter()
     counts["dc_cross_split"] = int((~flags["same"]).sum())
@@ -420,7 +426,7 @@ def negative_edges(annotated: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]
     # cite C" check may remove that many candidates, so the pruning keeps that many more
     e = annotated.filter(pl.col("citing_split") == pl.col("cited_split")).with_columns(
         pl.len().over("citing_id").cast(pl.Int64).alias("outdeg"))
-    into = e.filter(~((pl.col("citing_split") == ODT) & pl.col("citing_en") & pl.col("cited_en"))).select(
+    into = e.filter(~_odt_en_en()).select(
         "citing_id", "cited_id", pl.col("citing_split").alias("split"), "outdeg")
     return into, e.select("citing_id", "cited_id")
 
