@@ -11,17 +11,18 @@ The cutting is a scan of the structural tokens (strings, brackets, commas) with 
 stack, so a work's end is found without parsing it. A failed work whose strings are intact
 (everything between its tokens is a number, a literal such as `NaN`, `:` or space: a bad value,
 a raw control character, a file cut short inside it) is that one failure, and the next work
-starts where its brackets close, or nothing follows when it runs to the end of the file; one
-left unclosed ends where an object with the first work's keys (`_has_shape`) starts. Only
-a work whose strings are broken (a quote missing: what the scan takes for strings flips, and
-its brackets may close anywhere or never) is resynchronised: the scan looks for the next place
-where a work starts (the first key of the works already read, after a `,`) and whose object
-parses (and, once a work was read, has its keys), and everything in between is one failure.
-The works' own objects often start with that key too (OpenAlex's nested `{"id": ...}`,
+starts where its brackets close, or nothing follows when it runs to the end of a file cut
+short inside it. Only a work whose strings are broken (a quote missing: what the scan takes
+for strings flips, and its brackets may close anywhere or never) is resynchronised: the scan
+looks for the next place where a work starts (the first key of the works already read, after
+a `,`) and whose object parses, and everything in between is one failure; so is a work left
+unclosed inside one of its lists (its brackets close only with the list's and the document's
+own). The works' own objects often start with that key too (OpenAlex's nested `{"id": ...}`,
 Crossref's funders `{"DOI": ...}`), so searching inside a work whose strings are intact took
-its nested objects for works. A work whose keys are written without double quotes leaves the
-scan unable to tell its strings from text, as a missing quote does. Scanning is linear in
-the file for well-formed works; the resynchronisation's extra scanning is bounded by
+its nested objects for works. A work whose strings are broken, or left unclosed inside a list,
+still may lose its neighbours to its nested objects that way (as may one whose keys are
+written without double quotes: the scan cannot tell its strings from text). Scanning is
+linear in the file for well-formed works; the resynchronisation's extra scanning is bounded by
 `RESYNC_BUDGET_FACTOR` times the file's size, past which the rest of the list is one failure.
 """
 
@@ -114,34 +115,15 @@ class _Budget:
     def __init__(self, size: int) -> None:
         self.left = RESYNC_BUDGET_FACTOR * size + (1 << 20)
 
-    def item_closes(self, data: bytes, start: int, shape: frozenset[str] | None = None) -> bool:
-        """Whether the item at `start` closes (its scan charged to the budget) and, with the
-        works' `shape`, is an object of that shape (`_has_shape`)."""
+    def item_closes(self, data: bytes, start: int) -> bool:
+        """Whether the item at `start` closes (its scan charged to the budget)."""
         end, closed = _item_end(data, start, min(len(data), start + MAX_RECORD_BYTES + 1))
         self.left -= end - start
-        return closed and (shape is None or _has_shape(data[start:end], shape))
-
-
-SHAPE_SIMILARITY = 0.5
-"""An object may be the next work only when its keys and the first work's are this alike
-(shared keys over all keys): a work's nested objects share its first key (a funder's `DOI`,
-an author's `id`) and a few more (an OpenAlex source's `display_name`, `type`), never half
-of a work's."""
-
-
-def _has_shape(item: bytes, shape: frozenset[str]) -> bool:
-    try:
-        obj = orjson.loads(item)
-    except orjson.JSONDecodeError:
-        return False
-    if not isinstance(obj, dict):
-        return False
-    shared = len(shape.intersection(obj))
-    return shared >= SHAPE_SIMILARITY * (len(shape) + len(obj) - shared)
+        return closed
 
 
 def _item_end(data: bytes, pos: int, limit: int, key: str | None = None,
-              budget: _Budget | None = None, shape: frozenset[str] | None = None) -> tuple[int, bool]:
+              budget: _Budget | None = None) -> tuple[int, bool]:
     """From `pos` (the first byte of an item): (end, True) for an item whose brackets close
     at `end` (its `,` or `]`); (offset, False) for a broken item, `offset` being the bracket
     that closes the wrong kind, `limit` when no end comes before it, or -- with the works'
@@ -151,9 +133,8 @@ def _item_end(data: bytes, pos: int, limit: int, key: str | None = None,
     `limit` (quadratic over a file of them). While the scan has met nothing but values between
     its tokens (`_INTACT_RE`), its strings are as written, and a `,{"<key>"` it passes is
     an object nested in this item (a funder's `DOI`, an author's `id`) unless it stands right
-    inside an object (this item left unclosed) or has the works' `shape` (`_has_shape`: this
-    item left unclosed inside a list). With a `shape`, every item start must have it. Checking
-    where items start stops when the file's `budget` is spent."""
+    inside an object (this item left unclosed). Checking where items start stops when the
+    file's `budget` is spent."""
     candidates = _candidates(data, pos + 1, key, limit) if key is not None and budget else iter(())
     next_start = next(candidates, None)
     stack: list[int] = []
@@ -170,8 +151,7 @@ def _item_end(data: bytes, pos: int, limit: int, key: str | None = None,
             # before it was in) with the strings intact, only a `,{` right inside an object,
             # where JSON allows a key and no object, starts an item: the one before it was
             # left unclosed
-            in_object = len(stack) >= 2 and stack[-2] == ord("{")
-            if (not intact or in_object or shape is not None) and budget.item_closes(data, next_start, shape):
+            if (not intact or (len(stack) >= 2 and stack[-2] == ord("{"))) and budget.item_closes(data, next_start):
                 return next_start, False
             next_start = next(candidates, None)
         first = match.group()[0]
@@ -220,7 +200,6 @@ def iter_list_items(data: bytes, path: str, list_start: int) -> Iterator[Item]:
     pos = list_start
     index = 0
     key: str | None = None
-    shape: frozenset[str] | None = None  # the keys of the first work read
     budget = _Budget(size)
     while True:
         pos = _skip_ws(data, pos)
@@ -240,18 +219,16 @@ def iter_list_items(data: bytes, path: str, list_start: int) -> Iterator[Item]:
             pos += 1
             continue
         key = key or _raw_first_key(data, pos)
-        end, closed = _item_end(data, pos, min(size, pos + MAX_RECORD_BYTES + 1), key, budget, shape)
+        end, closed = _item_end(data, pos, min(size, pos + MAX_RECORD_BYTES + 1), key, budget)
         origin = f"{path}:#{index}"
         index += 1
         if closed:  # (within MAX_RECORD_BYTES: the scan stops there)
             item = _parse_json(data[pos:end], origin)
-            if shape is None and item.reason is None and isinstance(item.obj, dict) and item.obj:
-                shape = frozenset(item.obj)
             if item.reason is not None and not _strings_intact(data, pos, end):
                 # an item cut short inside a string flips what is string and what is not,
                 # and can seem to close further on, past good items: resume at the first
                 # item start inside it that is a whole item of its own
-                resume = _resync(data, pos + 1, key, budget, end, shape)
+                resume = _resync(data, pos + 1, key, budget, end)
                 if resume is not None:
                     yield item._replace(raw=data[pos:min(resume, pos + 200)])
                     pos = resume
@@ -265,12 +242,14 @@ def iter_list_items(data: bytes, path: str, list_start: int) -> Iterator[Item]:
         # strings are intact (works share their first key: the bad item's own tells it when
         # no work was read yet)
         intact = _strings_intact(data, pos, min(end, size), open_end=end >= size)
-        if end >= size and intact:
-            resume: int | None = None
-        elif pos < end < size and data[end] == ord("{") and budget.left > 0 and budget.item_closes(data, end, shape):
+        if end >= size and intact and _left_open(data, pos, size):
+            resume: int | None = None  # the file is cut short inside this item
+        elif pos < end < size and data[end] == ord("{") and budget.left > 0 and budget.item_closes(data, end):
             resume = end
+        elif end >= size:  # its brackets close only with the list's own: left unclosed inside a list
+            resume = _resync(data, pos + 1, key, budget)
         else:  # past a wrong closer: nothing before it starts an item when the strings are intact
-            resume = _resync(data, end if intact else pos + 1, key, budget, shape=shape)
+            resume = _resync(data, end if intact else pos + 1, key, budget)
         stop = size if resume is None else resume
         if end - pos > MAX_RECORD_BYTES:
             reason, detail = "record_too_large", f"item of more than {MAX_RECORD_BYTES} bytes"
@@ -298,6 +277,20 @@ def _candidates(data: bytes, start: int, key: str | None, stop: int) -> Iterator
         yield match.start(1)
 
 
+def _left_open(data: bytes, start: int, end: int) -> bool:
+    """Whether brackets opened in `data[start:end]` are still open at `end` (a file cut short),
+    rather than closed by the list's and the document's own (an item left unclosed inside one
+    of its lists)."""
+    depth = 0
+    for match in _TOKEN_RE.finditer(data, start, end):
+        first = match.group()[0]
+        if first in (ord("{"), ord("[")):
+            depth += 1
+        elif first in (ord("}"), ord("]")):
+            depth -= 1
+    return depth > 0
+
+
 def _parses_as_object(data: bytes) -> bool:
     try:
         return isinstance(orjson.loads(data), dict)
@@ -305,13 +298,11 @@ def _parses_as_object(data: bytes) -> bool:
         return False
 
 
-def _resync(data: bytes, start: int, key: str | None, budget: _Budget, stop: int | None = None,
-            shape: frozenset[str] | None = None) -> int | None:
+def _resync(data: bytes, start: int, key: str | None, budget: _Budget, stop: int | None = None) -> int | None:
     """The offset of the next item whose brackets close (and that starts with the works'
-    first key, or parses as an object when no work was read yet, and has the works' `shape`
-    once one was read); None when there is none or the file's budget is spent. A closed item
-    that does not parse is kept as a candidate: it becomes its own failure, not part of this
-    one."""
+    first key, or parses as an object when no work was read yet); None when there is none
+    or the file's budget is spent. A closed item that does not parse is kept as a
+    candidate: it becomes its own failure, not part of this one."""
     size = len(data)
     for candidate in _candidates(data, start, key, size if stop is None else stop):
         if budget.left <= 0:
@@ -319,18 +310,6 @@ def _resync(data: bytes, start: int, key: str | None, budget: _Budget, stop: int
         limit = min(size, candidate + MAX_RECORD_BYTES + 1)
         end, closed = _item_end(data, candidate, limit)
         budget.left -= end - candidate
-        if not closed:
-            continue
-        if shape is None and (key is not None or _parses_as_object(data[candidate:end])):
+        if closed and (key is not None or _parses_as_object(data[candidate:end])):
             return candidate
-        if shape is not None and (_has_shape(data[candidate:end], shape) or not _parses(data[candidate:end])):
-            return candidate  # a work, or a bad one (nested objects parse: they are as written)
     return None
-
-
-def _parses(item: bytes) -> bool:
-    try:
-        orjson.loads(item)
-    except orjson.JSONDecodeError:
-        return False
-    return True
