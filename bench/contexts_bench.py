@@ -44,7 +44,7 @@ def _lists(crossref: list[str]) -> dict[str, tuple[list, int]]:
     return lists_of_files(crossref)
 
 
-def time_rule(docs: list[dict], lists: dict[str, list[dict]], turns: int) -> dict:
+def time_rule(docs: list[dict], lists: dict[str, tuple[list, int]], turns: int) -> dict:
     from openmsd_build.contexts.extract import document_contexts
     from openmsd_build.core.language import forget_answers
 

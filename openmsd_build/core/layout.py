@@ -23,7 +23,7 @@ PAIR_RELATIONS = RELATIONS + CONTEXT_RELATIONS  # every pairs/<relation>/ folder
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 
 
-MAX_NAME_CHARS = 100
+MAX_NAME_CHARS = 200
 """A user-given name (a recipe's, an evaluation's) becomes a file name with suffixes added:
 the file system refuses names over 255 bytes (a 300-character name ended in OSError)."""
 

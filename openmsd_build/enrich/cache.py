@@ -30,6 +30,8 @@ from dataclasses import dataclass
 
 CACHE_FILE = "enrich.sqlite"
 
+_COLUMNS = ["key", "doi", "text_sha1", "summarizer", "prompt_id", "model_id", "answer", "refusal",
+            "usage_prompt_tokens", "usage_completion_tokens", "created"]
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS answers (
     key TEXT PRIMARY KEY,
@@ -77,9 +79,10 @@ class AnswerCache:
                 self._db.execute("PRAGMA synchronous=NORMAL")
                 self._db.execute(_SCHEMA)
                 self._db.commit()
-                # the columns `get` and `put` use, read once (a table of another shape: refused here)
-                self._db.execute("SELECT answer, refusal, usage_prompt_tokens, usage_completion_tokens, key "
-                                 "FROM answers LIMIT 1").fetchall()
+                # a table of another shape is refused here, not at the first `put`
+                columns = [row[1] for row in self._db.execute("PRAGMA table_info(answers)")]
+                if columns != _COLUMNS:
+                    raise sqlite3.DatabaseError(f"its answers table has the columns {columns}, not {_COLUMNS}")
         except sqlite3.Error as exc:
             raise UserError(f"the answer cache {path} cannot be used ({type(exc).__name__}: {exc}): move it aside "
                             "(its answers are asked again) or pass another --cache-dir") from None
@@ -88,9 +91,11 @@ class AnswerCache:
         """The cached answer, or None; a row that is not an answer (a value of another type) is
         no answer: it is asked again and replaced."""
         with self._lock:
-            row = self._db.execute(
-                "SELECT answer, refusal, usage_prompt_tokens, usage_completion_tokens FROM answers WHERE key = ?", (key,)
-            ).fetchone()
+            try:
+                row = self._db.execute("SELECT answer, refusal, usage_prompt_tokens, usage_completion_tokens FROM "
+                                       "answers WHERE key = ?", (key,)).fetchone()
+            except sqlite3.OperationalError:  # a value that is not UTF-8 text ("Could not decode")
+                return None
         if not row:
             return None
         answer, refusal, prompt, completion = row

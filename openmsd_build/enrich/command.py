@@ -131,7 +131,7 @@ def check_answer(reply: Reply, max_tokens: int) -> tuple[str | None, str | None,
         return None, "refusal", f"the answer reads as a refusal: {cleaned[:200]}"
     echoed = _echoed_prompt(cleaned)
     if echoed:
-        return None, "echoed_prompt", f"the answer repeats the prompt: {echoed!r}"
+        return None, "echoed_prompt", f"the answer repeats the prompt: {echoed[:80]!r}"
     summary = truncate_tokens(cleaned, max_tokens)
     language, prob, _ = detect_language(summary)
     if language != "en":
@@ -139,24 +139,17 @@ def check_answer(reply: Reply, max_tokens: int) -> tuple[str | None, str | None,
     return summary, None, None
 
 
-ECHO_CHARS = 40
-"""A span of this many characters of a prompt (its system message or instruction), found as
-it is in an answer, makes the answer an echo: a server that returns its input is no
-summarizer, and the English prompt made CLD3 call such an answer English. The title and
-abstract are not looked for: a summary may quote an abstract's English part."""
-
-
 def _echoed_prompt(answer: str) -> str | None:
-    """The first span of a prompt's wording that `answer` repeats, or None."""
+    """The prompt's wording (its whole system message or a whole instruction) when `answer`
+    repeats it, else None: a server that returns its input is no summarizer, and the English
+    prompt made CLD3 call such an answer English. Only the whole of it counts: a model's
+    preamble ("Here are the three most important findings of the following scientific paper,
+    translated into English: ...") borrows its words, and the title and abstract are not looked
+    for (a summary may quote an abstract's English part)."""
     from openmsd_build.enrich.prompts import PROMPTS, SYSTEM
 
     flat = " ".join(answer.split())
-    for line in (SYSTEM, *(p.instruction for p in PROMPTS.values())):
-        for start in range(0, max(len(line) - ECHO_CHARS, 0) + 1, ECHO_CHARS):
-            span = line[start:start + ECHO_CHARS]
-            if len(span) == ECHO_CHARS and span in flat:
-                return span
-    return None
+    return next((text for text in (SYSTEM, *(p.instruction for p in PROMPTS.values())) if text in flat), None)
 
 
 # --------------------------------------------------------------------------- reading

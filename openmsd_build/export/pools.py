@@ -78,8 +78,8 @@ def export_pools(out: str, dest: str) -> dict | None:
             for name in sorted(files):
                 path = os.path.join(folder, name)
                 with open(path, "rb") as f, FileSystems.create(
-                        join_path(target, *os.path.relpath(path, src).split(os.sep))) as out:
-                    shutil.copyfileobj(f, out, 8 << 20)  # a benchmark's corpus.jsonl may be GBs
+                        join_path(target, *os.path.relpath(path, src).split(os.sep))) as copy:
+                    shutil.copyfileobj(f, copy, 8 << 20)  # a benchmark's corpus.jsonl may be GBs
     if not remote:
         os.makedirs(target, exist_ok=True)
     write_bytes(card(sections).encode("utf-8"), join_path(target, "README.md"))

@@ -246,8 +246,8 @@ def parse_recipe(data: dict) -> Recipe:
         raise UserError(f"recipe: each part kind and relation at most once, got {labels}")
     splits = data.get("splits", ["train"])
     if not isinstance(splits, list) or not splits or not all(isinstance(x, str) for x in splits) \
-            or not set(splits) <= set(layout.SPLIT_NAMES):
-        raise UserError(f"recipe: `splits` must be a list from {', '.join(layout.SPLIT_NAMES)}")
+            or not set(splits) <= set(layout.SPLIT_NAMES) or len(set(splits)) != len(splits):
+        raise UserError(f"recipe: `splits` must be a list from {', '.join(layout.SPLIT_NAMES)}, each once")
     splits = tuple(splits)
     languages = data.get("languages")
     if languages is not None and (not isinstance(languages, list) or not all(isinstance(x, str) for x in languages)):

@@ -11,7 +11,7 @@ from collections import Counter
 import pytest
 
 from openmsd_build.contexts.extract import document_contexts
-from openmsd_build.contexts.references import read_items, reference_lists
+from openmsd_build.contexts.references import lists_of_files
 from openmsd_build.text.inspect import inspect_document
 
 pytestmark = pytest.mark.timeout(300)
@@ -31,15 +31,13 @@ EFSA = {
 
 
 def _contexts(real_sample, doi: str, path: str) -> tuple[list[dict], Counter]:
-    lists: dict[str, list[dict]] = {}
-    for name in CROSSREF:
-        rows, failures = reference_lists(read_items(str(real_sample(name))), Counter())
-        assert failures == []
-        for row in rows:
-            lists[row["doi"]] = row["references"]
+    read: Counter = Counter()
+    lists = lists_of_files([str(real_sample(name)) for name in CROSSREF], read)  # as the stage keeps them
+    assert not any(key.startswith(("crossref_rejected.", "crossref_works_bad_doi")) for key in read), read
+    references, listed = lists.get(doi, (None, None))
     document = inspect_document(real_sample(path).read_bytes(), doi=doi)
     counts: Counter = Counter()
-    rows, _ = document_contexts(doi, document["content"], document["language"], lists.get(doi), counts)
+    rows, _ = document_contexts(doi, document["content"], document["language"], references, counts, listed)
     return rows, counts
 
 

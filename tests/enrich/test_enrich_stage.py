@@ -400,9 +400,13 @@ def test_a_damaged_answer_cache_is_named_or_its_bad_rows_asked_again(tmp_path):
     other = tmp_path / "other.sqlite"
     with sqlite3.connect(other) as db:
         db.execute("CREATE TABLE answers (key TEXT PRIMARY KEY, something TEXT)")
+    wider = tmp_path / "wider.sqlite"  # the columns read, and one more: `put` failed mid-run
+    with sqlite3.connect(wider) as db:
+        db.execute("CREATE TABLE answers (key TEXT PRIMARY KEY, answer TEXT, refusal TEXT, usage_prompt_tokens "
+                   "INTEGER, usage_completion_tokens INTEGER, extra TEXT)")
     folder = tmp_path / "folder.sqlite"
     folder.mkdir()
-    for path in (junk, other, folder):
+    for path in (junk, other, wider, folder):
         with pytest.raises(UserError, match="cannot be used"):
             AnswerCache(str(path))
     good = AnswerCache(str(tmp_path / "good.sqlite"))
@@ -412,4 +416,25 @@ def test_a_damaged_answer_cache_is_named_or_its_bad_rows_asked_again(tmp_path):
     with good._lock:
         good._db.execute("UPDATE answers SET answer = ? WHERE key = 'k'", (b"bytes",))
     assert good.get("k") is None  # asked again
+    with good._lock:
+        good._db.execute("UPDATE answers SET answer = CAST(? AS TEXT) WHERE key = 'k'", (b"\xff\xfe not utf-8",))
+    assert good.get("k") is None
     good.close()
+
+
+def test_an_answer_borrowing_the_prompts_words_is_no_echo():
+    """A 40-character span of a prompt made an answer an echo: a model's usual preamble ("Here
+    are the three most important findings of the following scientific paper, translated into
+    English: ...") was rejected, cached answers included. The whole prompt must be repeated."""
+    from openmsd_build.enrich.command import check_answer
+    from openmsd_build.enrich.prompts import SYSTEM
+    from openmsd_build.enrich.summarizers import Reply
+
+    findings = PROMPTS["findings3"]
+    for answer in ("Here are the three most important findings of the following scientific paper, translated into "
+                   "English: 1. Sleep quality predicts mental health. 2. The effect is large. 3. It holds for all.",
+                   "The three most important findings of the following scientific paper are that sleep quality "
+                   "predicts the mental health of students, that the effect is large, and that it holds for all."):
+        assert check_answer(Reply(answer=answer), 96)[1] is None, answer
+    echo = f"{SYSTEM} {findings.instruction} Title: Schlaf und Gesundheit"
+    assert check_answer(Reply(answer=echo), 96)[1] == "echoed_prompt"

@@ -345,6 +345,7 @@ def test_cli_and_tokenizer_hook(build, tmp_path, capsys, monkeypatch):
     {"parts": [{"kind": "pairs", "relation": "dc", "weight": 3e9}]},
     {"parts": [{"kind": "title-abstract", "weight": 100, "cross_lingual_factor": 20}]},
     {"name": "a" * 300, "parts": [{"kind": "pairs", "relation": "dc"}]},
+    {"parts": [{"kind": "pairs", "relation": "dc"}], "splits": ["train", "train"]},  # exported twice
 ])
 def test_bad_recipes_are_refused(bad):
     with pytest.raises(UserError):
