@@ -27,6 +27,7 @@ import pyarrow as pa
 import scipy.sparse as sp
 
 from openmsd_build.core import layout, parquet_io
+from openmsd_build.core.hashing import hash64
 from openmsd_build.schemas import tables
 
 LANGUAGES = ("en", "zh", "de", "fr", "es", "ja", "ru", "pt", "it", "ko", "pl", "tr")
@@ -132,7 +133,8 @@ def synthetic_build(out: str, n: int, seed: int = 0, refs: int = 8, split_fracti
     cited_a = np.concatenate(cited) if cited else np.zeros(0, dtype=np.int64)
 
     # splits
-    h = np.array([hash((seed, d)) & 0xFFFF for d in dois]) / 0x10000
+    # a stable hash: Python's hash() of a string changes with every process (PYTHONHASHSEED)
+    h = np.array([hash64(d, f"split-{seed}") & 0xFFFF for d in dois]) / 0x10000
     split = np.where(np.isin(lang_idx, [LANGUAGES.index(x) for x in ODT_LANGUAGES]), "odt",
                      np.where(h < split_fractions[0], "train", "idt"))
     papers = {"doi": dois, "title": titles, "abstract": abstracts, "year": years.tolist(),

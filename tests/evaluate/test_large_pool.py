@@ -300,3 +300,21 @@ def test_pools_that_say_little_are_warned_about(tmp_path, capsys):
     assert fifty["size"] > 55
     assert f"warning: idt: pools larger than asked (e.g. {fifty['size']:,} for 50)" in err
     assert len(res["warnings"]) == 3
+
+
+def test_the_synthetic_build_is_the_same_in_every_process(tmp_path):
+    """Its splits came from Python's hash() of each DOI, which changes with every process
+    (PYTHONHASHSEED): the same seed gave another build, and a test's pool sizes moved with it."""
+    import os
+    import subprocess
+    import sys
+
+    script = ("import sys, hashlib, glob, pyarrow.parquet as pq\n"
+              "from openmsd_build.evaluate.synthetic import synthetic_build\n"
+              "synthetic_build(sys.argv[1], 200, seed=3)\n"
+              "print(hashlib.sha1(b''.join(pq.read_table(p).to_string(preview_cols=0).encode() + "
+              "str(pq.read_table(p).to_pylist()).encode() for p in sorted(glob.glob(sys.argv[1] + '/**/*.parquet', "
+              "recursive=True)))).hexdigest())\n")
+    digests = {subprocess.run([sys.executable, "-c", script, str(tmp_path / f"b{seed}")], capture_output=True, text=True,
+                              check=True, env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout for seed in (1, 2)}
+    assert len(digests) == 1

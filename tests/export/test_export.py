@@ -257,11 +257,16 @@ def test_ctrl_c_while_an_export_replaces_the_last_one_leaves_one_whole_export(tm
         real_move(src, dst)
         moves.append(dst)
         if len(moves) == 2:
-            os.kill(os.getpid(), signal.SIGINT)
+            signal.raise_signal(signal.SIGINT)  # to this thread, at once (a kill may reach another)
 
     monkeypatch.setattr(staging, "move_path", move_then_ctrl_c)
-    with pytest.raises(KeyboardInterrupt):
-        build_checks.replace_export(str(dest), str(partial))
+    # a signal blocked in this thread (a library's mask left by an earlier test) would wait
+    mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            build_checks.replace_export(str(dest), str(partial))
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     assert sorted(os.listdir(dest)) == ["beir", "export.json", "retrieval", "trainer"]
     assert all((dest / e / "part.parquet").read_text() == "new" for e in ("retrieval", "beir", "trainer"))
     assert (dest / "export.json").read_text() == "new"
