@@ -41,8 +41,8 @@ _TOKEN_RE = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},]', re.DOTALL)  # unr
 _CLOSE = {ord("]"): ord("["), ord("}"): ord("{")}
 # Text whose strings are intact: strings, structural characters, space, `:`, numbers and
 # literals (JSON's, and the `NaN`, `Infinity`, `True`, `None`, `undefined` some writers put in),
-# nothing else. A missing
-# quote flips what reads as a string and leaves bare words (keys, text) outside strings.
+# nothing else. A missing quote flips what reads as a string and leaves bare words (keys, text)
+# outside strings.
 _INTACT_RE = re.compile(rb'(?:"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},: \t\r\n]+|[+\-]?\.?[0-9][0-9.eE+\-]*'
                         rb"|[+\-]?(?:Infinity|Inf|inf|NaN|nan)|true|false|null|True|False|None|undefined)*")
 # What a file cut short may end with inside an item: a string, a number or a literal cut part way.

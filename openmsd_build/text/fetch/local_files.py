@@ -185,7 +185,14 @@ def _csv_rows(manifest: str) -> Iterator[dict]:
 
 def load(spec: str) -> LocalSource:
     """Read what `spec` names: the manifest's rows, or the folder's document files by name.
-    Manifest rows are checked here, once (file present, inside the folder, a document)."""
+    Manifest rows are checked here, once (file present, inside the folder, a document); the
+    problems' names are escaped as UTF-8 can carry them (`shown`)."""
+    source = _read(spec)
+    source.problems = [(r, shown(k), shown(d)) for r, k, d in source.problems]
+    return source
+
+
+def _read(spec: str) -> LocalSource:
     from openmsd_build.core.doi import try_normalize_doi
 
     folder, manifest = parse_spec(spec)
@@ -196,7 +203,6 @@ def load(spec: str) -> LocalSource:
             stem = os.path.splitext(os.path.basename(name))[0].lower()
             source.by_doi.setdefault(stem, []).append(path)
         source.other_files = len(skipped)
-        source.problems = [(r, shown(k), shown(d)) for r, k, d in source.problems]
         return source
     for n, row in enumerate(_manifest_rows(manifest), start=2):
         key = row["doi"] or row["url"] or f"{manifest}:{n}"
@@ -234,7 +240,6 @@ def load(spec: str) -> LocalSource:
             if doi:
                 source.with_url.add((doi, full))
                 source.urls_of_doi.setdefault(doi, []).append(url_key(row["url"]))
-    source.problems = [(r, shown(k), shown(d)) for r, k, d in source.problems]
     return source
 
 

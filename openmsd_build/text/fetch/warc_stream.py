@@ -29,7 +29,6 @@ from openmsd_build.text.fetch.warc_store import _local, is_remote, open_for_read
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _PROBE_CHUNK = 64 * 1024
-_HEADER_LIMIT = HEAD_LIMIT  # a WARC record header longer than this is not one
 _CONTENT_LENGTH = re.compile(rb"(?im)^content-length:[ \t]*(\d+)[ \t]*\r?$")
 
 NOT_AN_ARCHIVE_EMPTY = "archive_empty"
@@ -106,7 +105,7 @@ def _stamp(path: str) -> tuple[int, int] | None:
 @functools.lru_cache(maxsize=4096)
 def _is_one_stream(path: str, _stamp: tuple[int, int] | None) -> bool:
     try:
-        head, gzipped, ended = _first_bytes(path, _HEADER_LIMIT)
+        head, gzipped, ended = _first_bytes(path, HEAD_LIMIT)  # a WARC record header longer than this is not one
         end = _first_record_end(head) if gzipped else None
         if end is None or len(head) > end or ended:
             return end is not None and len(head) > end
