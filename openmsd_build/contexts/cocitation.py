@@ -18,6 +18,8 @@ from collections.abc import Mapping
 
 import polars as pl
 
+from openmsd_build.core.layout import odt_en_en
+
 SPLITS = ("train", "idt", "odt")
 PAIR_SCHEMA = {"doi_a": pl.String, "doi_b": pl.String, "support": pl.Int64}
 NAME_SCHEMA = {"doi": pl.String, "split": pl.String, "lang": pl.String}
@@ -53,7 +55,7 @@ def attach(pairs: pl.DataFrame, names: pl.DataFrame, side: str) -> tuple[pl.Data
 def finalize(pairs: pl.DataFrame) -> tuple[dict[str, pl.DataFrame], dict[str, int]]:
     """Both ends named -> the PAIRS rows of each split (sorted) and the drop counts."""
     same = pairs["split_a"] == pairs["split_b"]
-    en_en_odt = same & (pairs["split_a"] == "odt") & (pairs["lang_a"] == "en") & (pairs["lang_b"] == "en")
+    en_en_odt = same & odt_en_en(pairs["split_a"], pairs["lang_a"], pairs["lang_b"]).fill_null(False)
     kept = pairs.filter(same & ~en_en_odt)
     counts = {
         "ccs_instances_cross_split": int(pairs.filter(~same)["support"].sum() or 0),

@@ -11,6 +11,7 @@ release and the tests agree on one layout:
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from openmsd_build.core.parquet_io import join_path
 from openmsd_build.core.stages import STAGE_NAMES
@@ -20,7 +21,19 @@ SPLIT_NAMES = ("train", "idt", "odt")
 RELATIONS = ("dc", "cc", "bc")  # the pairs stage's relations
 CONTEXT_RELATIONS = ("ccs",)  # the contexts stage's: co-cited in one sentence
 PAIR_RELATIONS = RELATIONS + CONTEXT_RELATIONS  # every pairs/<relation>/ folder a build may hold
+ODT = "odt"
+ENGLISH = "en"
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+
+
+def odt_en_en(split: Any, lang_a: Any, lang_b: Any, odt: Any = ODT, english: Any = ENGLISH) -> Any:
+    """Where a pair may not be in the dataset: OpenMSD's ODT holds no pair of two English papers,
+    in any relation (DC, CC, BC, papers co-cited in one sentence), so no triplet's anchor and
+    positive either. The one statement of that rule, for every stage that makes or exports
+    pairs; it works on whatever the caller holds (polars expressions or Series, numpy arrays),
+    given the caller's form of "odt" and of English (a split code, a boolean flag). A null
+    compares as null in polars: a caller whose languages may be null fills the result."""
+    return (split == odt) & (lang_a == english) & (lang_b == english)
 
 
 MAX_NAME_CHARS = 200

@@ -248,8 +248,8 @@ def specter_triplets(
     frame = frame.select("anchor", "positive", "negative", "anchor_doi", "positive_doi", "negative_doi",
                          "lang_anchor", "lang_positive", "lang_negative").sort("anchor_doi", "positive_doi",
                                                                                "negative_doi")
-    if split == "odt":  # ODT holds no En-En pair: an English anchor citing an English paper is no positive
-        en_en = ((pl.col("lang_anchor") == "en") & (pl.col("lang_positive") == "en")).fill_null(False)
+    if split == layout.ODT:  # ODT holds no En-En pair: an English anchor citing an English paper is no positive
+        en_en = layout.odt_en_en(pl.lit(split), pl.col("lang_anchor"), pl.col("lang_positive")).fill_null(False)
         counts["odt_en_en_positives_removed"] = frame.filter(en_en).height
         frame = frame.filter(~en_en)
     counts["rows"] = frame.height

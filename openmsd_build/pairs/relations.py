@@ -51,7 +51,7 @@ import polars as pl
 
 from openmsd_build.core.frames import mix64
 from openmsd_build.core.hashing import hash64, paper_ids
-from openmsd_build.core.layout import RELATIONS, SPLIT_NAMES
+from openmsd_build.core.layout import RELATIONS, SPLIT_NAMES, odt_en_en
 
 SPLITS = SPLIT_NAMES
 SPLIT_CODE = {name: i for i, name in enumerate(SPLITS)}
@@ -114,9 +114,9 @@ def annotate_edges(edges: pl.DataFrame, attrs: pl.DataFrame) -> tuple[pl.DataFra
 
 
 def _odt_en_en() -> pl.Expr:
-    """An annotated edge whose citing paper is in ODT and both ends English: no DC pair (ODT
-    holds no En-En pair of any relation), so no triplet's positive either."""
-    return (pl.col("citing_split") == ODT) & pl.col("citing_en") & pl.col("cited_en")
+    """An annotated edge whose citing paper is in ODT and both ends English (`layout.odt_en_en`
+    on split codes and English flags): no DC pair, so no triplet's positive either."""
+    return odt_en_en(pl.col("citing_split"), pl.col("citing_en"), pl.col("cited_en"), odt=ODT, english=True)
 
 
 def direct_pairs(annotated: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:
@@ -224,7 +224,7 @@ def enumerate_pairs(
     left, right = group_pairs(np.repeat(first, size), ends)
     s = m["s"].to_numpy()
     e = m["e"].to_numpy()
-    drop = (s[left] == ODT) & e[left] & e[right]
+    drop = odt_en_en(s[left], e[left], e[right], odt=ODT, english=True)
     counts[f"{r}_instances_odt_en_en"] = int(drop.sum())
     if drop.any():
         left, right = left[~drop], right[~drop]
