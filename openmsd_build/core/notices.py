@@ -79,6 +79,9 @@ def _text(counts: Mapping[str, int]) -> list[str]:
                      f"rejected ({_top(counts, 'archive.rejected.')})", "text", " for the file names")
     out += _rejected(counts.get("archive.records_cut_short", 0), "archived record ends", "archived records end",
                      "before the Content-Length (a truncated file?), not replayed", "text", " for the files")
+    out += _rejected(counts.get("archive.damaged_spans", 0), "damaged span of an archive", "damaged spans of archives",
+                     f"skipped ({_n(counts.get('archive.damaged_bytes', 0))} bytes, their records lost; the records "
+                     "after them read)", "text", " for the files")
     bad_rows = _total(counts, "local.rejected.")
     if bad_rows:  # manifest rows, or with the naming rule files of the folder
         what = (("manifest row", "manifest rows") if counts.get("local.manifest_used")

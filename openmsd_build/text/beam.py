@@ -209,6 +209,13 @@ class IndexArchive(UntypedDoFn):
             yield beam.pvalue.TaggedOutput(REJECTS_TAG, make_reject(
                 STAGE, "archive_records_cut_short", key=path,
                 detail=f"{counts[warc_index.CUT_SHORT]} response records end before their Content-Length"))
+        if counts[warc_index.DAMAGED]:  # the records after each damaged span are indexed
+            counts["archive.files_damaged"] += 1  # one reject row per file, as counted
+            yield beam.pvalue.TaggedOutput(REJECTS_TAG, make_reject(
+                STAGE, "archive_damaged", key=path,
+                detail=f"{counts[warc_index.DAMAGED]} spans where no WARC record could be read, "
+                       f"{counts[warc_index.DAMAGED_BYTES]} bytes skipped (their records lost); "
+                       "the records after them are indexed"))
         if problem is not None:
             # the rows read before the damage stay indexed; the file is named in the reject
             reason, detail = problem

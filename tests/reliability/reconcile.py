@@ -109,8 +109,9 @@ def check_text(out: str | Path) -> list[str]:
     (abstracts_wrong.abstract_duplicate_across_dois); fetch/ rows = fetch.ok + fetch.error.*;
     rejects/text rows = extract_failed.* + main_text_failed.* (a landing page read again for its
     main text that failed the second time; its first extraction is counted in extracted.*)
-    + the input's own: archive files rejected (archive.rejected.*) or holding records cut short
-    (archive.files_cut_short), manifest rows rejected (local.rejected.*)."""
+    + the input's own: archive files rejected (archive.rejected.*), holding records cut short
+    (archive.files_cut_short) or damaged spans (archive.files_damaged), manifest rows rejected
+    (local.rejected.*)."""
     c = stage_counts(out, "text")
     if c is None:
         return [_no_stats("text")]
@@ -132,7 +133,7 @@ def check_text(out: str | Path) -> list[str]:
     _eq(p, "text", "rejects/text rows = extract_failed.* + main_text_failed.* + archive and manifest rejects",
         n_rows(Path(out) / "rejects" / "text"),
         _sum(c, "extract_failed.") + _sum(c, "main_text_failed.") + _sum(c, "archive.rejected.")
-        + c.get("archive.files_cut_short", 0) + _sum(c, "local.rejected."))
+        + c.get("archive.files_cut_short", 0) + c.get("archive.files_damaged", 0) + _sum(c, "local.rejected."))
     return p
 
 

@@ -1,7 +1,8 @@
 """The lean WARC reading (`warc_fast`) answers exactly as warcio: `read_record` and
 `index_warc_file` against verbatim copies of their warcio-only versions, record by record,
 on the project's own WARCs, on hand-made hostile records and members, and on the benchmark
-WARC when it is present. Also checks that the common shape really takes the lean path."""
+WARC when it is present. Where warcio finds no record (damage), the reference index goes on
+with warcio at the next record that starts intact, found by a plain byte-by-byte scan. Also checks that the common shape really takes the lean path."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from warcio.archiveiterator import ArchiveIterator
+from warcio.exceptions import ArchiveLoadFailed
 
 from openmsd_build.core.paths import describe_failure
 from openmsd_build.text.fetch import warc_index, warc_store
@@ -68,31 +70,66 @@ def reference_read(fh, offset, max_bytes):
     return reference_result(record, max_bytes)
 
 
+def _reference_rows(fh, base, path):
+    """warcio's rows of `fh` (the file from `base` on), offsets in the whole file."""
+    iterator = ArchiveIterator(fh)
+    for record in iterator:
+        if record.rec_type != "response":
+            continue
+        uri = record.rec_headers.get_header("WARC-Target-URI")
+        if not uri:
+            continue
+        status, headers = _status_headers(record)
+        content_type = record.rec_headers.get_header(PAYLOAD_TYPE) or media_type(headers.get("content-type"))
+        length = iterator.get_record_length()
+        if getattr(record.raw_stream, "limit", 0) > 0:  # the block ends before its Content-Length
+            continue
+        if length <= 0:  # a Content-Length that lies short or negative: replaying it read a negative range
+            continue
+        yield {
+            "url": canonical_url(uri),
+            "warc_file": path,
+            "offset": base + iterator.get_record_offset(),
+            "length": length,
+            "status": status,
+            "content_type": content_type or None,
+            "location": headers.get("location") if status in REDIRECT_STATUSES else None,
+        }
+
+
+def _reference_next_record(data: bytes, after: int) -> int | None:
+    """The first position past `after` where a WARC record starts: a gzip member inflating to a
+    version line, or a version line at a line's start; a plain scan, byte by byte."""
+    for pos in range(after + 1, len(data)):
+        head = data[pos : pos + 4096]
+        if head.startswith(b"\x1f\x8b\x08"):
+            try:
+                head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, 64)
+            except zlib.error:
+                continue
+        elif data[pos - 1 : pos] != b"\n":
+            continue
+        if head[:8] in (b"WARC/1.0", b"WARC/1.1") and head[8:9] in (b"\r", b"\n"):
+            return pos
+    return None
+
+
 def reference_index(path):
-    with open(path, "rb") as fh:
-        iterator = ArchiveIterator(fh)
-        for record in iterator:
-            if record.rec_type != "response":
-                continue
-            uri = record.rec_headers.get_header("WARC-Target-URI")
-            if not uri:
-                continue
-            status, headers = _status_headers(record)
-            content_type = record.rec_headers.get_header(PAYLOAD_TYPE) or media_type(headers.get("content-type"))
-            length = iterator.get_record_length()
-            if getattr(record.raw_stream, "limit", 0) > 0:  # the block ends before its Content-Length
-                continue
-            if length <= 0:  # a Content-Length that lies short or negative: replaying it read a negative range
-                continue
-            yield {
-                "url": canonical_url(uri),
-                "warc_file": path,
-                "offset": iterator.get_record_offset(),
-                "length": length,
-                "status": status,
-                "content_type": content_type or None,
-                "location": headers.get("location") if status in REDIRECT_STATUSES else None,
-            }
+    """warcio over the file; where it finds no record, warcio again from the next record
+    that starts intact (the records of the damaged span are lost)."""
+    data = Path(path).read_bytes()
+    start = 0
+    while True:
+        end = start
+        try:
+            for row in _reference_rows(io.BytesIO(data[start:]), start, path):
+                end = max(end, row["offset"] + row["length"])
+                yield row
+            return
+        except ArchiveLoadFailed:
+            start = _reference_next_record(data, end)
+            if start is None:
+                return
 
 
 # -- comparing ---------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """`--fetch warc:` on archives as users have them: a WARC gzipped as one stream (not one
 member per record) is read as warcio reads it, and a file that is not a WARC, or is empty,
-is a counted reject naming the file instead of a stopped stage."""
+is a counted reject naming the file instead of a stopped stage, and damage inside a WARC costs
+only the records it covers."""
 
 from __future__ import annotations
 
@@ -13,11 +14,12 @@ from archive_samples import REDIRECT_URLS, add_papers, fetch_rows, write_redirec
 from warcio.archiveiterator import ArchiveIterator
 
 from openmsd_build.core import layout, parquet_io
+from openmsd_build.core.notices import stage_warnings
 from openmsd_build.schemas import DOCUMENTS, REJECTS
 from openmsd_build.text.command import run_text
 from openmsd_build.text.fetch import WarcBackend, read_record
 from openmsd_build.text.fetch.result import RECORD_UNREADABLE
-from openmsd_build.text.fetch.warc_index import CUT_SHORT, index_warc_file
+from openmsd_build.text.fetch.warc_index import CUT_SHORT, DAMAGED, DAMAGED_BYTES, index_warc_file
 from openmsd_build.text.fetch.warc_stream import archive_problem, is_one_stream
 
 FNAPI = ["--runner=apache_beam.runners.portability.fn_api_runner.FnApiRunner"]
@@ -132,15 +134,16 @@ def test_a_record_of_negative_length_never_crashes_the_stage(tmp_path):
     counts = run_text(str(out), f"warc:{warc}", FNAPI)
     assert counts["fetch.ok"] == 1 and counts[f"fetch.error.{RECORD_UNREADABLE}"] == 1
     rejects = parquet_io.read_table(layout.rejects_dir(str(out), "text"), schema=REJECTS).to_pylist()
-    assert sorted((r["reason"], r["key"]) for r in rejects) == [(RECORD_UNREADABLE, urls[1]),
-                                                                ("archive_unreadable", str(warc))]
+    assert sorted((r["reason"], r["key"]) for r in rejects) == [("archive_damaged", str(warc)),
+                                                                (RECORD_UNREADABLE, urls[1])]
     assert not any("nitrate" in r["detail"] or "html" in r["detail"] for r in rejects)  # quotes nothing read
 
 
 def test_index_leaves_out_a_record_of_negative_length(tmp_path):
     """warcio reads a record whose Content-Length lies short by enough as one of negative
     length; such a row sent the replay's range read a negative size. It is not indexed, and
-    counted with the records cut short."""
+    counted with the records cut short; warcio then reads on inside its block and finds no
+    record there: the rest of the file is a damaged span, skipped and counted."""
     import sys
 
     sys.path.insert(0, str(Path(__file__).parent))
@@ -152,9 +155,61 @@ def test_index_leaves_out_a_record_of_negative_length(tmp_path):
         fh.write(_gz(RECORDS["cl_in_headers"]))
     counts: Counter = Counter()
     rows: list[dict] = []
-    with pytest.raises(Exception, match="Invalid WARC record"):  # warcio reads on inside the block
-        rows.extend(index_warc_file(path, counts=counts))
+    rows.extend(index_warc_file(path, counts=counts))  # warcio reads on inside the block: no record there
     assert rows and all(r["length"] > 0 for r in rows) and counts[CUT_SHORT] == 1
+    assert counts[DAMAGED] == 1 and counts[DAMAGED_BYTES] > 0
+
+
+def _flipped(member: bytes) -> bytes:
+    """A gzip member with bytes flipped in its middle (bit rot, a bad copy)."""
+    broken = bytearray(member)
+    for i in range(len(broken) // 2, len(broken) // 2 + 12):
+        broken[i] ^= 0x5A
+    return bytes(broken)
+
+
+@pytest.mark.parametrize("damage", ["flipped", "zeros", "other_bytes"])
+def test_damage_in_the_middle_of_an_archive_costs_only_its_own_records(tmp_path, damage):
+    """A span of a WARC where no record can be read (a damaged member, a block of zeros, another
+    file's bytes written over it) cost every record after it: warcio stops there, so the rest
+    of a 1 GB crawl file was lost for a bit flip. The records after the span start intact in
+    their own members: they are indexed and replayed; the span is counted, warned about and
+    named in one reject of the file (which quotes nothing it read)."""
+    urls = [f"http://rot.example/{i}" for i in range(5)]
+    members = [_record(url, f"Page number {i} about soil nitrate") for i, url in enumerate(urls)]
+    bad = {"flipped": _flipped(members[2]), "zeros": b"\0" * 700,
+           "other_bytes": b"%PDF-1.4 not a record\n" * 30}[damage]
+    warc = tmp_path / "rot.warc.gz"
+    warc.write_bytes(b"".join(members[:2]) + bad + b"".join(members[3:]))
+    out = tmp_path / "out"
+    add_papers(out, urls)
+    counts = run_text(str(out), f"warc:{warc}", FNAPI)
+    assert counts["fetch.ok"] == 4 and counts[DAMAGED] == 1
+    assert counts[DAMAGED_BYTES] == len(bad) and counts["archive.files_damaged"] == 1
+    assert not any(k.startswith("archive.rejected.") for k in counts)
+    fetched = [(r["url"], r["status"]) for r in fetch_rows(out)]
+    assert fetched == [(url, 200 if i != 2 else None) for i, url in enumerate(urls)]
+    rejects = parquet_io.read_table(layout.rejects_dir(str(out), "text"), schema=REJECTS).to_pylist()
+    assert [(r["reason"], r["key"]) for r in rejects] == [("archive_damaged", str(warc))]
+    assert "nitrate" not in rejects[0]["detail"] and f"{len(bad)} bytes skipped" in rejects[0]["detail"]
+    assert any("1 damaged span of an archive skipped" in w for w in stage_warnings("text", counts))
+
+
+def test_a_file_of_damaged_spans_stops_at_the_cap(tmp_path):
+    """Each damaged span is searched past and read again from the next record start: a file
+    of thousands of near-records (a version line, then bytes that are no record) would be read
+    and failed one by one. Past `MAX_DAMAGED_SPANS` the rest of the file is refused with a
+    message (the stage's `archive_unreadable` reject), the spans before it counted."""
+    from openmsd_build.text.fetch.warc_index import MAX_DAMAGED_SPANS
+
+    near = gzip.compress(b"WARC/1.0\r\n") + b"JUNK\r\n"
+    path = tmp_path / "near.warc.gz"
+    path.write_bytes(_record("http://rot.example/first", "First") + near * (MAX_DAMAGED_SPANS + 500))
+    counts: Counter = Counter()
+    rows: list[dict] = []
+    with pytest.raises(Exception, match=f"more than {MAX_DAMAGED_SPANS} damaged spans"):
+        rows.extend(index_warc_file(str(path), counts=counts))
+    assert [r["url"] for r in rows] == ["http://rot.example/first"] and counts[DAMAGED] == MAX_DAMAGED_SPANS
 
 
 def test_cc_index_rows_with_negative_offsets_or_lengths(tmp_path):

@@ -223,6 +223,55 @@ class UnboundedRecord(ValueError):
     """A member larger than its limit whose header lines do not end within `HEAD_LIMIT`."""
 
 
+_GZIP_MAGIC = b"\x1f\x8b\x08"
+_SCAN_CHUNK = 1024 * 1024
+_PROBE_BYTES = 4096  # compressed bytes inflated to see whether a candidate member starts a WARC record
+
+
+def next_record_start(fh: IO[bytes], after: int) -> int | None:
+    """The offset of the first WARC record that starts past `after` in `fh`, or None: a gzip
+    member whose first inflated bytes are a WARC version line, or (in a file that is not
+    gzipped per record) a WARC version line at the start of a line. Used after damage (a
+    bit flip, a block of zeros, a partial overwrite): the records behind it are intact in
+    their own members and can be indexed and replayed by offset, as they would be had the
+    damaged member been left out. One pass over the rest of the file, in bounded chunks."""
+    at = after + 1
+    overlap = max(len(_GZIP_MAGIC), len(_WARC_VERSIONS[0]) + 1)
+    while True:
+        fh.seek(at)
+        chunk = fh.read(_SCAN_CHUNK)
+        if not chunk:
+            return None
+        for found in sorted(_candidates(chunk)):
+            if _starts_record(fh, at + found):
+                return at + found
+        if len(chunk) < _SCAN_CHUNK:
+            return None
+        at += len(chunk) - overlap
+
+
+def _candidates(chunk: bytes) -> Iterator[int]:
+    """Positions in `chunk` where a record might start: gzip magic, or a version line after a newline."""
+    for needle, shift in ((_GZIP_MAGIC, 0), *((b"\n" + v, 1) for v in _WARC_VERSIONS)):
+        pos = chunk.find(needle)
+        while pos >= 0:
+            yield pos + shift
+            pos = chunk.find(needle, pos + 1)
+
+
+def _starts_record(fh: IO[bytes], offset: int) -> bool:
+    """Whether a WARC record (gzipped or not) starts at `offset`."""
+    fh.seek(offset)
+    probe = fh.read(_PROBE_BYTES)
+    if probe.startswith(_GZIP_MAGIC):
+        try:
+            probe = zlib.decompressobj(_GZIP_WBITS).decompress(probe, 64)
+        except zlib.error:
+            return False
+    return probe.startswith(_WARC_VERSIONS) and probe[len(_WARC_VERSIONS[0]) : len(_WARC_VERSIONS[0]) + 1] in (
+        b"\r", b"\n")
+
+
 def iter_members(
     fh: IO[bytes], offset: int, chunk: int = 1024 * 1024, limit: int = MAX_INFLATE
 ) -> Iterator[tuple[int, int, bytes | None]]:

@@ -21,16 +21,17 @@ from __future__ import annotations
 import io
 import logging
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import IO
 
 from warcio.archiveiterator import ArchiveIterator, WARCIterator
+from warcio.exceptions import ArchiveLoadFailed
 from warcio.utils import BUFF_SIZE
 
 from openmsd_build.core.paths import UnsafePath, confined_path
 from openmsd_build.text.fetch.plan import canonical_url
 from openmsd_build.text.fetch.result import REDIRECT_STATUSES, media_type
-from openmsd_build.text.fetch.warc_fast import iter_members, parse_member
+from openmsd_build.text.fetch.warc_fast import iter_members, next_record_start, parse_member
 from openmsd_build.text.fetch.warc_store import (
     _PAYLOAD_TYPE,
     headers_dict,
@@ -57,30 +58,72 @@ def index_warc_file(path: str, target_uri: bool = False, counts: Counter | None 
     Members of the common shape are read by `warc_fast` (a tidy member is exactly one
     record, so its offset and length are the member's); a member whose record it is not
     sure about is read alone by warcio, and from the first member that is not a tidy,
-    complete gzip member on warcio reads the rest of the file, as it would have. A WARC
-    gzipped as one stream is indexed from its inflated copy (`warc_stream`): the rows carry
-    `path` and that copy's offsets, which `read_record` reads the same way. A record cut
-    short is not indexed (`CUT_SHORT`, counted in `counts`)."""
+    complete gzip member on warcio reads the rest of the file, as it would have. Where warcio
+    finds no record (damage: a bit flip, zeros, an overwritten span) the index goes on at the
+    next record that starts intact (`warc_fast.next_record_start`): the records in between
+    are lost, counted (`DAMAGED`, `DAMAGED_BYTES`) and logged, the ones after are indexed. A
+    WARC gzipped as one stream is indexed from its inflated copy (`warc_stream`): the rows
+    carry `path` and that copy's offsets, which `read_record` reads the same way. A record
+    cut short is not indexed (`CUT_SHORT`, counted in `counts`)."""
     if is_one_stream(path):
         for row in index_warc_file(plain_copy(path), target_uri, counts):
             yield {**row, "warc_file": path}
         return
     with open_for_read(path) as fh:
-        for offset, length, data in iter_members(fh, 0):
-            record = parse_member(data) if data is not None else None
-            if record is None or not record.tidy_end:
-                yield from _warcio_rows(path, fh, offset, target_uri, counts)
+        start: int | None = 0
+        spans = 0
+        while start is not None:
+            damaged_at = yield from _rows_until_damage(path, fh, start, target_uri, counts)
+            if damaged_at is None:
                 return
-            if record.rec_type != "response" and record.plain:
-                continue
-            if not record.plain:
-                yield from _warcio_member_rows(path, fh, offset, length, target_uri, counts)
-                continue
-            uri = record.warc_fields.get("warc-target-uri")
-            if uri:
-                payload_type = record.warc_fields.get(_PAYLOAD_TYPE.lower())
-                yield _row(path, offset, length, uri, record.status, headers_dict(record.http_headers), payload_type,
-                           target_uri)
+            spans += 1
+            if spans > MAX_DAMAGED_SPANS:  # a file of near-records, each read and failed in turn
+                raise ArchiveLoadFailed(f"more than {MAX_DAMAGED_SPANS} damaged spans; the rest of the file "
+                                        f"from offset {damaged_at} is not read")
+            start = next_record_start(fh, damaged_at)
+            end = start if start is not None else fh.seek(0, io.SEEK_END)
+            if counts is not None:
+                counts[DAMAGED] += 1
+                counts[DAMAGED_BYTES] += end - damaged_at
+            LOG.warning("%s: no WARC record could be read at offset %d; %d bytes skipped to %s", path, damaged_at,
+                        end - damaged_at, "the next intact record" if start is not None else "the end of the file")
+
+
+DAMAGED = "archive.damaged_spans"
+"""Counted for each span of a WARC where no record could be read (warcio found no record
+start: a damaged gzip member, a block of zeros or another file's bytes), skipped to the
+next record that starts intact. Its records are lost; `DAMAGED_BYTES` says how many bytes."""
+DAMAGED_BYTES = "archive.damaged_bytes"
+MAX_DAMAGED_SPANS = 1000
+
+
+def _rows_until_damage(path: str, fh: IO[bytes], start: int, target_uri: bool,
+                       counts: Counter | None) -> Generator[dict, None, int | None]:
+    """The rows from `start` (a record's start) on; returns None at the file's end, or the
+    offset from which no record could be read (past every row yielded)."""
+    fh.seek(start)
+    for offset, length, data in iter_members(fh, start):
+        record = parse_member(data) if data is not None else None
+        if record is None or not record.tidy_end:
+            end = offset
+            try:
+                for row in _warcio_rows(path, fh, offset, target_uri, counts):
+                    end = max(end, row["offset"] + row["length"])
+                    yield row
+            except ArchiveLoadFailed:
+                return end
+            return None
+        if record.rec_type != "response" and record.plain:
+            continue
+        if not record.plain:
+            yield from _warcio_member_rows(path, fh, offset, length, target_uri, counts)
+            continue
+        uri = record.warc_fields.get("warc-target-uri")
+        if uri:
+            payload_type = record.warc_fields.get(_PAYLOAD_TYPE.lower())
+            yield _row(path, offset, length, uri, record.status, headers_dict(record.http_headers), payload_type,
+                       target_uri)
+    return None
 
 
 def _row(path: str, offset: int, length: int, uri: str, status: int | None, headers: dict[str, str],
