@@ -26,8 +26,9 @@ document at a time, so one bad document does not reject its neighbours. The answ
 (refusal, empty, non-English) are the stage's (`command.check_answer`), applied to fresh
 and cached answers alike.
 
-HTTP is urllib3 (already a dependency) with connect / read timeouts, no redirects, no
-automatic retries (ours are counted), a capped body, and a shared token-bucket rate limit.
+HTTP is urllib3 (already a dependency) with one deadline per request (`--timeout`: connecting,
+the status line, headers and body together, `core.deadlines`), no redirects, no automatic
+retries (ours are counted), a capped body, and a shared token-bucket rate limit.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from dataclasses import dataclass, field
 
 import urllib3
 
+from openmsd_build.core.deadlines import DeadlineHTTPConnectionPool, DeadlineHTTPSConnectionPool, attempt_until
 from openmsd_build.core.errors import UserError
 from openmsd_build.enrich.prompts import Prompt
 from openmsd_build.enrich.text import count_tokens, truncate_tokens
@@ -178,20 +180,26 @@ class Http:
             retries=False,
             timeout=urllib3.Timeout(connect=min(10.0, timeout), read=timeout),
         )
+        # connections under each request's deadline (`core.deadlines`): a trickled status
+        # line or header is cut at the deadline as a trickled body is
+        self.pool.pool_classes_by_scheme = {"http": DeadlineHTTPConnectionPool, "https": DeadlineHTTPSConnectionPool}
 
     def post_json(self, url: str, body: dict) -> dict:
         data = json.dumps(body, ensure_ascii=False).encode("utf-8")
         deadline = time.monotonic() + self.timeout
-        try:
-            resp = self.pool.request("POST", url, body=data, headers=self.headers, redirect=False,
-                                     preload_content=False)
-            payload = self._body(resp, deadline)
-        except urllib3.exceptions.NewConnectionError as exc:  # a TimeoutError subclass to urllib3, but refused
-            raise CallError("connection_error", f"cannot connect to {url}: {exc.__class__.__name__}") from None
-        except urllib3.exceptions.TimeoutError as exc:
-            raise CallError("timeout", f"no answer within {self.timeout:g}s ({type(exc).__name__})") from None
-        except urllib3.exceptions.HTTPError as exc:
-            raise CallError("connection_error", f"{type(exc).__name__}: {exc}") from None
+        with attempt_until(deadline) as attempt:
+            try:
+                resp = self.pool.request("POST", url, body=data, headers=self.headers, redirect=False,
+                                         preload_content=False)
+                payload = self._body(resp, deadline)
+            except urllib3.exceptions.NewConnectionError as exc:  # a TimeoutError subclass to urllib3, but refused
+                raise CallError("connection_error", f"cannot connect to {url}: {exc.__class__.__name__}") from None
+            except (urllib3.exceptions.HTTPError, OSError) as exc:
+                if attempt.over() or isinstance(exc, urllib3.exceptions.TimeoutError):  # the watchdog cut it
+                    raise CallError("timeout", f"no answer within {self.timeout:g}s ({type(exc).__name__})") from None
+                raise CallError("connection_error", f"{type(exc).__name__}: {exc}") from None
+            if attempt.expired:  # cut by the watchdog while reading: what was read is not the whole answer
+                raise CallError("timeout", f"no whole answer within {self.timeout:g}s (it came too slowly)")
         text = payload[:2000].decode("utf-8", errors="replace")
         if resp.status == 429:
             raise CallError("rate_limited", "HTTP 429", text, _retry_after(resp.headers.get("Retry-After")))
@@ -213,9 +221,10 @@ class Http:
 
     def _body(self, resp, deadline: float) -> bytes:
         """The answer's body, at most `MAX_BODY_BYTES` + 1 bytes, read by the pieces the socket
-        has (`read1`), each read given only the time left: `timeout` bounds the request's
-        headers (each read of them) and then its whole body, so an endpoint that trickles a
-        byte at a time is a timeout too (it held a request for minutes)."""
+        has (`read1`), each read given only the time left: `timeout` bounds the whole request,
+        status line, headers and body (the watchdog of `core.deadlines` cuts a read still
+        waiting at the deadline), so an endpoint that trickles a byte at a time is a timeout
+        too (it held a request for minutes)."""
         pieces: list[bytes] = []
         size = 0
         sock = getattr(getattr(resp, "connection", None), "sock", None)

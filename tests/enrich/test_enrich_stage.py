@@ -337,6 +337,42 @@ def test_an_answer_that_trickles_is_a_timeout(serve_http):
     assert caught.value.reason == "timeout" and clock.monotonic() - started < 10
 
 
+def test_headers_that_trickle_are_a_timeout(serve_http):
+    """The deadline bounded the body only: each read of the status line and headers had the
+    whole `--timeout` to itself, so an endpoint sending them a byte every 0.2 s (a few hundred
+    bytes of headers) held each request for a minute or more. The deadline is now the
+    request's, headers included."""
+    import socket
+    import time as clock
+    from http.server import BaseHTTPRequestHandler
+
+    from openmsd_build.enrich.summarizers import CallError
+
+    head = b"HTTP/1.1 200 OK\r\n" + b"".join(b"X-Pad-%d: %s\r\n" % (i, b"p" * 20) for i in range(20)) + b"\r\n"
+
+    class TrickledHead(BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers["Content-Length"]))
+            try:
+                for byte in head:
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    clock.sleep(0.2)
+            except OSError:
+                pass  # the client gave up: what the test wants
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+
+    base = serve_http(TrickledHead)
+    started = clock.monotonic()
+    with pytest.raises(CallError) as caught:
+        Http(timeout=1.5, concurrency=1).post_json(f"{base}/v1/chat/completions", {})
+    assert caught.value.reason == "timeout" and clock.monotonic() - started < 6
+
+
 def test_hostile_answers_are_rejects_not_crashes(tmp_path, serve_http):
     """An answer with a lone surrogate escape (valid JSON) or a usage count of 10**20 stopped
     the whole stage when it was cached (UnicodeEncodeError, SQLite OverflowError); a negative

@@ -28,18 +28,14 @@ background thread (the fetch does not wait for it).
 
 from __future__ import annotations
 
-import heapq
 import http.client
-import itertools
 import math
-import os
 import random
-import socket
 import threading
 import time
 import zlib
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -50,6 +46,7 @@ import urllib3
 import urllib3.connection
 from urllib3 import exceptions as u3exc
 
+from openmsd_build.core.deadlines import CURRENT, WATCHDOG, Attempt, DeadlineHTTPConnection, DeadlineHTTPSConnection
 from openmsd_build.text.fetch.config import FetchConfig
 from openmsd_build.text.fetch.politeness import (
     ALLOW_ALL,
@@ -99,151 +96,6 @@ _SNIFF_AT = 512
 _ROBOTS_MAX_REDIRECTS = 5
 _REQUEST_TARGET_SAFE = "/?&=%:;@!$'()*+,~-._[]|"
 _DNS_THREADS = 8
-
-
-# ----------------------------------------------------------------------------- deadlines
-
-
-class _Watchdog:
-    """One daemon thread that runs callbacks at monotonic deadlines (cheaper than a Timer
-    thread per request). Callbacks must be quick and must not raise."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._heap: list[tuple[float, int, list]] = []
-        self._seq = itertools.count()
-        self._thread: threading.Thread | None = None
-        self._pid = 0
-
-    def schedule(self, when: float, callback: Callable[[], None]) -> list:
-        """Run `callback` at `when`; returns a handle for `cancel`."""
-        entry = [callback]
-        with self._cond:
-            if self._thread is None or not self._thread.is_alive() or self._pid != os.getpid():
-                self._pid = os.getpid()  # a forked worker has no watchdog thread: start one
-                self._thread = threading.Thread(target=self._run, name="fetch-watchdog", daemon=True)
-                self._thread.start()
-            heapq.heappush(self._heap, (when, next(self._seq), entry))
-            self._cond.notify()
-        return entry
-
-    @staticmethod
-    def cancel(handle: list) -> None:
-        """Forget a scheduled callback (cheap; the heap entry is dropped when due)."""
-        handle[0] = None
-
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                while not self._heap:
-                    self._cond.wait()
-                when, _, entry = self._heap[0]
-                delay = when - time.monotonic()
-                if delay > 0:
-                    self._cond.wait(delay)
-                    continue
-                heapq.heappop(self._heap)
-            callback = entry[0]
-            if callback is not None:
-                try:
-                    callback()
-                except Exception:  # noqa: BLE001 - the watchdog must survive any callback
-                    pass
-
-
-_WATCHDOG = _Watchdog()
-
-
-def _shutdown(sock: socket.socket) -> None:
-    """Unblock any read or write on `sock` (it then sees EOF or an error). For TLS sockets
-    the underlying TCP socket is shut down, leaving the SSL object alone for its owner."""
-    try:
-        socket.socket.shutdown(sock, socket.SHUT_RDWR)
-    except (OSError, ValueError, TypeError):
-        pass
-
-
-class _Attempt:
-    """The sockets of one request attempt and its deadline: when the watchdog fires, every
-    socket the attempt opened or reused is shut down, so a read stuck on a trickling server
-    (status line, headers, chunk-size lines, trailers, body) fails at once."""
-
-    def __init__(self, deadline: float) -> None:
-        self.deadline = deadline
-        self.expired = False
-        self._done = False
-        self._socks: list[socket.socket] = []
-        self._lock = threading.Lock()
-
-    def attach(self, sock: socket.socket | None) -> None:
-        """Put `sock` under this attempt's deadline (shut at once when already expired)."""
-        if sock is None:
-            return
-        with self._lock:
-            if self._done:
-                return
-            if not self.expired:
-                self._socks.append(sock)
-                return
-        _shutdown(sock)
-
-    def fire(self) -> None:
-        """Watchdog callback at the deadline."""
-        with self._lock:
-            if self._done:
-                return
-            self.expired = True
-            socks, self._socks = self._socks, []
-        for sock in socks:
-            _shutdown(sock)
-
-    def finish(self) -> None:
-        """The attempt is over: later firing must not touch a socket back in the pool."""
-        with self._lock:
-            self._done = True
-            self._socks = []
-
-    def over(self) -> bool:
-        """Whether the deadline has passed (fired or not yet noticed by the watchdog)."""
-        return self.expired or time.monotonic() >= self.deadline
-
-
-# The attempt running in this thread; urllib3 creates connections deep inside the pool, so
-# the connection class looks it up here to attach its sockets.
-_CURRENT = threading.local()
-
-
-def _attach_current(sock: socket.socket | None) -> None:
-    attempt = getattr(_CURRENT, "attempt", None)
-    if attempt is not None:
-        attempt.attach(sock)
-
-
-class _DeadlineMixin:
-    """Puts every socket a connection uses under the current attempt's deadline: the raw
-    socket as soon as it exists (so a trickled TLS handshake is covered), the TLS socket
-    after the handshake, and a reused keep-alive socket when a request starts on it."""
-
-    def _new_conn(self):
-        sock = super()._new_conn()
-        _attach_current(sock)
-        return sock
-
-    def connect(self):
-        super().connect()
-        _attach_current(getattr(self, "sock", None))
-
-    def request(self, *args, **kwargs):
-        _attach_current(getattr(self, "sock", None))
-        return super().request(*args, **kwargs)
-
-
-class _DeadlineHTTPConnection(_DeadlineMixin, urllib3.connection.HTTPConnection):
-    pass
-
-
-class _DeadlineHTTPSConnection(_DeadlineMixin, urllib3.connection.HTTPSConnection):
-    pass
 
 
 def _error_code(exc: BaseException) -> str:
@@ -598,7 +450,7 @@ class HttpFetcher:
                 )
             else:
                 pool = urllib3.HTTPConnectionPool(ip, port, **common)
-            pool.ConnectionCls = _DeadlineHTTPSConnection if scheme == "https" else _DeadlineHTTPConnection
+            pool.ConnectionCls = DeadlineHTTPSConnection if scheme == "https" else DeadlineHTTPConnection
             self._pools[key] = pool
             evicted = []
             while len(self._pools) > cfg.max_pools:
@@ -657,9 +509,9 @@ class HttpFetcher:
         }
         pool = self._pool(target.scheme, addresses[0], target.port, target.host.name)
         response = None
-        attempt = _Attempt(deadline)
-        handle = _WATCHDOG.schedule(deadline, attempt.fire)
-        _CURRENT.attempt = attempt
+        attempt = Attempt(deadline)
+        handle = WATCHDOG.schedule(deadline, attempt.fire)
+        CURRENT.attempt = attempt
         try:
             response = pool.urlopen(
                 "GET",
@@ -694,8 +546,8 @@ class HttpFetcher:
                 return _Exchange(error=TIMEOUT, detail=f"deadline of {cfg.total_timeout:g}s per attempt")
             return _Exchange(error=_error_code(exc), detail=f"{type(exc).__name__}: {exc}"[:500])
         finally:
-            _CURRENT.attempt = None
-            _WATCHDOG.cancel(handle)
+            CURRENT.attempt = None
+            WATCHDOG.cancel(handle)
             attempt.finish()
             if response is not None:
                 if attempt.expired:
@@ -719,7 +571,7 @@ class HttpFetcher:
         response: urllib3.HTTPResponse,
         exchange: _Exchange,
         header_type: str | None,
-        attempt: _Attempt,
+        attempt: Attempt,
         max_bytes: int,
         accept: Sequence[str] | None,
         truncate: bool,
