@@ -202,7 +202,8 @@ def plan_local_files(p, papers, tasks, fetch: str, local, host_shards: int):
     problem_counts = p | "ManifestProblemCounts" >> beam.Create(
         [{**Counter(f"local.rejected.{reason}" for reason, _, _ in local.problems),
           **({"local.manifest_used": 1} if local.manifest else {}),
-          **({"local.files_of_other_types": local.other_files} if local.other_files else {})}], reshuffle=False)
+          **({"local.files_of_other_types": local.other_files} if local.other_files else {}),
+          **({"local.hidden_skipped": local.hidden} if local.hidden else {})}], reshuffle=False)
     all_tasks = (tasks, matched.tasks) | "AllTasks" >> beam.Flatten()
     return all_tasks, [matched[COUNTS_TAG], problem_counts], [problems], matched[MATCHED_TAG]
 

@@ -100,8 +100,11 @@ def _text(counts: Mapping[str, int]) -> list[str]:
             ask = "does the manifest use the papers' DOIs or URLs?"
         else:
             skipped = counts.get("local.files_of_other_types", 0)
+            hidden = counts.get("local.hidden_skipped", 0)
             ask = ("are the files named after the papers' DOIs (each / as _ or %2F)? Only .pdf, .html, .htm and "
-                   ".xhtml files are read" + (f" ({_n(skipped)} other files were not)" if skipped else ""))
+                   ".xhtml files are read" + (f" ({_n(skipped)} other files were not)" if skipped else "")
+                   + (f"; hidden files and folders (names starting with '.') are not ({_n(hidden)} skipped)"
+                      if hidden else ""))
         out.append(f"no file of the folder matched any of the {_n(papers)} papers: {ask}")
     if papers and not kept:
         if fetched:

@@ -63,6 +63,32 @@ def test_naming_rule_matches_dois_anywhere_under_the_folder(tmp_path):
     assert backend.fetch("https://example.org/10.1000/abc.def").error == NOT_IN_FOLDER
 
 
+def test_hidden_files_and_folders_are_not_read(tmp_path):
+    """A folder as users keep it holds hidden copies of its documents: a trash folder, a file
+    server's snapshots, a Mac's `._` companion of each PDF (same name, not a PDF). Each was
+    read as one more document of its paper. They are skipped and counted; a folder given by a
+    hidden name of its own is read."""
+    folder = tmp_path / ".papers"
+    (folder / ".Trash").mkdir(parents=True)
+    (folder / ".snapshot" / "daily").mkdir(parents=True)
+    (folder / "10.1000_abc.def.pdf").write_bytes(b"%PDF-1.4 kept")
+    (folder / ".Trash" / "10.1000_abc.def.pdf").write_bytes(b"%PDF-1.4 deleted")
+    (folder / ".snapshot" / "daily" / "10.1000_abc.def.pdf").write_bytes(b"%PDF-1.4 old")
+    (folder / "._10.1000_abc.def.pdf").write_bytes(b"\0\5\26\7 Mac OS X resource fork")
+    source = load(f"local:{folder}")
+    assert [t["url"] for t in doi_tasks(source, "10.1000/abc.def")] == [file_url(str(folder / "10.1000_abc.def.pdf"))]
+    assert source.hidden == 3 and not source.problems  # the two folders (not walked) and the companion file
+
+    out = tmp_path / "out"
+    papers = [{"doi": "10.1000/abc.def", "sources": ["unpaywall"], "n_records": 1, "categories": [], "relations": [],
+               "urls": []}]
+    parquet_io.write_table(parquet_io.table_from_rows(papers, PAPERS),
+                           parquet_io.part_path(layout.papers_dir(str(out)), 0, 1))
+    counts = run_text(str(out), f"local:{folder}", FNAPI)
+    assert counts["local.hidden_skipped"] == 3 and counts["local.files_matched.pdf"] == 1
+    assert not any(k.startswith("local.rejected.") for k in counts)
+
+
 def test_naming_rule_with_a_relative_folder_links_and_sici_dois(tmp_path, monkeypatch):
     """The folder as a new user types it (relative: it was joined twice and matched nothing),
     a link named after the DOI to a file elsewhere in the folder (matched by the link's name,

@@ -113,6 +113,9 @@ class LocalSource:
     other_files: int = 0
     """Without a manifest: files under the folder that are not documents by their extension
     (not read; counted `local.files_of_other_types`)."""
+    hidden: int = 0
+    """Without a manifest: hidden files and folders under the folder (names starting with `.`),
+    not read nor walked (counted `local.hidden_skipped`)."""
 
     @functools.cached_property
     def known_paths(self) -> frozenset[str]:
@@ -199,10 +202,12 @@ def _read(spec: str) -> LocalSource:
     source = LocalSource(folder=folder, manifest=manifest)
     if manifest is None:
         skipped: list[str] = []
-        for name, path in sorted(_documents_under(folder, source.problems, skipped)):
+        hidden: list[str] = []
+        for name, path in sorted(_documents_under(folder, source.problems, skipped, hidden)):
             stem = os.path.splitext(os.path.basename(name))[0].lower()
             source.by_doi.setdefault(stem, []).append(path)
         source.other_files = len(skipped)
+        source.hidden = len(hidden)
         return source
     for n, row in enumerate(_manifest_rows(manifest), start=2):
         key = row["doi"] or row["url"] or f"{manifest}:{n}"
@@ -261,15 +266,22 @@ def listed_keys(source: LocalSource) -> list[str]:
     return sorted(source.by_doi) + sorted(URL_KEY + url for url in source.by_url)
 
 
-def _documents_under(folder: str, problems: list[tuple[str, str, str]],
-                     skipped: list[str] | None = None) -> Iterator[tuple[str, str]]:
+def _documents_under(folder: str, problems: list[tuple[str, str, str]], skipped: list[str] | None = None,
+                     hidden: list[str] | None = None) -> Iterator[tuple[str, str]]:
     """(path as listed, resolved path) of the document files anywhere under `folder`
     (recursively). The name that matches a paper is the listed one (a link named after the
     DOI counts by its own name); what is read is the resolved file, which must stay inside
     `folder` (a link out of it is a problem, reported like a manifest row's). Linked folders
     are not walked (their files would be read twice, or from outside); one that leads out of
-    `folder` is a problem too."""
+    `folder` is a problem too. Hidden files and folders (a name starting with `.`: `.Trash`,
+    `.snapshot`, `.ipynb_checkpoints`, a Mac's `._NAME.pdf` companions) hold copies and
+    leftovers, not the user's documents: they are neither read nor walked, and listed in
+    `hidden`."""
     for top, dirs, files in os.walk(folder, followlinks=False):
+        if hidden is not None:
+            hidden += [os.path.join(top, name) for name in dirs + files if name.startswith(".")]
+        dirs[:] = [name for name in dirs if not name.startswith(".")]
+        files = [name for name in files if not name.startswith(".")]
         for name in dirs:  # not followed; one that leads out of the folder is said, as a file's link is
             listed = os.path.join(top, name)
             if os.path.islink(listed) and inside(folder, os.path.relpath(listed, folder)) is None:
