@@ -115,13 +115,22 @@ def list_parts(directory: str) -> list[str]:
     return match_paths(join_path(directory, "*.parquet"))
 
 
+def read_file_bytes(data: bytes, columns: Sequence[str] | None = None) -> pa.Table:
+    """One Parquet file's bytes as a table, read synchronously by `ParquetFile`. `pq.read_table`
+    scans through Arrow's datasets, whose last callbacks release the Python buffer from a pool
+    thread after the table is returned: a command that stopped right after a read (a refused
+    input, exit 2) had that thread take the GIL during the interpreter's shutdown, and the
+    process aborted ("terminate called without an active exception", exit 134)."""
+    return pq.ParquetFile(pa.BufferReader(data)).read(columns=list(columns) if columns else None)
+
+
 def read_table(directory: str, columns: Sequence[str] | None = None, schema: pa.Schema | None = None) -> pa.Table:
     """Read a whole stage folder into one table (for small outputs, reports and tests)."""
     parts = list_parts(directory)
     tables = []
     for path in parts:
         with _filesystems().open(path) as f:
-            tables.append(pq.read_table(io.BytesIO(f.read()), columns=list(columns) if columns else None))
+            tables.append(read_file_bytes(f.read(), columns))
     if not tables:
         if schema is None:
             raise FileNotFoundError(f"no Parquet files under {directory}")

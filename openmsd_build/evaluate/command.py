@@ -34,10 +34,9 @@ import time
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from openmsd_build.core import layout
+from openmsd_build.core import layout, parquet_io
 from openmsd_build.core.doi import try_normalize_doi
 from openmsd_build.core.errors import UserError
 from openmsd_build.core.notices import warn
@@ -181,8 +180,9 @@ def run_bm25_baseline(out: str, splits=tasks.EVAL_SPLITS, relations=layout.RELAT
 
 
 def _read_table(path: str) -> pa.Table:
+    """The whole file (`parquet_io.read_file_bytes`: a refused file's exit must not abort)."""
     with FileSystems.open(path) as f:
-        return pq.read_table(pa.BufferReader(f.read()))
+        return parquet_io.read_file_bytes(f.read())
 
 
 def _vector_column(table: pa.Table, name: str | None) -> str:

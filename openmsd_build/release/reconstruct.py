@@ -244,11 +244,9 @@ def restore_graph(release: str, out: str, manifest: dict) -> dict[str, int]:
     stage counts become `_stats/{citations,split,pairs}.json`, so `export`, `evaluate` and
     `report` work on it as on the original build. One output file per ids file: no step
     holds the whole release."""
-    import io
 
     import pyarrow as pa
     import pyarrow.compute as pc
-    import pyarrow.parquet as pq
 
     from openmsd_build.core.hashing import paper_ids
     from openmsd_build.schemas import SPLITS
@@ -287,7 +285,7 @@ def restore_graph(release: str, out: str, manifest: dict) -> dict[str, int]:
     rows = 0
     for i, path in enumerate(ids):
         with FileSystems.open(path) as f:
-            table = pq.read_table(io.BytesIO(f.read()), columns=["doi", "split", "language"])
+            table = parquet_io.read_file_bytes(f.read(), ["doi", "split", "language"])
         table = table.filter(pc.not_equal(table["split"], NO_SPLIT)).sort_by("doi")
         dois = table["doi"].to_pylist()
         out_table = pa.table({

@@ -209,3 +209,25 @@ def test_vectors_that_rank_nothing_are_refused(tmp_path, capsys):
         pq.write_table(pa.table({"doi": ids, "embedding": vectors}), path)
         assert main(["evaluate", "--out", out, "--embeddings", str(path), "--split", "idt"]) == 2, name
         assert said in capsys.readouterr().err, name
+
+
+def test_a_refused_embeddings_file_exits_2_as_a_process(tmp_path):
+    """The command printed its error and returned 2, then the process aborted in most runs
+    (exit 134, "terminate called without an active exception"): Arrow's dataset scan released
+    the file's buffer from a pool thread after the read, and that thread took the GIL during
+    the interpreter's shutdown. Run as a user runs it, in a process of its own, a few times
+    (the abort was a race)."""
+    import subprocess
+    import sys
+
+    out = str(tmp_path / "build")
+    write_tiny_build(out)
+    dois = [d[0] for d in DOCS]
+    good = _vectors(dois)
+    path = tmp_path / "twice.parquet"
+    pq.write_table(pa.table({"doi": dois + [dois[0].upper()], "embedding": good.tolist() + [good[0].tolist()]}), path)
+    for _ in range(4):
+        done = subprocess.run([sys.executable, "-m", "openmsd_build.cli", "evaluate", "--out", out, "--embeddings",
+                               str(path), "--split", "idt"], capture_output=True, text=True, timeout=120)
+        assert (done.returncode, "terminate called" in done.stderr) == (2, False), done.stderr[-500:]
+        assert "has two vectors" in done.stderr
