@@ -137,7 +137,7 @@ def evaluate_split(corpus: Corpus, models: dict[str, object], sizes, resamples: 
                                            latest_years, max_queries, field, eligible_queries=eligible)
                 samples.append(s.describe())
                 if pools_dir:
-                    name = f"size={size}" if field is None else f"field={field}/size={size}"
+                    name = f"size={size}" if field is None else f"{field_folder(field)}/size={size}"
                     write_table(pool_table(corpus, s, relations),
                                    join_path(pools_dir, corpus.split, name, f"resample={i}.parquet"))
                 for m, model in models.items():
@@ -149,6 +149,17 @@ def evaluate_split(corpus: Corpus, models: dict[str, object], sizes, resamples: 
                          "samples": samples,
                          "models": {m: large_pool.aggregate(v) for m, v in per_model.items()}})
     return {"split": corpus.split, "papers": len(corpus), "eligible_queries": int(eligible_all.size), "runs": runs}
+
+
+def field_folder(field: str) -> str:
+    """The pools folder of a field-level run: `field=<the category, percent-encoded>`, as Hive
+    partitions encode their values. A category is data (`Medicine`, `Arts & Humanities`, or
+    whatever a user's metadata holds): written as it was, `--field ../../x` wrote its pools
+    outside the build. Encoded, a `/` stays in the name, and the `field=` prefix keeps `..`
+    from naming a parent."""
+    from urllib.parse import quote
+
+    return "field=" + quote(field, safe=" &,()'")
 
 
 # --------------------------------------------------------------------------- CLI
@@ -315,6 +326,18 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     from openmsd_build.evaluate.command import read_embeddings
     from openmsd_build.evaluate.encoders import load_encoder
 
+    for field in args.field:
+        if not field.strip() or len(field_folder(field)) > layout.MAX_NAME_CHARS:
+            raise UserError(f"--field {field[:80]!r}: a category name of 1 to {layout.MAX_NAME_CHARS} characters "
+                            "(once its / % and control characters are encoded)")
+    named = [(os.path.basename(os.path.normpath(p)), p) for p in args.encoder]
+    named += [(os.path.splitext(os.path.basename(p))[0], p) for p in args.embeddings]
+    seen: dict[str, str] = {}
+    for name, path in named:  # a model is reported by its name: two of one name, one would vanish
+        if name in seen:
+            raise UserError(f"two models are named {name!r} ({seen[name]} and {path}): models are named after "
+                            "their file or folder names, give them different ones")
+        seen[name] = path
     encoders = {os.path.basename(os.path.normpath(p)): load_encoder(p) for p in args.encoder}
     embeddings = {os.path.splitext(os.path.basename(p))[0]: read_embeddings(p) for p in args.embeddings}
     results = run_pools(

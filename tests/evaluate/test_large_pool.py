@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -318,3 +319,32 @@ def test_the_synthetic_build_is_the_same_in_every_process(tmp_path):
     digests = {subprocess.run([sys.executable, "-c", script, str(tmp_path / f"b{seed}")], capture_output=True, text=True,
                               check=True, env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout for seed in (1, 2)}
     assert len(digests) == 1
+
+
+def test_a_field_or_model_name_cannot_write_elsewhere_or_vanish(tmp_path, capsys):
+    """`--field` is a category name, written into the pools' folder as it was: `../../x` wrote
+    pools outside the build. Two `--embeddings` files of one base name were one model (the
+    last), the other dropped without a word."""
+    from openmsd_build.evaluate.pools_command import field_folder
+
+    assert field_folder("Arts & Humanities") == "field=Arts & Humanities"
+    assert field_folder("../../x") == "field=..%2F..%2Fx"
+    out = tmp_path / "deep" / "build"
+    synthetic_build(str(out), 300, seed=3)
+    args = ["evaluate-pools", "--out", str(out), "--split", "idt", "--pool-sizes", "50", "--resamples", "1",
+            "--max-queries", "5", "--no-tune"]
+    assert main([*args, "--field", "../../escaped"]) == 0
+    assert not list(tmp_path.rglob("escaped*"))
+    written = out / "evaluation" / "large_pool" / "pools" / "idt" / "field=..%2F..%2Fescaped" / "size=50"
+    assert (written / "resample=0.parquet").is_file()
+    assert main([*args, "--field", "x" * 300]) == 2
+    assert "a category name of 1 to 200 characters" in capsys.readouterr().err
+
+    corpus = load_corpus(str(out), "idt")
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        pq.write_table(pa.table({"doi": corpus.dois, "embedding": np.eye(len(corpus.dois), 8).tolist()}),
+                       tmp_path / folder / "model.parquet")
+    assert main([*args, "--embeddings", str(tmp_path / "a" / "model.parquet"),
+                 "--embeddings", str(tmp_path / "b" / "model.parquet")]) == 2
+    assert "two models are named 'model'" in capsys.readouterr().err
