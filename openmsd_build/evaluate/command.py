@@ -43,6 +43,7 @@ from openmsd_build.core.notices import warn
 from openmsd_build.core.parquet_io import join_path
 from openmsd_build.core.staging import path_exists
 from openmsd_build.evaluate import metrics, tasks
+from openmsd_build.evaluate.vectors import unit_rows
 
 log = logging.getLogger(__name__)
 
@@ -65,9 +66,7 @@ class EmbeddingScorer:
     """Cosine similarity of pool documents (rows of `vectors`, in pool order)."""
 
     def __init__(self, vectors: np.ndarray):
-        v = np.asarray(vectors, dtype=np.float32)
-        norms = np.linalg.norm(v, axis=1, keepdims=True)
-        self.unit = np.divide(v, norms, out=np.zeros_like(v), where=norms > 0)
+        self.unit = unit_rows(vectors)
 
     def score_batch(self, queries: np.ndarray) -> np.ndarray:
         return self.unit[queries] @ self.unit.T

@@ -36,6 +36,7 @@ from openmsd_build.evaluate import tasks, topk
 from openmsd_build.evaluate.corpus import NO_YEAR, Corpus
 from openmsd_build.evaluate.sparse_bm25 import SparseBM25, count_matrix
 from openmsd_build.evaluate.tokenize import tokenize
+from openmsd_build.evaluate.vectors import unit_rows
 
 SAMPLING = (
     "Queries: papers of the split's latest publication year(s) with at least one related paper (the chosen "
@@ -173,9 +174,7 @@ class DenseModel:
     """Exact cosine search over vectors in corpus order (any encoder, or precomputed)."""
 
     def __init__(self, vectors: np.ndarray, name: str = "dense"):
-        v = np.asarray(vectors, dtype=np.float32)
-        norms = np.linalg.norm(v, axis=1, keepdims=True)
-        self.unit = np.divide(v, norms, out=np.zeros_like(v), where=norms > 0)
+        self.unit = unit_rows(vectors)
         self.name = name
 
     def params(self) -> dict:

@@ -231,3 +231,26 @@ def test_a_refused_embeddings_file_exits_2_as_a_process(tmp_path):
                                str(path), "--split", "idt"], capture_output=True, text=True, timeout=120)
         assert (done.returncode, "terminate called" in done.stderr) == (2, False), done.stderr[-500:]
         assert "has two vectors" in done.stderr
+
+
+@pytest.mark.parametrize("scale", [1e36, 1e-36])
+def test_vectors_at_any_scale_rank_as_at_unit_scale(tmp_path, scale):
+    """Cosine does not depend on a vector's length, but float32 squares of components near
+    1e38 overflow and those near 1e-36 underflow: every vector became zeros, every score 0,
+    and the model was ranked by DOI order with exit 0. The same directions at any scale now
+    score alike (`evaluate.vectors.unit_rows`), in `evaluate` and in the large pools' model."""
+    from openmsd_build.evaluate.large_pool import DenseModel
+
+    out = str(tmp_path / "build")
+    write_tiny_build(out)
+    dois = [d[0] for d in DOCS]
+    good = _vectors(dois)
+    results = {}
+    for name, vectors in (("unit", good), ("scaled", good * scale)):
+        path = tmp_path / f"{name}.parquet"
+        pq.write_table(pa.table({"doi": dois, "embedding": pa.array(vectors.astype(np.float32).tolist(),
+                                                                    pa.list_(pa.float32()))}), path)
+        assert main(["evaluate", "--out", out, "--embeddings", str(path), "--split", "idt"]) == 0
+        results[name] = json.loads((tmp_path / "build" / "evaluation" / f"{name}_idt.json").read_text())["relations"]
+    assert results["scaled"] == results["unit"] and results["unit"]["dc"]["all"]["map"] > 0.5
+    assert np.allclose(DenseModel((good * scale).astype(np.float32)).unit, DenseModel(good).unit, atol=1e-6)
