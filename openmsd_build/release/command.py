@@ -5,7 +5,8 @@ Writes (default `OUT/release/`, or `--to DIR`; local or gs://):
     ids/split={train,idt,odt,none}/part-*.parquet  one row per document: DOI, split, language,
                                                    categories, year, token counts and a sha256 of
                                                    title / abstract / content (no text)
-    citations/  pairs/{dc,cc,bc}/split=*/  [pairs/mix/  negatives/]  fetch/   copied as built
+    citations/  pairs/{dc,cc,bc}/split=*/  [pairs/mix/  negatives/]  fetch/   copied as built (fetch/ rows
+                                                   naming local files or archives: by their file names)
     _stats/release.json                            the release's own counts
     MANIFEST.json   format, our version, build config, stage counts (`_stats/*.json`), source
                     snapshot files (names, sizes, modification times where still reachable),
@@ -91,6 +92,50 @@ def _public_path(path: str) -> str:
     """What a published manifest may say of a path: a remote URI as it is, a local path by
     its file name only (a release must not leak the builder's folders)."""
     return path if "://" in path else os.path.basename(path.rstrip("/")) or path
+
+
+def _public_spec(value: str) -> str:
+    """A source spec or path of a build's config as a published manifest may show it: a local
+    path by its file name (`_public_path`), in a `warc:` / `cc-index:` glob list or a
+    `local:FOLDER[@MANIFEST]` too; anything else as it is."""
+    for prefix in ("warc:", "cc-index:"):
+        if value.startswith(prefix):
+            return prefix + ",".join(_public_path(p) for p in value[len(prefix) :].split(","))
+    if value.startswith("local:"):
+        return "local:" + "@".join(_public_path(p) for p in value[len("local:") :].split("@"))
+    return _public_path(value) if value.startswith("/") else value
+
+
+def _public_config(value):  # noqa: ANN001, ANN202 - any JSON value of a stage's stats
+    """A stage's stats (its config: options, inputs) with every string made public (`_public_spec`)."""
+    if isinstance(value, dict):
+        return {k: _public_config(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_public_config(v) for v in value]
+    return _public_spec(value) if isinstance(value, str) else value
+
+
+def _public_fetch_part(src: str, dst: str) -> bool:
+    """Write the `fetch/` part `src` to `dst` with its local paths made public -- a `file://`
+    URL (a `--fetch local:` file) by its file name, `file:NAME`, a local WARC or file path by
+    its name -- and say whether it did; False (nothing written) when the part holds none, so
+    the caller copies it as it is (server-side on Cloud Storage: a full build's fetch rows name
+    gs:// archives and http URLs)."""
+    import pyarrow as pa
+
+    with FileSystems.open(src) as f:
+        table = parquet_io.read_file_bytes(f.read())
+    urls, files = table.column("url").to_pylist(), table.column("warc_file").to_pylist()
+    local = [u is not None and u.startswith("file://") for u in urls]
+    local_files = [w is not None and "://" not in w for w in files]
+    if not any(local) and not any(local_files):
+        return False
+    urls = ["file:" + u.rstrip("/").rsplit("/", 1)[-1] if is_file else u for u, is_file in zip(urls, local, strict=True)]
+    files = [_public_path(w) if is_local else w for w, is_local in zip(files, local_files, strict=True)]
+    table = table.set_column(table.schema.get_field_index("url"), "url", pa.array(urls, pa.string()))
+    table = table.set_column(table.schema.get_field_index("warc_file"), "warc_file", pa.array(files, pa.string()))
+    parquet_io.write_table(table, dst)
+    return True
 
 
 def _match(pattern: str) -> list:
@@ -196,6 +241,9 @@ def write_release(
     for _, dst in copied:
         if "://" not in dst:
             os.makedirs(os.path.dirname(dst), exist_ok=True)
+    # the fetch rows of a local build name the builder's folders: written with public names
+    copied = [(src, dst) for src, dst in copied if not (src[len(out.rstrip("/")) + 1 :].startswith("fetch/")
+                                                         and _public_fetch_part(src, dst))]
     if copied:
         FileSystems.copy([s for s, _ in copied], [d for _, d in copied])
 
@@ -214,7 +262,8 @@ def write_release(
             "out": _public_path(out),
             "stages_present": sorted(stages),
             "partial": not split_parts,
-            "config": {stage: {k: v for k, v in s.items() if k not in ("counts", "inputs")} for stage, s in stages.items()},
+            "config": {stage: _public_config({k: v for k, v in s.items() if k not in ("counts", "inputs")})
+                       for stage, s in stages.items()},
         },
         "sources": _sources(stages),
         "stage_counts": {stage: s.get("counts", {}) for stage, s in stages.items()},
@@ -276,8 +325,7 @@ def _sources(stages: dict) -> dict:
         sources["metadata_files"] = "not recorded by this build's papers stage"
     fetch = (stages.get("text") or {}).get("fetch")
     if fetch:
-        sources["text_fetch"] = "warc:" + ",".join(_public_path(p) for p in fetch[5:].split(",")) if (
-            fetch.startswith("warc:")) else fetch
+        sources["text_fetch"] = _public_spec(fetch)
         if fetch.startswith("warc:"):
             warcs = []
             for pattern in fetch[len("warc:") :].split(","):

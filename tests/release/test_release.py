@@ -68,6 +68,14 @@ def test_release_is_id_only_with_checksums(demo, release):
         if path.endswith(".parquet"):
             names = set(pq.read_schema(release / path).names)
             assert not names & {"title", "abstract", "content"}, path
+    # a release is published: it names no folder of the builder's machine (the fetch rows named
+    # every archive by its absolute path, and a --fetch local: build every file's)
+    root = str(build.parent)
+    assert root not in (release / "MANIFEST.json").read_text()
+    fetch = _table(release / "fetch")
+    assert fetch.num_rows == _table(build / "fetch").num_rows
+    assert not [v for v in fetch.column("warc_file").to_pylist() + fetch.column("url").to_pylist() if v and root in v]
+    assert {w for w in fetch.column("warc_file").to_pylist() if w} <= {p.name for p in (demo[0] / "warc").iterdir()}
     # pairs are copied byte for byte
     for rel in ("dc", "cc", "bc"):
         for src in (build / "pairs" / rel).rglob("*.parquet"):
@@ -293,3 +301,28 @@ def test_a_release_with_no_document_in_a_split_says_so(demo, tmp_path, beam_args
     assert main(["release", str(copy), "--to", str(tmp_path / "rel"), *beam_args]) == 0
     err = capsys.readouterr().err
     assert "is in train, idt or odt (the split stage linked no paper)" in err
+
+
+def test_local_files_and_specs_are_published_by_their_names(tmp_path):
+    """A `--fetch local:` build's fetch rows hold each file's `file://` URL and path, and its
+    config the folder and manifest: published as names, never the builder's folders."""
+    from openmsd_build.core import parquet_io
+    from openmsd_build.release.command import _public_config, _public_fetch_part, _public_spec
+    from openmsd_build.schemas import FETCH
+
+    assert _public_spec("local:/home/me/My Papers/@/home/me/m.csv") == "local:My Papers@m.csv"
+    assert _public_spec("warc:/data/a/*.warc.gz,gs://b/c/*.warc.gz") == "warc:*.warc.gz,gs://b/c/*.warc.gz"
+    assert _public_config({"fetch": "local:/x/y", "n": 3, "globs": ["/x/z.json.gz", "gs://b/k"]}) == {
+        "fetch": "local:y", "n": 3, "globs": ["z.json.gz", "gs://b/k"]}
+    row = {name: None for name in FETCH.names}
+    rows = [{**row, "url": "file:///home/me/My%20Papers/10.1_x.pdf", "doi": "10.1/x",
+             "warc_file": "/home/me/My Papers/10.1_x.pdf"},
+            {**row, "url": "https://example.org/y", "doi": "10.1/y", "warc_file": "gs://bucket/crawl/y.warc.gz"}]
+    src, dst = tmp_path / "src.parquet", tmp_path / "dst.parquet"
+    parquet_io.write_table(parquet_io.table_from_rows(rows, FETCH), str(src))
+    assert _public_fetch_part(str(src), str(dst))
+    got = [(r["url"], r["warc_file"]) for r in pq.read_table(dst).to_pylist()]
+    assert got == [("file:10.1_x.pdf", "10.1_x.pdf"), ("https://example.org/y", "gs://bucket/crawl/y.warc.gz")]
+    remote = tmp_path / "remote.parquet"
+    parquet_io.write_table(parquet_io.table_from_rows(rows[1:], FETCH), str(remote))
+    assert not _public_fetch_part(str(remote), str(tmp_path / "none.parquet"))  # copied as it is
