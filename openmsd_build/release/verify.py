@@ -38,7 +38,7 @@ def file_digest(path: str) -> tuple[str, int]:
 def check_entry(release: str, entry: object) -> tuple[str, str | None]:
     """(relative path, None) when the manifest entry names a file inside the release whose
     bytes have the manifest's sha256 (and size, when listed); else (path or "", reason):
-    `manifest_entry_malformed`, a `core.paths` reason, `checksum_missing`,
+    `manifest_entry_malformed`, a `core.paths` reason, `checksum_missing`, `not_a_file`,
     `file_unreadable`, `size_mismatch`, `checksum_mismatch`."""
     if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
         return "", "manifest_entry_malformed"
@@ -50,6 +50,9 @@ def check_entry(release: str, entry: object) -> tuple[str, str | None]:
     expected = entry.get("sha256")
     if not isinstance(expected, str) or not _SHA256_RE.match(expected.lower()):
         return rel, "checksum_missing"
+    reason = _not_a_file_of_its_size(source, entry.get("bytes"))
+    if reason is not None:  # before reading: a FIFO blocks the read forever, a huge file takes minutes
+        return rel, reason
     try:
         actual, size = file_digest(source)
     except Exception:  # noqa: BLE001 - missing or unreadable: this file's refusal
@@ -59,6 +62,29 @@ def check_entry(release: str, entry: object) -> tuple[str, str | None]:
     if actual != expected.lower():
         return rel, "checksum_mismatch"
     return rel, None
+
+
+def _not_a_file_of_its_size(source: str, listed: object) -> str | None:
+    """`not_a_file` (a FIFO, a device, a folder: reading a FIFO named in a release blocked
+    `reconstruct` forever), `size_mismatch` (the listed size checked before the file is hashed:
+    a 16 GB file listed as 100 bytes was read whole first), `file_unreadable`, or None."""
+    import os
+    import stat
+
+    if "://" in source:
+        try:
+            size = FileSystems.match([source])[0].metadata_list[0].size_in_bytes
+        except Exception:  # noqa: BLE001 - no such object: this file's refusal
+            return "file_unreadable"
+    else:
+        try:
+            info = os.stat(source)
+        except OSError:
+            return "file_unreadable"
+        if not stat.S_ISREG(info.st_mode):
+            return "not_a_file"
+        size = info.st_size
+    return "size_mismatch" if isinstance(listed, int) and listed != size else None
 
 
 def verified_files(release: str, manifest: dict, wanted) -> tuple[list[str], dict[str, str]]:

@@ -249,3 +249,25 @@ def test_confined_path_on_remote_and_local_roots(tmp_path):
     assert confined_path("gs://b/release", "pairs/x.parquet") == "gs://b/release/pairs/x.parquet"
     with pytest.raises(UnsafePath):
         confined_path(str(tmp_path), "a/../../b")
+
+
+def test_a_fifo_or_a_file_of_another_size_is_refused_before_it_is_read(tmp_path):
+    """A FIFO named in a release's manifest blocked `reconstruct` forever (its read waits for a
+    writer), and a 16 GB sparse file listed as 100 bytes was hashed whole before its size was
+    compared. Both are refused from the file's own metadata, before a byte is read."""
+    import os
+    import time
+
+    from openmsd_build.release.verify import check_entry
+
+    release = tmp_path / "release"
+    release.mkdir()
+    os.mkfifo(release / "pipe.parquet")
+    with open(release / "huge.parquet", "wb") as fh:
+        fh.truncate(16 * 1024**3)  # sparse: no disk used
+    started = time.monotonic()
+    assert check_entry(str(release), {"path": "pipe.parquet", "sha256": "0" * 64, "bytes": 10}) == (
+        "pipe.parquet", "not_a_file")
+    assert check_entry(str(release), {"path": "huge.parquet", "sha256": "0" * 64, "bytes": 100}) == (
+        "huge.parquet", "size_mismatch")
+    assert time.monotonic() - started < 5
