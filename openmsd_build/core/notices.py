@@ -47,7 +47,7 @@ def _top(counts: Mapping[str, int], prefix: str, n: int = 3) -> str:
     shown = ", ".join(f"{k} {_n(v)}" for v, k in items[:n])
     rest = items[n:]
     if rest:
-        shown += f", {len(rest)} other reason{'s' if len(rest) > 1 else ''} {_n(sum(v for v, _ in rest))}"
+        shown += f", and {_n(sum(v for v, _ in rest))} for {len(rest)} other reason{'s' if len(rest) > 1 else ''}"
     return shown
 
 
@@ -158,6 +158,12 @@ def _split(counts: Mapping[str, int]) -> list[str]:
     if linked and not (counts.get("idt", 0) or counts.get("odt", 0)):
         return [f"split put all {_n(linked)} linked papers in train: IDT and ODT are empty (a small build: "
                 "lower --top-k or raise --min-idt-groups)"]
+    languages = sum(1 for k in counts if k.startswith("top_language_rank."))
+    if linked and not counts.get("odt", 0):  # the out-of-distribution test: its pairs, evaluation and export empty
+        return [f"split put no paper in ODT (the languages outside the top --top-k): all {_n(languages)} languages "
+                "of the linked papers are in it; lower --top-k to hold the smallest out"]
+    if linked and not counts.get("idt", 0):
+        return ["split put no paper in IDT: raise --min-idt-groups (or --idt-fraction) to hold some out of train"]
     return []
 
 

@@ -196,7 +196,7 @@ def test_a_warnings_breakdown_adds_up_to_its_total():
               "local.rejected.local_doi_not_among_papers": 1, "local.manifest_used": 1, "papers": 3,
               "local.papers_matched": 1, "documents.kept": 1}
     line = next(line for line in stage_warnings("text", counts) if "rejected" in line)
-    assert "(local_manifest_bad_row 3, local_path_outside_folder 2, " in line and ", 2 other reasons 2)" in line
+    assert "(local_manifest_bad_row 3, local_path_outside_folder 2, " in line and ", and 2 for 2 other reasons)" in line
 
 
 def test_a_folder_without_manifest_that_matched_nothing_is_asked_about_its_names():
@@ -208,3 +208,14 @@ def test_a_folder_without_manifest_that_matched_nothing_is_asked_about_its_names
     line = next(line for line in stage_warnings("text", {**counts, "local.manifest_used": 1})
                 if line.startswith("no file of the folder matched"))
     assert "does the manifest use the papers' DOIs or URLs?" in line
+
+
+def test_one_empty_test_split_is_warned_about():
+    """A build whose languages all fit in the top --top-k has no ODT: its pairs, evaluation and
+    export configs were empty with no warning (only both test splits empty was said)."""
+    counts = {"documents_read": 211, "train": 125, "idt": 13, "odt": 0,
+              **{f"top_language_rank.{lang}": i for i, lang in enumerate(("en", "es", "id", "it", "pt"), 1)}}
+    [line] = stage_warnings("split", counts)
+    assert "split put no paper in ODT" in line and "all 5 languages" in line and "lower --top-k" in line
+    assert "split put no paper in IDT" in stage_warnings("split", {**counts, "idt": 0, "odt": 4})[0]
+    assert stage_warnings("split", {**counts, "odt": 4}) == []
