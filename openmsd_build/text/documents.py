@@ -344,13 +344,19 @@ def printed_title_needed(title_keys: list[str] | None, content: str | None) -> b
     return bool(title_keys) and not _title_printed(title_keys, (content or "")[:MATCH_TEXT_CHARS])
 
 
-def _other_text(titles: list[str], extraction: dict, match: float | None) -> bool:
-    """Whether the fetched document is another text than the paper: it prints a title of its
-    own, its agreement is under `TITLE_MATCH_MIN`, and its text (a slice of the body, else its abstract or printed title)
-    and a metadata title are both reliably in one language. A paper whose metadata gives
-    only a translated title is not taken for another text; nor is a document or a title whose
-    language CLD3 cannot tell (short titles often): when unsure, the document is used."""
-    if match is None or match >= TITLE_MATCH_MIN or not extraction.get("title"):
+def _other_text(titles: list[str], extraction: dict, match: float | None, doi: str = "") -> bool:
+    """Whether the fetched document is another text than the paper: its agreement with the
+    metadata title is under `TITLE_MATCH_MIN`, and either it prints another paper's DOI on its
+    first page (`_prints_another_doi`), or it prints a title of its own and its text (a slice of
+    the body, else its abstract or printed title) and a metadata title are both reliably in
+    one language. A paper whose metadata gives only a translated title is not taken for
+    another text; nor is a document or a title whose language CLD3 cannot tell (short titles
+    often) when it prints no other DOI: when unsure, the document is used."""
+    if match is None or match >= TITLE_MATCH_MIN:
+        return False
+    if doi and _prints_another_doi(doi, extraction.get("content") or extraction.get("abstract") or ""):
+        return True
+    if not extraction.get("title"):
         return False
     content = extraction.get("content") or ""
     sample = content[len(content) // 3:][:BODY_SAMPLE_CHARS] if content else (
@@ -359,6 +365,25 @@ def _other_text(titles: list[str], extraction: dict, match: float | None) -> boo
     if language == UND or not reliable:
         return False
     return any(detect_language(t)[:3:2] == (language, True) for t in titles)
+
+
+DOI_HEAD_CHARS = 3000
+"""How much of a document's text is its first page's front matter, where a paper prints its
+own DOI (a reference list or a related-articles box, which print others', come later)."""
+_PRINTED_DOI_RE = re.compile(r"\b(10\.\d{4,9})/\S{3,}")
+
+
+def _prints_another_doi(doi: str, text: str) -> bool:
+    """Whether `text`'s head prints DOIs, every one of another registrant than the paper's DOI
+    (`10.2903/...` in a PDF saved for a `10.3897/...` paper), and the paper's DOI is printed
+    nowhere in it. A registrant's other DOIs are not counted (a journal's PDF may print a
+    correction's or a supplement's DOI, or the paper's own cut at a line end), nor is a DOI
+    printed only further in (references): only a front page that says "I am that paper"."""
+    head = _PRINTED_DOI_RE.findall(text[:DOI_HEAD_CHARS])
+    own = doi.split("/", 1)[0].lower()
+    if not head or any(prefix.lower() == own for prefix in head):
+        return False
+    return doi.lower() not in "".join(text.split()).lower()
 
 
 # Extraction kinds in order of preference for each field.
@@ -690,7 +715,7 @@ def build_document(paper: dict, extractions: Iterable[dict] = (), dropped: list[
     # document that is another text gives the paper neither title, abstracts nor content
     titles = metadata_titles(paper)
     matches = [extraction_title_match(titles, e) for e in extractions]
-    other = {k for k, e in enumerate(extractions) if _other_text(titles, e, matches[k])}
+    other = {k for k, e in enumerate(extractions) if _other_text(titles, e, matches[k], paper.get("doi") or "")}
     usable = [e for k, e in enumerate(extractions) if k not in other]
     known = [m for m in matches if m is not None]
     title_match = max(known) if known else None

@@ -83,6 +83,30 @@ def test_another_text_is_only_declared_when_the_languages_are_sure() -> None:
     assert outcome == "kept" and row["title_match"] < 0.5
 
 
+def test_a_front_page_printing_another_papers_doi_is_another_text(real_samples) -> None:
+    """A file saved under the wrong paper (here EFSA's opinion as a Rosa karyotype paper, as a
+    user's `--fetch local:` folder may hold it) was kept as that paper's abstract and text: its
+    title agrees at 0.17, but CLD3 cannot place the short metadata title, so the language rule
+    was unsure. The PDF's front page prints its own DOI, of another registrant, and the
+    paper's DOI is nowhere in it: that is evidence enough. Its own paper keeps it; a page that
+    prints the paper's registrant, or no DOI, is still used when unsure."""
+    from openmsd_build.text.extract.pdf import extract_pdf
+
+    pdf = (real_samples / "pdf" / "crminer__10.2903_j.efsa.2014.3550.pdf").read_bytes()
+    efsa = {**extract_pdf(pdf), "kind": "pdf", "url": "file:///papers/10.3897_compcytogen.v10i4.9536.pdf"}
+    rosa = {"doi": "10.3897/compcytogen.v10i4.9536", "title": "Towards a FISH-based karyotype of Rosa L. (Rosaceae)"}
+    dropped: list[tuple[str, str]] = []
+    row, outcome = build_document(rosa, [efsa], dropped)
+    assert (row, outcome) == (None, "title_mismatch") and ("pdf", "title_mismatch_content") in dropped
+    own = {"doi": "10.2903/j.efsa.2014.3550", "title": efsa["title"]}
+    assert build_document(own, [efsa])[1] == "kept"
+    # the same registrant (a correction's DOI, the paper's own cut at a line end), or no DOI: unsure, used
+    same = {**efsa, "content": efsa["content"].replace("10.2903/j.efsa.2014.3550", "10.3897/compcytogen.v10i4.95")}
+    assert build_document(rosa, [same])[1] == "kept"
+    bare = {**efsa, "content": efsa["content"].replace("doi:10.2903/j.efsa.2014.3550", "")}
+    assert build_document(rosa, [bare])[1] == "kept"
+
+
 def test_a_translated_metadata_title_is_not_taken_for_another_text() -> None:
     body = " ".join([PT] * 12)
     doc = {"kind": "pdf", "url": "u", "title": "Diferenças entre as medidas do índice-h", "content": body,
