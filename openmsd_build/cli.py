@@ -134,6 +134,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _interrupted(command if command in COMMANDS else None)
 
 
+def _no_interrupt_tracebacks(record: logging.LogRecord) -> bool:
+    """Whether a log record is shown: not one that logs a Ctrl-C with its traceback. Beam logs
+    every exception leaving a DoFn (`KeyboardInterrupt [while running 'EnumerateBC/...']` and
+    the whole stack) before it reaches `main`, which then says the one line of `_interrupted`."""
+    exc = record.exc_info
+    return not (exc and exc[0] is not None and issubclass(exc[0], KeyboardInterrupt))
+
+
 def _interrupted(command: str | None) -> int:
     """The message and exit code of a Ctrl-C (130, as a shell reports SIGINT)."""
     name = f"openmsd-build {command}" if command else "openmsd-build"
@@ -154,6 +162,8 @@ def _main(argv: list[str], command: str | None) -> int:
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(_no_interrupt_tracebacks)
     try:
         module = _module(COMMANDS[args.command][0])
         beam_args = split_beam_args(extra, _subparser(parser, args.command))

@@ -108,3 +108,22 @@ def test_a_negative_shard_count_is_a_usage_error(argv, capsys):
         cli.main(argv)
     assert stop.value.code == 2
     assert "argument --shards: must be 0 or more" in capsys.readouterr().err
+
+
+def test_a_ctrl_c_inside_a_pipeline_is_not_logged_with_its_traceback():
+    """Beam logs every exception leaving a DoFn with its stack, a Ctrl-C too ("KeyboardInterrupt
+    [while running 'EnumerateBC/...']" and a traceback above the command's one line). Records
+    carrying a KeyboardInterrupt are not shown; other errors are."""
+    import logging
+    import sys
+
+    def record(exc: BaseException) -> logging.LogRecord:
+        try:
+            raise exc
+        except BaseException:  # noqa: BLE001 - the record of whatever was raised
+            return logging.LogRecord("apache_beam.runners.common", logging.ERROR, __file__, 1,
+                                     "KeyboardInterrupt [while running 'X']", None, sys.exc_info())
+
+    assert not cli._no_interrupt_tracebacks(record(KeyboardInterrupt()))
+    assert cli._no_interrupt_tracebacks(record(ValueError("a real failure")))
+    assert cli._no_interrupt_tracebacks(logging.LogRecord("x", logging.WARNING, __file__, 1, "plain", None, None))

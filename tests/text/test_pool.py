@@ -395,3 +395,30 @@ def test_a_run_end_leaves_no_process_behind() -> None:
     out = subprocess.run([sys.executable, "-c", _RUN_THEN_LIST_CHILDREN], capture_output=True, text=True,
                          timeout=120, check=True).stdout
     assert out.strip() == ""
+
+
+
+def test_stopping_the_fork_server_does_not_wait_forever_for_a_lost_child() -> None:
+    """The fork server exits once every child it forked has closed its pipe. A Ctrl-C while it
+    forked one (before the pid was read back) left a child the pool never knew, waiting on a
+    pipe the unwinding frame kept open, and the command's end waited for the server forever
+    (1 Ctrl-C in 3 at ~3 s into a text run). The wait is now bounded and the pool closes the
+    pipe of a child whose start was interrupted."""
+    import multiprocessing
+    from multiprocessing import forkserver
+
+    from openmsd_build.text.extract import pool as pool_module
+
+    p = ExtractorPool(1, timeout=5, max_bytes=1_000)
+    p.start()
+    lost = multiprocessing.get_context("forkserver").Process(target=time.sleep, args=(60,), daemon=True)
+    lost.start()  # a child nobody will close: it holds the server's pipe for a minute
+    server = forkserver._forkserver._forkserver_pid
+    p.close()
+    started = time.monotonic()
+    pool_module._stop_server(grace=1.0)
+    assert time.monotonic() - started < 10 and forkserver._forkserver._forkserver_pid is None
+    with pytest.raises(ChildProcessError):
+        os.waitpid(server, os.WNOHANG)  # reaped
+    lost.kill()
+    lost.join()

@@ -218,12 +218,43 @@ def stop_fork_server() -> None:
     every DoFn. The resource tracker that multiprocessing started with the server is stopped
     and waited for too: left running, it outlives the command by a moment, a process that
     nobody waits for. The next child starts both again."""
-    from multiprocessing import forkserver, resource_tracker
+    from multiprocessing import resource_tracker
 
     for pool in list(_POOLS):
         pool.close()
-    forkserver._forkserver._stop()
+    _stop_server()
     resource_tracker._resource_tracker._stop()
+
+
+SERVER_EXIT_S = 10.0
+"""How long a stopped fork server may take to exit: it exits once every child it forked has
+closed its pipe; a child nobody knows of (a Ctrl-C while it was forked) must not hold the
+command's exit forever, so past this it is killed."""
+
+
+def _stop_server(grace: float = SERVER_EXIT_S) -> None:
+    """`multiprocessing.forkserver`'s own stop (close the server's pipe, wait for it), with the
+    wait bounded by `grace` seconds: the standard library waits without end."""
+    from multiprocessing import forkserver, util
+
+    server = forkserver._forkserver
+    with server._lock:
+        pid = server._forkserver_pid
+        if pid is None:
+            return
+        os.close(server._forkserver_alive_fd)
+        server._forkserver_alive_fd = None
+        deadline = time.monotonic() + grace
+        while os.waitpid(pid, os.WNOHANG) == (0, 0):
+            if time.monotonic() >= deadline:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                break
+            time.sleep(0.01)
+        server._forkserver_pid = None
+        if not util.is_abstract_socket_namespace(server._forkserver_address):
+            os.unlink(server._forkserver_address)
+        server._forkserver_address = None
 
 
 _POOLS: weakref.WeakSet[ExtractorPool] = weakref.WeakSet()
@@ -328,7 +359,16 @@ class ExtractorPool:
         _widen(child_end)
         process = context.Process(target=_serve, args=(child_end, self.extractors, self.max_memory_mb, self.role),
                                   name="extractor", daemon=True)
-        process.start()
+        try:
+            process.start()
+        except BaseException:
+            # A Ctrl-C while the fork server forks the child (before its pid is read back) left
+            # a child we do not know, waiting on `conn`, which this frame kept open for as long
+            # as the interrupt unwound: it held the fork server's pipe, so stopping the server
+            # waited forever. Closed now, the child reads EOF and exits.
+            conn.close()
+            child_end.close()
+            raise
         child_end.close()
         child = _Child(process, conn, conn.fileno())
         self.stats["started"] += 1
