@@ -34,7 +34,14 @@ _NUMERIC_TAIL = (
     rf"|[{_SUPERSCRIPTS}]+(?:[,\u207b\u2013][{_SUPERSCRIPTS}]+)*)?"
 )
 _CJK_END = rf"[\u3002\uff01\uff1f\uff61\uff0e]+[{_CLOSERS}]*{_NUMERIC_TAIL}"
-_LATIN_END = rf"[.!?\u2026]+[{_CLOSERS}]*{_NUMERIC_TAIL}(?=\s+\S)"
+# A Latin end starts only at the first terminator of a run (the look-behind) and takes the
+# whole run (possessive): a run not followed by whitespace and a word ("a....", "x!?!?y") was
+# otherwise tried from every one of its positions, each scanning to the run's end and
+# failing: quadratic (20,000 periods took a minute). Same boundaries: a match from inside a
+# run ends where one from the run's start could, and a terminator never follows a match
+# (closers and markers are not terminators, and the look-ahead wants whitespace).
+_LATIN_TERMINATORS = "[.!?\u2026]"
+_LATIN_END = rf"(?<!{_LATIN_TERMINATORS}){_LATIN_TERMINATORS}++[{_CLOSERS}]*{_NUMERIC_TAIL}(?=\s+\S)"
 _END = re.compile(rf"(?P<cjk>{_CJK_END})|(?P<latin>{_LATIN_END})")
 _WORD_WINDOW = 64  # an abbreviation is looked for in the characters just before the period
 _WORD_BEFORE = re.compile(r"([^\W\d_]+(?:\.[^\W\d_]+)*)$")

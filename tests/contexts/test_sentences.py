@@ -3,6 +3,8 @@ placed after the period."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from openmsd_build.contexts.sentences import split_sentences
@@ -58,3 +60,28 @@ def test_a_huge_paragraph_is_split_in_linear_time() -> None:
     assert len(sentences) == 70_000
     assert sum(len(find_markers(s)) for s in sentences[:1000]) == 1000
     assert find_markers("(" + "Smith and " * 5000 + "2019)") == []
+
+
+RUN = 200_000
+
+
+@pytest.mark.parametrize("run", [".", "!", "?", "\u2026", "!?", ".\u2026", "\u3002"],
+                         ids=["period", "exclamation", "question", "ellipsis", "mixed", "period-ellipsis", "cjk"])
+@pytest.mark.parametrize("after", ["", "x", "2019??", " next"], ids=["end", "letter", "digits", "sentence"])
+@pytest.mark.timeout(60)
+def test_a_run_of_terminators_is_split_in_linear_time(run: str, after: str) -> None:
+    """A run of terminators not followed by whitespace and a word was tried as a sentence end
+    from each of its positions, each scanning to the run's end: 20,000 periods took a minute,
+    200,000 would take hours. Now one pass; the run stays at the end of its sentence."""
+    text = "Results are shown [1]. A" + run * (RUN // len(run)) + after
+    began = time.process_time()
+    sentences = split_sentences(text)
+    assert time.process_time() - began < 5
+    assert sentences[0] == "Results are shown [1]."
+    assert "".join(sentences[1:]).replace(" ", "") == text[len("Results are shown [1]. "):].replace(" ", "")
+
+
+def test_a_run_of_terminators_ends_a_sentence_as_one_terminator_does() -> None:
+    assert split_sentences("Really?!? Yes... And so on.\u2026 End") == ["Really?!?", "Yes...", "And so on.\u2026", "End"]
+    assert split_sentences("A run!!!x and no end... here") == ["A run!!!x and no end... here"]
+    assert split_sentences("Shown.!.[3] Next") == ["Shown.!.[3]", "Next"]
