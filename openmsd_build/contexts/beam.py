@@ -5,16 +5,20 @@ that end's split and language from `splits/`), and each shard writes its own par
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections import Counter
+from collections.abc import Iterator
 
 import apache_beam as beam
 import polars as pl
 import pyarrow as pa
 
 from openmsd_build.contexts import cocitation
-from openmsd_build.contexts.extract import document_contexts
+from openmsd_build.contexts.extract import iter_document_contexts
 from openmsd_build.contexts.references import longest_lists, read_items, reference_lists
 from openmsd_build.contexts.resolve import REASONS
+from openmsd_build.contexts.spool import ContextSpool
 from openmsd_build.core import frames, layout, parquet_io
 from openmsd_build.core.beam_io import COUNTS_TAG, REJECTS_TAG, UntypedDoFn, bump, untag
 from openmsd_build.core.rejects import make_reject
@@ -88,11 +92,20 @@ class KeyNames(UntypedDoFn):
 
 class ExtractContexts(UntypedDoFn):
     """One DOI shard: documents with their reference lists -> `contexts/` part file; the
-    shard's co-citation instances, summed, keyed by `doi_a`."""
+    shard's co-citation instances, summed, keyed by `doi_a`. The rows go to a local spool
+    (`contexts.spool`) as they are found, not into one list of the shard: a worker holds the
+    shard's reference lists, one batch of full texts and one batch of rows."""
 
     def __init__(self, dest: str, shards: int):
         self.dest = dest
         self.shards = shards
+
+    @staticmethod
+    def _document_batches(values) -> Iterator[pl.DataFrame]:
+        """The shard's batches of documents, one decoded at a time."""
+        for value in values:
+            if value and value[0] == DOCS:
+                yield frames.to_frame([value[1]])
 
     def process(self, element):
         shard, values = element
@@ -104,27 +117,23 @@ class ExtractContexts(UntypedDoFn):
         lists = longest_lists(frames.to_frame(refs).select("doi", "references", "listed").iter_rows(),
                               counts) if refs else {}
         del refs
-        rows: list[dict] = []
         instances: Counter = Counter()  # (doi_a, doi_b) -> sentences, summed over the shard
         seen: set[str] = set()
-        for value in values:
-            if not value or value[0] != DOCS:
-                continue
-            batch = frames.to_frame([value[1]])
-            for doi, content, language in batch.select("doi", "content", "language").iter_rows():
-                seen.add(doi)
-                references, listed = lists.get(doi, (None, None))
-                counts["documents_with_reference_list" if references else "documents_without_reference_list"] += 1
-                found, pairs = document_contexts(doi, content, language, references, counts, listed)
-                counts["documents_with_contexts"] += bool(found)
-                rows.extend(found)
-                instances.update(pairs)
-        counts["reference_lists_joined"] += sum(doi in seen for doi in lists)
-        counts["reference_lists_without_text"] += sum(doi not in seen for doi in lists)
-        if rows or shard == 0:
-            rows.sort(key=lambda r: (r["citing_doi"], r["sentence_index"]))
-            table = pa.Table.from_pylist(rows, schema=CONTEXTS)
-            parquet_io.write_table(table, parquet_io.part_path(layout.contexts_dir(self.dest), shard, self.shards))
+        with tempfile.TemporaryDirectory(prefix="openmsd-contexts-") as tmp, \
+                ContextSpool(os.path.join(tmp, "rows.arrow")) as spool:
+            for batch in self._document_batches(values):
+                for doi, content, language in batch.select("doi", "content", "language").iter_rows():
+                    seen.add(doi)
+                    references, listed = lists.get(doi, (None, None))
+                    counts["documents_with_reference_list" if references else "documents_without_reference_list"] += 1
+                    found = spool.add(doi, iter_document_contexts(doi, content, language, references, counts,
+                                                                  instances, listed))
+                    counts["documents_with_contexts"] += bool(found)
+            counts["reference_lists_joined"] += sum(doi in seen for doi in lists)
+            counts["reference_lists_without_text"] += sum(doi not in seen for doi in lists)
+            if spool.rows or shard == 0:
+                parquet_io.write_tables(spool.tables(), CONTEXTS,
+                                        parquet_io.part_path(layout.contexts_dir(self.dest), shard, self.shards))
         yield _counted(counts)
         if shard == 0:  # every unresolved reason in the stats, zero included (the report lists them)
             yield beam.pvalue.TaggedOutput(COUNTS_TAG, {f"markers_unresolved.{reason}": 0 for reason in REASONS})

@@ -1,7 +1,8 @@
 """One document's citation contexts (pure): sentences -> markers -> resolved DOIs.
 
-`document_contexts` is the whole per-document rule of the stage; the Beam DoFn only feeds it
-documents joined with their reference lists. Counters it adds (the stage reconciles them):
+`iter_document_contexts` is the whole per-document rule of the stage (`document_contexts`:
+the same, all rows at once); the Beam DoFn only feeds it documents joined with their
+reference lists. Counters it adds (the stage reconciles them):
 
 * `sentences_seen = sentences_with_markers + sentences_without_markers + sentences_too_long`
   (a "sentence" over `MAX_SENTENCE_CHARS` is a PDF layout failure, not scanned);
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import replace
 from itertools import combinations
 from typing import Any
@@ -82,12 +84,22 @@ def document_contexts(doi: str, content: str, language: str | None, references: 
     `(doi_a, doi_b)` with doi_a < doi_b -> the sentences citing both. Summed here, a document
     holds at most one entry per pair of its references: as a list of instances, 20,000
     sentences citing the same 50 papers (500 KB of text) held 24.5M tuples, 6.2 GB. `listed`: how many entries
-    the work deposited, when `references` holds only the first of them."""
+    the work deposited, when `references` holds only the first of them. All rows at once: the
+    stage takes them from `iter_document_contexts` instead, a piece at a time."""
+    pairs: Counter = Counter()
+    rows = list(iter_document_contexts(doi, content, language, references, counts, pairs, listed))
+    return rows, pairs
+
+
+def iter_document_contexts(doi: str, content: str, language: str | None, references: list[dict] | None,
+                           counts: Counter, pairs: Counter, listed: int | None = None) -> Iterator[dict[str, Any]]:
+    """`document_contexts` as a generator: the rows in sentence order, the co-citation
+    instances summed into `pairs` and the counters into `counts` as it goes (both complete once
+    it is exhausted). Why: a row holds a dict per marker, so a 5 MB text of sentences citing
+    50 references each was 1.15 GB of rows as one list; the stage writes them away as they come."""
     index = ReferenceIndex(as_references(references), listed)
     text, cut = cut_reference_section(content)
     counts["reference_section_cut"] += cut
-    rows: list[dict[str, Any]] = []
-    pairs: Counter = Counter()
     for position, sentence in enumerate(split_sentences(text)):
         counts["sentences_seen"] += 1
         if len(sentence) > MAX_SENTENCE_CHARS:
@@ -130,13 +142,12 @@ def document_contexts(doi: str, content: str, language: str | None, references: 
         own, detected = sentence_language(sentence, markers, language)
         counts["contexts_language_sentence" if detected else "contexts_language_document"] += 1
         counts["contexts_language_differs"] += own != language
-        rows.append({"citing_doi": doi, "sentence_index": position, "sentence": sentence, "language": own,
-                     "cited_dois": cited, "markers": entries, "n_markers": len(entries),
-                     "n_resolved": sum(e["cited_doi"] is not None for e in entries)})
         if len(cited) > MAX_COCITED:
             counts["ccs_sentences_over_cap"] += 1
         elif len(cited) > 1:
             counts["ccs_sentences"] += 1
             pairs.update(tuple(sorted(p)) for p in combinations(cited, 2))
             counts["ccs_instances"] += len(cited) * (len(cited) - 1) // 2
-    return rows, pairs
+        yield {"citing_doi": doi, "sentence_index": position, "sentence": sentence, "language": own,
+               "cited_dois": cited, "markers": entries, "n_markers": len(entries),
+               "n_resolved": sum(e["cited_doi"] is not None for e in entries)}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import os
 import posixpath
+import tempfile
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -72,6 +73,38 @@ def write_bytes(data: bytes, path: str) -> None:
     tmp = path + ".tmp"
     with FileSystems.create(tmp) as f:
         f.write(data)
+    if FileSystems.exists(path):
+        FileSystems.delete([path])
+    FileSystems.rename([tmp], [path])
+
+
+def write_tables(tables: Iterable[pa.Table], schema: pa.Schema, path: str) -> int:
+    """`write_table` for a part file too large to hold as one table or one buffer: the pieces
+    (of `schema`, in order; each piece is at least one row group) are encoded one at a time
+    into a local temporary file, which is then copied into place as `write_bytes` puts bytes
+    (temporary name, rename). Returns the number of rows written."""
+    rows = 0
+    with tempfile.TemporaryDirectory(prefix="openmsd-part-") as tmp:
+        local = os.path.join(tmp, "part.parquet")
+        with pq.ParquetWriter(local, schema, compression=COMPRESSION) as writer:
+            for table in tables:
+                writer.write_table(table, row_group_size=ROW_GROUP_SIZE)
+                rows += table.num_rows
+        _put_file(local, path)
+    return rows
+
+
+_COPY_BYTES = 8 << 20
+
+
+def _put_file(local: str, path: str) -> None:
+    """A finished local file copied to `path` (local or remote) a block at a time, as
+    `write_bytes` does: to a temporary name, renamed over `path`."""
+    FileSystems = _filesystems()
+    tmp = path + ".tmp"
+    with open(local, "rb") as src, FileSystems.create(tmp) as f:
+        while block := src.read(_COPY_BYTES):
+            f.write(block)
     if FileSystems.exists(path):
         FileSystems.delete([path])
     FileSystems.rename([tmp], [path])

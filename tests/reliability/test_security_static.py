@@ -141,13 +141,15 @@ FIXED_NAME_WRITERS = {
     ("core/parquet_io.py", "write_table"): "the writer itself: its caller's path",
     ("core/parquet_io.py", "encode"): "a memory buffer",
     ("core/parquet_io.py", "write_bytes"): "the writer itself: <its caller's path>.tmp, renamed",
+    ("core/parquet_io.py", "write_tables"): "a local temporary folder's part.parquet, copied by _put_file",
+    ("core/parquet_io.py", "_put_file"): "the writer itself: <its caller's path>.tmp, renamed",
     ("core/beam_io.py", "_WriteJson.process"): "_stats/<stage>.json (layout.stats_path)",
     ("core/spill.py", "write_piece"): "_tmp spill pieces: <tag>/<shard>/<uuid4 hex>.arrow",
     ("core/stats.py", "update_stage_stats"): "_stats/<stage>.json (layout.stats_path)",
     ("text/beam.py", "WholeRecordFile._open"): "fetch-<uuid4 hex>.warc.gz (its caller, text/beam.py)",
     ("text/fetch/warc_store.py", "WarcWriter.__init__"): "its caller's fetch-<uuid4 hex>.warc.gz",
 }
-_WRITERS = ("write_table", "write_bytes")
+_WRITERS = {"write_table": 1, "write_bytes": 1, "write_tables": 2}  # -> the path's argument
 
 
 def _is_part_path(node: ast.AST) -> bool:
@@ -156,7 +158,8 @@ def _is_part_path(node: ast.AST) -> bool:
 
 def writer_calls(source: str) -> list[tuple[str, int, bool]]:
     """(enclosing function, line, path made by `part_path`) of every file-writing call in a
-    module: `write_table` / `write_bytes(data, path)`, `FileSystems.create(path)` and
+    module: `write_table` / `write_bytes(data, path)`, `write_tables(tables, schema, path)`,
+    `FileSystems.create(path)` and
     `ParquetWriter(path)`. A path is made by `part_path` when the argument is such a call or
     a name the same function assigns from one."""
     found: list[tuple[str, int, bool]] = []
@@ -174,8 +177,8 @@ def writer_calls(source: str) -> list[tuple[str, int, bool]]:
             name = ast.unparse(node.func)
             last = name.split(".")[-1]
             target = None
-            if last in _WRITERS and len(node.args) >= 2:
-                target = node.args[1]
+            if last in _WRITERS and len(node.args) > _WRITERS[last]:
+                target = node.args[_WRITERS[last]]
             elif name.endswith("FileSystems.create") or last == "ParquetWriter":
                 target = node.args[0] if node.args else None
             if target is not None:
@@ -188,7 +191,7 @@ def writer_calls(source: str) -> list[tuple[str, int, bool]]:
     return found
 
 
-@pytest.mark.parametrize("package", ["papers", "text", "citations", "split", "pairs", "core"])
+@pytest.mark.parametrize("package", ["papers", "text", "citations", "split", "pairs", "contexts", "core"])
 def test_writers_name_files_from_shard_numbers_only(package):
     """Every file a stage writes is named by `parquet_io.part_path` (shard numbers) or is one
     of the fixed names above; no writer builds a path from a row's value. Scans where the
