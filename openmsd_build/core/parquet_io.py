@@ -20,6 +20,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from openmsd_build.core.errors import UserError, damaged
+
 COMPRESSION = "zstd"
 ROW_GROUP_SIZE = 64_000
 
@@ -148,13 +150,23 @@ def list_parts(directory: str) -> list[str]:
     return match_paths(join_path(directory, "*.parquet"))
 
 
-def read_file_bytes(data: bytes, columns: Sequence[str] | None = None) -> pa.Table:
+def read_file_bytes(data: bytes, columns: Sequence[str] | None = None, path: str | None = None) -> pa.Table:
     """One Parquet file's bytes as a table, read synchronously by `ParquetFile`. `pq.read_table`
     scans through Arrow's datasets, whose last callbacks release the Python buffer from a pool
     thread after the table is returned: a command that stopped right after a read (a refused
     input, exit 2) had that thread take the GIL during the interpreter's shutdown, and the
-    process aborted ("terminate called without an active exception", exit 134)."""
-    return pq.ParquetFile(pa.BufferReader(data)).read(columns=list(columns) if columns else None)
+    process aborted ("terminate called without an active exception", exit 134).
+
+    Bytes that are not a readable Parquet file (truncated, another file's, a damaged page) are
+    a `UserError` naming `path` (the file the bytes came from) instead of Arrow's traceback."""
+    try:
+        return pq.ParquetFile(pa.BufferReader(data)).read(columns=list(columns) if columns else None)
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise _unreadable(path or "Parquet data", exc) from None
+
+
+def _unreadable(path: str, exc: BaseException) -> UserError:
+    return damaged(path, "is not a readable Parquet file (truncated or damaged?)", exc)
 
 
 def read_table(directory: str, columns: Sequence[str] | None = None, schema: pa.Schema | None = None) -> pa.Table:
@@ -163,13 +175,83 @@ def read_table(directory: str, columns: Sequence[str] | None = None, schema: pa.
     tables = []
     for path in parts:
         with _filesystems().open(path) as f:
-            tables.append(read_file_bytes(f.read(), columns))
+            tables.append(read_file_bytes(f.read(), columns, path))
     if not tables:
         if schema is None:
             raise FileNotFoundError(f"no Parquet files under {directory}")
         empty = schema.empty_table()
         return empty.select(list(columns)) if columns else empty
     return pa.concat_tables(tables, promote_options="default")
+
+
+def _kind(dtype: pa.DataType) -> object:
+    """A type's family for `check_parts`: the types a reader treats alike (any string, any
+    integer width, any float width, a list of either kind) compare equal."""
+    if pa.types.is_dictionary(dtype):
+        return _kind(dtype.value_type)
+    if pa.types.is_string(dtype) or pa.types.is_large_string(dtype) or pa.types.is_string_view(dtype):
+        return "string"
+    if pa.types.is_integer(dtype):
+        return "integer"
+    if pa.types.is_floating(dtype):
+        return "float"
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype) or pa.types.is_fixed_size_list(dtype):
+        return ("list", _kind(dtype.value_type))
+    if pa.types.is_struct(dtype):
+        return "struct"
+    return str(dtype)
+
+
+def _null_count(parquet: pq.ParquetFile, name: str) -> int:
+    """Nulls in a top-level column: from the row groups' statistics, or by reading the column
+    when a row group has none."""
+    meta = parquet.metadata
+    leaf = next((i for i in range(len(parquet.schema)) if parquet.schema.column(i).path == name), -1)
+    counts = []
+    for group in range(meta.num_row_groups):
+        stats = meta.row_group(group).column(leaf).statistics if leaf >= 0 else None
+        if stats is None or not stats.has_null_count:
+            return parquet.read(columns=[name]).column(0).null_count
+        counts.append(stats.null_count)
+    return sum(counts)
+
+
+def check_parts(paths: Sequence[str], schema: pa.Schema | None = None, columns: Sequence[str] | None = None,
+                required: Sequence[str] = (), non_null: Sequence[str] = ()) -> None:
+    """Refuse, before any data is read, the part files a reader could not use: a file whose
+    footer does not read (truncated, empty, another file's bytes), a column of `columns` (all
+    of `schema` when None) whose type is not of the family `schema` gives it (`_kind`: a
+    `language` of integers, `categories` a string), or a `required` column missing. Each is a
+    `UserError` naming the file; a polars or Beam reader would otherwise fail mid-query with a
+    traceback that names neither the file nor the column. Only footers are read (the readers
+    read them anyway), so a sound build costs one small read a file. A column of `non_null`
+    holding a null is refused too, told by the footer's statistics (the column itself is read
+    only from a file written without them)."""
+    names = list(columns) if columns is not None else (schema.names if schema is not None else [])
+    for path in paths:
+        try:
+            with _filesystems().open(path) as fh:
+                parquet = pq.ParquetFile(fh)
+                found = parquet.schema_arrow
+                nulls = {name: _null_count(parquet, name) for name in non_null
+                         if found.get_field_index(name) >= 0}
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            raise _unreadable(path, exc) from None
+        for name, count in nulls.items():
+            if count:
+                raise damaged(path, f"has {count:,} null {name!r} value(s): every row needs one (damaged?)")
+        for name in required:
+            if found.get_field_index(name) < 0:
+                raise damaged(path, f"has no {name!r} column (columns: {', '.join(found.names)[:200]})")
+        if schema is None:
+            continue
+        for name in names:
+            if schema.get_field_index(name) < 0 or found.get_field_index(name) < 0:
+                continue  # a column absent from the file comes back as nulls (`core.scan`)
+            want, got = schema.field(name).type, found.field(name).type
+            if pa.types.is_null(got) or _kind(got) == _kind(want):
+                continue
+            raise damaged(path, f"column {name!r} is {got}, expected {want} (damaged, or another table's file?)")
 
 
 def clear_directory(directory: str) -> None:

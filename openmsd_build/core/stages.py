@@ -82,15 +82,22 @@ DERIVED_FOLDERS = ("evaluation", "export", "release", "report")  # built from a 
 
 
 def read_stage_stats(out: str, name: str) -> dict | None:
-    """`_stats/<name>.json` as written, None when the stage was not built (absent or unreadable)."""
+    """`_stats/<name>.json` as written, None when the stage was not built (no such file).
+    A damaged file (not JSON, a list, `built_from` not an object) is a `UserError` naming
+    it (`core.stats.read_stats`), not "not built": judging staleness, or resuming a run, on a
+    stage whose record cannot be read would be a guess."""
+    from apache_beam.io.filesystems import FileSystems
+
     from openmsd_build.core import layout
-    from openmsd_build.core.stats import read_json
+    from openmsd_build.core.stats import read_stats
 
     path = layout.stats_path(out, name)
     try:
-        return read_json(path)
-    except Exception:  # noqa: BLE001 - a missing or unreadable file is "not built"
+        if not FileSystems.exists(path):
+            return None
+    except Exception:  # noqa: BLE001 - a filesystem that cannot answer has no stats to read
         return None
+    return read_stats(path)
 
 
 def fingerprint(stats: dict) -> str:

@@ -3,15 +3,75 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import TypeVar
 
 from apache_beam.io.filesystems import FileSystems
 
 from openmsd_build.core import layout
+from openmsd_build.core.errors import UserError, damaged
+
+MAX_JSON_BYTES = 32 << 20
+"""Largest `_stats/*.json` (or evaluation result) read. A stage's stats are a few KB; a file of
+hundreds of MB is damaged or planted, and reading it whole cost the report 29 s and 1.8 GB."""
+
+T = TypeVar("T")
+
+STATS_OBJECTS = ("counts", "built_from", "resources")
+"""Fields of `_stats/<stage>.json` that are objects when present: readers call `.get` on them."""
 
 
-def read_json(path: str) -> dict:
-    with FileSystems.open(path) as f:
-        return json.loads(f.read().decode("utf-8"))
+def read_json(path: str, limit: int | None = None) -> dict:
+    """A JSON object file, at most `limit` bytes. A file that is too large, not UTF-8, not JSON
+    (or nested past Python's recursion limit) or not an object is a `UserError` naming it, so
+    every command reading a build's JSON stops with one line and not a traceback.
+    `limit` defaults to `MAX_JSON_BYTES`."""
+    limit = MAX_JSON_BYTES if limit is None else limit
+    try:
+        with FileSystems.open(path) as f:
+            data = f.read(limit + 1)
+    except OSError as exc:
+        raise damaged(path, "cannot be read", exc) from None
+    if len(data) > limit:
+        raise damaged(path, f"is larger than {limit >> 20} MB: not a file this tool wrote (damaged?)")
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise damaged(path, "is not a JSON file (damaged?)", exc) from None
+    if not isinstance(doc, dict):
+        raise damaged(path, f"holds a JSON {type(doc).__name__}, not an object (damaged?)")
+    return doc
+
+
+def read_stats(path: str) -> dict:
+    """A stage's `_stats/<stage>.json` (`read_json`), its object fields (`STATS_OBJECTS`)
+    checked: a list or number there made every reader's `.get` raise deep inside a command."""
+    stats = read_json(path)
+    for key in STATS_OBJECTS:
+        if key in stats and not isinstance(stats[key], dict):
+            raise damaged(path, f"its {key!r} is a JSON {type(stats[key]).__name__}, not an object (damaged?)")
+    return stats
+
+
+def read_optional_json(path: str, convert: Callable[[dict], T], what: str = "result") -> T | None:
+    """`convert(doc)` of a JSON object a command shows if it can (an evaluation result, a
+    recipe export's stats). None, and a warning naming the file, when the file is damaged
+    (`read_json`) or `convert` raises on it: a file with the right top-level keys but a list
+    where an object belongs failed deep inside the report's renderer, so `convert` runs the
+    renderer on the file alone. Such a file is skipped, not fatal: the build's own tables are
+    still worth reporting."""
+    from openmsd_build.core.errors import shorten
+    from openmsd_build.core.notices import warn
+
+    try:
+        return convert(read_json(path))
+    except Exception as exc:  # noqa: BLE001 - whatever the renderer met, the file is what is wrong
+        if isinstance(exc, UserError):
+            detail = str(exc)
+        else:
+            detail = f"{shorten(path)}: not a {what} this tool can show ({type(exc).__name__}: {shorten(exc, 160)})"
+        warn([f"{detail}; skipped"])
+        return None
 
 
 def read_stage_counts(out: str, stage: str) -> dict[str, int]:
@@ -19,7 +79,7 @@ def read_stage_counts(out: str, stage: str) -> dict[str, int]:
     path = layout.stats_path(out, stage)
     if not FileSystems.exists(path):
         return {}
-    return read_json(path).get("counts", {})
+    return read_stats(path).get("counts", {})
 
 
 def refuse_all_rejected(stage: str, counts: dict, read: int, written: int, failures: dict[str, int],
@@ -75,7 +135,7 @@ def update_stage_stats(out: str, stage: str, fields: dict) -> bool:
     path = layout.stats_path(out, stage)
     if not FileSystems.exists(path):
         return False
-    stats = read_json(path)
+    stats = read_stats(path)
     stats.update(fields)
     with FileSystems.create(path) as f:
         f.write(json.dumps(stats, indent=2, sort_keys=True).encode("utf-8"))

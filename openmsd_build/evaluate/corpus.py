@@ -16,8 +16,8 @@ import polars as pl
 
 from openmsd_build.core import layout
 from openmsd_build.core.errors import UserError
+from openmsd_build.core.scan import scan
 from openmsd_build.evaluate import tasks
-from openmsd_build.report.stats import scan
 from openmsd_build.schemas import tables
 
 NO_YEAR = -1

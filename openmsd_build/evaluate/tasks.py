@@ -25,7 +25,7 @@ import polars as pl
 
 from openmsd_build.core import layout
 from openmsd_build.core.errors import UserError
-from openmsd_build.report.stats import scan
+from openmsd_build.core.scan import scan
 from openmsd_build.schemas import tables
 
 EVAL_SPLITS = ("idt", "odt")

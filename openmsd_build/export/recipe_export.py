@@ -30,7 +30,6 @@ kept) = budget_dropped + written.
 from __future__ import annotations
 
 import importlib
-import json
 import math
 import os
 import shutil
@@ -685,14 +684,27 @@ def recipe_warnings(recipe: Recipe, per_split: dict[str, dict], table: list[dict
 
 
 def read_recipe_stats(out: str, dest: str | None = None) -> list[dict]:
-    """Every recipe export's stats.json under the export folder (for the report)."""
+    """Every recipe export's stats.json under the export folder (for the report). A damaged
+    one (not JSON, a `table` that is no list of rows) is skipped with a warning naming it: the
+    report of the build is still worth writing."""
     from openmsd_build.core.parquet_io import match_paths
+    from openmsd_build.core.stats import read_optional_json
 
     dest = dest or join_path(out, "export")
     found = []
     for path in sorted(match_paths(join_path(dest, "recipes", "*", "stats.json"))):
-        from apache_beam.io.filesystems import FileSystems
-
-        with FileSystems.open(path) as f:
-            found.append(json.loads(f.read().decode("utf-8")))
+        summary = read_optional_json(path, _shown, "recipe export's stats")
+        if summary is not None:
+            found.append(summary)
     return found
+
+
+def _shown(summary: dict) -> dict:
+    """`summary` once its table and shares render (`recipe_card`), as the report renders them."""
+    from openmsd_build.export.recipe_card import shares_lines, table_rows
+
+    if not isinstance(summary.get("recipe", {}), dict):
+        raise TypeError(f"'recipe' is a {type(summary['recipe']).__name__}, not an object")
+    table_rows(summary, limit=30)
+    shares_lines(summary)
+    return summary

@@ -37,8 +37,8 @@ import polars as pl
 
 from openmsd_build.core import layout
 from openmsd_build.core.hashing import unit_interval
-from openmsd_build.core.parquet_io import list_parts
-from openmsd_build.report.stats import scan
+from openmsd_build.core.parquet_io import check_parts, list_parts
+from openmsd_build.core.scan import scan
 from openmsd_build.schemas import tables
 
 MIX_SEED = "openmsd-export-mix-v1"
@@ -309,6 +309,7 @@ def read_papers_titles(out: str) -> pl.DataFrame:
     parts = list_parts(layout.papers_dir(out))
     if not parts:
         return pl.DataFrame(schema={"doi": pl.String})
+    check_parts(parts, tables.PAPERS, ["doi"])
     names = pl.scan_parquet(parts[0]).collect_schema().names() if "://" not in parts[0] else []
     cols = [c for c in EXTRA_TITLE_COLUMNS if c in names]
     if not cols:

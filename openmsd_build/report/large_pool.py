@@ -6,7 +6,7 @@ and the benchmark's candidate types. Absent when the command has not run."""
 from __future__ import annotations
 
 from openmsd_build.core.parquet_io import join_path, match_paths
-from openmsd_build.core.stats import read_json
+from openmsd_build.core.stats import read_optional_json
 from openmsd_build.report.render import CLASS_LABELS, Block, fmt_int
 
 CLASSES = ("all", "en-en", "en-xx", "xx-en", "xx-xx")
@@ -16,13 +16,21 @@ def large_pool_section(out: str) -> dict | None:
     """{split: result document}; None when there is none."""
     found = {}
     for path in match_paths(join_path(out, "evaluation", "large_pool", "*.json")):
-        try:
-            doc = read_json(path)
-        except Exception:  # noqa: BLE001 - a broken or foreign JSON file is skipped, not fatal
-            continue
-        if isinstance(doc, dict) and {"split", "runs", "relations"} <= set(doc):
+        # a broken or foreign JSON file (or one of the wrong shape inside) is skipped, not fatal
+        doc = read_optional_json(path, _usable, "large-pool result")
+        if doc is not None:
             found[str(doc["split"])] = doc
     return dict(sorted(found.items())) or None
+
+
+def _usable(doc: dict) -> dict | None:
+    """`doc` when it is a large-pool result the report can show, None when it is another
+    tool's JSON; raises when it has the keys but not the shape inside (its tables are
+    rendered here, on this file alone)."""
+    if not {"split", "runs", "relations"} <= set(doc):
+        return None
+    large_pool_blocks({"large_pool": {"split": doc}})
+    return doc
 
 
 def _ms(m: dict | None) -> str:

@@ -162,7 +162,7 @@ def blocks(stats: dict, pngs: dict[str, bytes]) -> list[Block]:
     else:
         out += _table2(stats)
         out += _table3(stats)
-        out += _evaluation(stats)
+        out += evaluation_blocks(stats)
     from openmsd_build.report.contexts import contexts_blocks
 
     out += contexts_blocks(stats)
@@ -334,7 +334,7 @@ def _table3(stats: dict) -> list[Block]:
     return res
 
 
-def _evaluation(stats: dict) -> list[Block]:
+def evaluation_blocks(stats: dict) -> list[Block]:
     """Retrieval evaluation (`openmsd-build evaluate`, e.g. the BM25 baseline); shown only
     when `evaluation/` holds results."""
     ev = stats.get("evaluation")

@@ -24,18 +24,17 @@ Definitions (stable, because tests and downstream readers rely on them):
 
 from __future__ import annotations
 
-import io
+import math
 import posixpath
-from collections.abc import Sequence
 
 import polars as pl
-from apache_beam.io.filesystems import FileSystems
 
 from openmsd_build.core import layout
 from openmsd_build.core.notices import build_warnings
-from openmsd_build.core.parquet_io import join_path, list_parts, match_paths
+from openmsd_build.core.parquet_io import join_path, match_paths
+from openmsd_build.core.scan import collect, collect_all, scan
 from openmsd_build.core.stages import read_stage_stats, stale_stages
-from openmsd_build.core.stats import read_json
+from openmsd_build.core.stats import read_optional_json, read_stats
 from openmsd_build.schemas import tables
 
 SCHEMA_VERSION = 1
@@ -45,41 +44,6 @@ _HOST_RE = r"^[A-Za-z][A-Za-z0-9+.\-]*://(?:[^@/?#]*@)?(\[[^\]/?#]*\]|[^:/?#\[\]
 
 
 # --------------------------------------------------------------------------- reading
-
-
-def _is_remote(path: str) -> bool:
-    return "://" in path
-
-
-def scan(directory: str, columns: Sequence[str], schema=None) -> pl.LazyFrame | None:
-    """A lazy scan of a stage folder restricted to `columns`, or None when the folder has
-    no Parquet parts. Columns absent from the files (an older build) come back as typed
-    nulls taken from `schema`, so a query never fails on a schema drift.
-
-    Local folders are scanned lazily by polars; other filesystems (gs://, ...) are read
-    through Beam's FileSystems, which knows their credentials, into memory — polars' own
-    cloud readers would need separately configured credentials."""
-    parts = list_parts(directory)
-    if not parts:
-        return None
-    if any(_is_remote(p) for p in parts):
-        frames = []
-        for path in parts:
-            with FileSystems.open(path) as f:
-                data = f.read()
-            frames.append(pl.read_parquet(io.BytesIO(data)))
-        lf = pl.concat(frames, how="diagonal_relaxed").lazy()
-    else:
-        lf = pl.scan_parquet(parts, missing_columns="insert", extra_columns="ignore")
-    present = set(lf.collect_schema().names())
-    exprs = []
-    for name in columns:
-        if name in present:
-            exprs.append(pl.col(name))
-        else:
-            dtype = pl.from_arrow(schema.empty_table().select([name])).dtypes[0] if schema is not None else pl.String
-            exprs.append(pl.lit(None, dtype=dtype).alias(name))
-    return lf.select(exprs)
 
 
 def _present(col: str) -> pl.Expr:
@@ -101,13 +65,13 @@ def _label(value) -> str:
 
 
 def _collect(lf: pl.LazyFrame) -> pl.DataFrame:
-    """Streaming engine: bounded memory on full-scale folders."""
-    return lf.collect(engine="streaming")
+    """Streaming engine: bounded memory on full-scale folders (`core.scan.collect`)."""
+    return collect(lf)
 
 
 def _collect_all(frames: list[pl.LazyFrame]) -> list[pl.DataFrame]:
     """Several queries over one scan at once (polars shares the scan between them), streaming."""
-    return pl.collect_all(frames, engine="streaming")
+    return collect_all(frames)
 
 
 def _ranked(df: pl.DataFrame, key: str, count: str, top: int | None, total: int | None = None) -> list[dict]:
@@ -527,8 +491,10 @@ def stage_counts(out: str) -> dict[str, dict[str, int]]:
     result = {}
     for path in paths:
         stage = _stem(path)
-        counts = read_json(path).get("counts", {}) or {}
-        result[stage] = {str(k): int(v) for k, v in sorted(counts.items()) if isinstance(v, int | float)}
+        counts = read_stats(path).get("counts") or {}
+        # a count that is no finite number (null, a string, NaN) is left out, not a crash
+        result[stage] = {str(k): int(v) for k, v in sorted(counts.items())
+                         if isinstance(v, int) or (isinstance(v, float) and math.isfinite(v))}
     return result
 
 
@@ -537,7 +503,7 @@ def stage_resources(out: str) -> dict[str, dict]:
     paths = match_paths(join_path(out, "_stats", "*.json"))
     order = {stage: i for i, stage in enumerate(layout.STAGES)}
     paths.sort(key=lambda p: (order.get(_stem(p), len(order)), _stem(p)))
-    return {_stem(p): r for p in paths if (r := read_json(p).get("resources"))}
+    return {_stem(p): r for p in paths if (r := read_stats(p).get("resources"))}
 
 
 def rejects_section(out: str) -> dict[str, dict]:
@@ -601,6 +567,28 @@ def recipes_section(out: str) -> list[dict]:
     return read_recipe_stats(out)
 
 
+def _evaluation_entry(doc: dict) -> dict | None:
+    """One `evaluation/<model>_<split>.json` as the report keeps it, None when the file is no
+    evaluation result (another tool's JSON). Raises when it is one but of the wrong shape
+    inside (the report's table is rendered from it here, so it fails here, on its own file)."""
+    if not {"model", "split", "relations", "k"} <= set(doc):
+        return None
+    from openmsd_build.report.render import evaluation_blocks
+
+    keep = ("model", "split", "k", "pool", "pool_english", "tie_rule", "protocol", "params")
+    entry = {key: doc.get(key) for key in keep}
+    # Relations in build order (dc, cc, bc), classes as "all" then LANG_CLASSES.
+    rels = doc.get("relations") or {}
+    rel_order = [r for r in layout.RELATIONS if r in rels] + sorted(r for r in rels if r not in layout.RELATIONS)
+    cls_order = ("all", *LANG_CLASSES)
+    entry["relations"] = {
+        r: dict(sorted(rels[r].items(), key=lambda kv: (cls_order.index(kv[0]) if kv[0] in cls_order else 99, kv[0])))
+        for r in rel_order
+    }
+    evaluation_blocks({"evaluation": {"model": {"split": entry}}})
+    return entry
+
+
 def evaluation_section(out: str) -> dict | None:
     """Retrieval results of `openmsd-build evaluate` (`evaluation/<model>_<split>.json`,
     e.g. the BM25 baseline's `bm25_idt.json`): per model and split, MAP and nDCG@k per
@@ -609,23 +597,10 @@ def evaluation_section(out: str) -> dict | None:
     paths = match_paths(pattern)
     results: dict[str, dict] = {}
     for path in paths:
-        try:
-            doc = read_json(path)
-        except Exception:  # noqa: BLE001 - a broken or foreign JSON file is skipped, not fatal
-            continue
-        if not isinstance(doc, dict) or not {"model", "split", "relations", "k"} <= set(doc):
-            continue
-        keep = ("model", "split", "k", "pool", "pool_english", "tie_rule", "protocol", "params")
-        entry = {key: doc.get(key) for key in keep}
-        # Relations in build order (dc, cc, bc), classes as "all" then LANG_CLASSES.
-        rels = doc.get("relations") or {}
-        rel_order = [r for r in layout.RELATIONS if r in rels] + sorted(r for r in rels if r not in layout.RELATIONS)
-        cls_order = ("all", *LANG_CLASSES)
-        entry["relations"] = {
-            r: dict(sorted(rels[r].items(), key=lambda kv: (cls_order.index(kv[0]) if kv[0] in cls_order else 99, kv[0])))
-            for r in rel_order
-        }
-        results.setdefault(str(doc["model"]), {})[str(doc["split"])] = entry
+        # a broken or foreign JSON file (or one of the wrong shape inside) is skipped, not fatal
+        entry = read_optional_json(path, _evaluation_entry, "retrieval result")
+        if entry is not None:
+            results.setdefault(str(entry["model"]), {})[str(entry["split"])] = entry
     if not results:
         return None
     # The BM25 baseline first, then other models by name; splits in build order.
