@@ -38,11 +38,12 @@ from apache_beam.io.filesystems import FileSystems
 
 from openmsd_build.core import layout, parquet_io
 from openmsd_build.core.doi import try_normalize_doi
-from openmsd_build.core.errors import UserError
+from openmsd_build.core.errors import UserError, damaged, shorten
 from openmsd_build.core.notices import warn
 from openmsd_build.core.parquet_io import join_path
 from openmsd_build.core.staging import path_exists
 from openmsd_build.evaluate import metrics, tasks
+from openmsd_build.evaluate.encoders import load_npy
 from openmsd_build.evaluate.vectors import unit_rows
 
 log = logging.getLogger(__name__)
@@ -181,7 +182,7 @@ def run_bm25_baseline(out: str, splits=tasks.EVAL_SPLITS, relations=layout.RELAT
 def _read_table(path: str) -> pa.Table:
     """The whole file (`parquet_io.read_file_bytes`: a refused file's exit must not abort)."""
     with FileSystems.open(path) as f:
-        return parquet_io.read_file_bytes(f.read())
+        return parquet_io.read_file_bytes(f.read(), path=path)
 
 
 def _vector_column(table: pa.Table, name: str | None) -> str:
@@ -201,19 +202,26 @@ def read_embeddings(path: str, ids: str | None = None, vector_column: str | None
     if path.endswith(".npy"):
         if not ids:
             raise UserError("--embeddings X.npy needs --ids (one DOI per line, or a Parquet file with a doi column)")
-        with FileSystems.open(path) as f:
-            matrix = np.load(f, allow_pickle=False)
+        matrix = load_npy(path)
         if ids.endswith(".parquet"):
-            dois = [str(d) for d in _read_table(ids).column("doi").to_pylist()]
+            table = _read_table(ids)
+            if "doi" not in table.column_names:
+                raise UserError(f"{shorten(ids)}: no doi column (columns: {shorten(table.column_names)})")
+            dois = [str(d) for d in table.column("doi").to_pylist()]
         else:
             with FileSystems.open(ids) as f:
-                dois = [line.strip() for line in f.read().decode("utf-8").splitlines() if line.strip()]
+                data = f.read()
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise damaged(ids, "is not UTF-8 text (one DOI a line)", exc) from None
+            dois = [line.strip() for line in text.splitlines() if line.strip()]
         if matrix.ndim != 2 or matrix.shape[0] != len(dois):
             raise UserError(f"{path}: shape {matrix.shape} does not match {len(dois)} ids in {ids}")
         return _checked(path, dois, lambda: matrix.astype(np.float32))
     table = _read_table(path)
     if "doi" not in table.column_names:
-        raise UserError(f"{path}: no doi column (columns: {table.column_names})")
+        raise UserError(f"{shorten(path)}: no doi column (columns: {shorten(table.column_names)})")
     column = table.column(_vector_column(table, vector_column)).combine_chunks()
     lengths = pc.list_value_length(column).to_numpy(zero_copy_only=False)
     if len(lengths) and (np.any(lengths != lengths[0]) or column.null_count):

@@ -20,10 +20,35 @@ import os
 
 import numpy as np
 
-from openmsd_build.core.errors import UserError
+from openmsd_build.core.errors import UserError, damaged
 from openmsd_build.evaluate.tokenize import tokenize
 
 BATCH = 256
+
+
+def load_npy(path: str) -> np.ndarray:
+    """A `.npy` matrix of real numbers (`--embeddings X.npy`, a static encoder's vectors).
+
+    A local file is memory-mapped: numpy checks the header against the file's size before any
+    data is read, so a truncated file or a header claiming more rows than the file holds is
+    refused at once instead of after allocating what the header says. A file numpy cannot
+    read (truncated, object dtype, not .npy), or of values that are no real numbers (complex:
+    its imaginary part was dropped silently), is a `UserError` naming it."""
+    try:
+        if "://" in path:
+            import io
+
+            from apache_beam.io.filesystems import FileSystems
+
+            with FileSystems.open(path) as f:
+                matrix = np.load(io.BytesIO(f.read()), allow_pickle=False)
+        else:
+            matrix = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise damaged(path, "is not a readable .npy matrix (truncated, an object array, or no .npy?)", exc) from None
+    if matrix.dtype.kind not in "biuf":
+        raise damaged(path, f"holds {matrix.dtype} values, not real numbers")
+    return matrix
 
 
 class StaticEncoder:
@@ -37,9 +62,16 @@ class StaticEncoder:
 
     @classmethod
     def from_folder(cls, path: str) -> StaticEncoder:
-        with open(os.path.join(path, "vocab.txt"), encoding="utf-8") as f:
-            vocab = [line.rstrip("\n") for line in f]
-        return cls(vocab, np.load(os.path.join(path, "vectors.npy"), allow_pickle=False))
+        vocab_path, vectors_path = os.path.join(path, "vocab.txt"), os.path.join(path, "vectors.npy")
+        try:
+            with open(vocab_path, encoding="utf-8") as f:
+                vocab = [line.rstrip("\n") for line in f]
+        except UnicodeDecodeError as exc:
+            raise damaged(vocab_path, "is not UTF-8 text", exc) from None
+        vectors = load_npy(vectors_path)
+        if vectors.ndim != 2:
+            raise damaged(vectors_path, f"is of shape {vectors.shape}, not one row of numbers per token")
+        return cls(vocab, vectors)
 
     def save(self, path: str) -> None:
         os.makedirs(path, exist_ok=True)
