@@ -96,7 +96,7 @@ def read_manifest(release: str) -> dict:
         raise UserError(f"{release}/{MANIFEST} leads outside the release (a symbolic link?): refused") from None
     try:
         manifest = _read_json(path)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError; RecursionError: nested
         raise UserError(f"{path} is not a release manifest ({paths.describe_failure(exc)})") from None
     if manifest is None:
         raise UserError(f"{release}: no {MANIFEST} (is it a release written by `openmsd-build release`?)")
@@ -133,6 +133,11 @@ def reconstruct(
         verify_ids(release, manifest, sorted(parquet_io.match_paths(ids_glob)))
     except ValueError as exc:
         raise UserError(f"{release}: {exc}") from None
+    # A checksum says the file is the one signed, not that it is an ids table: one of another
+    # schema (integer or null DOIs, no split column) failed deep inside Beam, after the papers
+    # and text steps had run. Its footer says so before any pipeline runs.
+    parquet_io.check_parts(parquet_io.match_paths(ids_glob), RELEASE_IDS, required=("doi", "split"),
+                           non_null=("doi", "split"))
     before = _entries(out)
     try:
         return _reconstruct(release, out, manifest, ids_glob, globs, fetch, beam_args, text_argv, options,

@@ -13,10 +13,13 @@ manifest's before it is read; a file that fails is refused with a reason.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import stat
 
 from apache_beam.io.filesystems import FileSystems
 
+from openmsd_build.core.errors import shorten
 from openmsd_build.core.paths import UnsafePath, confined_path
 
 _SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
@@ -68,8 +71,6 @@ def _not_a_file_of_its_size(source: str, listed: object) -> str | None:
     """`not_a_file` (a FIFO, a device, a folder: reading a FIFO named in a release blocked
     `reconstruct` forever), `size_mismatch` (the listed size checked before the file is hashed:
     a 16 GB file listed as 100 bytes was read whole first), `file_unreadable`, or None."""
-    import os
-    import stat
 
     if "://" in source:
         try:
@@ -125,7 +126,8 @@ def verify_ids(release: str, manifest: dict, found: list[str]) -> None:
         if rel not in ok and rel not in refused:
             refused[rel] = "not_in_manifest"
     if refused:
-        listed = ", ".join(f"{rel} ({reason})" for rel, reason in sorted(refused.items())[:10])
+        # a path is quoted up to `MAX_QUOTE` characters: a 5,000-character entry made a 5 KB line
+        listed = ", ".join(f"{shorten(rel)} ({reason})" for rel, reason in sorted(refused.items())[:10])
         raise ValueError(f"{len(refused)} release file(s) refused: {listed}")
     counts = manifest.get("release_counts")
     if isinstance(counts, dict):  # a file removed with its manifest entry verifies; the split's count does not
