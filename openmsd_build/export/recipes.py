@@ -45,7 +45,7 @@ import re
 from dataclasses import asdict, dataclass, field, replace
 
 from openmsd_build.core import layout
-from openmsd_build.core.errors import UserError
+from openmsd_build.core.errors import UserError, short_repr, shorten
 
 PART_KINDS = ("title-abstract", "pairs", "mix", "triplets")
 _LANGUAGE_CODE_RE = re.compile(r"[a-z]{2,3}")
@@ -174,7 +174,7 @@ def _number(value, what: str, minimum: float = 0.0, maximum: float = math.inf) -
 def _probability(value, what: str) -> float:
     p = _number(value, what)
     if p > 1:
-        raise UserError(f"recipe: {what} must be in [0, 1], got {value!r}")
+        raise UserError(f"recipe: {what} must be in [0, 1], got {short_repr(value)}")
     return p
 
 
@@ -183,16 +183,16 @@ def parse_part(data: dict) -> Part:
     from openmsd_build.export.trainer import parse_mix
 
     if not isinstance(data, dict):
-        raise UserError(f"recipe: a part must be an object, got {data!r}")
+        raise UserError(f"recipe: a part must be an object, got {short_repr(data)}")
     unknown = set(data) - {f for f in Part.__dataclass_fields__}
     if unknown:
         raise UserError(f"recipe: unknown part field(s) {', '.join(sorted(unknown))}")
     kind = data.get("kind")
     if kind not in PART_KINDS:
-        raise UserError(f"recipe: part kind {kind!r}: choose from {', '.join(PART_KINDS)}")
+        raise UserError(f"recipe: part kind {short_repr(kind)}: choose from {', '.join(PART_KINDS)}")
     relation = str(data.get("relation", "dc" if kind == "triplets" else ""))
     if kind == "pairs" and relation not in layout.PAIR_RELATIONS:
-        raise UserError(f"recipe: pairs relation {relation!r}: choose from {', '.join(layout.PAIR_RELATIONS)}")
+        raise UserError(f"recipe: pairs relation {short_repr(relation)}: choose from {', '.join(layout.PAIR_RELATIONS)}")
     if kind == "triplets" and relation != "dc":
         raise UserError("recipe: triplets come from citations (relation dc)")
     if kind == "mix":
@@ -202,7 +202,7 @@ def parse_part(data: dict) -> Part:
             raise UserError(f"recipe: {exc}") from exc
     text = data.get("text", "document" if kind == "mix" else "choice")
     if text not in TEXT_CHOICES or (kind == "mix" and text != "document"):
-        raise UserError(f"recipe: part text {text!r}: choose from {', '.join(TEXT_CHOICES)} (mix: document)")
+        raise UserError(f"recipe: part text {short_repr(text)}: choose from {', '.join(TEXT_CHOICES)} (mix: document)")
     weight = _number(data.get("weight", 1.0), "weight", maximum=MAX_COPIES)
     factor = _number(data.get("cross_lingual_factor", 1.0), "cross_lingual_factor", maximum=MAX_COPIES)
     if weight * max(factor, 1.0) > MAX_COPIES:
@@ -223,7 +223,7 @@ def _flag(data: dict, key: str, default: bool) -> bool:
     """A true / false field; a string such as "false" is refused (it would read as true)."""
     value = data.get(key, default)
     if not isinstance(value, bool):
-        raise UserError(f"recipe: `{key}` must be true or false (JSON), got {value!r}")
+        raise UserError(f"recipe: `{key}` must be true or false (JSON), got {short_repr(value)}")
     return value
 
 
@@ -243,7 +243,7 @@ def parse_recipe(data: dict) -> Recipe:
     parsed = tuple(parse_part(p) for p in parts)
     labels = [p.label for p in parsed]
     if len(set(labels)) != len(labels):
-        raise UserError(f"recipe: each part kind and relation at most once, got {labels}")
+        raise UserError(f"recipe: each part kind and relation at most once, got {shorten(labels)}")
     splits = data.get("splits", ["train"])
     if not isinstance(splits, list) or not splits or not all(isinstance(x, str) for x in splits) \
             or not set(splits) <= set(layout.SPLIT_NAMES) or len(set(splits)) != len(splits):
@@ -258,7 +258,7 @@ def parse_recipe(data: dict) -> Recipe:
         if not _LANGUAGE_CODE_RE.fullmatch(code):
             meant = code.strip().lower()
             hint = f" (did you mean {meant!r}?)" if _LANGUAGE_CODE_RE.fullmatch(meant) else ""
-            raise UserError(f"recipe: `languages`: {code!r} is not a language code as documents carry them: two or "
+            raise UserError(f"recipe: `languages`: {short_repr(code)} is not a language code as documents carry them: two or "
                             f"three lower-case letters, e.g. 'en', 'ru', 'ceb'{hint}")
     text_mode = data.get("text_mode", "raw")
     if text_mode not in ("raw", "enriched"):
@@ -272,7 +272,7 @@ def parse_recipe(data: dict) -> Recipe:
     checked: dict[str, int | None] = {}
     for key, value in budget.items():
         if key != "*" and (key.count("/") != 1 or lang_pair(*key.split("/")) != key):
-            raise UserError(f"recipe: token_budget key {key!r}: an ordered pair such as 'en/ru' (sorted) or '*'")
+            raise UserError(f"recipe: token_budget key {short_repr(key)}: an ordered pair such as 'en/ru' (sorted) or '*'")
         checked[key] = None if value is None else int(_number(value, f"token_budget[{key}]"))
     return Recipe(
         name=name,
@@ -301,5 +301,5 @@ def resolve(name_or_path: str, seed: str | None = None) -> Recipe:
             raise UserError(f"recipe file {name_or_path}: {type(exc).__name__}: {str(exc)[:200]}") from None
         recipe = parse_recipe(data)
     else:
-        raise UserError(f"unknown recipe {name_or_path!r}: built-in {', '.join(BUILTIN)}, or a .json recipe file")
+        raise UserError(f"unknown recipe {short_repr(name_or_path)}: built-in {', '.join(BUILTIN)}, or a .json recipe file")
     return replace(recipe, seed=seed) if seed is not None else recipe

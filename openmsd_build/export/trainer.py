@@ -36,6 +36,7 @@ import numpy as np
 import polars as pl
 
 from openmsd_build.core import layout
+from openmsd_build.core.errors import short_repr
 from openmsd_build.core.hashing import unit_interval
 from openmsd_build.core.parquet_io import check_parts, list_parts
 from openmsd_build.core.scan import scan
@@ -102,11 +103,11 @@ def _attach(frame: pl.DataFrame, docs: pl.DataFrame, key: str, text_col: str, la
 def parse_mix(name: str) -> tuple[str, tuple[str, ...]]:
     """'dc+cc' -> ('union', ('dc', 'cc')); 'dc&cc' -> ('intersection', ...); 'cc' -> one."""
     if "+" in name and "&" in name:
-        raise ValueError(f"bad mix {name!r}: use '+' (union) or '&' (intersection), not both")
+        raise ValueError(f"bad mix {short_repr(name)}: use '+' (union) or '&' (intersection), not both")
     op = "&" if "&" in name else "+"
     rels = tuple(r.strip() for r in name.split(op))
     if not rels or len(set(rels)) != len(rels) or not set(rels) <= set(layout.RELATIONS):
-        raise ValueError(f"bad mix {name!r}: relations from {', '.join(layout.RELATIONS)} joined by '+' or '&'")
+        raise ValueError(f"bad mix {short_repr(name)}: relations from {', '.join(layout.RELATIONS)} joined by '+' or '&'")
     return ("intersection" if op == "&" and len(rels) > 1 else "union"), rels
 
 

@@ -49,6 +49,7 @@ from collections import Counter
 import numpy as np
 import polars as pl
 
+from openmsd_build.core.errors import short_repr
 from openmsd_build.core.frames import mix64
 from openmsd_build.core.hashing import hash64, paper_ids
 from openmsd_build.core.layout import RELATIONS, SPLIT_NAMES, odt_en_en
@@ -326,7 +327,7 @@ def mix_relations(name: str) -> tuple[str, tuple[str, ...]]:
     op = "&" if "&" in name else "+"
     rels = tuple(name.split(op))
     if len(rels) < 2 or len(set(rels)) != len(rels) or not set(rels) <= set(RELATIONS) or ("&" in name and "+" in name):
-        raise ValueError(f"bad mix name {name!r}: relations from dc, cc, bc joined by '+' or '&'")
+        raise ValueError(f"bad mix name {short_repr(name)}: relations from dc, cc, bc joined by '+' or '&'")
     return ("intersection" if op == "&" else "union"), rels
 
 
