@@ -37,7 +37,7 @@ from openmsd_build.release.beam import MISMATCH_TAG, RestrictPapersShard, ShardT
 from openmsd_build.release.command import MANIFEST, _read_json, _write_bytes
 from openmsd_build.release.hashes import FIELDS, recovery_rates
 from openmsd_build.release.schema import MISMATCHES, NO_SPLIT, RELEASE_IDS
-from openmsd_build.release.verify import UnsafePath, output_path, verified_files, verify_ids
+from openmsd_build.release.verify import UnsafePath, check_ids_labels, output_path, verified_files, verify_ids
 from openmsd_build.schemas import PAPERS
 
 DOC_COLUMNS = ["doi", "title", "abstract", "content", "language"]
@@ -135,9 +135,14 @@ def reconstruct(
         raise UserError(f"{release}: {exc}") from None
     # A checksum says the file is the one signed, not that it is an ids table: one of another
     # schema (integer or null DOIs, no split column) failed deep inside Beam, after the papers
-    # and text steps had run. Its footer says so before any pipeline runs.
+    # and text steps had run. Its footer says so before any pipeline runs, and its rows'
+    # labels and DOIs are checked then too.
     parquet_io.check_parts(parquet_io.match_paths(ids_glob), RELEASE_IDS, required=("doi", "split"),
                            non_null=("doi", "split"))
+    try:
+        check_ids_labels(sorted(parquet_io.match_paths(ids_glob)))
+    except ValueError as exc:
+        raise UserError(f"{release}: {exc}") from None
     before = _entries(out)
     try:
         return _reconstruct(release, out, manifest, ids_glob, globs, fetch, beam_args, text_argv, options,

@@ -142,3 +142,33 @@ def verify_ids(release: str, manifest: dict, found: list[str]) -> None:
                 raise ValueError(f"the ids of split {split} hold {have:,} rows, and the manifest's release_counts "
                                  f"say {want:,}: files are missing from the release")
 
+
+def check_ids_labels(paths: list[str]) -> None:
+    """Every row of `ids/split=S/...` says split S, and no DOI is in two rows; else a
+    `ValueError` naming the file. Checksums say the files are the ones signed, not that they
+    agree: a row labelled `../../evil` inside `split=train/` was written into `splits/` as it
+    was (and dropped out of train's recovery rates), and a DOI in train and in ODT was
+    exported twice. One file at a time, the DOIs kept as 64-bit hashes (8 bytes a paper)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    from openmsd_build.core.hashing import paper_ids
+    from openmsd_build.core.parquet_io import read_file_bytes
+
+    seen: list[np.ndarray] = []
+    for path in paths:
+        label = next((part.removeprefix("split=") for part in reversed(path.split("/")) if part.startswith("split=")),
+                     None)
+        with FileSystems.open(path) as f:
+            table = read_file_bytes(f.read(), ["doi", "split"])
+        other = pc.not_equal(table["split"], label) if label is not None else None
+        if other is not None and pc.any(other).as_py():
+            bad = table.filter(other)["split"][0].as_py()
+            raise ValueError(f"{shorten(path)}: rows of split {shorten(repr(bad))} in the folder of split {label!r}")
+        seen.append(np.asarray(paper_ids(table["doi"].to_pylist()), dtype=np.int64))
+    ids = np.sort(np.concatenate(seen)) if seen else np.empty(0, np.int64)
+    twice = np.flatnonzero(ids[1:] == ids[:-1])
+    if twice.size:
+        raise ValueError(f"{twice.size:,} DOI(s) are listed twice in ids/ (in two splits, or two rows): a paper is "
+                         "in one split")
+

@@ -271,3 +271,27 @@ def test_a_fifo_or_a_file_of_another_size_is_refused_before_it_is_read(tmp_path)
     assert check_entry(str(release), {"path": "huge.parquet", "sha256": "0" * 64, "bytes": 100}) == (
         "huge.parquet", "size_mismatch")
     assert time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize("case", ["label", "twice"])
+def test_ids_rows_agree_with_their_folder_and_name_each_doi_once(tmp_path, case):
+    """A checksum says an ids file is the one signed, not that its rows agree with it: a row
+    labelled `../../evil` inside `split=train/` went into `splits/` as it was (and out of train's
+    recovery rates), and a DOI in train and in ODT was exported twice. Refused before any
+    pipeline runs, naming the file."""
+    release = tmp_path / "release"
+    train = release / "ids" / "split=train" / "part-0.parquet"
+    odt = release / "ids" / "split=odt" / "part-0.parquet"
+    for path in (train, odt):
+        path.parent.mkdir(parents=True)
+    rows = {"label": ({"doi": ["10.1/a", "10.1/b"], "split": ["train", "../../evil"]}, {"doi": ["10.1/c"]}),
+            "twice": ({"doi": ["10.1/a", "10.1/b"], "split": ["train", "train"]}, {"doi": ["10.1/b"]})}[case]
+    pq.write_table(pa.table({**rows[0], "language": ["en", "en"]}), train)
+    pq.write_table(pa.table({**rows[1], "split": ["odt"], "language": ["fr"]}), odt)
+    files = [{"path": str(p.relative_to(release)), "bytes": p.stat().st_size, "sha256": _sha(p)} for p in (train, odt)]
+    (release / MANIFEST).write_text(json.dumps({"files": files, "stage_counts": {}}))
+    said = {"label": r"split=train/part-0.parquet: rows of split '../../evil' in the folder of split 'train'",
+            "twice": r"1 DOI\(s\) are listed twice in ids/"}[case]
+    with pytest.raises(UserError, match=said):
+        reconstruct(str(release), str(tmp_path / "out"), {}, "none", [])
+    assert not (tmp_path / "out" / "splits").exists()
