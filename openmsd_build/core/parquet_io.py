@@ -160,7 +160,12 @@ def read_file_bytes(data: bytes, columns: Sequence[str] | None = None, path: str
     Bytes that are not a readable Parquet file (truncated, another file's, a damaged page) are
     a `UserError` naming `path` (the file the bytes came from) instead of Arrow's traceback."""
     try:
-        return pq.ParquetFile(pa.BufferReader(data)).read(columns=list(columns) if columns else None)
+        parquet = pq.ParquetFile(pa.BufferReader(data))
+        # `ParquetFile.read` leaves out a column it does not have, where `read_table` refused
+        missing = [c for c in columns or () if c not in parquet.schema_arrow.names]
+        if missing:
+            raise ValueError(f"no column {', '.join(missing)} (columns: {', '.join(parquet.schema_arrow.names)})")
+        return parquet.read(columns=list(columns) if columns else None)
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise _unreadable(path or "Parquet data", exc) from None
 

@@ -12,11 +12,21 @@ from __future__ import annotations
 
 import numpy as np
 
+ROWS_AT_A_TIME = 65_536
+"""Rows normalised at a time: the temporaries (absolute values, squares) are of a slice, so
+the peak is the input and the output, not two more copies of a million-row matrix."""
+
 
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
     """`vectors` (rows) as float32 unit vectors; an all-zero row stays zero."""
     v = np.asarray(vectors, dtype=np.float32)
-    scale = np.abs(v).max(axis=1, keepdims=True) if v.size else np.ones((len(v), 1), np.float32)
-    scaled = np.divide(v, scale, out=np.zeros_like(v), where=scale > 0)
-    norms = np.linalg.norm(scaled, axis=1, keepdims=True)
-    return np.divide(scaled, norms, out=scaled, where=norms > 0)
+    unit = np.zeros_like(v)
+    for start in range(0, len(v), ROWS_AT_A_TIME):
+        part, out = v[start : start + ROWS_AT_A_TIME], unit[start : start + ROWS_AT_A_TIME]
+        if not part.size:
+            continue
+        scale = np.abs(part).max(axis=1, keepdims=True)
+        np.divide(part, scale, out=out, where=scale > 0)
+        norms = np.sqrt(np.einsum("ij,ij->i", out, out))[:, None]
+        np.divide(out, norms, out=out, where=norms > 0)
+    return unit

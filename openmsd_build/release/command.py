@@ -91,7 +91,9 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
 def _public_path(path: str) -> str:
     """What a published manifest may say of a path: a remote URI as it is, a local path by
     its file name only (a release must not leak the builder's folders)."""
-    return path if "://" in path else os.path.basename(path.rstrip("/")) or path
+    if "://" in path and not path.startswith("file://"):
+        return path
+    return os.path.basename(path.removeprefix("file://").rstrip("/")) or path
 
 
 def _public_spec(value: str) -> str:
@@ -103,7 +105,7 @@ def _public_spec(value: str) -> str:
             return prefix + ",".join(_public_path(p) for p in value[len(prefix) :].split(","))
     if value.startswith("local:"):
         return "local:" + "@".join(_public_path(p) for p in value[len("local:") :].split("@"))
-    return _public_path(value) if value.startswith("/") else value
+    return _public_path(value) if value.startswith(("/", "file://")) else value
 
 
 def _public_config(value):  # noqa: ANN001, ANN202 - any JSON value of a stage's stats

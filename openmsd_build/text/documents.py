@@ -345,26 +345,29 @@ def printed_title_needed(title_keys: list[str] | None, content: str | None) -> b
 
 
 def _other_text(titles: list[str], extraction: dict, match: float | None, doi: str = "") -> bool:
-    """Whether the fetched document is another text than the paper: its agreement with the
-    metadata title is under `TITLE_MATCH_MIN`, and either it prints another paper's DOI on its
-    first page (`_prints_another_doi`), or it prints a title of its own and its text (a slice of
-    the body, else its abstract or printed title) and a metadata title are both reliably in
-    one language. A paper whose metadata gives only a translated title is not taken for
-    another text; nor is a document or a title whose language CLD3 cannot tell (short titles
-    often) when it prints no other DOI: when unsure, the document is used."""
-    if match is None or match >= TITLE_MATCH_MIN:
-        return False
-    if doi and _prints_another_doi(doi, extraction.get("content") or extraction.get("abstract") or ""):
-        return True
-    if not extraction.get("title"):
+    """Whether the fetched document is another text than the paper: it prints a title of its
+    own, its agreement with the metadata title is under `TITLE_MATCH_MIN`, and either its text
+    (a slice of the body, else its abstract or printed title) and a metadata title are both
+    reliably in one language, or its front page prints another paper's DOI
+    (`_prints_another_doi`) and no metadata title is reliably in another language than it. A
+    paper whose metadata gives only a translated title is not taken for another text (a
+    translation prints its own DOI too); nor is a document or a title whose language CLD3
+    cannot tell (short titles often) when it prints no other DOI: when unsure, the document is
+    used. A page without a title of its own is never another text (`main_text_needed` relies
+    on it)."""
+    if match is None or match >= TITLE_MATCH_MIN or not extraction.get("title"):
         return False
     content = extraction.get("content") or ""
     sample = content[len(content) // 3:][:BODY_SAMPLE_CHARS] if content else (
         extraction.get("abstract") or extraction.get("title") or "")
     language, _prob, reliable = detect_language(None, sample)
-    if language == UND or not reliable:
+    sure = language != UND and reliable
+    readings = [detect_language(t)[:3:2] for t in titles]
+    if sure and (language, True) in readings:
+        return True
+    if not doi or not _prints_another_doi(doi, content or extraction.get("abstract") or ""):
         return False
-    return any(detect_language(t)[:3:2] == (language, True) for t in titles)
+    return not (sure and any(ok and lang != language for lang, ok in readings))
 
 
 DOI_HEAD_CHARS = 3000

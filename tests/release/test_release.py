@@ -312,6 +312,7 @@ def test_local_files_and_specs_are_published_by_their_names(tmp_path):
 
     assert _public_spec("local:/home/me/My Papers/@/home/me/m.csv") == "local:My Papers@m.csv"
     assert _public_spec("warc:/data/a/*.warc.gz,gs://b/c/*.warc.gz") == "warc:*.warc.gz,gs://b/c/*.warc.gz"
+    assert _public_spec("file:///home/me/a.warc.gz") == "a.warc.gz"
     assert _public_config({"fetch": "local:/x/y", "n": 3, "globs": ["/x/z.json.gz", "gs://b/k"]}) == {
         "fetch": "local:y", "n": 3, "globs": ["z.json.gz", "gs://b/k"]}
     row = {name: None for name in FETCH.names}

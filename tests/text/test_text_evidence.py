@@ -88,7 +88,8 @@ def test_a_front_page_printing_another_papers_doi_is_another_text(real_samples) 
     user's `--fetch local:` folder may hold it) was kept as that paper's abstract and text: its
     title agrees at 0.17, but CLD3 cannot place the short metadata title, so the language rule
     was unsure. The PDF's front page prints its own DOI, of another registrant, and the
-    paper's DOI is nowhere in it: that is evidence enough. Its own paper keeps it; a page that
+    paper's DOI is nowhere in it: that is evidence enough, unless the metadata title is reliably
+    in another language (a translation prints its own DOI). Its own paper keeps it; a page that
     prints the paper's registrant, or no DOI, is still used when unsure."""
     from openmsd_build.text.extract.pdf import extract_pdf
 
@@ -105,6 +106,12 @@ def test_a_front_page_printing_another_papers_doi_is_another_text(real_samples) 
     assert build_document(rosa, [same])[1] == "kept"
     bare = {**efsa, "content": efsa["content"].replace("doi:10.2903/j.efsa.2014.3550", "")}
     assert build_document(rosa, [bare])[1] == "kept"
+    # a translation prints its own DOI: metadata reliably in another language keeps it
+    russian = {"doi": "10.31857/s0000000000000001", "title": "Эндогенный оборот формальдегида у человека в сравнении "
+               "с экзогенным поступлением из пищевых источников"}
+    assert build_document(russian, [efsa])[1] == "kept"
+    # a page without a title of its own is never another text (`main_text_needed` relies on it)
+    assert build_document(rosa, [{**efsa, "title": None}])[1] == "kept"
 
 
 def test_a_translated_metadata_title_is_not_taken_for_another_text() -> None:

@@ -99,7 +99,7 @@ def _reference_rows(fh, base, path):
 
 def _reference_next_record(data: bytes, after: int) -> int | None:
     """The first position past `after` where a WARC record starts: a gzip member inflating to a
-    version line, or a version line at a line's start; a plain scan, byte by byte."""
+    version line, or a version line; a plain scan, byte by byte."""
     for pos in range(after + 1, len(data)):
         head = data[pos : pos + 4096]
         if head.startswith(b"\x1f\x8b\x08"):
@@ -107,8 +107,6 @@ def _reference_next_record(data: bytes, after: int) -> int | None:
                 head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, 64)
             except zlib.error:
                 continue
-        elif data[pos - 1 : pos] != b"\n":
-            continue
         if head[:8] in (b"WARC/1.0", b"WARC/1.1") and head[8:9] in (b"\r", b"\n"):
             return pos
     return None

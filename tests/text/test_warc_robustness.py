@@ -234,3 +234,16 @@ def test_cc_index_rows_with_negative_offsets_or_lengths(tmp_path):
     assert counts["archive.index_rows_incomplete"] == 1
     backend = WarcBackend([], index={rows[0]["url"]: (rows[0]["warc_file"], rows[0]["offset"], rows[0]["length"])})
     assert backend.fetch("http://cc.example/a").status == 200
+
+
+def test_damage_in_an_uncompressed_archive_costs_only_its_own_records(tmp_path):
+    """In a WARC that is not gzipped per record (or one indexed from its inflated copy), the
+    record after a block of zeros starts without a line end before it: it was looked for only
+    after a newline, so it was lost with the damage."""
+    urls = [f"http://plain.example/{i}" for i in range(4)]
+    records = [gzip.decompress(_record(url, f"Page {i}")) for i, url in enumerate(urls)]
+    path = tmp_path / "plain.warc"
+    path.write_bytes(b"".join(records[:2]) + b"\0" * 700 + b"".join(records[2:]))
+    counts: Counter = Counter()
+    assert [r["url"] for r in index_warc_file(str(path), counts=counts)] == urls
+    assert counts[DAMAGED] == 1

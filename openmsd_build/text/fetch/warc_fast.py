@@ -231,12 +231,12 @@ _PROBE_BYTES = 4096  # compressed bytes inflated to see whether a candidate memb
 def next_record_start(fh: IO[bytes], after: int) -> int | None:
     """The offset of the first WARC record that starts past `after` in `fh`, or None: a gzip
     member whose first inflated bytes are a WARC version line, or (in a file that is not
-    gzipped per record) a WARC version line at the start of a line. Used after damage (a
+    gzipped per record) a WARC version line followed by a line end. Used after damage (a
     bit flip, a block of zeros, a partial overwrite): the records behind it are intact in
     their own members and can be indexed and replayed by offset, as they would be had the
     damaged member been left out. One pass over the rest of the file, in bounded chunks."""
     at = after + 1
-    overlap = max(len(_GZIP_MAGIC), len(_WARC_VERSIONS[0]) + 1)
+    overlap = len(_WARC_VERSIONS[0])
     while True:
         fh.seek(at)
         chunk = fh.read(_SCAN_CHUNK)
@@ -251,11 +251,12 @@ def next_record_start(fh: IO[bytes], after: int) -> int | None:
 
 
 def _candidates(chunk: bytes) -> Iterator[int]:
-    """Positions in `chunk` where a record might start: gzip magic, or a version line after a newline."""
-    for needle, shift in ((_GZIP_MAGIC, 0), *((b"\n" + v, 1) for v in _WARC_VERSIONS)):
+    """Positions in `chunk` where a record might start: gzip magic, or a version line (after a
+    newline, or after zeros or another file's bytes that end without one)."""
+    for needle in (_GZIP_MAGIC, *_WARC_VERSIONS):
         pos = chunk.find(needle)
         while pos >= 0:
-            yield pos + shift
+            yield pos
             pos = chunk.find(needle, pos + 1)
 
 
