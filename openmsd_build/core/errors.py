@@ -36,5 +36,5 @@ def damaged(path: str, what: str, exc: BaseException | None = None) -> UserError
     if exc is not None:
         from openmsd_build.core.paths import describe_failure
 
-        why = f" ({shorten((describe_failure(exc).strip().splitlines() or [''])[0], 200)})"
+        why = f" ({shorten((describe_failure(exc).strip().splitlines() or [''])[0])})"
     return UserError(f"{shorten(path)}: {what}{why}")

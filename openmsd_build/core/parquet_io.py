@@ -71,10 +71,16 @@ def encode(table: pa.Table) -> bytes:
 def write_bytes(data: bytes, path: str) -> None:
     """A finished file's bytes (e.g. Parquet encoded by a pool process) put in place as
     `write_table` does: to a temporary name, renamed over `path`."""
+    _put(path, lambda f: f.write(data))
+
+
+def _put(path: str, write: Any) -> None:
+    """`write(f)` into a temporary name beside `path` (local or remote), renamed over `path`:
+    a reader never sees a half-written file."""
     FileSystems = _filesystems()
     tmp = path + ".tmp"
     with FileSystems.create(tmp) as f:
-        f.write(data)
+        write(f)
     if FileSystems.exists(path):
         FileSystems.delete([path])
     FileSystems.rename([tmp], [path])
@@ -100,16 +106,14 @@ _COPY_BYTES = 8 << 20
 
 
 def _put_file(local: str, path: str) -> None:
-    """A finished local file copied to `path` (local or remote) a block at a time, as
-    `write_bytes` does: to a temporary name, renamed over `path`."""
-    FileSystems = _filesystems()
-    tmp = path + ".tmp"
-    with open(local, "rb") as src, FileSystems.create(tmp) as f:
-        while block := src.read(_COPY_BYTES):
-            f.write(block)
-    if FileSystems.exists(path):
-        FileSystems.delete([path])
-    FileSystems.rename([tmp], [path])
+    """A finished local file copied to `path` (local or remote) a block at a time, put in
+    place as `write_bytes` puts bytes (`_put`)."""
+    def copy(f: Any) -> None:
+        with open(local, "rb") as src:
+            while block := src.read(_COPY_BYTES):
+                f.write(block)
+
+    _put(path, copy)
 
 
 def part_path(directory: str, shard: int, num_shards: int) -> str:
@@ -167,10 +171,11 @@ def read_file_bytes(data: bytes, columns: Sequence[str] | None = None, path: str
             raise ValueError(f"no column {', '.join(missing)} (columns: {', '.join(parquet.schema_arrow.names)})")
         return parquet.read(columns=list(columns) if columns else None)
     except (pa.ArrowException, OSError, ValueError) as exc:
-        raise _unreadable(path or "Parquet data", exc) from None
+        raise unreadable(path or "Parquet data", exc) from None
 
 
-def _unreadable(path: str, exc: BaseException) -> UserError:
+def unreadable(path: str, exc: BaseException) -> UserError:
+    """The one-line error for a Parquet file a reader cannot read (`errors.damaged`)."""
     return damaged(path, "is not a readable Parquet file (truncated or damaged?)", exc)
 
 
@@ -241,7 +246,7 @@ def check_parts(paths: Sequence[str], schema: pa.Schema | None = None, columns: 
                 nulls = {name: _null_count(parquet, name) for name in non_null
                          if found.get_field_index(name) >= 0}
         except (pa.ArrowException, OSError, ValueError) as exc:
-            raise _unreadable(path, exc) from None
+            raise unreadable(path, exc) from None
         for name, count in nulls.items():
             if count:
                 raise damaged(path, f"has {count:,} null {name!r} value(s): every row needs one (damaged?)")

@@ -17,7 +17,7 @@ import polars as pl
 import pyarrow as pa
 
 from openmsd_build.core.errors import UserError, damaged
-from openmsd_build.core.parquet_io import check_parts, list_parts
+from openmsd_build.core.parquet_io import check_parts, list_parts, unreadable
 
 POLARS_ERRORS = (pl.exceptions.PolarsError, pa.ArrowException, OSError)
 """What a collect over damaged Parquet raises (polars' errors; Arrow's for a remote read)."""
@@ -45,7 +45,7 @@ def scan(directory: str, columns: Sequence[str], schema: pa.Schema | None = None
             try:
                 frames.append(pl.read_parquet(io.BytesIO(data)))
             except POLARS_ERRORS as exc:
-                raise damaged(path, "is not a readable Parquet file (truncated or damaged?)", exc) from None
+                raise unreadable(path, exc) from None
         lf = pl.concat(frames, how="diagonal_relaxed").lazy()
     else:
         lf = pl.scan_parquet(parts, missing_columns="insert", extra_columns="ignore")

@@ -9,7 +9,7 @@ from typing import TypeVar
 from apache_beam.io.filesystems import FileSystems
 
 from openmsd_build.core import layout
-from openmsd_build.core.errors import UserError, damaged
+from openmsd_build.core.errors import UserError, damaged, shorten
 
 MAX_JSON_BYTES = 32 << 20
 """Largest `_stats/*.json` (or evaluation result) read. A stage's stats are a few KB; a file of
@@ -60,7 +60,6 @@ def read_optional_json(path: str, convert: Callable[[dict], T], what: str = "res
     where an object belongs failed deep inside the report's renderer, so `convert` runs the
     renderer on the file alone. Such a file is skipped, not fatal: the build's own tables are
     still worth reporting."""
-    from openmsd_build.core.errors import shorten
     from openmsd_build.core.notices import warn
 
     try:

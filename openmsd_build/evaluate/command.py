@@ -204,10 +204,7 @@ def read_embeddings(path: str, ids: str | None = None, vector_column: str | None
             raise UserError("--embeddings X.npy needs --ids (one DOI per line, or a Parquet file with a doi column)")
         matrix = load_npy(path)
         if ids.endswith(".parquet"):
-            table = _read_table(ids)
-            if "doi" not in table.column_names:
-                raise UserError(f"{shorten(ids)}: no doi column (columns: {shorten(table.column_names)})")
-            dois = [str(d) for d in table.column("doi").to_pylist()]
+            dois = _dois(_read_table(ids), ids)
         else:
             with FileSystems.open(ids) as f:
                 data = f.read()
@@ -220,15 +217,21 @@ def read_embeddings(path: str, ids: str | None = None, vector_column: str | None
             raise UserError(f"{path}: shape {matrix.shape} does not match {len(dois)} ids in {ids}")
         return _checked(path, dois, lambda: matrix.astype(np.float32))
     table = _read_table(path)
-    if "doi" not in table.column_names:
-        raise UserError(f"{shorten(path)}: no doi column (columns: {shorten(table.column_names)})")
+    dois = _dois(table, path)
     column = table.column(_vector_column(table, vector_column)).combine_chunks()
     lengths = pc.list_value_length(column).to_numpy(zero_copy_only=False)
     if len(lengths) and (np.any(lengths != lengths[0]) or column.null_count):
         raise UserError(f"{path}: vectors must all be non-null and of one length")
     dim = int(lengths[0]) if len(lengths) else 0
-    return _checked(path, [str(d) for d in table.column("doi").to_pylist()], lambda: pc.list_flatten(column).to_numpy(
+    return _checked(path, dois, lambda: pc.list_flatten(column).to_numpy(
         zero_copy_only=False).astype(np.float32).reshape(len(column), dim))
+
+
+def _dois(table: pa.Table, path: str) -> list[str]:
+    """The `doi` column of an embeddings or ids table, as strings."""
+    if "doi" not in table.column_names:
+        raise UserError(f"{shorten(path)}: no doi column (columns: {shorten(table.column_names)})")
+    return [str(d) for d in table.column("doi").to_pylist()]
 
 
 def _checked(path: str, dois: list[str], matrix_of) -> tuple[list[str], np.ndarray]:

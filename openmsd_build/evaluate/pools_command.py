@@ -330,16 +330,16 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         if not field.strip() or len(field_folder(field)) > layout.MAX_NAME_CHARS:
             raise UserError(f"--field {field[:80]!r}: a category name of 1 to {layout.MAX_NAME_CHARS} characters "
                             "(once its / % and control characters are encoded)")
-    named = [(os.path.basename(os.path.normpath(p)), p) for p in args.encoder]
-    named += [(os.path.splitext(os.path.basename(p))[0], p) for p in args.embeddings]
+    encoder_names = [(os.path.basename(os.path.normpath(p)), p) for p in args.encoder]
+    embedding_names = [(os.path.splitext(os.path.basename(p))[0], p) for p in args.embeddings]
     seen: dict[str, str] = {}
-    for name, path in named:  # a model is reported by its name: two of one name, one would vanish
+    for name, path in encoder_names + embedding_names:  # a model is reported by its name: one would vanish
         if name in seen:
             raise UserError(f"two models are named {name!r} ({seen[name]} and {path}): models are named after "
                             "their file or folder names, give them different ones")
         seen[name] = path
-    encoders = {os.path.basename(os.path.normpath(p)): load_encoder(p) for p in args.encoder}
-    embeddings = {os.path.splitext(os.path.basename(p))[0]: read_embeddings(p) for p in args.embeddings}
+    encoders = {name: load_encoder(p) for name, p in encoder_names}
+    embeddings = {name: read_embeddings(p) for name, p in embedding_names}
     results = run_pools(
         args.out, args.split or list(tasks.EVAL_SPLITS), sizes, args.resamples, args.seed, relations,
         args.latest_years, args.max_queries, tuple(args.field), args.top_k, args.recall_k, not args.no_tune,

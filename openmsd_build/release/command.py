@@ -132,7 +132,7 @@ def _public_fetch_part(src: str, dst: str) -> bool:
     local_files = [w is not None and "://" not in w for w in files]
     if not any(local) and not any(local_files):
         return False
-    urls = ["file:" + u.rstrip("/").rsplit("/", 1)[-1] if is_file else u for u, is_file in zip(urls, local, strict=True)]
+    urls = ["file:" + _public_path(u) if is_file else u for u, is_file in zip(urls, local, strict=True)]
     files = [_public_path(w) if is_local else w for w, is_local in zip(files, local_files, strict=True)]
     table = table.set_column(table.schema.get_field_index("url"), "url", pa.array(urls, pa.string()))
     table = table.set_column(table.schema.get_field_index("warc_file"), "warc_file", pa.array(files, pa.string()))

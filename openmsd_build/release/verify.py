@@ -19,7 +19,7 @@ import stat
 
 from apache_beam.io.filesystems import FileSystems
 
-from openmsd_build.core.errors import shorten
+from openmsd_build.core.errors import short_repr, shorten
 from openmsd_build.core.paths import UnsafePath, confined_path
 
 _SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
@@ -160,11 +160,11 @@ def check_ids_labels(paths: list[str]) -> None:
         label = next((part.removeprefix("split=") for part in reversed(path.split("/")) if part.startswith("split=")),
                      None)
         with FileSystems.open(path) as f:
-            table = read_file_bytes(f.read(), ["doi", "split"])
+            table = read_file_bytes(f.read(), ["doi", "split"], path)
         other = pc.not_equal(table["split"], label) if label is not None else None
         if other is not None and pc.any(other).as_py():
             bad = table.filter(other)["split"][0].as_py()
-            raise ValueError(f"{shorten(path)}: rows of split {shorten(repr(bad))} in the folder of split {label!r}")
+            raise ValueError(f"{shorten(path)}: rows of split {short_repr(bad)} in the folder of split {label!r}")
         seen.append(np.asarray(paper_ids(table["doi"].to_pylist()), dtype=np.int64))
     ids = np.sort(np.concatenate(seen)) if seen else np.empty(0, np.int64)
     twice = np.flatnonzero(ids[1:] == ids[:-1])
