@@ -140,9 +140,8 @@ def test_hostile_record_content_never_names_a_file(tmp_path):
 FIXED_NAME_WRITERS = {
     ("core/parquet_io.py", "write_table"): "the writer itself: its caller's path",
     ("core/parquet_io.py", "encode"): "a memory buffer",
-    ("core/parquet_io.py", "write_bytes"): "the writer itself: <its caller's path>.tmp, renamed",
     ("core/parquet_io.py", "write_tables"): "a local temporary folder's part.parquet, copied by _put_file",
-    ("core/parquet_io.py", "_put_file"): "the writer itself: <its caller's path>.tmp, renamed",
+    ("core/parquet_io.py", "_put"): "the writer itself (write_bytes, _put_file): <its caller's path>.tmp, renamed",
     ("core/beam_io.py", "_WriteJson.process"): "_stats/<stage>.json (layout.stats_path)",
     ("core/spill.py", "write_piece"): "_tmp spill pieces: <tag>/<shard>/<uuid4 hex>.arrow",
     ("core/stats.py", "update_stage_stats"): "_stats/<stage>.json (layout.stats_path)",
