@@ -171,8 +171,9 @@ class _WriteJson(beam.DoFn):
 
     def process(self, counts):
         payload = {**self.extra, "counts": counts}
-        with FileSystems.create(self.path) as f:
-            f.write(json.dumps(payload, indent=2, sort_keys=True).encode("utf-8"))
+        # put in place by rename: every later command refuses a damaged `_stats` file, so a
+        # write cut short (a full disk, a killed worker) must leave the old file, not half a new one
+        parquet_io.write_bytes(json.dumps(payload, indent=2, sort_keys=True).encode("utf-8"), self.path)
         yield counts
 
 

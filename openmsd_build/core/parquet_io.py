@@ -79,8 +79,14 @@ def _put(path: str, write: Any) -> None:
     a reader never sees a half-written file."""
     FileSystems = _filesystems()
     tmp = path + ".tmp"
-    with FileSystems.create(tmp) as f:
-        write(f)
+    try:
+        with FileSystems.create(tmp) as f:
+            write(f)
+    except BaseException:
+        # a write cut short (a full disk, Ctrl-C) leaves `path` as it was and no temporary
+        if FileSystems.exists(tmp):
+            FileSystems.delete([tmp])
+        raise
     if FileSystems.exists(path):
         FileSystems.delete([path])
     FileSystems.rename([tmp], [path])

@@ -8,7 +8,7 @@ from typing import TypeVar
 
 from apache_beam.io.filesystems import FileSystems
 
-from openmsd_build.core import layout
+from openmsd_build.core import layout, parquet_io
 from openmsd_build.core.errors import UserError, damaged, shorten
 
 MAX_JSON_BYTES = 32 << 20
@@ -136,7 +136,7 @@ def update_stage_stats(out: str, stage: str, fields: dict) -> bool:
         return False
     stats = read_stats(path)
     stats.update(fields)
-    with FileSystems.create(path) as f:
-        f.write(json.dumps(stats, indent=2, sort_keys=True).encode("utf-8"))
+    # renamed into place, as the stage wrote it (`beam_io._WriteJson`)
+    parquet_io.write_bytes(json.dumps(stats, indent=2, sort_keys=True).encode("utf-8"), path)
     return True
 

@@ -122,3 +122,43 @@ def test_leftovers_of_a_killed_run_are_cleaned_and_a_killed_swap_is_undone(tmp_p
         Path(dest, "splits", "part-00000-of-00001.parquet").write_bytes(b"new")
     assert (out / "splits" / "part-00000-of-00001.parquet").read_bytes() == b"new"
     alive.rmdir()
+
+
+def test_stats_rewritten_after_a_stage_survive_a_write_cut_short(tmp_path, monkeypatch):
+    """`update_stage_stats` rewrites `_stats/<stage>.json` several times after a stage ran
+    (inputs, warnings, resources, built_from), and every later command refuses a damaged one.
+    A write cut short (here: the disk fills after 10 bytes) must leave the previous file whole
+    and no temporary beside it; writing in place left 10 bytes of JSON."""
+    from apache_beam.io.filesystems import FileSystems
+
+    from openmsd_build.core.stats import read_stats, update_stage_stats
+
+    out = tmp_path / "out"
+    path = Path(layout.stats_path(str(out), "papers"))
+    path.parent.mkdir(parents=True)
+    before = json.dumps({"counts": {"papers.read": 3}}).encode()
+    path.write_bytes(before)
+    create = FileSystems.create
+
+    class _Full:
+        def __init__(self, f):
+            self.f = f
+
+        def write(self, data):
+            self.f.write(data[:10])
+            raise OSError(28, "No space left on device")
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+    monkeypatch.setattr(FileSystems, "create", lambda p, *a, **k: _Full(create(p, *a, **k)))
+    with pytest.raises(OSError, match="No space"):
+        update_stage_stats(str(out), "papers", {"warnings": ["x" * 100]})
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in path.parent.iterdir()) == ["papers.json"]
+    monkeypatch.undo()
+    assert update_stage_stats(str(out), "papers", {"warnings": ["w"]})
+    assert read_stats(str(path)) == {"counts": {"papers.read": 3}, "warnings": ["w"]}
