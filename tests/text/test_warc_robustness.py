@@ -247,3 +247,35 @@ def test_damage_in_an_uncompressed_archive_costs_only_its_own_records(tmp_path):
     counts: Counter = Counter()
     assert [r["url"] for r in index_warc_file(str(path), counts=counts)] == urls
     assert counts[DAMAGED] == 1
+
+
+def _other_record(kind: str, url: str) -> bytes:
+    """A request or metadata record for `url` (not a response: never indexed)."""
+    block = (b"GET / HTTP/1.1\r\nHost: plain.example\r\n\r\n" if kind == "request"
+             else b"fetchTimeMs: 12\r\noutlinks: 3\r\n")
+    head = (f"WARC/1.0\r\nWARC-Type: {kind}\r\nWARC-Record-ID: <urn:uuid:{kind}-{abs(hash(url))}>\r\n"
+            f"WARC-Date: 2020-01-01T00:00:00Z\r\nWARC-Target-URI: {url}\r\n"
+            f"Content-Type: application/warc-fields\r\nContent-Length: {len(block)}\r\n\r\n").encode()
+    return head + block + b"\r\n\r\n"
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_records_read_before_damage_are_not_counted_as_damaged(tmp_path, compressed):
+    """The span counted as damaged starts where warcio stopped reading records, not after the
+    last response: the request and metadata records between that response and the damage
+    were read again, each failing at the same damage, and counted as damaged spans of their
+    own (three spans and their bytes for one block of zeros)."""
+    urls = [f"http://plain.example/{i}" for i in range(4)]
+    pieces = []
+    for i, url in enumerate(urls):
+        pieces += [_other_record("request", url), gzip.decompress(_record(url, f"Page {i}")),
+                   _other_record("metadata", url)]
+    if compressed:  # one gzip member per record, the damage in a member that is not a tidy one
+        pieces = [gzip.compress(p) for p in pieces]
+    zeros = b"\0" * 700
+    cut = 6  # after the second paper's metadata record
+    path = tmp_path / ("crawl.warc.gz" if compressed else "crawl.warc")
+    path.write_bytes(b"".join(pieces[:cut]) + zeros + b"".join(pieces[cut:]))
+    counts: Counter = Counter()
+    assert [r["url"] for r in index_warc_file(str(path), counts=counts)] == urls
+    assert counts[DAMAGED] == 1 and counts[DAMAGED_BYTES] == len(zeros)

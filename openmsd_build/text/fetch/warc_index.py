@@ -82,6 +82,7 @@ def index_warc_file(path: str, target_uri: bool = False, counts: Counter | None 
                                         f"from offset {damaged_at} is not read")
             start = next_record_start(fh, damaged_at)
             end = start if start is not None else fh.seek(0, io.SEEK_END)
+            damaged_at = min(_past_separator(fh, damaged_at), end)
             if counts is not None:
                 counts[DAMAGED] += 1
                 counts[DAMAGED_BYTES] += end - damaged_at
@@ -105,13 +106,11 @@ def _rows_until_damage(path: str, fh: IO[bytes], start: int, target_uri: bool,
     for offset, length, data in iter_members(fh, start):
         record = parse_member(data) if data is not None else None
         if record is None or not record.tidy_end:
-            end = offset
+            reached = [offset]  # the end of the last record warcio read, of any type
             try:
-                for row in _warcio_rows(path, fh, offset, target_uri, counts):
-                    end = max(end, row["offset"] + row["length"])
-                    yield row
+                yield from _warcio_rows(path, fh, offset, target_uri, counts, reached)
             except ArchiveLoadFailed:
-                return end
+                return reached[-1]
             return None
         if record.rec_type != "response" and record.plain:
             continue
@@ -124,6 +123,14 @@ def _rows_until_damage(path: str, fh: IO[bytes], start: int, target_uri: bool,
             yield _row(path, offset, length, uri, record.status, headers_dict(record.http_headers), payload_type,
                        target_uri)
     return None
+
+
+def _past_separator(fh: IO[bytes], end: int) -> int:
+    """`end` (where warcio says a record of an uncompressed WARC ends) past the record's
+    closing line ends, which are not part of a damaged span that follows."""
+    fh.seek(end)
+    head = fh.read(4)
+    return end + len(head) - len(head.lstrip(b"\r\n"))
 
 
 def _row(path: str, offset: int, length: int, uri: str, status: int | None, headers: dict[str, str],
@@ -187,20 +194,22 @@ of negative length)."""
 
 
 def _warcio_rows(path: str, fh: IO[bytes], offset: int, target_uri: bool = False,
-                 counts: Counter | None = None) -> Iterator[dict]:
+                 counts: Counter | None = None, reached: list[int] | None = None) -> Iterator[dict]:
     """Rows of the records from `offset` (a member boundary) on, read by warcio. Past the
     start it continues as the iterator over the whole file would: WARC only, same blocks.
-    A record cut short is left out, counted in `counts` (`CUT_SHORT`) and logged."""
+    A record cut short is left out, counted in `counts` (`CUT_SHORT`) and logged. The end of
+    every record read, of any type, is appended to `reached`: where damage found after it
+    begins (a request or metadata record read whole is not part of the damaged span)."""
     if offset:
         iterator: ArchiveIterator = WARCIterator(_Aligned(fh, offset))
     else:
         fh.seek(0)
         iterator = ArchiveIterator(fh)
     for record in iterator:
-        if record.rec_type != "response":
-            continue
-        uri = record.rec_headers.get_header("WARC-Target-URI")
+        uri = record.rec_headers.get_header("WARC-Target-URI") if record.rec_type == "response" else None
         if not uri:
+            if reached is not None:  # read to its end: its length is only known then
+                reached.append(iterator.get_record_offset() + iterator.get_record_length())
             continue
         status, headers = record_status_headers(record)
         payload_type = record.rec_headers.get_header(_PAYLOAD_TYPE)
@@ -213,6 +222,8 @@ def _warcio_rows(path: str, fh: IO[bytes], offset: int, target_uri: bool = False
             LOG.warning("%s: the record at offset %d (%s) ends %d bytes before its Content-Length: not indexed",
                         path, iterator.get_record_offset(), uri, missing)
             continue
+        if reached is not None:
+            reached.append(iterator.get_record_offset() + length)
         yield _row(path, iterator.get_record_offset(), length, uri, status, headers, payload_type, target_uri)
 
 
