@@ -5,17 +5,29 @@ and how a plain export replaces the earlier one (`replace_export`)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from fnmatch import fnmatchcase
 
 from apache_beam.io.filesystems import FileSystems
 
 from openmsd_build.core import layout
-from openmsd_build.core.errors import UserError
+from openmsd_build.core.errors import UserError, shorten
 from openmsd_build.core.parquet_io import join_path, match_paths
 from openmsd_build.core.staging import OLD_DIR, delete_path, move_path, path_exists, signals_held, swap_in
 
 EXPORT_ENTRIES = ("retrieval", "beir", "trainer", "large_pool", "README.md", "export.json")
 """What a plain export writes at the top of its folder (`export_build`); a recipe export writes
 `recipes/<name>/` beside them."""
+EXPORT_FILES = (
+    "retrieval/*/corpus.parquet", "retrieval/*/*/queries.parquet", "retrieval/*/*/qrels.parquet",
+    "beir/*/*/corpus.jsonl", "beir/*/*/queries.jsonl", "beir/*/*/qrels/test.tsv",
+    "trainer/*/pairs_*.parquet", "trainer/*/triplets.parquet", "trainer/*/title_abstract.parquet",
+    "large_pool/README.md", "large_pool/pools/**", "large_pool/benchmark/**")
+"""Every file a plain export writes inside its folders (`export_build`; `**`: anything below,
+copied from `evaluate-pools`), with any option: `refuse_foreign_files` tells a user's file
+there from the export's own."""
+RECIPE_FILES = ("README.md", "recipe.json", "stats.json", "data/*/shard-*.parquet")
+"""Every file a recipe export writes in `recipes/<name>/` (`recipe_export.export_recipe`)."""
 PARTIAL = ".export-partial"
 """Where a plain export is written before it replaces the earlier one (`replace_export`)."""
 MARKERS = ("export.json", "recipes/<name>/recipe.json", "recipes/<name>/data/<split>/shard-*.parquet")
@@ -64,6 +76,30 @@ def check_dest_folder(out: str, dest: str) -> None:
     if held and not _holds_export(dest):
         raise UserError(f"--dest {dest} holds files but no earlier export ({' or '.join(MARKERS)}): not writing "
                         "into it (choose a new or empty folder)")
+
+
+def refuse_foreign_files(folder: str, owned: Sequence[str]) -> None:
+    """A `UserError` naming the first file under `folder` that is in one of the folders an
+    export replaces whole (the first parts of `owned`) but matches none of `owned` (paths under
+    `folder`, `*` one name, a last `**` anything below). A second export replaced `trainer/`
+    and `recipes/<name>/` with their own files only, and a file the user had put there was
+    deleted; it is refused before anything is written, and the user moves it out."""
+    tops = {pattern.split("/")[0] for pattern in owned}
+    base = join_path(folder, "**")[:-2]
+    for path in match_paths(join_path(folder, "**")):
+        rel = path[len(base):].split("/")
+        if rel[0] in tops and not any(_matches(rel, pattern.split("/")) for pattern in owned):
+            raise UserError(f"{shorten(path)} was not written by export, which replaces "
+                            f"{shorten(join_path(folder, rel[0]))} whole: move the file out of it first "
+                            "(nothing was written)")
+
+
+def _matches(parts: list[str], pattern: list[str]) -> bool:
+    """Whether a path's parts match a pattern's (`refuse_foreign_files`)."""
+    if pattern[-1] == "**":
+        pattern = pattern[:-1]
+        parts = parts[:len(pattern)] if len(parts) > len(pattern) else []
+    return len(parts) == len(pattern) and all(fnmatchcase(p, w) for p, w in zip(parts, pattern, strict=True))
 
 
 def _holds_export(dest: str) -> bool:

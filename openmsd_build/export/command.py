@@ -45,11 +45,13 @@ from openmsd_build.core.staging import delete_path, path_exists
 from openmsd_build.evaluate import tasks
 from openmsd_build.export import hf_dataset, trainer
 from openmsd_build.export.build_checks import (
+    EXPORT_FILES,
     PARTIAL,
     check_dest,
     check_dest_folder,
     recover_export,
     refuse_empty,
+    refuse_foreign_files,
     replace_export,
 )
 from openmsd_build.export.recipe_command import recipe_arguments, run_recipe
@@ -187,6 +189,7 @@ def export_build(
     dest = join_path(final, PARTIAL)  # written whole here, then swapped in (`replace_export`)
     recover_export(final, dest)  # first: a killed swap left DEST half of each export
     check_dest_folder(out, final)
+    refuse_foreign_files(final, EXPORT_FILES)  # the swap replaces retrieval/, trainer/, ... whole
     try:
         summary = _write_export(out, final, dest, splits, relations, mixes, trainer_splits, per_positive,
                                 max_bridge_degree, beir, detect, text)

@@ -612,12 +612,14 @@ def export_recipe(out: str, recipe: Recipe, dest: str | None = None, tokenizer: 
     """Write `DEST/recipes/<name>/` (see the module docstring) and return its stats."""
     from openmsd_build.core.stages import require_fresh
     from openmsd_build.export import recipe_card
-    from openmsd_build.export.build_checks import check_dest_folder
+    from openmsd_build.export.build_checks import RECIPE_FILES, check_dest_folder, refuse_foreign_files
 
     require_fresh(out, "export")
     refuse_missing_negatives(out, recipe)
     dest = dest or join_path(out, "export")
     check_dest_folder(out, dest)
+    # the earlier recipes/<name>/ is replaced whole
+    refuse_foreign_files(join_path(dest, "recipes"), [f"{recipe.name}/{pattern}" for pattern in RECIPE_FILES])
     folder = join_path(dest, "recipes", recipe.name)
     local = "://" not in folder
     # locally, the export is written beside its folder and swapped in when complete

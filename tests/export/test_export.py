@@ -348,3 +348,33 @@ def test_odt_triplets_computed_from_citations_have_no_en_en_positive(tmp_path):
     assert counts["odt_en_en_positives_removed"] == 2  # a -> b -> c and a -> y -> c
     train, _ = specter_triplets(out, "train", docs)
     assert ("a", "b", "c") in set(train.select("anchor", "positive", "negative").iter_rows())
+
+
+def test_a_file_of_the_users_inside_an_export_folder_is_never_deleted(tmp_path, capsys):
+    """A second export replaced trainer/ (and a recipe export recipes/<name>/) whole, and a
+    file the user had put there (`my_extra.txt`) was gone. Now an export finding a file it
+    does not write in a folder it replaces stops first, with one line naming the file; the
+    export's own files of an earlier run (other mixes, splits) are replaced as before."""
+    out = tmp_path / "build"
+    write_tiny_build(str(out))
+    dest = out / "export"
+    assert main(["export", "--out", str(out), "--mix", "dc+cc", "--mix", "cc&bc"]) == 0
+    assert main(["export", "--out", str(out), "--recipe", "openmsd-dc"]) == 0
+    capsys.readouterr()
+    for folder in ("trainer", "trainer/train", "beir/idt", "recipes/openmsd-dc", "recipes/openmsd-dc/data"):
+        extra = dest / folder / "my_extra.txt"
+        extra.write_text("mine")
+        recipe = ["--recipe", "openmsd-dc"] if folder.startswith("recipes") else []
+        before = sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*"))
+        assert main(["export", "--out", str(out), *recipe]) == 2, folder
+        err = capsys.readouterr().err
+        assert str(extra) in err and "not written by export" in err and len(err.strip().splitlines()) == 1, err
+        assert extra.read_text() == "mine" and sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*")) == before
+        extra.unlink()
+    (dest / "LICENSE").write_text("kept")  # beside the export's folders: kept, as before
+    (dest / "recipes" / "my-notes").mkdir()
+    (dest / "recipes" / "my-notes" / "todo.txt").write_text("kept")
+    assert main(["export", "--out", str(out)]) == 0  # pairs_cc_and_bc.parquet is the export's own
+    assert main(["export", "--out", str(out), "--recipe", "openmsd-dc"]) == 0
+    assert not (dest / "trainer" / "train" / "pairs_cc_and_bc.parquet").exists()
+    assert (dest / "LICENSE").read_text() == "kept" and (dest / "recipes" / "my-notes" / "todo.txt").exists()
