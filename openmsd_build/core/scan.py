@@ -5,7 +5,8 @@ Every part file's footer is checked first (`parquet_io.check_parts`): a truncate
 file, or a column of the wrong type, is a `UserError` naming the file before polars plans a
 query. Polars reports such damage only when a query is collected, as a `ComputeError` or
 `SchemaError` naming neither the file nor the column. What the footers cannot show (a damaged
-data page) is caught where a query is collected (`collect`, `collect_all`).
+data page) is caught where a query is collected (`collect`, `collect_all`), which name the
+damaged file when told the folders the query scanned.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import polars as pl
 import pyarrow as pa
 
 from openmsd_build.core.errors import UserError, damaged
-from openmsd_build.core.parquet_io import check_parts, list_parts, unreadable
+from openmsd_build.core.parquet_io import check_parts, list_parts, read_file_bytes, unreadable
 
 POLARS_ERRORS = (pl.exceptions.PolarsError, pa.ArrowException, OSError)
 """What a collect over damaged Parquet raises (polars' errors; Arrow's for a remote read)."""
@@ -60,17 +61,33 @@ def scan(directory: str, columns: Sequence[str], schema: pa.Schema | None = None
     return lf.select(exprs)
 
 
-def _failed(exc: BaseException) -> UserError:
+def _failed(exc: BaseException, folders: Sequence[str] = ()) -> UserError:
+    """The error of a query over damaged Parquet. Polars names no file, so the part files of
+    `folders` (those the query scanned) are read one at a time, only after a failure, and the
+    first one Arrow cannot read either is named (`parquet_io.read_file_bytes`); with no such
+    file, the build's files as a whole."""
+    from apache_beam.io.filesystems import FileSystems
+
+    for folder in folders:
+        for path in list_parts(folder):
+            try:
+                with FileSystems.open(path) as f:
+                    read_file_bytes(f.read(), path=path)
+            except UserError as named:
+                return named
+            except OSError as unread:
+                return unreadable(path, unread)
     return damaged("a Parquet file of the build", "could not be read (a damaged data page?)", exc)
 
 
-def collect(lf: pl.LazyFrame) -> pl.DataFrame:
-    """`lf` collected by the streaming engine (bounded memory on full-scale folders); damage
-    in the data that the footers did not show is a `UserError`, not polars' traceback."""
+def collect(lf: pl.LazyFrame, folders: Sequence[str] = (), engine: str = "streaming") -> pl.DataFrame:
+    """`lf` collected, by default by the streaming engine (bounded memory on full-scale
+    folders); damage in the data that the footers did not show is a `UserError` naming the
+    damaged file of `folders` (the stage folders `lf` scans: `_failed`), not polars' traceback."""
     try:
-        return lf.collect(engine="streaming")
+        return lf.collect(engine=engine)
     except POLARS_ERRORS as exc:
-        raise _failed(exc) from None
+        raise _failed(exc, folders) from None
 
 
 def collect_all(frames: list[pl.LazyFrame]) -> list[pl.DataFrame]:

@@ -16,7 +16,7 @@ import polars as pl
 
 from openmsd_build.core import layout
 from openmsd_build.core.errors import UserError
-from openmsd_build.core.scan import scan
+from openmsd_build.core.scan import collect, scan
 from openmsd_build.evaluate import tasks
 from openmsd_build.schemas import tables
 
@@ -91,10 +91,10 @@ def load_corpus(out: str, split: str, relations=layout.RELATIONS) -> Corpus:
     if docs is None:
         raise UserError(f"{layout.documents_dir(out)}: no Parquet files (run the text stage first)")
     docs = docs.join(members.select("doi"), on="doi", how="semi").unique(subset="doi", keep="first")
-    df = (members.join(docs, on="doi", how="left")
-          .select("doi", "title", "abstract", pl.coalesce("split_language", "language").alias("language"),
-                  "year", "categories")
-          .sort("doi").collect())
+    df = collect(members.join(docs, on="doi", how="left")
+                 .select("doi", "title", "abstract", pl.coalesce("split_language", "language").alias("language"),
+                         "year", "categories")
+                 .sort("doi"), [layout.splits_dir(out), layout.documents_dir(out)], "auto")
     dois = df["doi"].to_list()
     n = len(dois)
     pos = _positions(dois)
@@ -115,7 +115,7 @@ def load_corpus(out: str, split: str, relations=layout.RELATIONS) -> Corpus:
     if cit is None:
         attach_citations(corpus, np.zeros(0), np.zeros(0), np.zeros(n))
         return corpus
-    cit = cit.collect()
+    cit = collect(cit, [layout.citations_dir(out)], "auto")
     inc = cit.group_by("cited_doi").len().rename({"cited_doi": "doi", "len": "in"})
     in_citations = pos.join(inc, on="doi", how="left").sort("pos")["in"].fill_null(0).to_numpy()
     j = (cit.join(pos.rename({"doi": "citing_doi", "pos": "a"}), on="citing_doi", how="inner")

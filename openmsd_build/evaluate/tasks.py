@@ -25,7 +25,7 @@ import polars as pl
 
 from openmsd_build.core import layout
 from openmsd_build.core.errors import UserError
-from openmsd_build.core.scan import scan
+from openmsd_build.core.scan import collect, scan
 from openmsd_build.schemas import tables
 
 EVAL_SPLITS = ("idt", "odt")
@@ -128,7 +128,8 @@ def load_summaries(out: str) -> dict[str, str]:
     lf = scan(enriched_dir(out), ["doi", "summary"], tables.ENRICHED)
     if lf is None:
         raise UserError(f"{enriched_dir(out)}: no Parquet files (run `openmsd-build enrich` first, or use --text raw)")
-    df = lf.filter(pl.col("summary").is_not_null()).unique(subset="doi", keep="first").collect()
+    df = collect(lf.filter(pl.col("summary").is_not_null()).unique(subset="doi", keep="first"), [enriched_dir(out)],
+                 "auto")
     return dict(zip(df["doi"].to_list(), df["summary"].to_list(), strict=True))
 
 
@@ -145,11 +146,11 @@ def load_pool(out: str, split: str, text: str = "raw") -> Pool:
     if docs is None:
         raise UserError(f"{layout.documents_dir(out)}: no Parquet files (run the text stage first)")
     docs = docs.join(members.select("doi"), on="doi", how="semi").unique(subset="doi", keep="first")
-    df = (
+    df = collect(
         members.join(docs, on="doi", how="left")
         .select("doi", "title", "abstract", pl.coalesce("split_language", "language").alias("language"))
-        .sort("doi")
-        .collect()
+        .sort("doi"),
+        [layout.splits_dir(out), layout.documents_dir(out)], "auto",
     )
     dois = df["doi"].to_list()
     summaries = None
@@ -171,7 +172,7 @@ def load_pairs(out: str, relation: str, split: str) -> pl.DataFrame:
     lf = scan(layout.pairs_dir(out, relation, split), ["doi_a", "doi_b"], tables.PAIRS)
     if lf is None:
         return pl.DataFrame(schema={"doi_a": pl.String, "doi_b": pl.String})
-    return lf.collect()
+    return collect(lf, [layout.pairs_dir(out, relation, split)], "auto")
 
 
 def load_relevance(out: str, relation: str, pool: Pool) -> Relevance:

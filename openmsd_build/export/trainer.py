@@ -39,7 +39,7 @@ from openmsd_build.core import layout
 from openmsd_build.core.errors import short_repr
 from openmsd_build.core.hashing import unit_interval
 from openmsd_build.core.parquet_io import check_parts, list_parts
-from openmsd_build.core.scan import scan
+from openmsd_build.core.scan import collect, scan
 from openmsd_build.schemas import tables
 
 MIX_SEED = "openmsd-export-mix-v1"
@@ -74,12 +74,12 @@ def split_documents(out: str, split: str, text: str = "raw") -> pl.DataFrame:
     members = sp.filter(pl.col("split") == split).select("doi", pl.col("language").alias("split_language")).unique(
         subset="doi", keep="first")
     docs = docs.join(members.select("doi"), on="doi", how="semi").unique(subset="doi", keep="first")
-    frame = (
+    frame = collect(
         members.join(docs, on="doi", how="left")
         .select("doi", pl.coalesce("split_language", "language").alias("language"), "title", "abstract", "abstracts")
         .with_columns(text_expr().alias("text"))
-        .sort("doi")
-        .collect()
+        .sort("doi"),
+        [layout.splits_dir(out), layout.documents_dir(out)], "auto",
     )
     if text == "enriched":
         from openmsd_build.enrich.text import enriched_text
@@ -122,7 +122,8 @@ def _unordered_pairs(out: str, relation: str, split: str) -> pl.DataFrame:
         return pl.DataFrame(schema={"doi_a": pl.String, "doi_b": pl.String})
     lo = pl.min_horizontal("doi_a", "doi_b")
     hi = pl.max_horizontal("doi_a", "doi_b")
-    return lf.select(lo.alias("doi_a"), hi.alias("doi_b")).filter(pl.col("doi_a") != pl.col("doi_b")).unique().collect()
+    return collect(lf.select(lo.alias("doi_a"), hi.alias("doi_b")).filter(pl.col("doi_a") != pl.col("doi_b")).unique(),
+                   [layout.pairs_dir(out, relation, split)], "auto")
 
 
 def mix_pairs(out: str, name: str, split: str) -> tuple[pl.DataFrame, dict]:
@@ -167,7 +168,8 @@ def read_stage_mix(out: str, name: str, split: str) -> pl.DataFrame | None:
     rel_names = pl.concat_list(
         [pl.when(pl.col(f"support_{r}") > 0).then(pl.lit(r)) for r in layout.RELATIONS]
     ).list.drop_nulls().list.join("+")
-    return lf.select("doi_a", "doi_b", rel_names.alias("relations")).sort("doi_a", "doi_b").collect()
+    return collect(lf.select("doi_a", "doi_b", rel_names.alias("relations")).sort("doi_a", "doi_b"), [directory],
+                   "auto")
 
 
 def pairs_for_mix(out: str, name: str, split: str, docs: pl.DataFrame) -> tuple[pl.DataFrame, dict]:
@@ -224,10 +226,10 @@ def split_edges(out: str, docs: pl.DataFrame) -> pl.DataFrame:
     if lf is None:
         return pl.DataFrame(schema={"citing_doi": pl.String, "cited_doi": pl.String})
     members = docs.select("doi").lazy()
-    return (
+    return collect(
         lf.join(members.rename({"doi": "citing_doi"}), on="citing_doi", how="semi")
-        .join(members.rename({"doi": "cited_doi"}), on="cited_doi", how="semi")
-        .collect()
+        .join(members.rename({"doi": "cited_doi"}), on="cited_doi", how="semi"),
+        [layout.citations_dir(out)], "auto",
     )
 
 
@@ -238,7 +240,8 @@ def specter_triplets(
     English anchor with an English positive (no En-En DC pair there)."""
     directory = layout.negatives_dir(out, split)
     if list_parts(directory):
-        neg = scan(directory, ["anchor_doi", "positive_doi", "negative_doi"], tables.NEGATIVES).collect()
+        neg = collect(scan(directory, ["anchor_doi", "positive_doi", "negative_doi"], tables.NEGATIVES), [directory],
+                      "auto")
         counts = {"source": "negatives/"}
     else:
         neg = compute_negatives(split_edges(out, docs), per_positive, max_bridge_degree)
@@ -315,7 +318,8 @@ def read_papers_titles(out: str) -> pl.DataFrame:
     cols = [c for c in EXTRA_TITLE_COLUMNS if c in names]
     if not cols:
         return pl.DataFrame(schema={"doi": pl.String})
-    return pl.scan_parquet(parts, missing_columns="insert", extra_columns="ignore").select("doi", *cols).collect()
+    return collect(pl.scan_parquet(parts, missing_columns="insert", extra_columns="ignore").select("doi", *cols),
+                   [layout.papers_dir(out)], "auto")
 
 
 def title_abstract_pairs(docs: pl.DataFrame, extra: pl.DataFrame | None = None) -> tuple[pl.DataFrame, dict]:

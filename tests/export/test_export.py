@@ -378,3 +378,33 @@ def test_a_file_of_the_users_inside_an_export_folder_is_never_deleted(tmp_path, 
     assert main(["export", "--out", str(out), "--recipe", "openmsd-dc"]) == 0
     assert not (dest / "trainer" / "train" / "pairs_cc_and_bc.parquet").exists()
     assert (dest / "LICENSE").read_text() == "kept" and (dest / "recipes" / "my-notes" / "todo.txt").exists()
+
+
+def _damage_pages(path, column: str) -> None:
+    """Overwrite the data of `column` in the Parquet file `path` (its pages, not the footer:
+    the file's footer still reads, as after a bad disk block)."""
+    import pyarrow.parquet as pq
+
+    meta = pq.ParquetFile(path).metadata
+    chunk = meta.row_group(0).column(meta.schema.to_arrow_schema().get_field_index(column))
+    start = chunk.dictionary_page_offset or chunk.data_page_offset
+    data = bytearray(path.read_bytes())
+    data[start:start + chunk.total_compressed_size] = b"\xff" * chunk.total_compressed_size
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("folder, column", [("pairs/dc/split=train", "doi_a"), ("pairs/cc/split=idt", "doi_b"),
+                                            ("documents", "abstract"), ("splits", "doi"), ("citations", "cited_doi"),
+                                            ("papers", "doi")])
+def test_a_damaged_data_page_is_one_line_naming_the_file(tmp_path, capsys, folder, column):
+    """A part file whose footer reads but whose pages do not (a bad disk block) passed
+    `check_parts`, and export's polars queries failed with a ComputeError traceback naming no
+    file. Now it is one line naming the file, exit 2, and nothing is written."""
+    out = tmp_path / "build"
+    write_tiny_build(str(out), papers_extra=[{"doi": "10.1/a", "titles": ["Ein Titel"]}])
+    part = next((out / folder).glob("*.parquet"))
+    _damage_pages(part, column)
+    assert main(["export", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert str(part) in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert not [p for p in (out / "export").rglob("*") if p.is_file()]
