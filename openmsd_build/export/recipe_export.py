@@ -44,7 +44,7 @@ import pyarrow.parquet as pq
 from openmsd_build.core import layout
 from openmsd_build.core.errors import UserError
 from openmsd_build.core.hashing import hash64, shard_of, unit_interval
-from openmsd_build.core.parquet_io import join_path, list_parts, write_table
+from openmsd_build.core.parquet_io import check_parts, footer_rows, join_path, list_parts, unreadable, write_table
 from openmsd_build.core.textclean import count_tokens
 from openmsd_build.export import recipe_texts, trainer
 from openmsd_build.export.recipes import Part, Recipe, lang_pair
@@ -205,17 +205,23 @@ def title_abstract_rows(part: Part, recipe: Recipe, split: str, papers: dict, co
 
 
 def _batches(directory: str, columns: list[str]) -> Iterator[pa.RecordBatch]:
+    """The part files of `directory`, batch by batch; a file Arrow cannot read (a damaged
+    page) is a `UserError` naming it (`parquet_io.unreadable`), not Arrow's traceback."""
     for path in list_parts(directory):
-        with pq.ParquetFile(path) as f:
-            yield from f.iter_batches(batch_size=BATCH_ROWS, columns=columns)
+        try:
+            with pq.ParquetFile(path) as f:
+                yield from f.iter_batches(batch_size=BATCH_ROWS, columns=columns)
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            raise unreadable(path, exc) from None
 
 
 def source_rows(out: str) -> Callable[[str, str], int]:
+    """Rows of a relation's pairs in a split, from the footers; a footer that does not read
+    (a truncated file) is one line naming the file (`parquet_io.check_parts`)."""
     def rows(relation: str, split: str) -> int:
-        total = 0
-        for path in list_parts(layout.pairs_dir(out, relation, split)):
-            total += pq.ParquetFile(path).metadata.num_rows
-        return total
+        parts = list_parts(layout.pairs_dir(out, relation, split))
+        check_parts(parts)
+        return footer_rows(parts)
     return rows
 
 

@@ -408,3 +408,19 @@ def test_a_damaged_data_page_is_one_line_naming_the_file(tmp_path, capsys, folde
     err = capsys.readouterr().err
     assert str(part) in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert not [p for p in (out / "export").rglob("*") if p.is_file()]
+
+
+@pytest.mark.parametrize("damage", ["pages", "truncated"])
+def test_a_damaged_pairs_file_stops_a_recipe_export_with_one_line(tmp_path, capsys, damage):
+    """`export --recipe` reads the pairs with Arrow, file by file: a truncated file or a
+    damaged page was Arrow's traceback (ArrowInvalid, OSError). Now one line names the file."""
+    out = tmp_path / "build"
+    write_tiny_build(str(out))
+    part = next((out / "pairs" / "dc" / "split=train").glob("*.parquet"))
+    if damage == "pages":
+        _damage_pages(part, "doi_a")
+    else:
+        part.write_bytes(part.read_bytes()[:100])
+    assert main(["export", "--out", str(out), "--recipe", "openmsd-dc"]) == 2
+    err = capsys.readouterr().err
+    assert str(part) in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
