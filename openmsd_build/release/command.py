@@ -37,6 +37,7 @@ from openmsd_build.core.inputs import absolute_path, add_out_argument, at_least
 from openmsd_build.core.paths import inside
 from openmsd_build.core.runner import pipeline_options
 from openmsd_build.core.stages import require_fresh
+from openmsd_build.core.stats import read_json
 from openmsd_build.release.beam import SPLIT_FOLDERS, FileChecksum, ShardTable, WriteIdsShard, seed_side
 from openmsd_build.release.schema import FORMAT, NO_SPLIT
 from openmsd_build.schemas import DOCUMENTS
@@ -148,10 +149,13 @@ def _match(pattern: str) -> list:
 
 
 def _read_json(path: str) -> dict | None:
+    """A JSON object file, None when absent. Read as a build's `_stats` files are
+    (`core.stats.read_json`): at most `MAX_JSON_BYTES`, and one that is larger, not JSON or not
+    an object is a `UserError` naming it. A release's manifest is data: a hostile one of
+    gigabytes was read whole into memory before anything was checked."""
     if not FileSystems.exists(path):
         return None
-    with FileSystems.open(path, compression_type="uncompressed") as f:
-        return json.loads(f.read().decode("utf-8"))
+    return read_json(path)
 
 
 def _write_bytes(path: str, data: bytes) -> None:
@@ -171,7 +175,7 @@ def _clear_release(release: str) -> None:
         return
     try:
         manifest = _read_json(parquet_io.join_path(release, MANIFEST))
-    except (ValueError, OSError):
+    except (UserError, OSError):  # not a release's manifest: refused below
         manifest = None
     files = manifest.get("files") if isinstance(manifest, dict) and manifest.get("format") == FORMAT else None
     if not isinstance(files, list):

@@ -84,10 +84,29 @@ def test_a_deeply_nested_manifest_is_refused(tmp_path, capsys, manifest) -> None
     rel = _release(tmp_path, _ids())
     (rel / "MANIFEST.json").write_text(manifest)
     line = _reconstruct(rel, tmp_path / "out", capsys)
-    assert "MANIFEST.json is not a release manifest (RecursionError" in line
+    assert "MANIFEST.json: is not a JSON file (damaged?) (RecursionError" in line
 
 
 def test_a_long_manifest_path_is_quoted_bounded(tmp_path, capsys) -> None:
     rel = _release(tmp_path, _ids(), extra=[{"path": "ids/split=train/" + "a" * 5000, "sha256": "0" * 64}])
     line = _reconstruct(rel, tmp_path / "out", capsys)
     assert "(5,016 characters)" in line and "file_unreadable" in line
+
+
+@pytest.mark.parametrize("damage", ["huge", "not_json", "not_utf8", "a_list"])
+def test_a_huge_or_malformed_manifest_is_one_line(tmp_path, capsys, damage) -> None:
+    """The manifest was read whole, whatever its size: a hostile release's MANIFEST.json of
+    gigabytes went into memory before anything was checked. It is now read as a build's
+    `_stats` files are (`core.stats.read_json`): at most `MAX_JSON_BYTES`, else refused with
+    one line naming it, as one that is not JSON, not UTF-8 or not an object is."""
+    from openmsd_build.core.stats import MAX_JSON_BYTES
+
+    rel = _release(tmp_path, _ids())
+    manifest = rel / "MANIFEST.json"
+    if damage == "huge":  # a valid manifest, padded past the cap
+        text = manifest.read_text()
+        manifest.write_text(text[:-1] + " " * (MAX_JSON_BYTES + 1 - len(text)) + "}")
+    else:
+        manifest.write_bytes({"not_json": b'{"files": [', "not_utf8": b'{"files": "\xff"}', "a_list": b"[]"}[damage])
+    line = _reconstruct(rel, tmp_path / "out", capsys)
+    assert str(manifest) in line and (damage != "huge" or "is larger than 32 MB" in line), line
