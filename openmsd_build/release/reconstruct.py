@@ -1,5 +1,5 @@
 """`openmsd-build reconstruct RELEASE --unpaywall G --crossref G [--openalex G]
---fetch none|http|warc:GLOB --out DIR`: rebuild the text columns of an id-only release.
+--fetch none|http|warc:GLOB|cc-index:GLOB|local:FOLDER[@MANIFEST] --out DIR`: rebuild the text columns of an id-only release.
 
 Steps (each a Beam pipeline on the runner the Beam flags choose; paths local or gs://):
 
@@ -50,6 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_source_arguments(parser)
     parser.add_argument("--fetch", default="none", help="where the pages come from, as the text stage's --fetch: "
                         "none | http | warc:GLOB | cc-index:GLOB | local:FOLDER[@MANIFEST]")
+    parser.add_argument("--warc-prefix", default="",
+                        help="with --fetch cc-index: where the WARC files the index names live (as text)")
     parser.add_argument("--max-urls-per-paper", type=int, default=3, help="fetch at most this many URLs per paper (as text)")
     parser.add_argument("--rate-per-host", type=float, default=1.0, help="requests per second per host (http)")
     parser.add_argument("--contact", default=None, help="contact address added to the User-Agent (e.g. mailto:...)")
@@ -68,6 +70,8 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
         text_argv += ["--allow-network", cidr]
     if args.no_robots:
         text_argv.append("--no-robots")
+    if args.warc_prefix:
+        text_argv += ["--warc-prefix", args.warc_prefix]
     result = reconstruct(args.release, args.out, source_globs(args), args.fetch,
                          beam_args, text_argv)
     print(format_rates(result["rates"]))
@@ -139,6 +143,8 @@ def reconstruct(
         check_ids_labels(sorted(parquet_io.match_paths(ids_glob)))
     except ValueError as exc:
         raise UserError(f"{release}: {exc}") from None
+    # the text step's flags and inputs, before the papers step reads the whole snapshots
+    text_stage.check_fetch_inputs(fetch, _flag_value(text_argv or [], "--warc-prefix"))
     before = _entries(out)
     try:
         return _reconstruct(release, out, manifest, ids_glob, globs, fetch, beam_args, text_argv, options,
@@ -149,6 +155,11 @@ def reconstruct(
         for name in sorted(_entries(out) - before - {"warc"}):
             delete_path(parquet_io.join_path(out, name))
         raise
+
+
+def _flag_value(argv: Sequence[str], flag: str) -> str:
+    """The value given to `flag` in `argv` ("" when absent)."""
+    return argv[argv.index(flag) + 1] if flag in argv[:-1] else ""
 
 
 def _entries(out: str) -> set[str]:

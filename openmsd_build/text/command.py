@@ -115,19 +115,10 @@ def run_text(
     # processes running than there are cores, which cost ~5 % more CPU at 20,000 papers for
     # the same wall (bench/README, twenty-third round)
     extract_workers = extract_workers or cores_per_local_worker(options)
-    if warc_prefix and spec.mode != "cc-index":
-        raise UserError("--warc-prefix applies only to --fetch cc-index:GLOB")
     papers_parts = parquet_io.list_parts(layout.papers_dir(out))
     if not papers_parts:
         raise UserError(f"no papers under {layout.papers_dir(out)}: run `openmsd-build papers` first")
-    if spec.mode == "warc":
-        from openmsd_build.core.inputs import expand_globs
-
-        expand_globs(list(spec.globs), "--fetch warc:")  # a typo must fail before the run
-    if spec.mode == "cc-index":
-        check_cc_index(spec.globs)
-    if spec.local:
-        check_local(spec)
+    check_fetch_inputs(spec, warc_prefix)
     num_shards = shards or len(papers_parts)
     warc_dir = layout.warc_dir(out)
     resume = parquet_io.match_paths(parquet_io.join_path(warc_dir, "*.warc.gz")) if spec.live else []
@@ -149,6 +140,24 @@ def run_text(
     result = read_stage_counts(out, "text")
     result["seconds"] = round(time.time() - started, 2)
     return result
+
+
+def check_fetch_inputs(fetch: str | FetchSpec, warc_prefix: str = "") -> FetchSpec:
+    """`--fetch` read, and its archives, index extract or local folder found, or a
+    `UserError` naming what is wrong: a typo must fail before the run (and before the papers
+    step `reconstruct` runs first, hours on a full snapshot). Returns the parsed spec."""
+    spec = FetchSpec.parse(fetch)
+    if warc_prefix and spec.mode != "cc-index":
+        raise UserError("--warc-prefix applies only to --fetch cc-index:GLOB")
+    if spec.mode == "warc":
+        from openmsd_build.core.inputs import expand_globs
+
+        expand_globs(list(spec.globs), "--fetch warc:")
+    if spec.mode == "cc-index":
+        check_cc_index(spec.globs)
+    if spec.local:
+        check_local(spec)
+    return spec
 
 
 def refuse_source_that_gave_nothing(spec: FetchSpec, counts: dict) -> None:
