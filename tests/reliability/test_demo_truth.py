@@ -272,3 +272,41 @@ def test_the_readmes_contexts_figures_are_the_demos(demo):
              c["contexts_written"], c["ccs_pairs.train"], c["ccs_pairs.idt"], c["ccs_pairs.odt"]]
     assert [float(g.replace(",", "")) for g in said.groups()] == built
     assert c["sentences_seen"] == 60_190
+
+
+def test_the_readmes_enrich_figures_are_the_demos(demo, tmp_path):
+    """README's figures for `make demo-enrich` (two `enrich --demo-stub --n-tokens 64` runs),
+    read back from the demo's documents: the stub's faulty answers are chosen by a hash of
+    the text sent, so they drift with the documents (README said 730 enriched + 34 rejected,
+    20 of them non-English answers, where the demo gives 731 + 33 and 19), and no test
+    compared them. Run on a copy of documents/: the session's build stays as `run` left it."""
+    import shutil
+
+    from openmsd_build.cli import main
+
+    _, _, out = demo
+    copy = tmp_path / "build"
+    shutil.copytree(out / "documents", copy / "documents")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    paragraph = " ".join(readme.split("2,000-paper demo: ", 1)[1].split("\n\n", 1)[0].split())
+    number = r"([\d,]+)"
+    said = re.match(
+        rf"{number} documents, {number} English skipped, {number} non-English = {number} enriched \+ {number} "
+        rf"rejected \({number} non-English answers, {number} refusals\); second run: {number}/{number} cache hits "
+        rf"\(100%\), 0 requests\.", paragraph)
+    assert said, paragraph
+    built = []
+    for _ in range(2):
+        assert main(["enrich", "--out", str(copy), "--demo-stub", "--n-tokens", "64"]) == 0
+        built.append(json.loads((copy / "_stats" / "enrich.json").read_text())["counts"])
+    first, second = built
+    assert second["requests"] == 0
+    assert [int(g.replace(",", "")) for g in said.groups()] == [
+        first["documents_read"], first["english_skipped"], first["non_english"], first["enriched"],
+        first["rejected"], first["rejected_non_english_output"], first["rejected_refusal"],
+        second["cache_hits"], second["non_english"]]
+    tokens = re.search(r"Measured on the demo \(`summary30`\): (\d+) tokens in .*? and (\d+) out per non-English paper",
+                       " ".join(readme.split()))
+    assert tokens, "README's enrich token figures"
+    assert [int(t) for t in tokens.groups()] == [round(first["input_tokens"] / first["non_english"]),
+                                                  round(first["output_tokens"] / first["non_english"])]
