@@ -34,6 +34,9 @@ SPECS: dict[str, ProgressSpec] = {
     "papers": ProgressSpec("records", ("read.",), (), ("rejected.",)),
     "text": ProgressSpec("URLs", ("fetch.ok", "fetch.error."), ("planned.", "follow."), ("fetch.error.",)),
     "citations": ProgressSpec("rows", ("rows_read",), (), ("malformed_row", "bad_doi")),
+    # not a Beam stage: `enrich.command.Enricher` adds a document's outcome as it is known
+    "enrich": ProgressSpec("documents", ("english_skipped", "enriched", "rejected", "not_summarized"),
+                           ("documents_planned",), ("rejected",)),
 }
 
 _lock = threading.Lock()

@@ -57,9 +57,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from openmsd_build.core import layout
+from openmsd_build.core import layout, progress
 from openmsd_build.core.errors import UserError
-from openmsd_build.core.parquet_io import join_path, list_parts, table_from_rows, write_table
+from openmsd_build.core.parquet_io import footer_rows, join_path, list_parts, table_from_rows, write_table
 from openmsd_build.core.paths import inside
 from openmsd_build.core.rejects import make_reject
 from openmsd_build.core.staging import owned_paths, path_exists, stage_outputs
@@ -182,6 +182,9 @@ def iter_documents(out: str, part_rows: int) -> Iterator[list[Doc]]:
 # --------------------------------------------------------------------------- the stage
 
 
+OUTCOMES = ("english_skipped", "enriched", "rejected", "not_summarized")  # one per document read
+
+
 class Enricher:
     """Runs one summarizer over document chunks with the cache, a thread pool and counts."""
 
@@ -229,9 +232,16 @@ class Enricher:
                                                        r.usage_completion_tokens))
         return replies
 
+    def _report(self, seen: dict[str, int]) -> None:
+        """The documents finished since `seen` to the progress line (`core.progress`): a run
+        against a real endpoint takes hours, and its summary comes only at the end."""
+        progress.add(STAGE, {k: self.counts[k] - seen.get(k, 0) for k in OUTCOMES})
+        seen.update({k: self.counts[k] for k in OUTCOMES})
+
     def process(self, docs: list[Doc], pool: ThreadPoolExecutor | None) -> list[dict]:
         rows: list[dict] = []
         pending: list[tuple[Doc, str, str]] = []
+        seen = {k: self.counts[k] for k in OUTCOMES}
         for doc in docs:
             self.counts["documents_read"] += 1
             if doc.language == "en":
@@ -257,6 +267,7 @@ class Enricher:
                 continue
             self.counts["cache_misses"] += 1
             pending.append((doc, text, key))
+        self._report(seen)  # English, cached and unsendable documents: done without a request
         # same-language neighbours share a translation request
         pending.sort(key=lambda p: (p[0].language or "", p[0].doi or ""))
         size = max(1, self.s.batch_size)
@@ -270,6 +281,7 @@ class Enricher:
                     self._reject(doc, reply.reason, reply.detail, raw=reply.raw)
                 elif (row := self._accept(doc, text, reply)) is not None:
                     rows.append(row)
+            self._report(seen)
         return sorted(rows, key=lambda r: r["doi"] or "")
 
 
@@ -295,6 +307,7 @@ def run_enrich(
             ThreadPoolExecutor(threads, thread_name_prefix="enrich") if threads else contextlib.nullcontext()
         ) as pool:
             written = 0
+            progress.add(STAGE, {"documents_planned": footer_rows(list_parts(layout.documents_dir(out)))})
             for part, docs in enumerate(iter_documents(out, part_rows)):
                 rows = enricher.process(docs, pool)
                 written += write_table(table_from_rows(rows, ENRICHED),
@@ -476,8 +489,9 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         extra = {"stub": True, "note": "demo: enriched against the local stub server; summaries are placeholders"}
     try:
         summarizer = make_summarizer(args, stub.url if stub else None)
-        stats = run_enrich(args.out, summarizer, args.n_tokens, args.cache_dir, args.concurrency, args.part_rows,
-                           extra)
+        with progress.reporting(STAGE):
+            stats = run_enrich(args.out, summarizer, args.n_tokens, args.cache_dir, args.concurrency,
+                               args.part_rows, extra)
     finally:
         if stub is not None:
             stub.stop()

@@ -443,3 +443,30 @@ def test_an_answer_borrowing_the_prompts_words_is_no_echo():
         assert check_answer(Reply(answer=answer), 96)[1] is None, answer
     echo = f"{SYSTEM} {findings.instruction} Title: Schlaf und Gesundheit"
     assert check_answer(Reply(answer=echo), 96)[1] == "echoed_prompt"
+
+
+def test_enrich_shows_its_progress(tmp_path, capsys, stub):
+    """`enrich` against a real endpoint takes hours (seconds a request), and it printed
+    nothing until its summary line: it had no progress line, as the stages have. Now the
+    documents done out of those in documents/, with its rejects as errors, as `text` does
+    (a line every 30 s in a log, rewritten in place on a terminal; the last one at the end)."""
+    import io
+    import time
+
+    from openmsd_build.cli import main
+    from openmsd_build.core import progress
+
+    out = str(tmp_path / "build")
+    write_documents(out, DOCS[:6])
+    assert main(["enrich", "--out", out, "--demo-stub"]) == 0
+    assert "enrich: 6 / 6 documents (100%)" in capsys.readouterr().err
+    # while it runs: each answered batch moves the line, the planned count known from the start
+    stream = io.StringIO()
+    out2 = str(tmp_path / "build2")
+    write_documents(out2, DOCS[:3] + DOCS[7:8])  # two answered at once, one slow to time out
+    with progress.reporting("enrich", interval=0.05, stream=stream):
+        command.run_enrich(out2, chat(stub.url, timeout=1.0), concurrency=1)
+        time.sleep(0.1)
+    lines = stream.getvalue().splitlines()
+    assert any(line.startswith("enrich: ") and " / 4 documents" in line and "(100%)" not in line for line in lines)
+    assert lines[-1].startswith("enrich: 4 / 4 documents (100%)") and "1 errors" in lines[-1], lines
