@@ -34,6 +34,10 @@ SPECS: dict[str, ProgressSpec] = {
     "papers": ProgressSpec("records", ("read.",), (), ("rejected.",)),
     "text": ProgressSpec("URLs", ("fetch.ok", "fetch.error."), ("planned.", "follow."), ("fetch.error.",)),
     "citations": ProgressSpec("rows", ("rows_read",), (), ("malformed_row", "bad_doi")),
+    # documents_read = without content + with / without a reference list: done when extracted
+    "contexts": ProgressSpec("documents", ("documents_without_content", "documents_with_reference_list",
+                                           "documents_without_reference_list"), ("documents_read",),
+                             ("crossref_rejected.", "crossref_works_bad_doi")),
     # not a Beam stage: `enrich.command.Enricher` adds a document's outcome as it is known
     "enrich": ProgressSpec("documents", ("english_skipped", "enriched", "rejected", "not_summarized"),
                            ("documents_planned",), ("rejected",)),

@@ -203,3 +203,19 @@ def test_lists_of_files_reads_crossref_files_as_the_stage_does(tmp_path) -> None
     path.write_bytes(gzip.compress(json.dumps({"items": works}).encode()))
     lists = lists_of_files([str(path)])
     assert list(lists) == ["10.5555/a"] and lists["10.5555/a"][1] == 2
+
+
+def test_the_stage_shows_its_progress(tmp_path, beam_args) -> None:
+    """At full scale the stage reads Crossref's ~1.5B references and every full text, yet it
+    printed no progress line (it had no progress spec): now the documents done out of those
+    read, with the Crossref records it could not use as errors, as the other long stages."""
+    import io
+
+    from openmsd_build.core import progress
+
+    out, crossref = _build(tmp_path)
+    stream = io.StringIO()
+    with progress.reporting("contexts", interval=3600, stream=stream):
+        run_contexts(str(out), [crossref], beam_args, shards=2)
+    last = stream.getvalue().strip().splitlines()[-1]
+    assert last.startswith("contexts: 4 / 4 documents (100%)") and "2 errors" in last, last
