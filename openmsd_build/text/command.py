@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import logging
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from openmsd_build.core.errors import UserError
@@ -38,7 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "e.g. /data/commoncrawl or gs://BUCKET/commoncrawl (default: the names as they are)")
     parser.add_argument("--max-urls-per-paper", type=int, default=3, help="fetch at most this many URLs per paper")
     parser.add_argument("--host-shards", type=int, default=4,
-                        help="split each host's queue into this many keys (per-key rate = rate / shards)")
+                        help="split each host's queue into this many keys (on a distributed runner each key gets rate / "
+                        "shards; the local runner's one worker keeps the host's rate)")
     parser.add_argument("--rate-per-host", type=float, default=1.0, help="requests per second per host (http)")
     parser.add_argument("--user-agent", default=None, help="User-Agent for http fetching")
     parser.add_argument("--contact", default=None, help="contact address added to the User-Agent (e.g. mailto:...)")
@@ -57,7 +59,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
     from openmsd_build.text.fetch.config import FetchConfig
 
     config_kwargs: dict = {
-        "per_host_rate": args.rate_per_host / max(1, args.host_shards),
+        "per_host_rate": args.rate_per_host,  # the host's; each key's share is set by `key_rate`
         "allow_networks": tuple(args.allow_network),
         "respect_robots": not args.no_robots,
         "contact": args.contact,
@@ -71,6 +73,20 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
     )
     print(summary_line(counts))
     return counts
+
+
+def key_rate(rate: float | None, host_shards: int, options) -> float | None:
+    """The rate of one host key's limiter for a host rate of `rate`: a host's URLs are spread
+    over `host_shards` keys (`fetch.plan.shard_host`), and on a distributed runner, or a local
+    one with several workers, each key may be fetched by a fetcher of its own, so each gets
+    its share; the local runner's one worker fetches every key through one fetcher, whose
+    limiter is per host name, so it keeps the whole rate (a share there slowed a host to
+    `rate / host_shards`)."""
+    from openmsd_build.core.runner import local_beam_workers, runs_in_this_process
+
+    if not rate or (runs_in_this_process(options) and local_beam_workers(options) == 1):
+        return rate
+    return rate / max(1, host_shards)
 
 
 def _fetch_spec(text: str) -> FetchSpec:
@@ -119,6 +135,8 @@ def run_text(
     if not papers_parts:
         raise UserError(f"no papers under {layout.papers_dir(out)}: run `openmsd-build papers` first")
     check_fetch_inputs(spec, warc_prefix)
+    fetch_config = fetch_config or FetchConfig()
+    fetch_config = replace(fetch_config, per_host_rate=key_rate(fetch_config.per_host_rate, host_shards, options))
     num_shards = shards or len(papers_parts)
     warc_dir = layout.warc_dir(out)
     resume = parquet_io.match_paths(parquet_io.join_path(warc_dir, "*.warc.gz")) if spec.live else []
@@ -129,7 +147,7 @@ def run_text(
     try:
         with stage_outputs(out, "text") as dest:
             with beam.Pipeline(options=options) as p:
-                build(p, out, spec, fetch_config or FetchConfig(), num_shards, resume=resume, cap=cap,
+                build(p, out, spec, fetch_config, num_shards, resume=resume, cap=cap,
                       host_shards=host_shards, extract_timeout=extract_timeout, follow=follow, dest=dest,
                       warc_prefix=warc_prefix, extract_workers=extract_workers)
             counts = read_stage_counts(dest, "text")

@@ -55,8 +55,8 @@ def shard_host(host: str, url: str, shards_per_big_host: int | Mapping[str, int]
     """Grouping key `host#k` with k from a stable hash of the URL, so a big host's URLs are
     spread over several keys (workers) instead of one endless queue. An int applies to every
     host; a mapping gives per-host shard counts (hosts absent -> 1). With one shard the
-    key is just `host`. Note: each shard is rate-limited separately, so divide
-    `per_host_rate` by the shard count to keep the host's total rate."""
+    key is just `host`. Note: where each shard may be fetched by a fetcher of its own, each
+    is rate-limited separately: `text.command.key_rate` gives each its share of the host's."""
     shards = shards_per_big_host.get(host, 1) if isinstance(shards_per_big_host, Mapping) else shards_per_big_host
     if shards <= 1:
         return host
