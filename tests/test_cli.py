@@ -485,3 +485,23 @@ def test_the_input_guard_splits_local_folder_at_sign_as_the_stage_does(tmp_path)
     out = tmp_path / "out"
     (out / "fetch@old").mkdir(parents=True)
     refuse_inputs_in_outputs(str(out), ["text"], [f"local:{out}/fetch@old"])  # beside OUT/fetch, not in it
+
+
+def test_run_plan_fetch_time_on_the_local_runner(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The local runner's one worker fetches the hosts one after another (26 URLs on 2 hosts
+    at 1 req/s took 27 s against a local server), but the plan gave the slowest host's time
+    (13 s) as the bound: on that runner the bound is the sum over hosts."""
+    from openmsd_build.core import layout, parquet_io
+    from openmsd_build.schemas import PAPERS
+
+    out = tmp_path / "out"
+    papers = [{name: None for name in PAPERS.names} | {
+        "doi": f"10.1/{host}{k}", "urls": [{"url": f"http://{host}.example/{k}", "kind": "landing", "rank": 0}]}
+        for host in ("a", "b") for k in range(3)]
+    parquet_io.write_table(parquet_io.table_from_rows(papers, PAPERS), parquet_io.part_path(layout.papers_dir(str(out)),
+                                                                                             0, 1))
+    assert cli.main(["run", "--out", str(out), "--from-stage", "text", "--to-stage", "text", "--fetch", "http",
+                     "--plan"]) == 0
+    text = capsys.readouterr().out
+    assert "fetch queue 6 URLs on 2 hosts at 1 req/s per host" in text
+    assert "the local runner fetches the hosts one after another: at most 6 s" in text, text

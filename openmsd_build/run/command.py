@@ -241,8 +241,9 @@ def refuse_missing_upstream(out: str, stages: list[str]) -> None:
                         f"{'it' if len(order) == 1 else 'them'}: start from an earlier stage (--from-stage {order[0]})")
 
 
-def plan_text(args: argparse.Namespace, to_run: list[str], found: list[str]) -> str:
-    """What `run --plan` prints: nothing is run or written."""
+def plan_text(args: argparse.Namespace, to_run: list[str], found: list[str], serial: bool = False) -> str:
+    """What `run --plan` prints: nothing is run or written. `serial`: the run's one worker
+    fetches the hosts one after another (the local runner)."""
     from openmsd_build.core.stages import stage as stage_entry
 
     lines = [f"plan for {args.out} (nothing is run)"]
@@ -271,13 +272,15 @@ def plan_text(args: argparse.Namespace, to_run: list[str], found: list[str]) -> 
         lines.append(f"after this run, stale unless re-run: {', '.join(later)}")
     lines.append(f"removed first (they describe a whole build): {', '.join(f + '/' for f in DERIVED_FOLDERS)}")
     if "text" in to_run:
-        lines += _queue_plan(args)
+        lines += _queue_plan(args, serial)
     return "\n".join(lines)
 
 
-def _queue_plan(args: argparse.Namespace) -> list[str]:
+def _queue_plan(args: argparse.Namespace, serial: bool = False) -> list[str]:
     """The fetch queue's biggest hosts and wall time at the configured rate, from `papers/`
-    (only known once papers exist; a plan that also runs papers cannot know it yet)."""
+    (only known once papers exist; a plan that also runs papers cannot know it yet). Hosts
+    fetched in parallel are bounded by the slowest; the local runner's one worker fetches
+    them one after another (`serial`), bounded by the sum."""
     from openmsd_build.text.fetch.spec import FetchSpec
 
     fetch = stage_argv("text", args)
@@ -291,9 +294,10 @@ def _queue_plan(args: argparse.Namespace) -> list[str]:
     queue = queue_section(args.out, 5, rate)
     if queue is None:
         return ["text: fetch queue unknown until papers/ exists (run --to-stage papers first for an estimate)"]
+    bound = (f"the local runner fetches the hosts one after another: at most {_duration(queue['sum_seconds'])}"
+             if serial else f"wall time bounded by the slowest host: {_duration(queue['max_host_seconds'])}")
     lines = [f"text: fetch queue {queue['urls']:,} URLs on {queue['hosts']:,} hosts at {rate:g} req/s per host; "
-             f"wall time bounded by the slowest host: {_duration(queue['max_host_seconds'])} "
-             f"(upper bound: papers/ lists more URLs than the planner keeps)"]
+             f"{bound} (upper bound: papers/ lists more URLs than the planner keeps)"]
     lines += [f"    {h['host']}: {h['urls']:,} URLs, {_duration(h['seconds'])}" for h in queue["top_hosts"]]
     return lines
 
@@ -338,7 +342,10 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
     refuse_foreign_folders(args.out, [*DERIVED_FOLDERS, *(path for name in to_run
                                                           for path in owned_paths(name, stage_entry(name).outputs))])
     if args.plan:
-        print(plan_text(args, to_run, found))
+        from openmsd_build.core.runner import local_beam_workers, pipeline_options, runs_in_this_process
+
+        options = pipeline_options(beam_args)
+        print(plan_text(args, to_run, found, serial=runs_in_this_process(options) and local_beam_workers(options) == 1))
         return {}
     # evaluation/, export/ and release/ describe a whole build: a run that rebuilds any stage
     # removes them rather than leave a report to show numbers of an earlier build.
