@@ -74,6 +74,11 @@ def _text(counts: Mapping[str, int]) -> list[str]:
     elif fetched >= SMALL_MIN and missed / fetched > 1 - SMALL_SHARE:
         out.append(f"only {_n(fetched - missed)} of {_n(fetched)} planned URLs were found in the archives / "
                    "folder given: are they from these papers?")
+    refused = counts.get("fetch.error.blocked_address", 0)
+    if refused:  # the safe default refusing the user's own server: say which flag permits it
+        were = "URL was" if refused == 1 else "URLs were"
+        out.append(f"{_n(refused)} {were} refused for a private, loopback or link-local address (blocked_address): "
+                   "to fetch from your own network, permit it with --allow-network CIDR (e.g. 10.0.0.0/8)")
     files = f"of {_n(counts.get('archive.files_indexed', 0))} archive files were"
     out += _rejected(_total(counts, "archive.rejected."), files, files,
                      f"rejected ({_top(counts, 'archive.rejected.')})", "text", " for the file names")

@@ -219,3 +219,16 @@ def test_one_empty_test_split_is_warned_about():
     assert "split put no paper in ODT" in line and "all 5 languages" in line and "lower --top-k" in line
     assert "split put no paper in IDT" in stage_warnings("split", {**counts, "idt": 0, "odt": 4})[0]
     assert stage_warnings("split", {**counts, "odt": 4}) == []
+
+
+def test_refused_addresses_name_the_flag_that_permits_them():
+    """Fetching your own server (an intranet repository, a local mirror) gave only
+    `errors: blocked_address 13`: the refusal of private and loopback addresses is the
+    default, and the warning did not say which flag permits them."""
+    counts = {"papers": 13, "documents.no_text": 13, "fetch.error.blocked_address": 13}
+    lines = stage_warnings("text", counts)
+    assert "errors: blocked_address 13" in lines[0]
+    assert any(line.startswith("13 URLs were refused") and "--allow-network CIDR" in line for line in lines), lines
+    # some refused among others fetched: said too
+    counts = {"papers": 13, "documents.kept": 10, "fetch.ok": 10, "fetch.error.blocked_address": 3}
+    assert any("--allow-network CIDR" in line for line in stage_warnings("text", counts))
