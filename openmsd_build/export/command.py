@@ -353,6 +353,13 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
                                       for k, v in _flatten(summary[part]).items()))
     print(f"export: {summary['dest']} ({len(summary['configs'])} configs; card README.md; "
           f"every count in export.json)")
+    if summary["skipped_empty"]:  # e.g. a test split without a related pair: its tasks are not in the card
+        from openmsd_build.core.notices import warn
+
+        names = [name.split(" (", 1)[0] for name in summary["skipped_empty"]]
+        warn([f"export left out {len(names):,} configs that came out empty (a split and relation without a "
+              f"query, a trainer table without a row): {', '.join(names[:12])}"
+              + (f" and {len(names) - 12:,} more" if len(names) > 12 else "") + " (export.json: skipped_empty)"])
     return 0
 
 

@@ -424,3 +424,16 @@ def test_a_damaged_pairs_file_stops_a_recipe_export_with_one_line(tmp_path, caps
     assert main(["export", "--out", str(out), "--recipe", "openmsd-dc"]) == 2
     err = capsys.readouterr().err
     assert str(part) in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_tables_left_out_for_being_empty_are_warned_about(tmp_path, capsys):
+    """A build whose test splits hold no related pair exported only its trainer tables and
+    said '3 configs' and nothing else: the retrieval tasks the user asked for (IDT and ODT
+    by default) were left out of the card, named only in export.json's `skipped_empty`. Now
+    a warning names them (here the tiny build's ODT has no BC pair)."""
+    out = str(tmp_path / "build")
+    write_tiny_build(out)
+    assert main(["export", "--out", out]) == 0
+    err = capsys.readouterr().err
+    assert "warning: export left out 3 configs that came out empty" in err, err
+    assert ": odt-bc-corpus, odt-bc-queries, odt-bc-qrels (export.json: skipped_empty)" in err, err
