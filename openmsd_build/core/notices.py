@@ -177,6 +177,11 @@ def _pairs(counts: Mapping[str, int]) -> list[str]:
     if not total:
         return ["pairs wrote 0 pairs: the splits hold no linked papers (see the split and citations warnings); "
                 "export has nothing to write"]
+    empty = [split.upper() for split in ("idt", "odt")
+             if not _total(counts, tuple(f"{kind}.{split}" for kind in ("dc_kept", "cc_pairs", "bc_pairs")))]
+    if empty:  # a test split of a paper or two, or none: its evaluation and export tasks are empty
+        return [f"pairs wrote no related pair in {', '.join(empty)}: evaluate and export have no task there (see "
+                "the split stage's counts: a small build holds few linked papers out of train)"]
     return []
 
 

@@ -232,3 +232,14 @@ def test_refused_addresses_name_the_flag_that_permits_them():
     # some refused among others fetched: said too
     counts = {"papers": 13, "documents.kept": 10, "fetch.ok": 10, "fetch.error.blocked_address": 3}
     assert any("--allow-network CIDR" in line for line in stage_warnings("text", counts))
+
+
+def test_a_test_split_without_a_pair_is_warned_about():
+    """A small build of one's own put 1 paper in IDT: the split stage said nothing (IDT was
+    not empty), and pairs wrote train pairs and none in IDT or ODT without a word, so
+    evaluate and export had no IDT or ODT task to offer."""
+    counts = {"dc_kept.train": 20, "cc_pairs.train": 12, "bc_pairs.train": 11, "cc_pairs.idt": 0, "bc_pairs.idt": 0,
+              "cc_pairs.odt": 0, "bc_pairs.odt": 0}
+    [line] = stage_warnings("pairs", counts)
+    assert line.startswith("pairs wrote no related pair in IDT, ODT"), line
+    assert stage_warnings("pairs", {**counts, "dc_kept.idt": 1, "bc_pairs.odt": 3}) == []
