@@ -71,7 +71,11 @@ def read_source(
         finally:
             fetcher.close()
         if not result.ok or result.body is None:
-            raise UserError(f"cannot fetch {source}: {result.error} (status {result.status})")
+            from openmsd_build.text.fetch.result import BLOCKED_ADDRESS
+
+            hint = ("; a private, loopback or link-local address: --allow-network CIDR permits it"
+                    if result.error == BLOCKED_ADDRESS else "")
+            raise UserError(f"cannot fetch {source}: {result.error} (status {result.status}){hint}")
         return result.body, result.final_url, result.content_type
     path = Path(source)
     if path.is_dir():

@@ -99,7 +99,7 @@ def local_server(real_samples: Path, serve_http) -> str:
 def test_fetch_from_local_server(local_server: str, capsys: pytest.CaptureFixture[str]) -> None:
     url = f"{local_server}/papis__HAL_THESES_tel_02083632v1.html"
     # the stage's address policy: loopback is refused unless allowed, like `text --fetch http`
-    with pytest.raises(UserError, match="blocked_address"):
+    with pytest.raises(UserError, match="blocked_address.*--allow-network CIDR"):  # the flag that permits it
         run_inspect([url, "--json", "--no-robots"])
     assert run_inspect([url, "--json", "--no-robots", "--allow-network", "127.0.0.0/8"]) == 0
     report = json.loads(capsys.readouterr().out)
