@@ -81,10 +81,13 @@ def read_source(
     if path.is_dir():
         raise UserError(f"{source} is a folder: inspect reads one page or PDF (a folder of them is read by "
                         "`text --fetch local:FOLDER`)")
-    if not path.is_file():
-        raise UserError(f"no such file: {source}")
-    with path.open("rb") as handle:
-        return handle.read(max_bytes + 1), None, media_type(str(path))
+    if not path.is_file():  # a device or a FIFO exists, but is no document (and may never end)
+        raise UserError(f"{source} is not a regular file" if path.exists() else f"no such file: {source}")
+    try:
+        with path.open("rb") as handle:
+            return handle.read(max_bytes + 1), None, media_type(str(path))
+    except OSError as exc:  # unreadable (permissions, a vanished mount): the user's to fix, not a traceback
+        raise UserError(f"cannot read {source}: {exc.strerror or type(exc).__name__}") from None
 
 
 def inspect_document(

@@ -166,3 +166,16 @@ def test_a_dropped_document_shows_both_titles(real_samples: Path, capsys: pytest
     run_inspect([str(pdf), "--title", given, "--json"])
     report = json.loads(capsys.readouterr().out)
     assert report["metadata_title"] == given and report["dropped"]
+
+
+def test_a_path_that_is_no_regular_file_is_named_for_what_it_is(tmp_path: Path) -> None:
+    """`inspect /dev/null` (or a FIFO) said `no such file`, for a path that exists."""
+    import os
+
+    fifo = tmp_path / "pipe.html"
+    os.mkfifo(fifo)
+    for path in (str(fifo), os.devnull):
+        with pytest.raises(UserError, match="is not a regular file"):
+            run_inspect([path])
+    with pytest.raises(UserError, match="no such file"):
+        run_inspect([str(tmp_path / "missing.html")])
