@@ -126,9 +126,12 @@ def evaluate_split(corpus: Corpus, models: dict[str, object], sizes, resamples: 
     """Every model on every (size, resample) pool of one split, plus field-level pools."""
     eligible_all = large_pool.query_candidates(corpus, relations, latest_years)
     runs = []
+    field_queries: dict[str, int] = {}
     for field in (None, *fields):
         eligible = eligible_all if field is None else large_pool.query_candidates(corpus, relations, latest_years,
                                                                                   field)
+        if field is not None:
+            field_queries[field] = int(eligible.size)
         for size in sizes:
             samples = []
             per_model: dict[str, list[dict]] = {m: [] for m in models}
@@ -148,7 +151,8 @@ def evaluate_split(corpus: Corpus, models: dict[str, object], sizes, resamples: 
                          "size": int(np.median([d["size"] for d in samples])) if samples else 0,
                          "samples": samples,
                          "models": {m: large_pool.aggregate(v) for m, v in per_model.items()}})
-    return {"split": corpus.split, "papers": len(corpus), "eligible_queries": int(eligible_all.size), "runs": runs}
+    return {"split": corpus.split, "papers": len(corpus), "eligible_queries": int(eligible_all.size), "runs": runs,
+            "field_queries": field_queries}
 
 
 def field_folder(field: str) -> str:
@@ -262,6 +266,10 @@ def pool_warnings(res: dict) -> list[str]:
     out = []
     if not res["eligible_queries"]:
         out.append(f"{split}: no query has a relevant paper in its pools ({papers:,} papers): the tables are empty")
+    for field, n in res.get("field_queries", {}).items():
+        if not n:  # a category no query has (a typo, or another source's names): its pools are empty
+            out.append(f"{split}: --field {field!r}: no query of {split} is in that category (the documents' "
+                       "`categories` values, as the report lists them): its pools are empty")
     short = [r for r in res["runs"] if r["size"] < r["size_requested"]]
     if short:
         asked = ", ".join(f"{n:,}" for n in sorted({r["size_requested"] for r in short}))
@@ -323,6 +331,10 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     sizes = _ints(args.pool_sizes)
     if not sizes or min(sizes) < 1 or args.resamples < 1 or args.top_k < 1 or args.recall_k < 1:
         raise UserError("--pool-sizes, --resamples, --top-k and --recall-k must be positive")
+    for flag, value, least in (("--latest-years", args.latest_years, 1), ("--max-queries", args.max_queries, 1),
+                               ("--benchmark-queries", args.benchmark_queries, 0)):
+        if value < least:  # --latest-years 0 took every year (`years[-0:]`), --max-queries 0 no query
+            raise UserError(f"{flag} must be at least {least}, not {value}")
     from openmsd_build.evaluate.command import read_embeddings
     from openmsd_build.evaluate.encoders import load_encoder
 

@@ -348,3 +348,22 @@ def test_a_field_or_model_name_cannot_write_elsewhere_or_vanish(tmp_path, capsys
     assert main([*args, "--embeddings", str(tmp_path / "a" / "model.parquet"),
                  "--embeddings", str(tmp_path / "b" / "model.parquet")]) == 2
     assert "two models are named 'model'" in capsys.readouterr().err
+
+
+def test_counts_below_one_are_refused_and_an_unknown_field_is_warned_about(tmp_path, capsys):
+    """`--latest-years 0` took every year (`years[-0:]`) and printed a table with no row and
+    no warning; `--max-queries 0` evaluated pools of no query; `--field` naming a category no
+    paper has gave empty field-level pools, said only as 'as few as 0 queries'. The first two
+    are refused; the third names the field."""
+    out = tmp_path / "build"
+    synthetic_build(str(out), 300, seed=3)
+    args = ["evaluate-pools", "--out", str(out), "--split", "idt", "--pool-sizes", "50", "--resamples", "1",
+            "--max-queries", "5", "--no-tune"]
+    for flag in ("--latest-years", "--max-queries", "--benchmark-queries"):
+        value = "-1" if flag == "--benchmark-queries" else "0"  # 0 benchmark queries: no benchmark, as documented
+        assert main([*args, flag, value]) == 2, flag
+        err = capsys.readouterr().err
+        assert f"{flag} must be " in err and "Traceback" not in err, err
+    assert main([*args, "--field", "No Such Category"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: idt: --field 'No Such Category': no query of idt is in that category" in err, err
