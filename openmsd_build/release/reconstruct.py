@@ -62,6 +62,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
+    import importlib
+
+    from openmsd_build.core.stages import stage
+
+    # out of range, they fail the text step only after the papers step read the whole snapshots
+    importlib.import_module(stage("text").command).check_flags(args.max_urls_per_paper, 1, args.extract_timeout,
+                                                                args.rate_per_host)
     text_argv = ["--max-urls-per-paper", str(args.max_urls_per_paper), "--rate-per-host", str(args.rate_per_host),
                  "--extract-timeout", str(args.extract_timeout)]
     if args.contact:

@@ -58,6 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
     from openmsd_build.text.fetch.config import FetchConfig
 
+    check_flags(args.max_urls_per_paper, args.host_shards, args.extract_timeout, args.rate_per_host)
     config_kwargs: dict = {
         "per_host_rate": args.rate_per_host,  # the host's; each key's share is set by `key_rate`
         "allow_networks": tuple(args.allow_network),
@@ -73,6 +74,19 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
     )
     print(summary_line(counts))
     return counts
+
+
+def check_flags(cap: int, host_shards: int, extract_timeout: float, rate_per_host: float | None = None) -> None:
+    """A `UserError` for a numeric flag out of range, before anything runs: `--extract-timeout`
+    0 made every extraction a timeout (a build's documents replaced by the few without one),
+    `--rate-per-host` 0 or below fetched with no limit at all, `--max-urls-per-paper` 0 planned
+    no URL and blamed the metadata, `--host-shards` below 1 was taken as 1."""
+    if extract_timeout <= 0:
+        raise UserError(f"--extract-timeout must be above 0 seconds, not {extract_timeout:g}")
+    if rate_per_host is not None and rate_per_host <= 0:
+        raise UserError(f"--rate-per-host must be above 0 (requests per second per host), not {rate_per_host:g}")
+    if cap < 1 or host_shards < 1:
+        raise UserError(f"--max-urls-per-paper and --host-shards must be at least 1, not {cap} and {host_shards}")
 
 
 def key_rate(rate: float | None, host_shards: int, options) -> float | None:
@@ -127,6 +141,7 @@ def run_text(
     options = pipeline_options(beam_args)  # first: OUT may be gs:// (FileSystems options)
     if extract_workers < 0:
         raise UserError(f"--extract-workers must be 0 (automatic) or more, not {extract_workers}")
+    check_flags(cap, host_shards, extract_timeout)
     # one extractor per core and no spare: with the worker busy too, a spare child keeps more
     # processes running than there are cores, which cost ~5 % more CPU at 20,000 papers for
     # the same wall (bench/README, twenty-third round)

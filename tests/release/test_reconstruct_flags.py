@@ -49,3 +49,18 @@ def test_a_wrong_fetch_is_refused_before_the_papers_step(tmp_path, capsys, fetch
     lines = [line for line in err.splitlines() if line.startswith("openmsd-build reconstruct: error:")]
     assert len(lines) == 1 and said in lines[0], err
     assert not out.exists() or not any(out.iterdir())  # the papers step never ran
+
+
+@pytest.mark.parametrize("flag, value", [("--extract-timeout", "0"), ("--rate-per-host", "0"),
+                                         ("--max-urls-per-paper", "0")])
+def test_a_number_out_of_range_is_refused_before_the_papers_step(tmp_path, capsys, flag, value) -> None:
+    rel = _release(tmp_path)
+    crossref = tmp_path / "crossref.jsonl"
+    crossref.write_text(json.dumps({"DOI": "10.1/a", "title": ["A"], "type": "journal-article"}) + "\n")
+    out = tmp_path / "out"
+    assert main(["reconstruct", str(rel), "--out", str(out), "--crossref", str(crossref), "--fetch", "none",
+                 flag, value]) == 2
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("openmsd-build reconstruct: error:")]
+    assert len(lines) == 1 and flag in lines[0], err
+    assert not out.exists() or not any(out.iterdir())
