@@ -320,6 +320,7 @@ def run_enrich(
                 write_table(table_from_rows(rejects, REJECTS),
                             join_path(layout.rejects_dir(dest, STAGE), "part-00000-of-00001.parquet"))
             stats = stats_document(enricher.counts, summarizer, max_tokens, cache, started, extra_stats)
+            refuse_emptying(out, stats["counts"])
             stats["built_from"] = text_fingerprint(out)  # `enrich.check_current` compares it later
             path = layout.stats_path(dest, STAGE)
             if "://" not in path:
@@ -359,6 +360,31 @@ def stats_document(counts: Counter, s: Summarizer, max_tokens: int, cache: Answe
         "seconds": round(time.time() - started, 3),
         **(extra or {}),
     }
+
+
+def nothing_summarized(counts: dict) -> str | None:
+    """A warning when documents were sent (or read from the cache) and none came back as a
+    summary: an endpoint down, a wrong model or URL, every answer refused (None otherwise)."""
+    asked = counts.get("non_english", 0) - counts.get("not_summarized", 0)
+    if not asked or counts.get("enriched", 0):
+        return None
+    reasons = ", ".join(f"{k.removeprefix('rejected_')} {v:,}" for k, v in sorted(counts.items())
+                        if k.startswith("rejected_") and v)
+    return (f"enrich summarized none of the {asked:,} non-English documents ({reasons}): is the endpoint up, and "
+            "are --endpoint and --model right? See rejects/enrich/")
+
+
+def refuse_emptying(out: str, counts: dict) -> None:
+    """A `UserError` (the previous outputs are kept) when this run summarized nothing where
+    `enriched/` holds summaries: an endpoint that is down for a while must not replace the
+    answers of an earlier run with none (its answers are cached; a later run asks again)."""
+    why = nothing_summarized(counts)
+    if why is None:
+        return
+    previous = footer_rows(list_parts(enriched_dir(out)))
+    if previous:
+        raise UserError(f"enrich: this run summarized nothing where {enriched_dir(out)} holds {previous:,} summaries; "
+                        f"the previous outputs were kept ({why})")
 
 
 def check_counts(counts: dict) -> list[str]:
@@ -496,6 +522,8 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         if stub is not None:
             stub.stop()
     print(summary_line(stats))
+    if (why := nothing_summarized(stats["counts"])) is not None:
+        print(f"warning: {why}", file=sys.stderr)
     problems = check_counts(stats["counts"])
     if problems:
         print("enrich: counts do not reconcile: " + "; ".join(problems), file=sys.stderr)

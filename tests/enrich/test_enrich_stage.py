@@ -470,3 +470,26 @@ def test_enrich_shows_its_progress(tmp_path, capsys, stub):
     lines = stream.getvalue().splitlines()
     assert any(line.startswith("enrich: ") and " / 4 documents" in line and "(100%)" not in line for line in lines)
     assert lines[-1].startswith("enrich: 4 / 4 documents (100%)") and "1 errors" in lines[-1], lines
+
+
+def test_a_dead_endpoint_warns_and_never_empties_earlier_summaries(tmp_path, capsys):
+    """Every request a connection error: the run said '0 enriched + 4 rejected', exited 0
+    without a warning, and replaced the 4 summaries an earlier run had written with none.
+    Now it warns, and a run that would empty enriched/ is refused, keeping the earlier one."""
+    from openmsd_build.cli import main
+
+    out = str(tmp_path / "build")
+    write_documents(out, DOCS[:6])
+    dead = ["--summarizer", "chat", "--endpoint", "http://127.0.0.1:9/v1", "--model", "m", "--timeout", "1",
+            "--retries", "0"]
+    assert main(["enrich", "--out", out, *dead]) == 0  # nothing to keep yet: said, not refused
+    assert "warning: enrich summarized none of the 4 non-English documents (connection_error 4)" \
+        in capsys.readouterr().err
+    assert main(["enrich", "--out", out, "--demo-stub"]) == 0
+    capsys.readouterr()
+    before = pq.read_table(enriched_dir(out)).num_rows
+    assert before == 4
+    assert main(["enrich", "--out", out, *dead]) == 2
+    err = capsys.readouterr().err
+    assert "holds 4" in err and "kept" in err, err
+    assert pq.read_table(enriched_dir(out)).num_rows == before
