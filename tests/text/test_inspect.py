@@ -21,9 +21,9 @@ def run_inspect(argv: list[str], beam_args: list[str] | None = None) -> int:
 
 
 def test_file_kind_as_the_stage_reads_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A file's extension gives its media type as `--fetch local:` does, else its bytes decide;
-    a file that is neither a PDF nor HTML is not extracted (it was read as an HTML page, its
-    raw text coming out as the document's content)."""
+    """A file's bytes decide when they are a PDF's or a page's, else its extension gives its
+    media type (as with `--fetch local:`); a file that is neither a PDF nor HTML is not
+    extracted (it was read as an HTML page, its raw text coming out as the document's content)."""
     data = tmp_path / "record.json"
     data.write_text(json.dumps({"title": "A study of things", "abstract": "Words " * 80}), encoding="utf-8")
     assert inspect_command.read_source(str(data))[2] is None
@@ -179,3 +179,17 @@ def test_a_path_that_is_no_regular_file_is_named_for_what_it_is(tmp_path: Path) 
             run_inspect([path])
     with pytest.raises(UserError, match="no such file"):
         run_inspect([str(tmp_path / "missing.html")])
+
+
+def test_the_bytes_of_a_pdf_or_page_decide_over_the_extension_as_the_readme_says(
+        real_samples: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """README said a file's type comes from its extension, else from its bytes; the stage's
+    rule (`fetch.result.sniff_content_type`) is the other way round: a PDF saved as `.html`
+    is read as the PDF it is. README now says so; this holds the two together."""
+    wrong = tmp_path / "saved.html"
+    wrong.write_bytes((real_samples / "pdf" / "crminer__10.2903_j.efsa.2014.3550.pdf").read_bytes())
+    assert run_inspect([str(wrong), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["text_source"] == "pdf"
+    readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8").split())
+    row = readme.split("`openmsd-build inspect PATH_OR_URL --json` |", 1)[1].split("|", 1)[0]
+    assert "a file's type comes from its bytes when they are a PDF's or a page's, else from its extension" in row, row
