@@ -127,3 +127,20 @@ def test_a_ctrl_c_inside_a_pipeline_is_not_logged_with_its_traceback():
     assert not cli._no_interrupt_tracebacks(record(KeyboardInterrupt()))
     assert cli._no_interrupt_tracebacks(record(ValueError("a real failure")))
     assert cli._no_interrupt_tracebacks(logging.LogRecord("x", logging.WARNING, __file__, 1, "plain", None, None))
+
+
+def test_a_missing_upstream_folder_names_the_stage_that_writes_it(tmp_path, capsys):
+    """`contexts` on a build without splits/ said 'run the previous stage first': the previous
+    stage is pairs, which does not write splits/. The message names the stage that does."""
+    from openmsd_build.evaluate.testing import write_tiny_build
+
+    out = tmp_path / "build"
+    write_tiny_build(str(out))
+    import shutil
+
+    shutil.rmtree(out / "splits")
+    (out / "_stats").mkdir()
+    (out / "_stats" / "text.json").write_text("{}")
+    assert cli.main(["contexts", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"no Parquet files under {out / 'splits'}; run the split stage first" in err, err

@@ -265,7 +265,10 @@ def read_parts(pipeline, directory: str, columns: Sequence[str], label: str):
     """A PCollection of Arrow tables with `columns` from a stage folder's part files."""
     parts = parquet_io.list_parts(directory)
     if not parts:
-        raise UserError(f"no Parquet files under {directory}; run the previous stage first")
+        from openmsd_build.core.stages import writer_of
+
+        writer = writer_of(directory)  # "the previous stage" misled: contexts reads what split writes
+        raise UserError(f"no Parquet files under {directory}; run the {writer or 'previous'} stage first")
     return (
         pipeline
         | f"{label}Files" >> beam.Create(parts, reshuffle=False)  # spread once, below

@@ -52,6 +52,14 @@ def stage(name: str) -> Stage:
         raise KeyError(f"unknown stage {name!r}; stages are {', '.join(STAGE_NAMES)}") from None
 
 
+def writer_of(directory: str) -> str | None:
+    """The stage whose output folder `directory` is, or is inside (`.../pairs/dc/split=idt`
+    is the pairs stage's); None for any other folder."""
+    path = "/" + directory.replace("\\", "/").strip("/") + "/"
+    found = [(path.rfind(f"/{folder}/"), s.name) for s in STAGES for folder in s.outputs if f"/{folder}/" in path]
+    return max(found)[1] if found else None  # the last folder of the path: /data/documents/b/splits is split's
+
+
 def present_outputs(out: str, name: str) -> list[str]:
     """The output folders of stage `name` that exist in `out` (what running it would replace;
     a gs:// folder is found by the objects under it, `staging.path_exists`)."""
