@@ -17,6 +17,8 @@ from openmsd_build.core.inputs import at_least
 from openmsd_build.text.fetch.spec import FetchSpec, usage
 
 if TYPE_CHECKING:
+    from apache_beam.options.pipeline_options import PipelineOptions
+
     from openmsd_build.text.fetch.config import FetchConfig
 
 LOG = logging.getLogger(__name__)
@@ -89,7 +91,7 @@ def check_flags(cap: int, host_shards: int, extract_timeout: float, rate_per_hos
         raise UserError(f"--max-urls-per-paper and --host-shards must be at least 1, not {cap} and {host_shards}")
 
 
-def key_rate(rate: float | None, host_shards: int, options) -> float | None:
+def key_rate(rate: float | None, host_shards: int, options: PipelineOptions) -> float | None:
     """The rate of one host key's limiter for a host rate of `rate`: a host's URLs are spread
     over `host_shards` keys (`fetch.plan.shard_host`), and on a distributed runner, or a local
     one with several workers, each key may be fetched by a fetcher of its own, so each gets
