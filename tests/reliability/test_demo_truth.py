@@ -45,6 +45,7 @@ pytestmark = pytest.mark.timeout(1800)  # builds the demo once (the session's fi
 # abstracts, which keep their section headings). Before keywords paragraphs were cut from
 # abstracts (`textclean.clean_abstract`) it was 1,340/1,860 (72.0%).
 FLOORS = {"title": 0.99, "abstract": 0.90, "language": 0.99}
+README = Path(__file__).resolve().parents[2] / "README.md"
 MAX_DEGREE = 1000  # the pairs stage's default cap (a C with more members is skipped)
 
 
@@ -250,13 +251,18 @@ def test_contexts_resolve_to_the_truths_citations_and_ccs_pairs_follow(demo):
     assert sum(len(p) for p in want.values()) > 100
 
 
+def _readme_paragraph(after: str) -> str:
+    """The README's text from just after `after` to the end of its paragraph, on one line."""
+    readme = README.read_text(encoding="utf-8")
+    return " ".join(readme.split(after, 1)[1].split("\n\n", 1)[0].split())
+
+
 def test_the_readmes_contexts_figures_are_the_demos(demo):
     """README's figures for the demo's contexts stage, read back from a demo build: they had
     drifted from it (7,451 resolved markers where the demo gives 7,439 since the citing paper's
     own entry is no longer resolved), and no test compared them."""
     _, _, out = demo
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    paragraph = " ".join(readme.split("On the demo (2,000 papers): 60,190", 1)[1].split("\n\n", 1)[0].split())
+    paragraph = _readme_paragraph("On the demo (2,000 papers): 60,190")
     number = r"([\d,]+)"
     said = re.fullmatch(
         rf"sentences of {number} full texts, {number} with markers; {number} markers, {number} resolved to a DOI "
@@ -287,8 +293,7 @@ def test_the_readmes_enrich_figures_are_the_demos(demo, tmp_path):
     _, _, out = demo
     copy = tmp_path / "build"
     shutil.copytree(out / "documents", copy / "documents")
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    paragraph = " ".join(readme.split("2,000-paper demo: ", 1)[1].split("\n\n", 1)[0].split())
+    paragraph = _readme_paragraph("2,000-paper demo: ")
     number = r"([\d,]+)"
     said = re.match(
         rf"{number} documents, {number} English skipped, {number} non-English = {number} enriched \+ {number} "
@@ -306,7 +311,7 @@ def test_the_readmes_enrich_figures_are_the_demos(demo, tmp_path):
         first["rejected"], first["rejected_non_english_output"], first["rejected_refusal"],
         second["cache_hits"], second["non_english"]]
     tokens = re.search(r"Measured on the demo \(`summary30`\): (\d+) tokens in .*? and (\d+) out per non-English paper",
-                       " ".join(readme.split()))
+                       " ".join(README.read_text(encoding="utf-8").split()))
     assert tokens, "README's enrich token figures"
     assert [int(t) for t in tokens.groups()] == [round(first["input_tokens"] / first["non_english"]),
                                                   round(first["output_tokens"] / first["non_english"])]
