@@ -60,11 +60,18 @@ def relations_of(record: dict) -> list[dict]:
             continue
         entries = relation[rel_type]
         for entry in entries if isinstance(entries, list) else [entries]:
-            if isinstance(entry, dict) and (entry.get("id-type") or "").lower() == "doi":
+            if isinstance(entry, dict) and _lower(entry.get("id-type")) == "doi":
                 doi = try_normalize_doi(entry.get("id"))
                 if doi:
                     out.append({"type": rel_type, "doi": doi})
     return out
+
+
+def _lower(value: Any) -> str:
+    """A field compared as lower-case text: "" when it is not text (a number or a list in a
+    damaged record is that field's value lost, not the whole work: `str.lower` raised on it,
+    and the work became a `parser_error` reject that the columnar reader kept)."""
+    return value.lower() if isinstance(value, str) else ""
 
 
 def license_of(record: dict) -> str | None:
@@ -79,16 +86,19 @@ def links_of(record: dict) -> list[dict]:
     for position, link in enumerate(as_list(record.get("link"))):
         if not isinstance(link, dict):
             continue
-        if (link.get("content-type") or "").lower() != "application/pdf":
+        if _lower(link.get("content-type")) != "application/pdf":
             continue
+        version = link.get("content-version")
         entry = url_entry(
             link.get("URL"), "pdf", SOURCE, "publisher", None,
-            _CONTENT_VERSION.get(link.get("content-version") or ""), preference=position,
+            _CONTENT_VERSION.get(version) if isinstance(version, str) else None, preference=position,
         )
         if entry:
             urls.append(entry)
-    primary = ((record.get("resource") or {}).get("primary") or {}) if isinstance(record.get("resource"), dict) else {}
-    entry = url_entry(primary.get("URL"), "landing", SOURCE, "publisher", preference=len(urls))
+    resource = record.get("resource")
+    primary = resource.get("primary") if isinstance(resource, dict) else None
+    entry = url_entry(primary.get("URL") if isinstance(primary, dict) else None, "landing", SOURCE, "publisher",
+                      preference=len(urls))
     if entry:
         urls.append(entry)
     return urls

@@ -63,7 +63,10 @@ def oa_urls(record: dict) -> list[dict]:
     locations = [loc for loc in as_list(record.get("locations")) if isinstance(loc, dict) and loc.get("is_oa")]
     if best and best not in locations:
         locations.insert(0, best)
-    locations.sort(key=lambda loc: (loc is not best and loc != best, _VERSION_ORDER.get(loc.get("version") or "", 3)))
+    # a version that is not text (a list in a damaged record) ranks as unknown, as in Unpaywall's
+    # reader: a dict lookup of a list raised, and the whole work was a `parser_error` reject
+    locations.sort(key=lambda loc: (loc is not best and loc != best,
+                                    _VERSION_ORDER.get(v, 3) if isinstance(v := loc.get("version"), str) else 3))
     urls: list[dict] = []
     for position, loc in enumerate(locations):
         source = loc.get("source") if isinstance(loc.get("source"), dict) else {}
