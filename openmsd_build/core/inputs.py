@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from apache_beam.io.filesystems import FileSystems
 
 from openmsd_build.core.errors import UserError
-from openmsd_build.core.folders import folder_files, is_documentation
+from openmsd_build.core.folders import folder_files, is_documentation, regular_file_size
 
 
 def expand_globs(globs: Iterable[str], what: str) -> list[tuple[str, int]]:
@@ -22,7 +22,7 @@ def expand_globs(globs: Iterable[str], what: str) -> list[tuple[str, int]]:
     for pattern in globs:
         if _is_local_folder(pattern):
             left_out: list[str] = []
-            found = folder_files(pattern, left_out)
+            found = folder_files(pattern, left_out, what)
             if not found:
                 notes = f" but notes or checksums ({', '.join(os.path.basename(p) for p in left_out[:3])}: name a " \
                         "file on its own to read it)" if left_out else ""
@@ -32,7 +32,7 @@ def expand_globs(globs: Iterable[str], what: str) -> list[tuple[str, int]]:
             continue
         local = pattern.removeprefix("file://")
         if "://" not in local and any(c in local for c in _GLOB_CHARS) and os.path.isfile(local):
-            files[local] = os.path.getsize(local)  # a file whose name holds `[`, `*` or `?` is itself
+            files[local] = regular_file_size(local, what)  # a file whose name holds `[`, `*` or `?` is itself
             continue
         folder = "://" in pattern and pattern.endswith("/")
         if folder:
@@ -46,7 +46,9 @@ def expand_globs(globs: Iterable[str], what: str) -> list[tuple[str, int]]:
         if not matched:
             raise UserError(f"{what} input {pattern!r} matches no file")
         for m in matched:
-            files[m.path] = m.size_in_bytes
+            local_match = m.path.removeprefix("file://")
+            # a FIFO or a device matches like a file (size 0) and would hang the stage
+            files[m.path] = m.size_in_bytes if "://" in local_match else regular_file_size(local_match, what)
     return sorted(files.items())
 
 

@@ -56,3 +56,37 @@ def test_notes_and_checksums_in_a_folder_are_not_read_as_data(tmp_path):
     (notes / "README.md").write_bytes(b"x")
     with pytest.raises(UserError, match=r"no data file in it but notes or checksums \(README.md"):
         expand_globs([str(notes)], "--crossref")
+
+
+@pytest.mark.timeout(60)
+def test_a_fifo_or_device_is_refused_not_read_forever(tmp_path):
+    """A named pipe nobody writes to (or `/dev/zero`, read without end) matched like a file
+    of size 0, and the papers stage hung reading it; named alone, in a folder, or given to
+    the citations stage, it is now a one-line `UserError` naming it."""
+    import os
+
+    from openmsd_build.cli import main
+
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "good.jsonl").write_text('{"doi": "10.1000/a"}\n')
+    os.mkfifo(tmp_path / "in" / "pipe.jsonl")
+    pipe = str(tmp_path / "in" / "pipe.jsonl")
+    for given in (pipe, str(tmp_path / "in")):
+        with pytest.raises(UserError, match="is a named pipe"):
+            expand_globs([given], "--unpaywall")
+    with pytest.raises(UserError, match="is a named pipe"):
+        expand_paths(str(tmp_path / "in"))
+    if os.path.exists("/dev/zero"):
+        with pytest.raises(UserError, match="is a device"):
+            expand_globs(["/dev/zero"], "--crossref")
+    assert main(["papers", "--out", str(tmp_path / "out"), "--unpaywall", pipe, "--runner", "FnApiRunner"]) == 2
+    assert main(["citations", "--out", str(tmp_path / "out"), "--opencitations", pipe]) == 2
+
+
+def test_a_link_to_a_missing_file_in_a_folder_is_named(tmp_path):
+    """A dangling link in an input folder raised `FileNotFoundError` (a traceback)."""
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "good.jsonl").write_text("{}\n")
+    (tmp_path / "in" / "gone.jsonl").symlink_to(tmp_path / "nowhere")
+    with pytest.raises(UserError, match=r"gone\.jsonl.*cannot be read"):
+        expand_globs([str(tmp_path / "in")], "--unpaywall")
