@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import os
 import sys
 
@@ -95,14 +94,28 @@ def add_stage_arguments(parser: argparse.ArgumentParser) -> None:
             group.add_argument(*names, **{**kwargs, "default": argparse.SUPPRESS, "required": False})
 
 
+MAX_MANIFEST_BYTES = 1 << 20
+"""A sample's manifest.json is a few KB; a larger one is no sample's."""
+
+
 def _sample_inputs(directory: str) -> dict:
     manifest_path = os.path.join(directory, "manifest.json")
     if not os.path.exists(manifest_path):
         raise UserError(f"--inputs {directory}: no manifest.json (was it written by `openmsd-build sample`?)")
-    with open(manifest_path, encoding="utf-8") as f:
-        manifest = json.load(f)
+    from openmsd_build.core.errors import short_repr
+    from openmsd_build.core.stats import read_json
+
+    # a damaged manifest (not JSON, not UTF-8, a list, a folder of that name) is one line
+    # naming it, not json's traceback
+    listed = read_json(manifest_path, MAX_MANIFEST_BYTES).get("inputs") or {}
+    if not isinstance(listed, dict):
+        raise UserError(f"--inputs {directory}: manifest.json's inputs is a JSON {type(listed).__name__}, not an "
+                        "object of input name -> path (damaged? write the sample again)")
     inputs: dict[str, str] = {}
-    for key, glob in (manifest.get("inputs") or {}).items():
+    for key, glob in listed.items():
+        if not isinstance(glob, str):
+            raise UserError(f"--inputs {directory}: manifest.json input {short_repr(key)} is {short_repr(glob)}, "
+                            "not a path (damaged? write the sample again)")
         try:  # a manifest's paths are data: only inside the sample's folder, and so are the files they match
             inputs[key] = confined_path(directory, glob)
             if "://" not in inputs[key]:  # what the stage will read, expanded as it expands it

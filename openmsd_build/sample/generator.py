@@ -983,7 +983,7 @@ def is_sample(folder: str) -> bool:
     try:
         with open(os.path.join(folder, "manifest.json"), encoding="utf-8") as fh:
             manifest = json.load(fh)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # nested past the recursion limit: no manifest of ours
         return False
     return isinstance(manifest, dict) and manifest.get("format") == FORMAT
 

@@ -295,3 +295,46 @@ def test_ids_rows_agree_with_their_folder_and_name_each_doi_once(tmp_path, case)
     with pytest.raises(UserError, match=said):
         reconstruct(str(release), str(tmp_path / "out"), {}, "none", [])
     assert not (tmp_path / "out" / "splits").exists()
+
+
+DAMAGED_MANIFESTS = {
+    "not_json": (b"{bad", "is not a JSON file"),
+    "not_utf8": (b"\xff\xfe{}", "is not a JSON file"),
+    "nested_past_recursion": (b"[" * 100_000, "is not a JSON file"),
+    "a_list": (b"[1, 2]", "holds a JSON list"),
+    "inputs_a_list": (b'{"inputs": [1]}', "inputs is a JSON list"),
+    "input_a_number": (b'{"inputs": {"crossref": 5}}', "input 'crossref' is 5, not a path"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DAMAGED_MANIFESTS))
+def test_a_damaged_sample_manifest_is_one_line(tmp_path, capsys, name):
+    """`run --inputs DIR` with a manifest.json that is not JSON, not UTF-8, nested past the
+    recursion limit, a list, or whose inputs are not paths printed json's traceback (exit 1:
+    JSONDecodeError, UnicodeDecodeError, AttributeError); now exit 2 and one line."""
+    from openmsd_build.cli import main
+
+    data, message = DAMAGED_MANIFESTS[name]
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "manifest.json").write_bytes(data)
+    assert main(["run", "--inputs", str(tmp_path / "in"), "--out", str(tmp_path / "out"), "--plan"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+def test_a_folder_named_manifest_json_is_one_line(tmp_path, capsys):
+    from openmsd_build.cli import main
+
+    (tmp_path / "in" / "manifest.json").mkdir(parents=True)
+    assert main(["run", "--inputs", str(tmp_path / "in"), "--out", str(tmp_path / "out"), "--plan"]) == 2
+    assert "manifest.json: cannot be read" in capsys.readouterr().err
+
+
+def test_sample_over_a_manifest_nested_past_recursion_is_refused_in_one_line(tmp_path, capsys):
+    """`sample --out DIR` read DIR's manifest.json to tell a sample: one nested past the
+    recursion limit raised RecursionError (a traceback)."""
+    from openmsd_build.cli import main
+
+    (tmp_path / "manifest.json").write_bytes(b"[" * 100_000)
+    assert main(["sample", "--out", str(tmp_path), "--papers", "3"]) == 2
+    assert "is not a sample" in capsys.readouterr().err
