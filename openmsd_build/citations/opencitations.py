@@ -24,8 +24,8 @@ Counters produced while parsing (names are stable; the stage adds the later ones
 * `files_unrecognized` — files without citing/cited columns in their header;
 * `rows_read` — non-blank data rows of every file (header excluded);
 * `rows_unrecognized_file` — data rows of unrecognized files (dropped);
-* `files_unreadable` — truncated or corrupt .gz / .zip inputs (one reject each; the rows
-  read before the damage are kept and counted as usual);
+* `files_unreadable` — truncated or corrupt .gz / .zip inputs, citation or Meta files: one reject
+  each; the rows read before the damage are kept and counted as usual;
 * `malformed_row` — too few fields, an empty citing/cited field, or a row the CSV layer
   refused (dropped, rejected); of those, `rows_too_long` had a physical line longer than
   `MAX_CSV_LINE_CHARS` or a field longer than `MAX_CSV_FIELD_CHARS` (reject reasons
@@ -586,9 +586,13 @@ def parse_citation_file(
                 raise
             yield _with_line_counts(held, counted, tally)
     except _ARCHIVE_ERRORS as exc:
-        reason = "truncated_archive" if isinstance(exc, EOFError) else "corrupt_archive"
-        reject = make_reject(STAGE, reason, path, describe_failure(exc), path, None)
-        yield EDGE_BATCH_SCHEMA.empty_table(), [reject], {"files_unreadable": 1}
+        yield EDGE_BATCH_SCHEMA.empty_table(), [_unreadable(path, exc)], {"files_unreadable": 1}
+
+
+def _unreadable(path: str, exc: BaseException) -> dict:
+    """The one reject of an input file whose archive ends early or is damaged."""
+    reason = "truncated_archive" if isinstance(exc, EOFError) else "corrupt_archive"
+    return make_reject(STAGE, reason, path, describe_failure(exc), path, None)
 
 
 def _with_line_counts(
@@ -650,40 +654,52 @@ def iter_meta_batches(
         rejects, counts, omids, dois = [], Counter(), [], []
         return out
 
-    for line_no, row in enumerate(iterator, start=2):
-        if len(rejects) >= REJECT_FLUSH_ROWS or len(omids) >= batch_rows:
-            yield flush()
-        if isinstance(row, BadRow):
+    try:
+        for line_no, row in enumerate(iterator, start=2):
+            if len(rejects) >= REJECT_FLUSH_ROWS or len(omids) >= batch_rows:
+                yield flush()
+            if isinstance(row, BadRow):
+                counts["meta_rows_read"] += 1
+                counts["meta_rows_no_omid"] += 1  # its ids are unknown
+                counts["meta_rows_too_long"] += 1
+                continue
+            if not row or all(not f.strip() for f in row):
+                continue
             counts["meta_rows_read"] += 1
-            counts["meta_rows_no_omid"] += 1  # its ids are unknown
-            counts["meta_rows_too_long"] += 1
-            continue
-        if not row or all(not f.strip() for f in row):
-            continue
-        counts["meta_rows_read"] += 1
-        if i_id is None or len(row) <= i_id:
-            counts["meta_rows_no_omid"] += 1
-            continue
-        doi, omid, err = parse_id_field(row[i_id])
-        if omid is None:
-            counts["meta_rows_no_omid"] += 1
-        elif doi is None:
-            if err:
-                counts["meta_bad_doi"] += 1
-                _add_reject(rejects, counts, budget, lambda row=row, line_no=line_no, err=err: make_reject(
-                    STAGE, "meta_bad_doi", f"{source}:{line_no}", err, source, _excerpt(row)))
+            if i_id is None or len(row) <= i_id:
+                counts["meta_rows_no_omid"] += 1
+                continue
+            doi, omid, err = parse_id_field(row[i_id])
+            if omid is None:
+                counts["meta_rows_no_omid"] += 1
+            elif doi is None:
+                if err:
+                    counts["meta_bad_doi"] += 1
+                    _add_reject(rejects, counts, budget, lambda row=row, line_no=line_no, err=err: make_reject(
+                        STAGE, "meta_bad_doi", f"{source}:{line_no}", err, source, _excerpt(row)))
+                else:
+                    counts["meta_rows_no_doi"] += 1
             else:
-                counts["meta_rows_no_doi"] += 1
-        else:
-            counts["meta_rows_mapped"] += 1
-            omids.append(omid)
-            dois.append(doi)
+                counts["meta_rows_mapped"] += 1
+                omids.append(omid)
+                dois.append(doi)
+    except _ARCHIVE_ERRORS:
+        # a damaged archive: the mappings read before the damage go out first, as a citation
+        # file's rows do (`continue_citation_rows`); `parse_meta_file` then rejects the file
+        yield flush()
+        raise
     yield flush()
 
 
 def parse_meta_file(path: str) -> Iterator[tuple[pa.Table, list[dict], dict]]:
     """One Meta CSV (plain, .gz or zipped members) -> (table, rejects, counts) batches, with
-    one reject budget for the whole file."""
+    one reject budget for the whole file. A truncated or corrupt archive is counted as
+    `files_unreadable` with one reject, as a citation file is (its mappings before the damage
+    are kept): it raised out of the stage with a traceback."""
     budget = RejectBudget()
-    for source, stream in open_text_streams(path):
-        yield from iter_meta_batches(iter_csv_rows(stream), source, budget=budget)
+    try:
+        for source, binary in open_binary_streams(path):
+            # `CountedLines`: the bytes inflated before the damage reach the parser
+            yield from iter_meta_batches(iter_csv_rows(text_stream(CountedLines(binary))), source, budget=budget)
+    except _ARCHIVE_ERRORS as exc:
+        yield META_SCHEMA.empty_table(), [_unreadable(path, exc)], {"files_unreadable": 1}
