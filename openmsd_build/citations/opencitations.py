@@ -24,8 +24,9 @@ Counters produced while parsing (names are stable; the stage adds the later ones
 * `files_unrecognized` — files without citing/cited columns in their header;
 * `rows_read` — non-blank data rows of every file (header excluded);
 * `rows_unrecognized_file` — data rows of unrecognized files (dropped);
-* `files_unreadable` — truncated or corrupt .gz / .zip inputs, citation or Meta files: one reject
-  each; the rows read before the damage are kept and counted as usual;
+* `files_unreadable` — truncated or corrupt .gz / .zip inputs, citation or Meta files, and
+  zips with a member that cannot be read (encrypted, an unknown compression method): one
+  reject each; the rows read before the damage are kept and counted as usual;
 * `malformed_row` — too few fields, an empty citing/cited field, or a row the CSV layer
   refused (dropped, rejected); of those, `rows_too_long` had a physical line longer than
   `MAX_CSV_LINE_CHARS` or a field longer than `MAX_CSV_FIELD_CHARS` (reject reasons
@@ -339,7 +340,7 @@ def open_binary_streams(path: str) -> Iterator[tuple[str, IO[bytes]]]:
             with zipfile.ZipFile(data) as archive:
                 for name in sorted(archive.namelist()):
                     if name.lower().endswith((".csv", ".csv.gz")) and not name.endswith("/"):
-                        member = archive.open(name)
+                        member = _open_member(archive, name)
                         binary: IO[bytes] = gzip.GzipFile(fileobj=member) if name.lower().endswith(".gz") else member
                         yield f"{path}!{name}", binary
         finally:
@@ -350,6 +351,17 @@ def open_binary_streams(path: str) -> Iterator[tuple[str, IO[bytes]]]:
         yield path, binary
     finally:
         raw.close()
+
+
+def _open_member(archive: zipfile.ZipFile, name: str) -> IO[bytes]:
+    """A zip member opened for reading; a member `zipfile` cannot read (encrypted, or packed
+    with a method it lacks, such as the Deflate64 of Windows' own zip for large files) is a
+    damaged archive (`BadZipFile`: the file's reject names the member and why), not a
+    `RuntimeError` / `NotImplementedError` that stopped the whole stage with a traceback."""
+    try:
+        return archive.open(name)
+    except (RuntimeError, NotImplementedError) as exc:
+        raise zipfile.BadZipFile(f"member {name[:200]!r} cannot be read: {exc}") from None
 
 
 def text_stream(binary: IO[bytes]) -> IO[str]:

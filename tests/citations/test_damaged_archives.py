@@ -1,17 +1,21 @@
-"""Damaged OpenCitations archives cost the file, never the stage: a truncated or corrupt
-OpenCitations Meta archive (`--meta`) raised EOFError / BadZipFile out of the citations
-stage with a traceback (exit 1). Now it is `files_unreadable` with one reject naming the
-file, the Meta mappings read before the damage are kept, and the stage warns."""
+"""Damaged OpenCitations archives cost the file, never the stage: a zip whose member is
+encrypted or packed with a method `zipfile` lacks (Windows' Deflate64) raised RuntimeError /
+NotImplementedError, and a truncated or corrupt OpenCitations Meta archive (`--meta`) raised
+EOFError / BadZipFile, each out of the citations stage with a traceback (exit 1). Now each
+is `files_unreadable` with one reject naming the file, the rows (or Meta mappings) read
+before the damage are kept, and the stage warns."""
 
 from __future__ import annotations
 
 import gzip
+import io
+import zipfile
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from openmsd_build.citations.opencitations import parse_meta_file
+from openmsd_build.citations.opencitations import parse_citation_file, parse_meta_file
 from openmsd_build.cli import main
 from openmsd_build.core import layout, parquet_io
 from openmsd_build.core.stats import read_stage_counts
@@ -21,6 +25,28 @@ CSV = b"oci,citing,cited\n1,10.1000/a,10.1000/b\n2,10.1000/b,10.1000/a\n"
 META = b"id,title\n" + b"".join(b'"omid:br/%d doi:10.1000/m%d",t\n' % (i, i) for i in range(3000))
 
 
+def _zip_with_flags(data: bytes, encrypted: bool = False, method: int | None = None) -> bytes:
+    """A one-member zip (`a.csv`, stored) whose headers claim encryption or another method."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
+        archive.writestr("a.csv", data)
+    raw = bytearray(buffer.getvalue())
+    central = raw.find(b"PK\x01\x02")
+    if encrypted:
+        raw[6] |= 1
+        raw[central + 8] |= 1
+    if method is not None:
+        raw[8] = method
+        raw[central + 10] = method
+    return bytes(raw)
+
+
+DAMAGED_ZIPS = {
+    "encrypted_member": lambda: _zip_with_flags(CSV, encrypted=True),
+    "deflate64_member": lambda: _zip_with_flags(CSV, method=9),
+}
+
+
 def _parse(function, path: Path) -> tuple[int, Counter, list[str]]:
     rows, counts, reasons = 0, Counter(), []
     for table, rejects, batch_counts in function(str(path)):
@@ -28,6 +54,15 @@ def _parse(function, path: Path) -> tuple[int, Counter, list[str]]:
         counts.update(batch_counts)
         reasons += [r["reason"] for r in rejects]
     return rows, counts, reasons
+
+
+@pytest.mark.parametrize("name", sorted(DAMAGED_ZIPS))
+def test_an_unreadable_zip_member_is_a_rejected_file(tmp_path, name):
+    path = tmp_path / "coci.zip"
+    path.write_bytes(DAMAGED_ZIPS[name]())
+    for function in (parse_citation_file, parse_meta_file):
+        rows, counts, reasons = _parse(function, path)
+        assert (rows, counts["files_unreadable"], reasons) == (0, 1, ["corrupt_archive"])
 
 
 META_DAMAGE = {
@@ -49,17 +84,22 @@ def test_a_damaged_meta_archive_is_a_rejected_file(tmp_path, name):
         assert 0 < rows < 3000
 
 
-@pytest.mark.parametrize("damage", ["meta_truncated"])
+@pytest.mark.parametrize("damage", ["meta_truncated", "zip_encrypted"])
 def test_the_citations_stage_goes_on_past_a_damaged_archive(tmp_path, capsys, damage):
     out = tmp_path / "build"
     parquet_io.write_table(DOCUMENTS.empty_table(), str(out / "documents" / "part-00000-of-00001.parquet"))
     (tmp_path / "coci.csv").write_bytes(CSV)
     argv = ["citations", "--out", str(out), "--opencitations", str(tmp_path / "coci.csv"), "--runner", "FnApiRunner"]
-    (tmp_path / "meta.csv.gz").write_bytes(gzip.compress(META)[:500])
-    argv += ["--meta", str(tmp_path / "meta.csv.gz")]
+    if damage == "meta_truncated":
+        (tmp_path / "meta.csv.gz").write_bytes(gzip.compress(META)[:500])
+        argv += ["--meta", str(tmp_path / "meta.csv.gz")]
+    else:
+        (tmp_path / "bad.zip").write_bytes(DAMAGED_ZIPS["encrypted_member"]())
+        argv += ["--opencitations", str(tmp_path / "bad.zip")]
     assert main(argv) == 0
     assert "cannot be read on (files_unreadable)" in capsys.readouterr().err
     counts = read_stage_counts(str(out), "citations")
     assert counts["files_unreadable"] == 1 and counts["rows_read"] == 2
     rejects = parquet_io.read_table(layout.rejects_dir(str(out), "citations"))
-    assert sorted(rejects.column("reason").to_pylist()) == ["truncated_archive"]
+    assert sorted(rejects.column("reason").to_pylist()) == [
+        "truncated_archive" if damage == "meta_truncated" else "corrupt_archive"]
