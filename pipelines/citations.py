@@ -7,6 +7,7 @@ from __future__ import annotations
 import apache_beam as beam
 
 from openmsd_build.citations.beam import (
+    DOCUMENT_COLUMNS,
     NEEDS_META,
     STAGE,
     DropSelfAndKey,
@@ -27,6 +28,7 @@ from openmsd_build.core.beam_io import (
 )
 from openmsd_build.core.errors import UserError
 from openmsd_build.core.inputs import expand_input_files
+from openmsd_build.schemas import DOCUMENTS
 
 
 def build(pipeline, out: str, opencitations: list[str], meta: list[str] | None, shards: int,
@@ -40,6 +42,9 @@ def build(pipeline, out: str, opencitations: list[str], meta: list[str] | None, 
     documents = parquet_io.list_parts(layout.documents_dir(out))
     if not documents:
         raise UserError(f"no Parquet files under {layout.documents_dir(out)}; run the previous stage first")
+    # a truncated or foreign part is one line naming it, before the run, not Arrow's traceback
+    # from inside the pipeline
+    parquet_io.check_parts(documents, DOCUMENTS, DOCUMENT_COLUMNS, required=DOCUMENT_COLUMNS)
     # Citation files and document parts are read by one DoFn into one PCollection: the
     # citing join then groups a single input (a Flatten of several is a stage of its own
     # on the local runner, copying every batch once more). Its edges leave the parser

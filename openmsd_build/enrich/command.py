@@ -54,12 +54,21 @@ from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from openmsd_build.core import layout, progress
 from openmsd_build.core.errors import UserError
-from openmsd_build.core.parquet_io import footer_rows, join_path, list_parts, table_from_rows, write_table
+from openmsd_build.core.parquet_io import (
+    check_parts,
+    footer_rows,
+    join_path,
+    list_parts,
+    table_from_rows,
+    unreadable,
+    write_table,
+)
 from openmsd_build.core.paths import inside
 from openmsd_build.core.rejects import make_reject
 from openmsd_build.core.staging import owned_paths, path_exists, stage_outputs
@@ -87,7 +96,7 @@ from openmsd_build.enrich.text import (
     text_sha1,
     truncate_tokens,
 )
-from openmsd_build.schemas.tables import ENRICHED, REJECTS
+from openmsd_build.schemas.tables import DOCUMENTS, ENRICHED, REJECTS
 
 log = logging.getLogger(__name__)
 
@@ -162,11 +171,11 @@ def iter_documents(out: str, part_rows: int) -> Iterator[list[Doc]]:
         raise UserError(f"{layout.documents_dir(out)}: no Parquet files (run the text stage first)")
     chunk: list[Doc] = []
     columns = ["doi", "language", "title", "abstract"]
+    # a truncated or foreign part (or a column of another type) is one line naming it, before
+    # any answer is paid for, not Arrow's traceback part-way through the run
+    check_parts(parts, DOCUMENTS, columns, required=("doi",))
     for path in parts:
-        with FileSystems.open(path) as f:
-            pf = pq.ParquetFile(io.BytesIO(f.read()))
-        present = [c for c in columns if c in pf.schema_arrow.names]
-        for batch in pf.iter_batches(batch_size=10_000, columns=present):
+        for batch in _batches(path, columns):
             data = batch.to_pydict()
             n = batch.num_rows
             get = {c: data.get(c, [None] * n) for c in columns}
@@ -177,6 +186,18 @@ def iter_documents(out: str, part_rows: int) -> Iterator[list[Doc]]:
                     chunk = []
     if chunk:
         yield chunk
+
+
+def _batches(path: str, columns: list[str]) -> Iterator:
+    """The record batches of one documents part (those of `columns` it has); a data page that
+    does not read is a `UserError` naming the file (`parquet_io.unreadable`)."""
+    try:
+        with FileSystems.open(path) as f:
+            pf = pq.ParquetFile(io.BytesIO(f.read()))
+        present = [c for c in columns if c in pf.schema_arrow.names]
+        yield from pf.iter_batches(batch_size=10_000, columns=present)
+    except (pa.ArrowException, OSError) as exc:
+        raise unreadable(path, exc) from None
 
 
 # --------------------------------------------------------------------------- the stage
