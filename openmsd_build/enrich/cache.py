@@ -69,9 +69,14 @@ class AnswerCache:
     def __init__(self, path: str):
         from openmsd_build.core.errors import UserError
 
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         self.path = path
         self._lock = threading.Lock()
+        try:
+            # a --cache-dir that is a file (or a link to nothing) raised FileExistsError here
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        except OSError as exc:
+            raise UserError(f"the answer cache's folder {os.path.dirname(path) or '.'} cannot be made "
+                            f"({exc.strerror or exc}: a file of that name?): pass another --cache-dir") from None
         try:
             self._db = sqlite3.connect(path, check_same_thread=False, timeout=30)
             with self._lock:

@@ -427,6 +427,24 @@ def test_a_damaged_answer_cache_is_named_or_its_bad_rows_asked_again(tmp_path):
     good.close()
 
 
+def test_a_cache_dir_that_is_a_file_is_one_line(tmp_path, capsys):
+    """`--cache-dir` naming a file (or a folder under one, or a link to nothing) raised
+    FileExistsError / NotADirectoryError from `os.makedirs` (a traceback, exit 1)."""
+    from openmsd_build.cli import main
+    from openmsd_build.enrich.cache import AnswerCache
+
+    (tmp_path / "a-file").write_text("x")
+    (tmp_path / "gone").symlink_to(tmp_path / "nowhere")
+    for folder in ("a-file", "a-file/sub", "gone"):
+        with pytest.raises(UserError, match="cannot be made"):
+            AnswerCache(str(tmp_path / folder / "enrich.sqlite"))
+    out = str(tmp_path / "build")
+    write_documents(out, DOCS[:6])
+    assert main(["enrich", "--out", out, "--demo-stub", "--cache-dir", str(tmp_path / "a-file")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "cannot be made" in err[-1] and "Traceback" not in "\n".join(err)
+
+
 def test_an_answer_borrowing_the_prompts_words_is_no_echo():
     """A 40-character span of a prompt made an answer an echo: a model's usual preamble ("Here
     are the three most important findings of the following scientific paper, translated into
