@@ -182,6 +182,12 @@ def _main(argv: list[str], command: str | None) -> int:
         local = out.removeprefix("file://") if isinstance(out, str) else None
         if local is not None and "://" not in local and os.path.exists(local) and not os.path.isdir(local):
             raise UserError(f"--out {out} is a file, not a folder (a build's output root is a folder)")
+        if local is not None and "://" not in local and os.path.islink(local) and not os.path.exists(local):
+            # every folder made under it raised FileNotFoundError (a traceback)
+            from openmsd_build.core.errors import short_repr
+
+            raise UserError(f"--out {out} is a link to {short_repr(os.readlink(local))}, which does not exist: make that "
+                            "folder or give another --out")
         if args.command in STAGE_NAMES:
             from openmsd_build.core import progress, resources
             from openmsd_build.core.inputs import refuse_inputs_in_outputs
