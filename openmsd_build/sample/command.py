@@ -13,6 +13,11 @@ import time
 
 from openmsd_build.core.errors import UserError
 
+MAX_PAPERS = 100_000_000
+"""The largest sample written: `--papers 10000000000` (a few zeros too many) asked for tens of GB
+of memory for the plan alone (MemoryError, or the machine swapping), and past 2**63 raised
+OverflowError, after the earlier sample in `--out` had been removed."""
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register the sample command's options on its subparser."""
@@ -29,6 +34,9 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
 
     if args.papers < 1:
         raise UserError("--papers must be at least 1")
+    if args.papers > MAX_PAPERS:
+        raise UserError(f"--papers {args.papers:,} is more than {MAX_PAPERS:,} (a typo? the plan alone takes 8 bytes "
+                        "a paper of memory before anything is written)")
 
     held = foreign_entries(args.out)
     if held:  # someone's folders of the same names would be emptied

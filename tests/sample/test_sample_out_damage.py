@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from openmsd_build.cli import main
-from openmsd_build.sample import generator
 
 
 @pytest.mark.parametrize("command", ["sample", "papers"])
@@ -22,3 +21,17 @@ def test_an_out_that_links_to_nothing_is_one_line(tmp_path: Path, capsys, comman
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "is a link to" in err[0] and "does not exist" in err[0]
     assert not (tmp_path / "gone").exists()
+
+
+def test_papers_past_the_limit_are_refused_before_the_earlier_sample_is_removed(tmp_path: Path, capsys) -> None:
+    """`--papers 99999999999999999999` raised OverflowError, and `--papers 10000000000` asked
+    for tens of GB of memory, after the sample already in `--out` had been deleted."""
+    out = tmp_path / "s"
+    assert main(["sample", "--out", str(out), "--papers", "5", "--no-warc"]) == 0
+    before = (out / "manifest.json").read_bytes()
+    capsys.readouterr()
+    for papers in ("99999999999999999999", "10000000000"):
+        assert main(["sample", "--out", str(out), "--papers", papers]) == 2
+        assert "is more than" in capsys.readouterr().err
+    assert (out / "manifest.json").read_bytes() == before
+
