@@ -989,9 +989,12 @@ def is_sample(folder: str) -> bool:
 
 
 def foreign_entries(folder: str) -> list[str]:
-    """The entries of `SAMPLE_ENTRIES` in a `folder` that is no sample (`is_sample`): someone's
-    folders of those names, which writing a sample there would replace."""
-    if is_sample(folder):
+    """The entries of `SAMPLE_ENTRIES` in a `folder` that is no sample (`is_sample`) nor one cut
+    short (it holds `.tmp-sample`): someone's folders of those names, which writing a sample
+    there would replace."""
+    if is_sample(folder) or os.path.isdir(os.path.join(folder, ".tmp-sample")):
+        # `.tmp-sample` is this module's own working folder: a sample cut short (Ctrl-C, a full
+        # disk) after the earlier one was removed, which `sample` refused to write again
         return []
     return [name for name in SAMPLE_ENTRIES if os.path.lexists(os.path.join(folder, name))]
 

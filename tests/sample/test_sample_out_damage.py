@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from openmsd_build.cli import main
+from openmsd_build.sample import generator
 
 
 @pytest.mark.parametrize("command", ["sample", "papers"])
@@ -35,3 +36,19 @@ def test_papers_past_the_limit_are_refused_before_the_earlier_sample_is_removed(
         assert "is more than" in capsys.readouterr().err
     assert (out / "manifest.json").read_bytes() == before
 
+
+def test_a_sample_cut_short_is_written_again(tmp_path: Path, capsys) -> None:
+    """A sample interrupted after the earlier one was removed (Ctrl-C, a full disk) left its
+    folders and `.tmp-sample` without a manifest, and `sample` then refused the folder for ever
+    ("is not a sample but holds unpaywall, ..., .tmp-sample")."""
+    out = tmp_path / "s"
+    for name in ("unpaywall", "crossref", "opencitations", ".tmp-sample"):
+        (out / name).mkdir(parents=True)
+    (out / ".tmp-sample" / "unpaywall-00000.gz").write_bytes(b"partial")
+    assert generator.foreign_entries(str(out)) == []
+    assert main(["sample", "--out", str(out), "--papers", "5", "--no-warc"]) == 0
+    assert generator.is_sample(str(out)) and not (out / ".tmp-sample").exists()
+    # someone's own folders of those names, with no trace of a sample, are still refused
+    other = tmp_path / "other"
+    (other / "crossref").mkdir(parents=True)
+    assert generator.foreign_entries(str(other)) == ["crossref"]
