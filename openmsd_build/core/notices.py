@@ -228,7 +228,7 @@ def reject_rate(stage: str, counts: Mapping[str, int]) -> tuple[int, int]:
     return 0, 0
 
 
-_DAMAGED_INPUT = ("truncated_gzip", "corrupt_gzip", "read_error")
+_DAMAGED_INPUT = ("truncated_gzip", "corrupt_gzip", "read_error", "compression_bomb")
 """Reasons of `papers` rejects for a file that ends early or cannot be read on (its records
 after the damage are missing, which one reject row does not make loud enough)."""
 
