@@ -209,6 +209,21 @@ def _warc_record(url: str) -> bytes:
     return head + http + b"\r\n\r\n"
 
 
+def test_opencitations_gzip_of_blank_lines(tmp_path):
+    """64 MiB of blank lines (64M lines from a 64 KB gzip) between a header and a row: the
+    columnar path decided 8 MiB blocks of 8M lines each and peaked at 2.1 GB (two blocks
+    decided at once); blocks now also end after `BLOCK_LINES` lines. The row after the flood
+    is read, and every line is counted."""
+    path = tmp_path / "blank.csv.gz"
+    _gzip_stream(path, [b"oci,citing,cited\n", *_repeat(b"\n", 64 << 20), b"1,10.1234/a,10.1234/b\n"])
+    assert path.stat().st_size < 1 << 20
+    out = _run(_CITATIONS, str(path))
+    assert out["peak_mb"] < PEAK_LIMIT_MB, out
+    counts = out["counts"]
+    assert out["edges"] == 1 and counts["rows_read"] == 1, out
+    assert counts["input_lines"] == counts["lines_parsed"] == (64 << 20) + 2, out
+
+
 def test_warc_members_that_inflate_to_a_line_without_end(tmp_path):
     """A 0.3 MB gzip member of 300 MiB of NUL bytes: warcio reads a record's header lines with
     `readline`, which holds the whole line (1.2-3.5 GB of memory for such a member of 0.25-1
