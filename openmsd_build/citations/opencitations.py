@@ -25,8 +25,9 @@ Counters produced while parsing (names are stable; the stage adds the later ones
 * `rows_read` — non-blank data rows of every file (header excluded);
 * `rows_unrecognized_file` — data rows of unrecognized files (dropped);
 * `files_unreadable` — truncated or corrupt .gz / .zip inputs, citation or Meta files, and
-  zips with a member that cannot be read (encrypted, an unknown compression method): one
-  reject each; the rows read before the damage are kept and counted as usual;
+  zips with a member that cannot be read (encrypted, an unknown compression method), and
+  compression bombs (`compression_bomb`: more lines than compressed bytes read,
+  `MAX_LINES_PER_COMPRESSED_BYTE`): one reject each; the rows read before the damage are kept and counted as usual;
 * `malformed_row` — too few fields, an empty citing/cited field, or a row the CSV layer
   refused (dropped, rejected); of those, `rows_too_long` had a physical line longer than
   `MAX_CSV_LINE_CHARS` or a field longer than `MAX_CSV_FIELD_CHARS` (reject reasons
@@ -67,7 +68,7 @@ import sys
 import zipfile
 import zlib
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO
 
@@ -109,6 +110,84 @@ csv.field_size_limit(min(sys.maxsize, MAX_CSV_FIELD_CHARS))
 # A cut download or a corrupt archive: the rows before the damage are kept, the file is
 # counted as `files_unreadable` with one reject, and the job carries on.
 _ARCHIVE_ERRORS = (EOFError, OSError, zlib.error, zipfile.BadZipFile)
+
+
+# A compressed input delivering more lines than this per compressed byte read is a
+# compression bomb: real dumps hold 0.05-0.1 lines per compressed byte (rows of 40-150 bytes
+# that inflate 4-6x), and a 1 MB gzip of blank lines (1G lines) took the parser over two
+# minutes per MB. Lines, not bytes, cost time, so one long line (skipped in chunks) is no
+# bomb. Never before `BOMB_FLOOR_LINES` lines.
+MAX_LINES_PER_COMPRESSED_BYTE = 1
+BOMB_FLOOR_LINES = 1 << 20
+
+
+class CompressionBomb(OSError):
+    """A compressed input past `MAX_LINES_PER_COMPRESSED_BYTE`. An `_ARCHIVE_ERRORS` member:
+    the rows before it are kept and the file is one `compression_bomb` reject."""
+
+
+class _CountingReader(io.RawIOBase):
+    """The compressed bytes read from `stream` (`consumed`), for `_BoundedInflation`."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self._stream = stream
+        self.consumed = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._stream.read(size)
+        self.consumed += len(data)
+        return data
+
+    def readinto(self, buffer) -> int:  # type: ignore[override]
+        data = self.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
+
+
+class _BoundedInflation(io.BufferedIOBase):
+    """A decompressed stream that raises `CompressionBomb` once it has delivered more lines
+    than `MAX_LINES_PER_COMPRESSED_BYTE` times the compressed bytes read (`consumed()`, given
+    the bytes delivered so far), and at least `BOMB_FLOOR_LINES`."""
+
+    def __init__(self, stream: IO[bytes], consumed: Callable[[int], float], name: str) -> None:
+        super().__init__()
+        self._stream = stream
+        self._consumed = consumed
+        self._name = name
+        self.inflated = self.lines = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def _checked(self, data: bytes) -> bytes:
+        self.inflated += len(data)
+        self.lines += data.count(b"\n")
+        if self.lines > BOMB_FLOOR_LINES:
+            consumed = self._consumed(self.inflated)
+            if self.lines > MAX_LINES_PER_COMPRESSED_BYTE * consumed:
+                raise CompressionBomb(f"{self.lines} lines inflated from {int(consumed)} compressed bytes (more than "
+                                      f"{MAX_LINES_PER_COMPRESSED_BYTE} a byte): the rest of {self._name[:200]} is "
+                                      "not read")
+        return data
+
+    def read(self, size: int | None = -1) -> bytes:
+        return self._checked(self._stream.read(size))
+
+    def read1(self, size: int = -1) -> bytes:
+        return self._checked(getattr(self._stream, "read1", self._stream.read)(size))
+
+    def close(self) -> None:
+        self._stream.close()
+        super().close()
+
+
+def _gunzip(stream: IO[bytes], name: str) -> IO[bytes]:
+    """`stream` (gzip bytes) decompressed, under the bomb bound (`_BoundedInflation`)."""
+    counted = _CountingReader(stream)
+    return _BoundedInflation(gzip.GzipFile(fileobj=counted), lambda _inflated: counted.consumed, name)
 
 
 @dataclass(frozen=True)
@@ -341,12 +420,12 @@ def open_binary_streams(path: str) -> Iterator[tuple[str, IO[bytes]]]:
                 for name in sorted(archive.namelist()):
                     if name.lower().endswith((".csv", ".csv.gz")) and not name.endswith("/"):
                         member = _open_member(archive, name)
-                        binary: IO[bytes] = gzip.GzipFile(fileobj=member) if name.lower().endswith(".gz") else member
+                        binary: IO[bytes] = _gunzip(member, name) if name.lower().endswith(".gz") else member
                         yield f"{path}!{name}", binary
         finally:
             raw.close()
         return
-    binary = gzip.GzipFile(fileobj=raw) if lower.endswith(".gz") else raw
+    binary = _gunzip(raw, path) if lower.endswith(".gz") else raw
     try:
         yield path, binary
     finally:
@@ -359,9 +438,14 @@ def _open_member(archive: zipfile.ZipFile, name: str) -> IO[bytes]:
     damaged archive (`BadZipFile`: the file's reject names the member and why), not a
     `RuntimeError` / `NotImplementedError` that stopped the whole stage with a traceback."""
     try:
-        return archive.open(name)
+        member = archive.open(name)
     except (RuntimeError, NotImplementedError) as exc:
         raise zipfile.BadZipFile(f"member {name[:200]!r} cannot be read: {exc}") from None
+    # the compressed bytes behind what was inflated, estimated from the member's sizes (zipfile
+    # holds a member to them)
+    info = archive.getinfo(name)
+    ratio = info.compress_size / max(info.file_size, 1)
+    return _BoundedInflation(member, lambda inflated: inflated * ratio, name)  # type: ignore[return-value]
 
 
 def text_stream(binary: IO[bytes]) -> IO[str]:
@@ -603,7 +687,8 @@ def parse_citation_file(
 
 def _unreadable(path: str, exc: BaseException) -> dict:
     """The one reject of an input file whose archive ends early or is damaged."""
-    reason = "truncated_archive" if isinstance(exc, EOFError) else "corrupt_archive"
+    reason = ("compression_bomb" if isinstance(exc, CompressionBomb) else "truncated_archive"
+              if isinstance(exc, EOFError) else "corrupt_archive")
     return make_reject(STAGE, reason, path, describe_failure(exc), path, None)
 
 

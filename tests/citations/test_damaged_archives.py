@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import io
 import zipfile
+import zlib
 from collections import Counter
 from pathlib import Path
 
@@ -103,3 +104,42 @@ def test_the_citations_stage_goes_on_past_a_damaged_archive(tmp_path, capsys, da
     rejects = parquet_io.read_table(layout.rejects_dir(str(out), "citations"))
     assert sorted(rejects.column("reason").to_pylist()) == [
         "truncated_archive" if damage == "meta_truncated" else "corrupt_archive"]
+
+
+def _blank_flood_gzip(path: Path, lines: int) -> None:
+    comp = zlib.compressobj(9, zlib.DEFLATED, 31)
+    with path.open("wb") as out:
+        out.write(comp.compress(b"oci,citing,cited\n1,10.1000/a,10.1000/b\n"))
+        for _ in range(lines >> 20):
+            out.write(comp.compress(b"\n" * (1 << 20)))
+        out.write(comp.compress(b"2,10.1000/c,10.1000/d\n"))
+        out.write(comp.flush())
+
+
+def test_a_gzip_of_blank_lines_is_a_compression_bomb(tmp_path):
+    """A 64 KB gzip of 64M blank lines was read line by line to its end (over two minutes per
+    MB of gzip for 1G lines); past one line per compressed byte (and a million lines) the rest
+    of the file is one `compression_bomb` reject, the rows before it kept and counted."""
+    path = tmp_path / "flood.csv.gz"
+    _blank_flood_gzip(path, 64 << 20)
+    rows, counts, reasons = _parse(parse_citation_file, path)
+    assert (rows, counts["rows_read"], counts["files_unreadable"], reasons) == (1, 1, 1, ["compression_bomb"])
+    assert counts["input_lines"] == counts["lines_parsed"] < 2 << 20
+    zipped = tmp_path / "flood.zip"
+    with zipfile.ZipFile(zipped, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("a.csv", gzip.decompress(path.read_bytes()))
+    rows, counts, reasons = _parse(parse_citation_file, zipped)
+    assert (rows, counts["files_unreadable"], reasons) == (1, 1, ["compression_bomb"])
+
+
+def test_real_and_long_line_inputs_are_no_bomb(tmp_path, real_sample):
+    """Real rows (far under one line per compressed byte) and one long line (which costs no
+    time per line) are read as before."""
+    real = real_sample("opencitations/coci_rows_from_citecorp_api.csv")
+    gz = tmp_path / "real.csv.gz"
+    gz.write_bytes(gzip.compress(real.read_bytes()))
+    assert _parse(parse_citation_file, gz) == _parse(parse_citation_file, real)
+    long = tmp_path / "long.csv.gz"
+    long.write_bytes(gzip.compress(b"citing,cited\n10.1000/a," + b"x" * (40 << 20) + b"\n10.1000/c,10.1000/d\n"))
+    rows, counts, reasons = _parse(parse_citation_file, long)
+    assert (rows, reasons) == (1, ["line_too_long"])
