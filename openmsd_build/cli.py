@@ -188,6 +188,13 @@ def _main(argv: list[str], command: str | None) -> int:
 
             raise UserError(f"--out {out} is a link to {short_repr(os.readlink(local))}, which does not exist: make that "
                             "folder or give another --out")
+        if local is not None and "://" not in local:
+            # a folder to be made under a file (`--out notes.txt/build`) raised NotADirectoryError
+            above = os.path.dirname(os.path.normpath(local))
+            while above and not os.path.lexists(above):
+                above = os.path.dirname(above)
+            if above and not os.path.isdir(above):
+                raise UserError(f"--out {out} lies under {above}, which is a file, not a folder")
         if args.command in STAGE_NAMES:
             from openmsd_build.core import progress, resources
             from openmsd_build.core.inputs import refuse_inputs_in_outputs

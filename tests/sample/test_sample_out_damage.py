@@ -52,3 +52,17 @@ def test_a_sample_cut_short_is_written_again(tmp_path: Path, capsys) -> None:
     other = tmp_path / "other"
     (other / "crossref").mkdir(parents=True)
     assert generator.foreign_entries(str(other)) == ["crossref"]
+
+
+@pytest.mark.parametrize("command", ["sample", "papers"])
+def test_an_out_under_a_file_is_one_line(tmp_path: Path, capsys, command: str) -> None:
+    """`--out notes.txt/build` raised NotADirectoryError (a traceback) when the first folder
+    was made under the file."""
+    (tmp_path / "notes.txt").write_text("x")
+    (tmp_path / "u.jsonl").write_text('{"doi": "10.1000/a"}\n')
+    out = str(tmp_path / "notes.txt" / "build" / "deeper")
+    argv = {"sample": ["sample", "--out", out, "--papers", "3"],
+            "papers": ["papers", "--out", out, "--unpaywall", str(tmp_path / "u.jsonl")]}[command]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "which is a file, not a folder" in err[0]
