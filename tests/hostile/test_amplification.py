@@ -19,9 +19,9 @@ REPO = Path(__file__).resolve().parents[2]
 PEAK_LIMIT_MB = 800
 
 
-def _gzip_stream(path: Path, parts) -> None:
+def _gzip_stream(path: Path, parts, level: int = 1) -> None:
     """Write a gzip file from an iterable of byte chunks (level 1: fast, still ~1000:1)."""
-    comp = zlib.compressobj(1, zlib.DEFLATED, 31)
+    comp = zlib.compressobj(level, zlib.DEFLATED, 31)
     with path.open("wb") as out:
         for part in parts:
             out.write(comp.compress(part))

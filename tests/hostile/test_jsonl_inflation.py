@@ -9,10 +9,10 @@ the test inflates megabytes, not a gigabyte."""
 from __future__ import annotations
 
 import gzip
-import zlib
 from pathlib import Path
 
 import pytest
+from test_amplification import _gzip_stream
 
 from openmsd_build.core import json_records
 from openmsd_build.core.notices import stage_warnings
@@ -26,11 +26,7 @@ def small_floor(monkeypatch):
 
 
 def _gzip(path: Path, parts) -> None:
-    comp = zlib.compressobj(9, zlib.DEFLATED, 31)
-    with path.open("wb") as out:
-        for part in parts:
-            out.write(comp.compress(part))
-        out.write(comp.flush())
+    _gzip_stream(path, parts, level=9)
 
 
 def _read(path: Path, source: str = "unpaywall") -> tuple[list[str], list[str], dict]:
