@@ -135,6 +135,19 @@ def test_run_checks_every_input_before_the_first_stage(tmp_path, capsys: pytest.
     assert not (tmp_path / "out" / "papers").exists()
 
 
+@pytest.mark.parametrize("flag, value", [("--extract-timeout", "0"), ("--rate-per-host", "nan"),
+                                         ("--host-shards", "0")])
+def test_run_checks_the_text_flags_before_the_first_stage(tmp_path, capsys, flag, value) -> None:
+    """`text` refused its flags out of range, but in a `run` only when its turn came: after
+    the papers stage, which takes hours at full scale. They are checked with the inputs."""
+    good = tmp_path / "u.jsonl"
+    good.write_text("{}\n")
+    rc = cli.main(["run", "--out", str(tmp_path / "out"), "--unpaywall", str(good), "--fetch", "none", flag, value])
+    assert rc == 2
+    assert flag in capsys.readouterr().err
+    assert not (tmp_path / "out" / "papers").exists()
+
+
 def test_all_rejected_inputs_exit_non_zero_and_keep_outputs(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
     """Papers given a file of the wrong kind: every record rejected -> exit 2 with the
     reasons, and the previous papers/ stays."""

@@ -208,13 +208,16 @@ def check_inputs(args: argparse.Namespace, stages: list[str]) -> list[str]:
                 if flag in source_flags:
                     note(f"{flag} {glob}", expand_globs([glob], flag))
         elif stage == "text":
+            from openmsd_build.text import command as text_command
             from openmsd_build.text.fetch.spec import FetchSpec
 
+            # the flags' ranges too: a run that ran papers for hours then stopped at text's flags
+            text_args, _ = _stage_parser(text_command.add_arguments).parse_known_args(argv)
+            text_command.check_flags(text_args.max_urls_per_paper, text_args.host_shards, text_args.extract_timeout,
+                                     text_args.rate_per_host)
             fetch = FetchSpec.parse(argv[argv.index("--fetch") + 1])
             if fetch.local:
-                from openmsd_build.text.command import check_local
-
-                check_local(fetch)
+                text_command.check_local(fetch)
                 lines.append(f"--fetch {fetch}: folder found")
             elif fetch.globs:
                 note(f"--fetch {fetch}", expand_globs(list(fetch.globs), f"--fetch {fetch.mode}:"))
@@ -226,6 +229,13 @@ def check_inputs(args: argparse.Namespace, stages: list[str]) -> list[str]:
                 elif flag == "--opencitations":
                     raise UserError("citations: no --opencitations input given (and --inputs has none)")
     return lines
+
+
+def _stage_parser(add_arguments) -> argparse.ArgumentParser:
+    """A parser of one stage's own flags (`add_arguments`), to read its command line in a run."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_arguments(parser)
+    return parser
 
 
 def refuse_missing_upstream(out: str, stages: list[str]) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import time
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -83,9 +84,9 @@ def check_flags(cap: int, host_shards: int, extract_timeout: float, rate_per_hos
     0 made every extraction a timeout (a build's documents replaced by the few without one),
     `--rate-per-host` 0 or below fetched with no limit at all, `--max-urls-per-paper` 0 planned
     no URL and blamed the metadata, `--host-shards` below 1 was taken as 1."""
-    if extract_timeout <= 0:
+    if not 0 < extract_timeout < math.inf:  # nan compares false, and passed `<= 0`
         raise UserError(f"--extract-timeout must be above 0 seconds, not {extract_timeout:g}")
-    if rate_per_host is not None and rate_per_host <= 0:
+    if rate_per_host is not None and not 0 < rate_per_host < math.inf:  # inf or nan: no limit at all
         raise UserError(f"--rate-per-host must be above 0 (requests per second per host), not {rate_per_host:g}")
     if cap < 1 or host_shards < 1:
         raise UserError(f"--max-urls-per-paper and --host-shards must be at least 1, not {cap} and {host_shards}")
@@ -98,9 +99,15 @@ def key_rate(rate: float | None, host_shards: int, options: PipelineOptions) -> 
     its share; the local runner's one worker fetches every key through one fetcher, whose
     limiter is per host name, so it keeps the whole rate (a share there slowed a host to
     `rate / host_shards`)."""
-    from openmsd_build.core.runner import local_beam_workers, runs_in_this_process
+    from apache_beam.options.pipeline_options import DirectOptions
 
-    if not rate or (runs_in_this_process(options) and local_beam_workers(options) == 1):
+    from openmsd_build.core.runner import runs_in_this_process
+
+    # Beam's own count, not `local_beam_workers`: `--direct_num_workers=0` starts one worker per
+    # CPU of the machine (`multiprocessing.cpu_count`) even where this process's affinity
+    # allows one core, and two workers at the whole rate each fetched a host twice as fast
+    one_worker = options.view_as(DirectOptions).direct_num_workers in (None, 1)
+    if not rate or (runs_in_this_process(options) and one_worker):
         return rate
     return rate / max(1, host_shards)
 

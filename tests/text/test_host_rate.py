@@ -20,6 +20,7 @@ from openmsd_build.schemas import PAPERS
 @pytest.mark.parametrize("flags, expected", [
     (["--runner=FnApiRunner"], 2.0),  # one worker, one fetcher: its limiter is the host's
     (["--runner=FnApiRunner", "--direct_num_workers=2"], 0.5),  # a fetcher per worker
+    (["--runner=FnApiRunner", "--direct_num_workers=0"], 0.5),  # a worker per CPU
     (["--runner=DataflowRunner"], 0.5),  # a limiter per worker: together the host's rate
 ])
 def test_each_keys_rate_adds_up_to_the_hosts(flags, expected) -> None:
@@ -27,6 +28,18 @@ def test_each_keys_rate_adds_up_to_the_hosts(flags, expected) -> None:
 
     assert key_rate(2.0, 4, PipelineOptions(flags)) == expected
     assert key_rate(None, 4, PipelineOptions(flags)) is None  # no limit stays none
+
+
+def test_one_core_of_affinity_is_not_one_beam_worker(monkeypatch) -> None:
+    """`--direct_num_workers=0` starts one Beam worker per CPU of the machine
+    (`multiprocessing.cpu_count`), not per CPU this process may use: under `taskset -c 0` the
+    whole rate per key let two workers fetch one host at twice `--rate-per-host`."""
+    import os
+
+    from openmsd_build.text.command import key_rate
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    assert key_rate(2.0, 4, PipelineOptions(["--runner=FnApiRunner", "--direct_num_workers=0"])) == 0.5
 
 
 def test_the_text_stage_fetches_a_host_at_the_rate_asked(tmp_path, monkeypatch, capsys) -> None:

@@ -15,6 +15,7 @@ from openmsd_build.schemas import PAPERS
 
 @pytest.mark.parametrize("flag, value", [
     ("--extract-timeout", "0"), ("--extract-timeout", "-5"), ("--rate-per-host", "0"), ("--rate-per-host", "-1"),
+    ("--rate-per-host", "nan"), ("--rate-per-host", "inf"), ("--extract-timeout", "nan"),
     ("--max-urls-per-paper", "0"), ("--host-shards", "0"), ("--host-shards", "-2"),
 ])
 def test_a_flag_out_of_range_is_refused_before_the_run(tmp_path, monkeypatch, capsys, flag, value) -> None:
