@@ -76,20 +76,14 @@ def run_citations(
 
 
 def refuse_emptying(out: str, counts: dict) -> None:
-    """A `UserError` (the previous outputs are kept) when this run kept no edge where the
-    build's citations/ holds some, as `text` refuses to empty documents/: an OpenCitations
-    file of another slice (every row naming papers the build lacks) is a mistake to undo, not
-    a result. The message is the stage's own warnings."""
-    from openmsd_build.core import layout, parquet_io
+    """`core.stats.refuse_emptying` for citations/, as `text` refuses to empty documents/: an
+    OpenCitations file of another slice (every row naming papers the build lacks) is a
+    mistake to undo, not a result. The message is the stage's own warnings."""
+    from openmsd_build.core import layout, stats
     from openmsd_build.core.notices import stage_warnings
 
-    if counts.get("edges_kept", 0):
-        return
-    previous = parquet_io.footer_rows(parquet_io.list_parts(layout.citations_dir(out)))
-    if previous:
-        why = "".join(f"\n  {line}" for line in stage_warnings(STAGE, counts))
-        raise UserError(f"citations: this run kept 0 edges where {layout.citations_dir(out)} holds {previous:,}; the "
-                        f"previous outputs were kept{why}")
+    why = "".join(f"\n  {line}" for line in stage_warnings(STAGE, counts))
+    stats.refuse_emptying(STAGE, layout.citations_dir(out), counts.get("edges_kept", 0), "edges", why)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

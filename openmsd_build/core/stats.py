@@ -107,6 +107,22 @@ def refuse_all_rejected(stage: str, counts: dict, read: int, written: int, failu
                         f"were kept{'. First rejects:' if shown else ''}{shown}")
 
 
+def refuse_emptying(stage: str, folder: str, kept: int, what: str, why: str = "") -> None:
+    """A `UserError` (the previous outputs are kept) when this run of `stage` kept no row
+    (`kept`, e.g. 0 documents) where `folder`, which it replaces, holds some: a run that finds
+    nothing (papers whose metadata gives no URL in the archive, another slice's OpenCitations
+    file, an endpoint down) is far more often a mistake to undo than a result. `what`: the
+    rows' name; `why`: the stage's own explanation. The message names the way through when
+    the empty result is meant (a new slice into the same OUT): remove the folder first."""
+    if kept:
+        return
+    previous = parquet_io.footer_rows(parquet_io.list_parts(folder))
+    if previous:
+        raise UserError(f"{stage}: this run kept 0 {what} where {folder} holds {previous:,}; the previous outputs "
+                        f"were kept{why}\n  (if an empty {stage} output is what you mean, remove {folder} and run "
+                        "again)")
+
+
 def first_rejects(root: str, stage: str, n: int = 3) -> list[str]:
     """Up to `n` rejects of `stage` under `root` as `reason: detail (key)` lines, for a message."""
     import pyarrow.parquet as pq

@@ -383,29 +383,29 @@ def stats_document(counts: Counter, s: Summarizer, max_tokens: int, cache: Answe
     }
 
 
-def nothing_summarized(counts: dict) -> str | None:
+def nothing_summarized(counts: dict, rejects_kept: bool = True) -> str | None:
     """A warning when documents were sent (or read from the cache) and none came back as a
-    summary: an endpoint down, a wrong model or URL, every answer refused (None otherwise)."""
+    summary: an endpoint down, a wrong model or URL, every answer refused (None otherwise).
+    `rejects_kept`: the run's rejects are written (not when the run is refused: its staged
+    rejects go with it, and rejects/enrich/ still holds the earlier run's)."""
     asked = counts.get("non_english", 0) - counts.get("not_summarized", 0)
     if not asked or counts.get("enriched", 0):
         return None
     reasons = ", ".join(f"{k.removeprefix('rejected_')} {v:,}" for k, v in sorted(counts.items())
                         if k.startswith("rejected_") and v)
     return (f"enrich summarized none of the {asked:,} non-English documents ({reasons}): is the endpoint up, and "
-            "are --endpoint and --model right? See rejects/enrich/")
+            "are --endpoint and --model right?" + (" See rejects/enrich/" if rejects_kept else ""))
 
 
 def refuse_emptying(out: str, counts: dict) -> None:
-    """A `UserError` (the previous outputs are kept) when this run summarized nothing where
-    `enriched/` holds summaries: an endpoint that is down for a while must not replace the
-    answers of an earlier run with none (its answers are cached; a later run asks again)."""
-    why = nothing_summarized(counts)
-    if why is None:
-        return
-    previous = footer_rows(list_parts(enriched_dir(out)))
-    if previous:
-        raise UserError(f"enrich: this run summarized nothing where {enriched_dir(out)} holds {previous:,} summaries; "
-                        f"the previous outputs were kept ({why})")
+    """`core.stats.refuse_emptying` for enriched/, when this run summarized nothing: an
+    endpoint that is down for a while must not replace the answers of an earlier run with none
+    (its answers are cached; a later run asks again)."""
+    from openmsd_build.core import stats
+
+    why = nothing_summarized(counts, rejects_kept=False)
+    if why is not None:
+        stats.refuse_emptying(STAGE, enriched_dir(out), 0, "summaries", f" ({why})")
 
 
 def check_counts(counts: dict) -> list[str]:

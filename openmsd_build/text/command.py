@@ -223,19 +223,14 @@ def refuse_source_that_gave_nothing(spec: FetchSpec, counts: dict) -> None:
 
 
 def refuse_emptying(out: str, counts: dict) -> None:
-    """A `UserError` (the previous outputs are kept) when this run kept no document where the
-    build's documents/ holds some: whatever the flags, such a run is a mistake to undo, not a
-    result (e.g. `--fetch warc:` for papers whose metadata gives no URL to look up)."""
-    from openmsd_build.core import layout, parquet_io
+    """`core.stats.refuse_emptying` for documents/: whatever the flags, a run that kept no
+    document where the build has some is a mistake to undo (e.g. `--fetch warc:` for papers
+    whose metadata gives no URL to look up)."""
+    from openmsd_build.core import layout, stats
     from openmsd_build.core.notices import stage_warnings
 
-    previous = 0 if counts.get("documents.kept", 0) else parquet_io.footer_rows(
-        parquet_io.list_parts(layout.documents_dir(out)))
-    if not previous:
-        return
     why = "".join(f"\n  {line}" for line in stage_warnings("text", counts))
-    raise UserError(f"text: this run kept 0 documents where {layout.documents_dir(out)} holds {previous:,}; the "
-                    f"previous outputs were kept{why}")
+    stats.refuse_emptying("text", layout.documents_dir(out), counts.get("documents.kept", 0), "documents", why)
 
 
 def check_local(spec: FetchSpec) -> None:

@@ -5,6 +5,8 @@ replaced a build's edges with none, exit 0, the warning the only trace."""
 
 from __future__ import annotations
 
+import shutil
+
 import pyarrow.parquet as pq
 
 from openmsd_build.cli import main
@@ -27,3 +29,7 @@ def test_a_run_that_would_empty_citations_is_refused(tmp_path, capsys, real_samp
            "were kept" in err, err
     assert "are the OpenCitations and metadata slices from the same papers?" in err
     assert pq.read_table(out / "citations").num_rows == before
+    # the way through, named in the message, when an empty result is meant (a new slice)
+    assert f"remove {out / 'citations'} and run again" in err
+    shutil.rmtree(out / "citations")
+    assert main(["citations", "--out", str(out), "--opencitations", str(other), *FNAPI]) == 0

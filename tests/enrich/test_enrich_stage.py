@@ -511,3 +511,5 @@ def test_a_dead_endpoint_warns_and_never_empties_earlier_summaries(tmp_path, cap
     err = capsys.readouterr().err
     assert "holds 4" in err and "kept" in err, err
     assert pq.read_table(enriched_dir(out)).num_rows == before
+    # the refused run's rejects went with it: the message sends nobody to the earlier run's
+    assert "See rejects/enrich/" not in err and f"remove {enriched_dir(out)} and run again" in err
