@@ -164,16 +164,25 @@ def _echoed_prompt(answer: str) -> str | None:
 # --------------------------------------------------------------------------- reading
 
 
-def iter_documents(out: str, part_rows: int) -> Iterator[list[Doc]]:
-    """The documents in chunks of at most `part_rows`, file by file (bounded memory)."""
+_COLUMNS = ["doi", "language", "title", "abstract"]
+
+
+def documents_parts(out: str) -> list[str]:
+    """The documents' part files, checked: a truncated or foreign part (or a column of another
+    type) is one line naming it, before any answer is paid for or any footer counted, not
+    Arrow's traceback part-way through the run."""
     parts = list_parts(layout.documents_dir(out))
     if not parts:
         raise UserError(f"{layout.documents_dir(out)}: no Parquet files (run the text stage first)")
+    check_parts(parts, DOCUMENTS, _COLUMNS, required=("doi",))
+    return parts
+
+
+def iter_documents(parts: list[str], part_rows: int) -> Iterator[list[Doc]]:
+    """The documents of `parts` (`documents_parts`) in chunks of at most `part_rows`, file by
+    file (bounded memory)."""
     chunk: list[Doc] = []
-    columns = ["doi", "language", "title", "abstract"]
-    # a truncated or foreign part (or a column of another type) is one line naming it, before
-    # any answer is paid for, not Arrow's traceback part-way through the run
-    check_parts(parts, DOCUMENTS, columns, required=("doi",))
+    columns = _COLUMNS
     for path in parts:
         for batch in _batches(path, columns):
             data = batch.to_pydict()
@@ -328,8 +337,9 @@ def run_enrich(
             ThreadPoolExecutor(threads, thread_name_prefix="enrich") if threads else contextlib.nullcontext()
         ) as pool:
             written = 0
-            progress.add(STAGE, {"documents_planned": footer_rows(list_parts(layout.documents_dir(out)))})
-            for part, docs in enumerate(iter_documents(out, part_rows)):
+            parts = documents_parts(out)
+            progress.add(STAGE, {"documents_planned": footer_rows(parts)})
+            for part, docs in enumerate(iter_documents(parts, part_rows)):
                 rows = enricher.process(docs, pool)
                 written += write_table(table_from_rows(rows, ENRICHED),
                                        join_path(enriched_dir(dest), f"part-{part:05d}.parquet"))

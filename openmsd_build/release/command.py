@@ -148,14 +148,20 @@ def _match(pattern: str) -> list:
         return []
 
 
-def _read_json(path: str) -> dict | None:
+MAX_MANIFEST_BYTES = 512 << 20
+"""A release's `MANIFEST.json` lists every input file (with `--fetch warc:`, every WARC of
+the crawls: ~16 MB indented for one Common Crawl of ~90,000 files), so it gets more room than
+a `_stats` file's `MAX_JSON_BYTES`; still bounded, since it is data from elsewhere."""
+
+
+def _read_json(path: str, limit: int | None = None) -> dict | None:
     """A JSON object file, None when absent. Read as a build's `_stats` files are
-    (`core.stats.read_json`): at most `MAX_JSON_BYTES`, and one that is larger, not JSON or not
-    an object is a `UserError` naming it. A release's manifest is data: a hostile one of
-    gigabytes was read whole into memory before anything was checked."""
+    (`core.stats.read_json`): at most `limit` bytes (`MAX_JSON_BYTES` unless given), and one
+    that is larger, not JSON or not an object is a `UserError` naming it. A release's manifest
+    is data: a hostile one of gigabytes was read whole into memory before anything was checked."""
     if not FileSystems.exists(path):
         return None
-    return read_json(path)
+    return read_json(path, limit)
 
 
 def _write_bytes(path: str, data: bytes) -> None:
@@ -174,7 +180,7 @@ def _clear_release(release: str) -> None:
     if not stale:
         return
     try:
-        manifest = _read_json(parquet_io.join_path(release, MANIFEST))
+        manifest = _read_json(parquet_io.join_path(release, MANIFEST), MAX_MANIFEST_BYTES)
     except (UserError, OSError):  # not a release's manifest: refused below
         manifest = None
     files = manifest.get("files") if isinstance(manifest, dict) and manifest.get("format") == FORMAT else None

@@ -34,7 +34,7 @@ from openmsd_build.core.runner import pipeline_options
 from openmsd_build.core.staging import delete_path
 from openmsd_build.papers.sources.registry import add_source_arguments, source_globs
 from openmsd_build.release.beam import MISMATCH_TAG, RestrictPapersShard, ShardTable, VerifyShard, seed_side
-from openmsd_build.release.command import MANIFEST, _read_json, _write_bytes
+from openmsd_build.release.command import MANIFEST, MAX_MANIFEST_BYTES, _read_json, _write_bytes
 from openmsd_build.release.hashes import FIELDS, recovery_rates
 from openmsd_build.release.schema import MISMATCHES, NO_SPLIT, RELEASE_IDS
 from openmsd_build.release.verify import UnsafePath, check_ids_labels, output_path, verified_files, verify_ids
@@ -100,13 +100,13 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
 def read_manifest(release: str) -> dict:
     """The release's `MANIFEST.json`, or a `UserError`: missing, a link that leads out of the
     release (the manifest is the data every other file is checked against, so it is confined
-    like them), larger than `core.stats.MAX_JSON_BYTES`, not JSON, or not an object
+    like them), larger than `command.MAX_MANIFEST_BYTES`, not JSON, or not an object
     (`command._read_json`)."""
     try:
         path = paths.confined_path(release, MANIFEST)
     except UnsafePath:
         raise UserError(f"{release}/{MANIFEST} leads outside the release (a symbolic link?): refused") from None
-    manifest = _read_json(path)
+    manifest = _read_json(path, MAX_MANIFEST_BYTES)
     if manifest is None:
         raise UserError(f"{release}: no {MANIFEST} (is it a release written by `openmsd-build release`?)")
     return manifest

@@ -211,7 +211,8 @@ def test_reconstruct_refuses_a_linked_or_broken_manifest(tmp_path):
     with pytest.raises(UserError, match="leads outside the release"):
         reconstruct(str(release), str(tmp_path / "out"), {}, "none", [])
     (release / MANIFEST).unlink()
-    for text, what in (("{not json", "not a release manifest"), ("[1, 2]", "JSON object"), ("\udcff", "manifest")):
+    for text, what in (("{not json", "is not a JSON file"), ("[1, 2]", "not an object"),
+                       ("\udcff", "MANIFEST.json: is not a JSON file")):
         (release / MANIFEST).write_bytes(text.encode("utf-8", "surrogateescape"))
         with pytest.raises(UserError, match=what):
             reconstruct(str(release), str(tmp_path / "out"), {}, "none", [])

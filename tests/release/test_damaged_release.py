@@ -94,19 +94,33 @@ def test_a_long_manifest_path_is_quoted_bounded(tmp_path, capsys) -> None:
 
 
 @pytest.mark.parametrize("damage", ["huge", "not_json", "not_utf8", "a_list"])
-def test_a_huge_or_malformed_manifest_is_one_line(tmp_path, capsys, damage) -> None:
+def test_a_huge_or_malformed_manifest_is_one_line(tmp_path, capsys, monkeypatch, damage) -> None:
     """The manifest was read whole, whatever its size: a hostile release's MANIFEST.json of
     gigabytes went into memory before anything was checked. It is now read as a build's
-    `_stats` files are (`core.stats.read_json`): at most `MAX_JSON_BYTES`, else refused with
-    one line naming it, as one that is not JSON, not UTF-8 or not an object is."""
-    from openmsd_build.core.stats import MAX_JSON_BYTES
+    `_stats` files are (`core.stats.read_json`), at most `MAX_MANIFEST_BYTES` (here made 1 MB),
+    else refused with one line naming it, as one that is not JSON, not UTF-8 or not an object is."""
+    from openmsd_build.release import reconstruct
 
+    monkeypatch.setattr(reconstruct, "MAX_MANIFEST_BYTES", 1 << 20)
     rel = _release(tmp_path, _ids())
     manifest = rel / "MANIFEST.json"
     if damage == "huge":  # a valid manifest, padded past the cap
         text = manifest.read_text()
-        manifest.write_text(text[:-1] + " " * (MAX_JSON_BYTES + 1 - len(text)) + "}")
+        manifest.write_text(text[:-1] + " " * ((1 << 20) + 1 - len(text)) + "}")
     else:
         manifest.write_bytes({"not_json": b'{"files": [', "not_utf8": b'{"files": "\xff"}', "a_list": b"[]"}[damage])
     line = _reconstruct(rel, tmp_path / "out", capsys)
-    assert str(manifest) in line and (damage != "huge" or "is larger than 32 MB" in line), line
+    assert str(manifest) in line and (damage != "huge" or "is larger than 1 MB" in line), line
+
+
+def test_a_manifest_larger_than_a_stats_file_is_read(tmp_path) -> None:
+    """A release's manifest lists every input file (one Common Crawl's WARCs: ~16 MB), so it is
+    not held to a `_stats` file's 32 MB: two crawls' manifest was refused as damaged."""
+    from openmsd_build.core.stats import MAX_JSON_BYTES
+    from openmsd_build.release.reconstruct import read_manifest
+
+    rel = _release(tmp_path, _ids())
+    manifest = rel / "MANIFEST.json"
+    text = manifest.read_text()
+    manifest.write_text(text[:-1] + " " * (MAX_JSON_BYTES + 1 - len(text)) + "}")
+    assert read_manifest(str(rel))["files"]
