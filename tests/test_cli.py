@@ -517,4 +517,4 @@ def test_run_plan_fetch_time_on_the_local_runner(tmp_path, capsys: pytest.Captur
                      "--plan"]) == 0
     text = capsys.readouterr().out
     assert "fetch queue 6 URLs on 2 hosts at 1 req/s per host" in text
-    assert "the local runner fetches the hosts one after another: at most 6 s" in text, text
+    assert "the local runner fetches the hosts one after another: 6 s at that rate" in text, text

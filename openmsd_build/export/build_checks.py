@@ -88,6 +88,8 @@ def refuse_foreign_files(folder: str, owned: Sequence[str]) -> None:
     base = join_path(folder, "**")[:-2]
     for path in match_paths(join_path(folder, "**")):
         rel = path[len(base):].split("/")
+        if rel[-1].startswith("."):  # a file manager's litter (.DS_Store), replaced with its folder
+            continue
         if rel[0] in tops and not any(_matches(rel, pattern.split("/")) for pattern in owned):
             raise UserError(f"{shorten(path)} was not written by export, which replaces "
                             f"{shorten(join_path(folder, rel[0]))} whole: move the file out of it first "

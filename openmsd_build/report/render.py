@@ -455,8 +455,9 @@ def _queue(stats: dict) -> list[Block]:
         ["URLs", fmt_int(q["urls"])],
         ["hosts", fmt_int(q["hosts"])],
         ["rate per host", "unlimited" if rate is None else f"{rate:g} req/s"],
-        ["wall time (slowest host bounds it)", f"{fmt_seconds(q['max_host_seconds'])} — {_name(q['slowest_host'])}"],
-        ["sum over hosts (one host at a time)", fmt_seconds(q["sum_seconds"])],
+        ["wall time on a distributed runner (the slowest host)",
+         f"{fmt_seconds(q['max_host_seconds'])} — {_name(q['slowest_host'])}"],
+        ["wall time on the local runner (the hosts one at a time)", fmt_seconds(q["sum_seconds"])],
     ]
     res.append(Block("table", headers=["", "value"], rows=summary))
     rows = [

@@ -317,8 +317,9 @@ def _queue_plan(args: argparse.Namespace, serial: bool = False) -> list[str]:
     queue = queue_section(args.out, 5, rate)
     if queue is None:
         return ["text: fetch queue unknown until papers/ exists (run --to-stage papers first for an estimate)"]
-    bound = (f"the local runner fetches the hosts one after another: at most {_duration(queue['sum_seconds'])}"
-             if serial else f"wall time bounded by the slowest host: {_duration(queue['max_host_seconds'])}")
+    bound = (f"the local runner fetches the hosts one after another: {_duration(queue['sum_seconds'])} at that rate, "
+             "plus the servers' own time" if serial
+             else f"wall time bounded by the slowest host: {_duration(queue['max_host_seconds'])}")
     lines = [f"text: fetch queue {queue['urls']:,} URLs on {queue['hosts']:,} hosts at {rate:g} req/s per host; "
              f"{bound} (upper bound: papers/ lists more URLs than the planner keeps)"]
     lines += [f"    {h['host']}: {h['urls']:,} URLs, {_duration(h['seconds'])}" for h in queue["top_hosts"]]

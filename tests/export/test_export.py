@@ -371,6 +371,7 @@ def test_a_file_of_the_users_inside_an_export_folder_is_never_deleted(tmp_path, 
         assert str(extra) in err and "not written by export" in err and len(err.strip().splitlines()) == 1, err
         assert extra.read_text() == "mine" and sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*")) == before
         extra.unlink()
+    (dest / "trainer" / ".DS_Store").write_bytes(b"\0")  # a file manager's: no reason to stop
     (dest / "LICENSE").write_text("kept")  # beside the export's folders: kept, as before
     (dest / "recipes" / "my-notes").mkdir()
     (dest / "recipes" / "my-notes" / "todo.txt").write_text("kept")
