@@ -518,3 +518,19 @@ def test_run_plan_fetch_time_on_the_local_runner(tmp_path, capsys: pytest.Captur
     text = capsys.readouterr().out
     assert "fetch queue 6 URLs on 2 hosts at 1 req/s per host" in text
     assert "the local runner fetches the hosts one after another: 6 s at that rate" in text, text
+
+
+@pytest.mark.parametrize("argv", [
+    ["papers", "--split-files-over", "-1"], ["split", "--min-idt-groups", "-1"],
+    ["export", "--max-bridge-degree", "0"], ["enrich", "--batch-size", "0"], ["enrich", "--rate", "-1"],
+    ["enrich", "--rate", "nan"], ["enrich", "--timeout", "inf"], ["run", "--min-idt-groups", "-1"],
+])
+def test_numeric_flags_out_of_range_are_usage_errors(tmp_path, capsys, argv) -> None:
+    """These were taken as given: `enrich --rate -1` (no limit), `--batch-size 0`, `export
+    --max-bridge-degree 0` (every bridge paper skipped), negative sizes and counts, and nan,
+    which passes any comparison. Each is now a usage error naming the flag (exit 2)."""
+    with pytest.raises(SystemExit) as stopped:
+        cli.main([argv[0], "--out", str(tmp_path / "out"), *argv[1:]])
+    assert stopped.value.code == 2
+    assert f"argument {argv[1]}:" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

@@ -92,6 +92,26 @@ def at_least(minimum: int):
     return parse
 
 
+def number_from(minimum: float, inclusive: bool = True):
+    """An argparse `type` for a finite number of at least `minimum` (above it when not
+    `inclusive`): `enrich --rate -1` meant no limit, `inspect --timeout 0` every extraction a
+    timeout, and nan passes any comparison."""
+    import argparse
+    import math
+
+    def parse(value: str) -> float:
+        try:
+            number = float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+        if not math.isfinite(number) or number < minimum or (number == minimum and not inclusive):
+            raise argparse.ArgumentTypeError(f"must be {'' if inclusive else 'above '}{minimum:g}"
+                                             f"{' or more' if inclusive else ''}, not {value}")
+        return number
+
+    return parse
+
+
 def add_out_argument(parser, help_text: str) -> None:
     """`OUT` as a positional or as `--out OUT` (every command takes `--out`; the positional
     form stays for commands that always had it). `resolve_out` merges the two."""

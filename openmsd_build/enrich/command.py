@@ -60,6 +60,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from openmsd_build.core import layout, progress
 from openmsd_build.core.errors import UserError
+from openmsd_build.core.inputs import at_least, number_from
 from openmsd_build.core.parquet_io import (
     check_parts,
     footer_rows,
@@ -474,10 +475,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ct2-source-prefix", default="", help="source language token format, e.g. '__{lang}__'")
     parser.add_argument("--ct2-target-prefix", default="", help="target language token, e.g. __en__ or eng_Latn")
     parser.add_argument("--concurrency", type=int, default=8, help="requests in flight at once (default 8)")
-    parser.add_argument("--rate", type=float, default=0.0, help="max requests per second, 0 = unlimited (default)")
-    parser.add_argument("--batch-size", type=int, default=None,
+    parser.add_argument("--rate", type=number_from(0), default=0.0, help="max requests per second, 0 = unlimited (default)")
+    parser.add_argument("--batch-size", type=at_least(1), default=None,
                         help="documents per work unit / translation request (default chat 8, translate 16)")
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default 60)")
+    parser.add_argument("--timeout", type=number_from(0, inclusive=False), default=60.0, help="seconds per request (default 60)")
     parser.add_argument("--retries", type=int, default=3, help="retries of a transient failure (default 3)")
     parser.add_argument("--max-retry-wait", type=float, default=30.0,
                         help="longest Retry-After / backoff waited for, seconds (default 30)")

@@ -39,6 +39,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from openmsd_build.core import layout
 from openmsd_build.core.errors import UserError
+from openmsd_build.core.inputs import at_least
 from openmsd_build.core.parquet_io import join_path, write_table
 from openmsd_build.core.stages import require_fresh
 from openmsd_build.core.staging import delete_path, path_exists
@@ -313,7 +314,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trainer-splits", default="train", help="splits of the trainer tables (default train)")
     parser.add_argument("--negatives-per-positive", type=int, default=1,
                         help="Specter negatives per (anchor, positive) when computed from citations (default 1)")
-    parser.add_argument("--max-bridge-degree", type=int, default=1000,
+    parser.add_argument("--max-bridge-degree", type=at_least(1), default=1000,
                         help="skip bridge papers B citing more than this many papers (default 1000)")
     parser.add_argument("--no-beir", action="store_true", help="skip the BEIR JSONL copy")
     parser.add_argument("--text", choices=tasks.TEXT_MODES, default="raw",

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 import apache_beam as beam
 
 from openmsd_build.core.errors import UserError
-from openmsd_build.core.inputs import at_least, default_shards, expand_globs
+from openmsd_build.core.inputs import at_least, default_shards, expand_globs, number_from
 from openmsd_build.core.notices import DEFAULT_MAX_REJECT_RATE, add_reject_rate_argument
 from openmsd_build.core.runner import is_local_runner, pipeline_options
 from openmsd_build.core.staging import stage_outputs
@@ -27,7 +27,7 @@ from openmsd_build.pipelines.papers import build
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="output root of the build (local path or gs://)")
     add_source_arguments(parser)
-    parser.add_argument("--split-files-over", type=float, default=LINE_SPLIT_BYTES / (1 << 20), metavar="MIB",
+    parser.add_argument("--split-files-over", type=number_from(0), default=LINE_SPLIT_BYTES / (1 << 20), metavar="MIB",
                         help="JSON Lines files larger than this (compressed MiB) are cut into line chunks parsed by "
                         "every worker (default 256; 0: always)")
     parser.add_argument("--parse-workers", type=int, default=0, metavar="N",

@@ -33,6 +33,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from openmsd_build.core import layout, parquet_io
 from openmsd_build.core.errors import UserError
+from openmsd_build.core.inputs import at_least
 from openmsd_build.core.runner import pipeline_options
 from openmsd_build.core.staging import stage_outputs
 from openmsd_build.core.stats import read_stage_counts
@@ -75,7 +76,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--min-idt-groups",
-        type=int,
+        type=at_least(0),
         default=d.min_idt_groups,
         help="IDT gets at least min(this, pool groups // 10) groups, so small builds have IDT pairs (default 200; "
         "no effect at full scale)",

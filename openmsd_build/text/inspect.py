@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from openmsd_build.core.errors import UserError
+from openmsd_build.core.inputs import number_from
 from openmsd_build.text.documents import build_document, extraction_title_match, metadata_titles
 from openmsd_build.text.extract.pool import ExtractorPool
 from openmsd_build.text.fetch.config import FetchConfig
@@ -34,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("source", metavar="PATH_OR_URL", help="a local HTML / PDF file or an http(s) URL")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a summary")
     parser.add_argument("--url", default=None, help="page URL for a local file (to absolutize the PDF link)")
-    parser.add_argument("--timeout", type=float, default=30.0, help="extraction time limit in seconds (default 30)")
+    parser.add_argument("--timeout", type=number_from(0, inclusive=False), default=30.0, help="extraction time limit in seconds (default 30)")
     parser.add_argument(
         "--max-bytes", type=int, default=MAX_BODY_BYTES,
         help=f"largest document accepted (default {MAX_BODY_BYTES}: the text stage's cap on any body)"
