@@ -75,6 +75,7 @@ from typing import IO
 import pyarrow as pa
 
 from openmsd_build.core.doi import InvalidDOI, normalize_doi
+from openmsd_build.core.json_records import GZIP_MAGIC, Prepend
 from openmsd_build.core.paths import describe_failure
 from openmsd_build.core.rejects import REJECT_FLUSH_ROWS, RejectBudget, make_reject
 
@@ -182,6 +183,16 @@ class _BoundedInflation(io.BufferedIOBase):
     def close(self) -> None:
         self._stream.close()
         super().close()
+
+
+def _inflated(stream: IO[bytes], name: str) -> IO[bytes]:
+    """`stream` decompressed when its first bytes are gzip's, whatever its name: a browser's
+    download of `x.csv.gz` is often inflated already but keeps the name (every row was a
+    `corrupt_archive`), and a gzip named `.csv` was read as text (`unrecognized_header`); the
+    papers stage already decides by the bytes (`json_records.open_binary`)."""
+    head = stream.read(2)
+    joined = io.BufferedReader(Prepend(head, stream))
+    return _gunzip(joined, name) if head == GZIP_MAGIC else joined
 
 
 def _gunzip(stream: IO[bytes], name: str) -> IO[bytes]:
@@ -419,15 +430,12 @@ def open_binary_streams(path: str) -> Iterator[tuple[str, IO[bytes]]]:
             with zipfile.ZipFile(data) as archive:
                 for name in sorted(archive.namelist()):
                     if name.lower().endswith((".csv", ".csv.gz")) and not name.endswith("/"):
-                        member = _open_member(archive, name)
-                        binary: IO[bytes] = _gunzip(member, name) if name.lower().endswith(".gz") else member
-                        yield f"{path}!{name}", binary
+                        yield f"{path}!{name}", _inflated(_open_member(archive, name), name)
         finally:
             raw.close()
         return
-    binary = _gunzip(raw, path) if lower.endswith(".gz") else raw
     try:
-        yield path, binary
+        yield path, _inflated(raw, path)
     finally:
         raw.close()
 

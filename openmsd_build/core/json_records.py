@@ -99,7 +99,7 @@ def open_binary(path: str) -> BinaryIO:
     else:
         raw = open(path, "rb")  # noqa: SIM115 - closed with the returned stream
     head = raw.read(2)
-    source = _Prepend(head, raw)
+    source = Prepend(head, raw)
     rest = io.BufferedReader(source, buffer_size=READ_CHUNK)
     if head == GZIP_MAGIC:
         stream = gzip.GzipFile(fileobj=rest, mode="rb")
@@ -126,7 +126,7 @@ def _bomb(path: str, line_no: int, size: int, stream: BinaryIO, head: bytes | No
                        f"{MAX_INFLATION}x): the rest of the file is not read", raw=head)
 
 
-class _Prepend(io.RawIOBase):
+class Prepend(io.RawIOBase):
     """A raw stream that returns `head` before the rest of `stream` (magic sniffing)."""
 
     def __init__(self, head: bytes, stream: BinaryIO) -> None:

@@ -68,7 +68,8 @@ def test_an_unreadable_zip_member_is_a_rejected_file(tmp_path, name):
 
 META_DAMAGE = {
     "truncated_gzip": ("meta.csv.gz", lambda: (lambda d: d[: len(d) // 2])(gzip.compress(META)), "truncated_archive"),
-    "not_gzip": ("meta.csv.gz", lambda: META, "corrupt_archive"),
+    # gzip's magic, then no gzip (a plain CSV under a .gz name is read as the CSV it is)
+    "not_gzip": ("meta.csv.gz", lambda: b"\x1f\x8b" + META, "corrupt_archive"),
     "not_a_zip": ("meta.zip", lambda: b"PK\x03\x04 not a zip", "corrupt_archive"),
 }
 
