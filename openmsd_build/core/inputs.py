@@ -49,7 +49,24 @@ def expand_globs(globs: Iterable[str], what: str) -> list[tuple[str, int]]:
             local_match = m.path.removeprefix("file://")
             # a FIFO or a device matches like a file (size 0) and would hang the stage
             files[m.path] = m.size_in_bytes if "://" in local_match else regular_file_size(local_match, what)
-    return sorted(files.items())
+    return _once_each(sorted(files.items()), what)
+
+
+def _once_each(files: list[tuple[str, int]], what: str) -> list[tuple[str, int]]:
+    """`files` with each local file once, however it was spelled (`a.csv` and `./a.csv`, a
+    folder and a glob inside it, a link to it): read twice, its records were all counted as
+    duplicates of themselves. Said on the log, since the user named it twice."""
+    import logging
+
+    kept: dict[str, tuple[str, int]] = {}
+    for path, size in files:
+        local = path.removeprefix("file://")
+        key = path if "://" in local else os.path.realpath(local)
+        if key in kept:
+            logging.getLogger(__name__).warning("%s input %s is %s again: read once", what, path, kept[key][0])
+            continue
+        kept[key] = (path, size)
+    return list(kept.values())
 
 
 def _is_local_folder(pattern: str) -> bool:

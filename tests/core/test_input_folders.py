@@ -90,3 +90,19 @@ def test_a_link_to_a_missing_file_in_a_folder_is_named(tmp_path):
     (tmp_path / "in" / "gone.jsonl").symlink_to(tmp_path / "nowhere")
     with pytest.raises(UserError, match=r"gone\.jsonl.*cannot be read"):
         expand_globs([str(tmp_path / "in")], "--unpaywall")
+
+
+def test_a_file_named_twice_is_read_once(tmp_path, monkeypatch, caplog):
+    """`a.csv` and `./a.csv` (or a folder and a glob inside it, or a link to the file) were two
+    inputs: the file was read twice and every record counted as a duplicate of itself."""
+    import logging
+
+    from openmsd_build.core.inputs import expand_globs
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.csv").write_text("x\n")
+    (tmp_path / "link.csv").symlink_to(tmp_path / "in" / "a.csv")
+    with caplog.at_level(logging.WARNING):
+        files = expand_globs(["in/a.csv", "./in/a.csv", "in", "in/*.csv", "link.csv"], "--opencitations")
+    assert len(files) == 1 and files[0][1] == 2 and "read once" in caplog.text, files
