@@ -88,12 +88,36 @@ def run_papers(
         with beam.Pipeline(options=options) as p:
             build(p, dest, num_shards, input_files, split_over, parse_workers)
         done = read_stage_counts(dest, "papers")
-        refuse_all_rejected(
-            "papers", done, sum(v for k, v in done.items() if k.startswith("read.")), done.get("written", 0),
-            {k.split(".", 2)[-1]: v for k, v in done.items() if k.startswith("rejected.")}, dest, max_reject_rate)
+        try:
+            refuse_all_rejected(
+                "papers", done, sum(v for k, v in done.items() if k.startswith("read.")), done.get("written", 0),
+                {k.split(".", 2)[-1]: v for k, v in done.items() if k.startswith("rejected.")}, dest, max_reject_rate)
+        except UserError as refused:
+            raise UserError(f"{refused}{_json_lines_hint(files)}") from None
     counts = read_stage_counts(out, "papers")
     counts["seconds"] = round(time.time() - started, 2)
     return counts
+
+
+def _json_lines_hint(files: Sequence[tuple[str, str]]) -> str:
+    """A line for a refused run when an input of a JSON Lines source (`Source.line_based`)
+    opens as one JSON document (a first line `[` or `{`, or `[{`): a pretty-printed
+    Unpaywall file was rejected line by line as invalid_json, with nothing saying why."""
+    from openmsd_build.core.json_records import open_binary
+    from openmsd_build.papers.sources.registry import source
+
+    for name, path in files:
+        if not source(name).line_based:
+            continue
+        try:
+            with open_binary(path) as stream:
+                first = stream.read(4096).lstrip().split(b"\n", 1)[0].strip()
+        except (OSError, EOFError):
+            continue
+        if first in (b"[", b"{") or first.replace(b" ", b"").startswith(b"[{"):
+            return (f"\n  {path} is one JSON document, not JSON Lines: --{name.replace('_', '-')} takes one record per "
+                    "line (e.g. `jq -c '.[]' FILE > FILE.jsonl` for an array)")
+    return ""
 
 
 def summary_line(counts: dict) -> str:
