@@ -366,6 +366,11 @@ class HttpFetcher:
         """One request under the host's politeness slot, unless the host's circuit opened
         while this thread queued for the slot."""
         host = target.host.name
+        if target.host.ip is not None:  # an address refused needs no lookup, so takes no slot
+            try:
+                resolve_checked(target.host, target.port, self.config.allow_networks)
+            except FetchRefused as refused:
+                return _Exchange(error=refused.code, detail=refused.detail or None)
         with self._limiter.slot(host):
             if self._breaker.is_open(host):
                 return _Exchange(error=HOST_CIRCUIT_OPEN, detail=host)
