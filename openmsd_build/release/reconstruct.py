@@ -81,6 +81,12 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
         text_argv += ["--warc-prefix", args.warc_prefix]
     result = reconstruct(args.release, args.out, source_globs(args), args.fetch,
                          beam_args, text_argv)
+    # what the papers and text steps would say run alone (files named after no DOI, a
+    # host's addresses refused, ...), said here too: the rates below show only their effect
+    from openmsd_build.core.notices import announce
+
+    for name in ("papers", "text"):
+        announce(args.out, name, stale=False)
     print(format_rates(result["rates"]))
     graph = result["graph"]
     refused = {k.split(".", 1)[1]: v for k, v in graph.items() if k.startswith("files_refused.")}

@@ -116,14 +116,22 @@ def test_reconstruct_reproduces_the_documents(demo, release, tmp_path, beam_args
     assert (out / "export" / "README.md").exists()
 
 
-def test_reconstruct_reports_what_is_missing(demo, release, tmp_path, beam_args):
-    """Without the WARC (metadata only) full content cannot come back: reported, not hidden."""
+def test_reconstruct_reports_what_is_missing(demo, release, tmp_path, beam_args, capsys):
+    """Without the WARC (metadata only: a folder of local files holding none of the papers')
+    full content cannot come back: reported, not hidden, with the text step's own warnings
+    (reconstruct printed none of them: here, a file named after no DOI)."""
     sample, _ = demo
     out = tmp_path / "meta-only"
+    files = tmp_path / "my-files"
+    files.mkdir()
+    (files / "notes-for-later.html").write_text("<html><body><p>not a paper</p></body></html>")
+    doi = pq.read_table(next(release.glob("ids/split=train/*.parquet")), columns=["doi"])["doi"][0].as_py()
+    (files / f"{doi.replace('/', '_')}.html").write_text("<html><head><title>Its page</title></head></html>")
+    capsys.readouterr()
     assert main([
         "reconstruct", str(release), "--out", str(out),
         "--unpaywall", str(sample / "unpaywall" / "*.jsonl.gz"), "--crossref", str(sample / "crossref" / "*.json.gz"),
-        "--fetch", "none", *beam_args,
+        "--fetch", f"local:{files}", *beam_args,
     ]) == 0
     recovery = json.loads((out / "reconstruct" / "recovery.json").read_text())
     train = recovery["rates"]["train"]
@@ -131,6 +139,7 @@ def test_reconstruct_reports_what_is_missing(demo, release, tmp_path, beam_args)
     assert train["content"]["missing"] + train["content"].get("different", 0) == train["content"]["expected"]
     mismatches = _table(out / "reconstruct" / "mismatches")
     assert set(mismatches.column("field").to_pylist()) >= {"content"}
+    assert "warning: 1 file of the folder was rejected (local_file_named_for_no_paper 1)" in capsys.readouterr().err
 
 
 def test_reconstruct_refuses_to_write_into_the_release(demo, release, beam_args, capsys):
