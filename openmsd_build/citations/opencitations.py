@@ -55,7 +55,8 @@ carry only rejects), and one input file (all members of a zip together) yields a
 files_unrecognized (+ files_unreadable).
 
 Meta parsing counts `meta_rows_read`, `meta_rows_mapped` (an OMID and a DOI),
-`meta_rows_no_doi`, `meta_rows_no_omid`, `meta_bad_doi`.
+`meta_rows_no_doi`, `meta_rows_no_omid`, `meta_bad_doi`, and `meta_rows_swallowed`: rows lost
+inside a quoted field left open on an earlier row (one `unbalanced_quote` reject names it).
 """
 
 from __future__ import annotations
@@ -774,6 +775,12 @@ def iter_meta_batches(
             if i_id is None or len(row) <= i_id:
                 counts["meta_rows_no_omid"] += 1
                 continue
+            swallowed = _swallowed_rows(row, i_id)
+            if swallowed:
+                counts["meta_rows_swallowed"] += swallowed
+                _add_reject(rejects, counts, budget, lambda row=row, line_no=line_no, n=swallowed: make_reject(
+                    STAGE, "unbalanced_quote", f"{source}:{line_no}",
+                    f"a quoted field runs over the next {n} row(s), whose mappings are lost", source, _excerpt(row)))
             doi, omid, err = parse_id_field(row[i_id])
             if omid is None:
                 counts["meta_rows_no_omid"] += 1
@@ -794,6 +801,14 @@ def iter_meta_batches(
         yield flush()
         raise
     yield flush()
+
+
+def _swallowed_rows(row: list[str], i_id: int) -> int:
+    """How many Meta rows a field of `row` holds after a line end: a quote left open in a
+    title (`"Rust, a`) runs the `csv` module's field over the next lines, up to the next quote,
+    and their rows were lost without a count. A Meta field may span lines (a title with a line
+    break), but a line of it that opens with an OMID is another row's id column."""
+    return sum(field.count("\nomid:") for i, field in enumerate(row) if i != i_id and "\n" in field)
 
 
 def parse_meta_file(path: str) -> Iterator[tuple[pa.Table, list[dict], dict]]:

@@ -129,8 +129,11 @@ def _citations(counts: Mapping[str, int]) -> list[str]:
     read, kept = counts.get("rows_read", 0), counts.get("edges_kept", 0)
     if not read:
         return ["citations read 0 rows: are the --opencitations files OpenCitations CSV dumps?"]
+    swallowed = counts.get("meta_rows_swallowed", 0)
+    meta = ([f"{_n(swallowed)} OpenCitations Meta rows were lost inside a quoted field left open (see rejects/"
+             "citations/, reason unbalanced_quote): their OMIDs resolve to no DOI"] if swallowed else [])
     if kept and (read < SMALL_MIN or kept / read >= SMALL_SHARE):
-        return []
+        return meta
     documents = counts.get("documents_read", 0)
     missing = {k: counts.get(k, 0) for k in ("citing_missing", "cited_missing", "no_abstract")}
     if sum(missing.values()) >= (read - kept) / 2:
@@ -145,7 +148,7 @@ def _citations(counts: Mapping[str, int]) -> list[str]:
     else:
         drops = {k: v for k, v in counts.items() if k in _CITATION_DROPS}
         why = f"dropped: {_top(drops, '', 4)}"
-    return [f"citations kept {_n(kept)} of {_n(read)} rows read; {why}"]
+    return [f"citations kept {_n(kept)} of {_n(read)} rows read; {why}", *meta]
 
 
 # the citations stage's reasons a row is dropped (its module docstrings); `rows_too_long` is a
