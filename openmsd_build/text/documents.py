@@ -361,13 +361,13 @@ def _other_text(titles: list[str], extraction: dict, match: float | None, doi: s
     sample = content[len(content) // 3:][:BODY_SAMPLE_CHARS] if content else (
         extraction.get("abstract") or extraction.get("title") or "")
     language, _prob, reliable = detect_language(None, sample)
-    sure = language != UND and reliable
-    readings = [detect_language(t)[:3:2] for t in titles]
-    if sure and (language, True) in readings:
-        return True
-    if not doi or not _prints_another_doi(doi, content or extraction.get("abstract") or ""):
-        return False
-    return not (sure and any(ok and lang != language for lang, ok in readings))
+    if language != UND and reliable:  # the titles' languages are read only when the text's is sure
+        readings = [detect_language(t)[:3:2] for t in titles]
+        if (language, True) in readings:
+            return True
+        if any(ok and lang != language for lang, ok in readings):
+            return False  # a translation: it prints its own DOI too
+    return bool(doi) and _prints_another_doi(doi, content or extraction.get("abstract") or "")
 
 
 DOI_HEAD_CHARS = 3000
