@@ -128,27 +128,6 @@ class CompressionBomb(OSError):
     the rows before it are kept and the file is one `compression_bomb` reject."""
 
 
-class _CountingReader(io.RawIOBase):
-    """The compressed bytes read from `stream` (`consumed`), for `_BoundedInflation`."""
-
-    def __init__(self, stream: IO[bytes]) -> None:
-        self._stream = stream
-        self.consumed = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, size: int = -1) -> bytes:
-        data = self._stream.read(size)
-        self.consumed += len(data)
-        return data
-
-    def readinto(self, buffer) -> int:  # type: ignore[override]
-        data = self.read(len(buffer))
-        buffer[:len(data)] = data
-        return len(data)
-
-
 class _BoundedInflation(io.BufferedIOBase):
     """A decompressed stream that raises `CompressionBomb` once it has delivered more lines
     than `MAX_LINES_PER_COMPRESSED_BYTE` times the compressed bytes read (`consumed()`, given
@@ -192,14 +171,10 @@ def _inflated(stream: IO[bytes], name: str) -> IO[bytes]:
     `corrupt_archive`), and a gzip named `.csv` was read as text (`unrecognized_header`); the
     papers stage already decides by the bytes (`json_records.open_binary`)."""
     head = stream.read(2)
-    joined = io.BufferedReader(Prepend(head, stream))
-    return _gunzip(joined, name) if head == GZIP_MAGIC else joined
-
-
-def _gunzip(stream: IO[bytes], name: str) -> IO[bytes]:
-    """`stream` (gzip bytes) decompressed, under the bomb bound (`_BoundedInflation`)."""
-    counted = _CountingReader(stream)
-    return _BoundedInflation(gzip.GzipFile(fileobj=counted), lambda _inflated: counted.consumed, name)
+    joined = Prepend(head, stream)  # counts the compressed bytes handed on: the bomb bound's measure
+    if head != GZIP_MAGIC:
+        return io.BufferedReader(joined)
+    return _BoundedInflation(gzip.GzipFile(fileobj=joined), lambda _inflated: joined.consumed, name)
 
 
 @dataclass(frozen=True)
