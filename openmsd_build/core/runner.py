@@ -68,6 +68,17 @@ def runs_in_this_process(options: PipelineOptions) -> bool:
     return is_local_runner(options) and options.view_as(DirectOptions).direct_running_mode != "multi_processing"
 
 
+def one_worker_in_this_process(options: PipelineOptions) -> bool:
+    """Every element runs through one Beam worker in this process: the local runner in its
+    default mode with one worker by Beam's own count (`--direct_num_workers` unset or 1; 0 is
+    one per CPU of the machine, `multiprocessing.cpu_count`, whatever this process's affinity
+    allows). What the fetch of a host's keys depends on: one fetcher and limiter for them all
+    (`text.command.key_rate`), the hosts one after another (`run --plan`)."""
+    from apache_beam.options.pipeline_options import DirectOptions
+
+    return runs_in_this_process(options) and options.view_as(DirectOptions).direct_num_workers in (None, 1)
+
+
 def cores_per_local_worker(options: PipelineOptions) -> int:
     """Processes a DoFn may keep busy on its own: the CPUs this process may use (affinity:
     containers, taskset) shared by the local runner's Beam workers (`--direct_num_workers`,

@@ -94,7 +94,7 @@ def add_stage_arguments(parser: argparse.ArgumentParser) -> None:
             group.add_argument(*names, **{**kwargs, "default": argparse.SUPPRESS, "required": False})
 
 
-MAX_MANIFEST_BYTES = 1 << 20
+MAX_SAMPLE_MANIFEST_BYTES = 1 << 20
 """A sample's manifest.json is a few KB; a larger one is no sample's."""
 
 
@@ -107,7 +107,7 @@ def _sample_inputs(directory: str) -> dict:
 
     # a damaged manifest (not JSON, not UTF-8, a list, a folder of that name) is one line
     # naming it, not json's traceback
-    listed = read_json(manifest_path, MAX_MANIFEST_BYTES).get("inputs") or {}
+    listed = read_json(manifest_path, MAX_SAMPLE_MANIFEST_BYTES).get("inputs") or {}
     if not isinstance(listed, dict):
         raise UserError(f"--inputs {directory}: manifest.json's inputs is a JSON {type(listed).__name__}, not an "
                         "object of input name -> path (damaged? write the sample again)")
@@ -366,10 +366,9 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
     refuse_foreign_folders(args.out, [*DERIVED_FOLDERS, *(path for name in to_run
                                                           for path in owned_paths(name, stage_entry(name).outputs))])
     if args.plan:
-        from openmsd_build.core.runner import local_beam_workers, pipeline_options, runs_in_this_process
+        from openmsd_build.core.runner import one_worker_in_this_process, pipeline_options
 
-        options = pipeline_options(beam_args)
-        print(plan_text(args, to_run, found, serial=runs_in_this_process(options) and local_beam_workers(options) == 1))
+        print(plan_text(args, to_run, found, serial=one_worker_in_this_process(pipeline_options(beam_args))))
         return {}
     # evaluation/, export/ and release/ describe a whole build: a run that rebuilds any stage
     # removes them rather than leave a report to show numbers of an earlier build.

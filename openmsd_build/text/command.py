@@ -99,15 +99,11 @@ def key_rate(rate: float | None, host_shards: int, options: PipelineOptions) -> 
     its share; the local runner's one worker fetches every key through one fetcher, whose
     limiter is per host name, so it keeps the whole rate (a share there slowed a host to
     `rate / host_shards`)."""
-    from apache_beam.options.pipeline_options import DirectOptions
+    from openmsd_build.core.runner import one_worker_in_this_process
 
-    from openmsd_build.core.runner import runs_in_this_process
-
-    # Beam's own count, not `local_beam_workers`: `--direct_num_workers=0` starts one worker per
-    # CPU of the machine (`multiprocessing.cpu_count`) even where this process's affinity
-    # allows one core, and two workers at the whole rate each fetched a host twice as fast
-    one_worker = options.view_as(DirectOptions).direct_num_workers in (None, 1)
-    if not rate or (runs_in_this_process(options) and one_worker):
+    # Beam's own worker count, not `local_beam_workers` (affinity): under `taskset -c 0`,
+    # `--direct_num_workers=0` ran two workers, each at the whole rate, twice the host's
+    if not rate or one_worker_in_this_process(options):
         return rate
     return rate / max(1, host_shards)
 
