@@ -151,6 +151,23 @@ def _interrupted(command: str | None) -> int:
     return 130
 
 
+def _check_local_out(out: str, local: str) -> None:
+    """A `UserError` for a local `--out` no folder can be made at (each was a traceback from
+    the first folder made under it): a file, a link to nothing, or a path under a file."""
+    if os.path.exists(local) and not os.path.isdir(local):
+        raise UserError(f"--out {out} is a file, not a folder (a build's output root is a folder)")
+    if os.path.islink(local) and not os.path.exists(local):  # FileNotFoundError
+        from openmsd_build.core.errors import short_repr
+
+        raise UserError(f"--out {out} is a link to {short_repr(os.readlink(local))}, which does not exist: make that "
+                        "folder or give another --out")
+    above = os.path.dirname(os.path.normpath(local))  # `--out notes.txt/build`: NotADirectoryError
+    while above and not os.path.lexists(above):
+        above = os.path.dirname(above)
+    if above and not os.path.isdir(above):
+        raise UserError(f"--out {out} lies under {above}, which is a file, not a folder")
+
+
 def _main(argv: list[str], command: str | None) -> int:
     """`main` once the command line is known."""
     if argv[:1] == ["--version"]:
@@ -180,21 +197,8 @@ def _main(argv: list[str], command: str | None) -> int:
         pipeline_options(beam_args)
         out = getattr(args, "out", None)
         local = out.removeprefix("file://") if isinstance(out, str) else None
-        if local is not None and "://" not in local and os.path.exists(local) and not os.path.isdir(local):
-            raise UserError(f"--out {out} is a file, not a folder (a build's output root is a folder)")
-        if local is not None and "://" not in local and os.path.islink(local) and not os.path.exists(local):
-            # every folder made under it raised FileNotFoundError (a traceback)
-            from openmsd_build.core.errors import short_repr
-
-            raise UserError(f"--out {out} is a link to {short_repr(os.readlink(local))}, which does not exist: make that "
-                            "folder or give another --out")
         if local is not None and "://" not in local:
-            # a folder to be made under a file (`--out notes.txt/build`) raised NotADirectoryError
-            above = os.path.dirname(os.path.normpath(local))
-            while above and not os.path.lexists(above):
-                above = os.path.dirname(above)
-            if above and not os.path.isdir(above):
-                raise UserError(f"--out {out} lies under {above}, which is a file, not a folder")
+            _check_local_out(out, local)
         if args.command in STAGE_NAMES:
             from openmsd_build.core import progress, resources
             from openmsd_build.core.inputs import refuse_inputs_in_outputs

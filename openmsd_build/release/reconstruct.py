@@ -150,10 +150,10 @@ def reconstruct(
     # schema (integer or null DOIs, no split column) failed deep inside Beam, after the papers
     # and text steps had run. Its footer says so before any pipeline runs, and its rows'
     # labels and DOIs are checked then too.
-    parquet_io.check_parts(parquet_io.match_paths(ids_glob), RELEASE_IDS, required=("doi", "split"),
-                           non_null=("doi", "split"))
+    ids_files = sorted(parquet_io.match_paths(ids_glob))
+    parquet_io.check_parts(ids_files, RELEASE_IDS, required=("doi", "split"), non_null=("doi", "split"))
     try:
-        check_ids_labels(sorted(parquet_io.match_paths(ids_glob)))
+        check_ids_labels(ids_files)
     except ValueError as exc:
         raise UserError(f"{release}: {exc}") from None
     # the text step's flags and inputs, before the papers step reads the whole snapshots
