@@ -21,7 +21,8 @@ How a stream is read (each step keeps the row parser's bounds and line numbers):
 3. *simple* lines (printable ASCII, quoted fields without commas) are split and unquoted
    in polars; their id fields are decided in polars when every token is an `omid:`, another
    scheme's id, or a canonical DOI (bare or after `doi:`), which `normalize_doi` returns
-   unchanged; rows that would fail (too few fields, empty ends, DOIs needing the full
+   unchanged, and a field of several tokens has no bare one (else it is no list of ids,
+   `parse_id_field`); rows that would fail (too few fields, empty ends, DOIs needing the full
    normalizer) and lines that are not simple go to `add_row`, in line order, so reject
    rows, their order and the reject budget are the row parser's;
 4. at the first line that cannot be parsed on its own (a quoted newline, a huge line, a
@@ -174,7 +175,9 @@ def _parse_id_fields_general(fields: pl.Series) -> pl.DataFrame:
     """`parse_id_fields` for any printable-ASCII fields (prefixed, several ids, OMIDs).
 
     One regex settles a field that is one canonical DOI, bare or after `doi:`; only the
-    others are classified token by token (Index fields of several ids are exploded).
+    others are classified token by token (Index fields of several ids are exploded). A field
+    of several tokens not all prefixed (`10.1000/abc def`: no list of ids, `parse_id_field`)
+    is left to the row parser (not `sure`).
     """
     quick = pl.DataFrame({"f": fields}).select(pl.col("f").str.extract(_QUICK_DOI, 1).alias("doi")).select(
         pl.when(pl.col("doi").str.len_bytes() <= MAX_DOI_LENGTH).then(pl.col("doi")).alias("doi"),
@@ -194,12 +197,17 @@ def _parse_id_fields_general(fields: pl.Series) -> pl.DataFrame:
             pl.col("omid").drop_nulls().first().alias("m_omid"),
             pl.col("doi").filter(pl.col("cand")).first().alias("m_doi"),
             pl.col("cand").any().alias("m_cand"),
+            # several tokens, one of them bare: no list of ids (`parse_id_field`), the row parser decides
+            ((pl.len() > 1) & ~pl.col("t").str.contains(_OTHER_SCHEME).all()).alias("m_unlisted"),
         )
         base = base.join(per_row, on="r", how="left").with_columns(
             pl.when("multi").then(pl.col(f"m_{c}")).otherwise(pl.col(c)).alias(c) for c in ("omid", "doi", "cand"))
-        base = base.sort("r")
+        base = base.sort("r").with_columns(pl.col("m_unlisted").fill_null(False).alias("unlisted"))
+    else:
+        base = base.with_columns(pl.lit(False).alias("unlisted"))
     decided = base.select(
-        "doi", "omid", (~pl.col("cand").fill_null(False) | pl.col("doi").is_not_null()).alias("sure"))
+        "doi", "omid",
+        ((~pl.col("cand").fill_null(False) | pl.col("doi").is_not_null()) & ~pl.col("unlisted")).alias("sure"))
     return pl.DataFrame([quick[c].clone().scatter(rest, decided[c]) for c in ("doi", "omid", "sure")])
 
 

@@ -11,7 +11,8 @@ Shapes recognised by their header (names compared case-insensitively, quotes/BOM
 * Index without the oci column (`citing,cited,...`), bare DOIs;
 * Index / OC Meta example: `id,citing,cited,...` or `citing_id,...,cited_id,...` whose
   fields hold space-separated prefixed ids (`omid:br/06101 doi:10.1/x pmid:123`): the first
-  valid `doi:` id is taken, the `omid:` id is kept for the Meta join;
+  valid `doi:` id is taken, the `omid:` id is kept for the Meta join (a field whose tokens
+  are not all prefixed is no such list: `parse_id_field`);
 * OMID-only Index rows (`omid:br/...` alone): the DOI comes from an OpenCitations Meta CSV
   (`id` column lists `omid:br/... doi:10... issn:...`) joined by OMID later in the stage.
 
@@ -35,7 +36,10 @@ Counters produced while parsing (names are stable; the stage adds the later ones
   a citation row whose line ends inside a quoted field is one too (`unbalanced_quote`: no
   citation field spans lines, so a quote left open would swallow the lines after it);
 * `bad_doi` — an end whose DOI ids all failed `normalize_doi` and that has no OMID
-  (dropped, rejected with the normalizer's reason);
+  (dropped, rejected with the normalizer's reason); of those, `bad_doi_whitespace` had a
+  field with whitespace that does not separate prefixed ids and is no DOI as a whole
+  (`10.1000/abc def`, `10.1000/ abc`, `doi:10.1/x y`, `pmid:1 10.1/x`: reject detail
+  `doi_whitespace`, `parse_id_field`), where the first token was taken before;
 * `no_doi` — an end with neither a DOI nor an OMID (only pmid:/other ids) (dropped);
 * `rows_parsed` — rows that leave the parser as an edge (both DOIs known, or an OMID to
   resolve); `rows_needing_meta` — those of them with at least one OMID-only end;
@@ -360,23 +364,49 @@ def iter_csv_rows(stream: IO[str], tally: LineTally | None = None,
             yield row
 
 
+# The reason code (`parse_id_field`) of a field whose whitespace does not separate prefixed
+# ids and that is not one DOI either: a DOI with whitespace inside (`10.1000/abc def`), or a
+# bare id among prefixed ones. Counted as `bad_doi` (and `bad_doi_whitespace`) or
+# `meta_bad_doi`, and rejected with this code.
+DOI_WHITESPACE = "doi_whitespace"
+
+
+def _prefixed(token: str) -> bool:
+    """A token that names its scheme (`omid:br/1`, `doi:10.1/x`, `pmid:1`, `https://doi.org/...`):
+    a colon before its first slash. A bare DOI (`10.1000/x`, `10.1000/a:b`) is not."""
+    return ":" in token.split("/", 1)[0]
+
+
 def parse_id_field(value: str) -> tuple[str | None, str | None, str | None]:
     """Split one citing/cited field into (doi, omid, doi_error_reason).
 
-    A field may be a bare DOI (COCI), one prefixed id, or several space-separated ids. The
-    first id that normalizes as a DOI wins; `omid:` ids are kept (without the prefix) for
-    the Meta join; other schemes (pmid:, pmcid:, openalex: ...) are ignored. The error
-    reason is that of the first DOI-looking id that failed, so a row with only a broken DOI
-    can be rejected with the normalizer's own code.
+    A field is a bare DOI (COCI), one prefixed id, or a list of prefixed ids separated by
+    whitespace (`omid:br/06101 doi:10.1/x pmid:123`). In a list the first id that
+    normalizes as a DOI wins; `omid:` ids are kept (without the prefix) for the Meta join;
+    other schemes (pmid:, pmcid:, openalex: ...) are ignored. The error reason is that of the
+    first DOI-looking id that failed, so a row with only a broken DOI can be rejected with
+    the normalizer's own code.
+
+    A field with whitespace whose tokens are not all prefixed is no list of ids: it is one
+    value, taken when `normalize_doi` accepts it whole (whitespace after a prefix or around
+    the DOI: `doi: 10.1/x`, `https://doi.org/ 10.1/x`, which leave no doubt what the DOI
+    is), else `(None, None, DOI_WHITESPACE)`. Taking its first token, as before, turned
+    `10.1000/abc def` into `10.1000/abc`: another paper's DOI, joined silently.
     """
+    tokens = value.split()
+    if len(tokens) > 1 and not all(_prefixed(token) for token in tokens):
+        try:
+            return normalize_doi(value), None, None
+        except InvalidDOI:
+            return None, None, DOI_WHITESPACE
     doi = omid = error = None
-    for token in value.split():
+    for token in tokens:
         low = token.lower()
         if low.startswith("omid:"):
             if omid is None and len(low) > 5:
                 omid = low[5:]
             continue
-        if ":" in low.split("/", 1)[0] and not low.startswith(_DOI_LIKE_PREFIXES):
+        if _prefixed(low) and not low.startswith(_DOI_LIKE_PREFIXES):
             continue  # another identifier scheme (pmid:123, pmcid:PMC1, wikidata:Q1 ...)
         if doi is not None:
             continue
@@ -536,6 +566,8 @@ class CitationParse:
         bad = [err for d, o, err in ends if d is None and o is None and err]
         if bad:
             counts["bad_doi"] += 1
+            if bad[0] == DOI_WHITESPACE:
+                counts["bad_doi_whitespace"] += 1
             _add_reject(rejects, counts, budget, lambda: make_reject(
                 STAGE, "bad_doi", f"{source}:{line_no}", bad[0], source, _excerpt(row)))
             return
@@ -757,9 +789,9 @@ def iter_meta_batches(
                     STAGE, "unbalanced_quote", f"{source}:{line_no}",
                     f"a quoted field runs over the next {n} row(s), whose mappings are lost", source, _excerpt(row)))
             doi, omid, err = parse_id_field(row[i_id])
-            if omid is None:
+            if omid is None and err != DOI_WHITESPACE:
                 counts["meta_rows_no_omid"] += 1
-            elif doi is None:
+            elif doi is None:  # with DOI_WHITESPACE the ids are not a list: no OMID is trusted
                 if err:
                     counts["meta_bad_doi"] += 1
                     _add_reject(rejects, counts, budget, lambda row=row, line_no=line_no, err=err: make_reject(

@@ -152,7 +152,8 @@ def _citations(counts: Mapping[str, int]) -> list[str]:
 
 
 # the citations stage's reasons a row is dropped (its module docstrings); `rows_too_long` is a
-# part of `malformed_row`, and every other counter tallies what was read, resolved or kept
+# part of `malformed_row`, `bad_doi_whitespace` of `bad_doi`, and every other counter tallies
+# what was read, resolved or kept
 _CITATION_DROPS = frozenset({"rows_unrecognized_file", "malformed_row", "bad_doi", "no_doi", "self_citation",
                              "duplicate_edge", "citing_missing", "cited_missing", "no_abstract"})
 
