@@ -371,12 +371,6 @@ def iter_csv_rows(stream: IO[str], tally: LineTally | None = None,
 DOI_WHITESPACE = "doi_whitespace"
 
 
-def _prefixed(token: str) -> bool:
-    """A token that names its scheme (`omid:br/1`, `doi:10.1/x`, `pmid:1`, `https://doi.org/...`):
-    a colon before its first slash. A bare DOI (`10.1000/x`, `10.1000/a:b`) is not."""
-    return ":" in token.split("/", 1)[0]
-
-
 def parse_id_field(value: str) -> tuple[str | None, str | None, str | None]:
     """Split one citing/cited field into (doi, omid, doi_error_reason).
 
@@ -394,19 +388,17 @@ def parse_id_field(value: str) -> tuple[str | None, str | None, str | None]:
     `10.1000/abc def` into `10.1000/abc`: another paper's DOI, joined silently.
     """
     tokens = value.split()
-    if len(tokens) > 1 and not all(_prefixed(token) for token in tokens):
-        try:
-            return normalize_doi(value), None, None
-        except InvalidDOI:
-            return None, None, DOI_WHITESPACE
     doi = omid = error = None
+    bare = False  # a token without a scheme: a colon before its first slash (`10.1000/a:b` has none)
     for token in tokens:
         low = token.lower()
         if low.startswith("omid:"):
             if omid is None and len(low) > 5:
                 omid = low[5:]
             continue
-        if _prefixed(low) and not low.startswith(_DOI_LIKE_PREFIXES):
+        if ":" not in low.split("/", 1)[0]:
+            bare = True
+        elif not low.startswith(_DOI_LIKE_PREFIXES):
             continue  # another identifier scheme (pmid:123, pmcid:PMC1, wikidata:Q1 ...)
         if doi is not None:
             continue
@@ -414,6 +406,11 @@ def parse_id_field(value: str) -> tuple[str | None, str | None, str | None]:
             doi = normalize_doi(token)
         except InvalidDOI as exc:
             error = error or exc.reason
+    if bare and len(tokens) > 1:  # no list of ids
+        try:
+            return normalize_doi(value), None, None
+        except InvalidDOI:
+            return None, None, DOI_WHITESPACE
     return doi, omid, error
 
 
