@@ -58,9 +58,12 @@ carry only rejects), and one input file (all members of a zip together) yields a
 `rejects_suppressed`, so reject rows + rejects_suppressed = malformed_row + bad_doi +
 files_unrecognized (+ files_unreadable).
 
-Meta parsing counts `meta_rows_read`, `meta_rows_mapped` (an OMID and a DOI),
-`meta_rows_no_doi`, `meta_rows_no_omid`, `meta_bad_doi`, and `meta_rows_swallowed`: rows lost
-inside a quoted field left open on an earlier row (one `unbalanced_quote` reject names it).
+Meta parsing counts `meta_rows_read` = `meta_rows_mapped` (an OMID and a DOI) +
+`meta_rows_no_doi` + `meta_rows_no_omid` (of those, `meta_rows_too_long` a row the CSV layer
+refused) + `meta_bad_doi` (rejected) + `meta_rows_unbalanced_quote` (rejected): a row whose
+quoted field is left open (`"Rust, a` in a title) up to a line that opens with an OMID, or to
+the end of the file (`iter_meta_csv_rows`). Only that row is lost: the rows after it, which
+the `csv` module would have read into its field, are read as rows.
 """
 
 from __future__ import annotations
@@ -204,6 +207,16 @@ class _UnbalancedQuote(Exception):
         self.head = head
 
 
+class _QuoteLeftOpen(Exception):
+    """A Meta row whose quoted field, opened on line `first`, is still open `where` (at a
+    line that opens with an OMID, another row, or at the end of the file): raised by
+    `_MetaLines` through the csv reader, which drops the row it was reading."""
+
+    def __init__(self, first: int, where: str, head: str) -> None:
+        super().__init__(f"a quoted field opened on line {first} is still open {where}")
+        self.head = head
+
+
 class LineTally:
     """Physical lines that reached the CSV decision (`lines_parsed`); shared by the columnar
     path and the row parser it may hand over to."""
@@ -308,6 +321,83 @@ class _BoundedLines:
             raise _UnbalancedQuote(line[:200])
         return line
 
+    def reset(self) -> None:
+        """The csv reader gave or dropped a row: it reads the next line as a new row's."""
+
+    def row_left_open(self) -> _QuoteLeftOpen | None:
+        """Why the row the csv reader just gave is damaged, if it is (`_MetaLines`)."""
+        return None
+
+
+# A line that opens with an OMID, as a Meta row does (its id column comes first).
+_OMID_LINE = re.compile(r'"?omid:br/', re.IGNORECASE)
+
+
+class _MetaLines(_BoundedLines):
+    """`_BoundedLines` for OpenCitations Meta, whose rows may span lines (a title with a line
+    break) but open with their id column's OMID: a line that opens with an OMID while a quoted
+    field is still open is another row, not more of that field.
+
+    A quote left open (`"Rust, a` in a title) made the `csv` module read the lines after it
+    into the field, up to the next quote or the field cap, and their rows were lost. The csv
+    reader asks for a second line before it gives a row only when a quoted field is still
+    open at the end of the first (`reading`: its own state, no emulation); if that line
+    opens with an OMID, `_QuoteLeftOpen` is raised through the reader, which drops the
+    damaged row (rejected, `unbalanced_quote`), and the line is delivered again as the first
+    of the next row. Each line is read once: no re-parsing, however far the quote would have
+    run. `_csv_rows` calls `reset` whenever the reader gives or drops a row."""
+
+    def __init__(self, stream: IO[str], tally: LineTally | None = None) -> None:
+        super().__init__(stream, tally)
+        self.reading = False  # the csv reader has lines of a row it has not given yet
+        self.ended_inside = False  # the stream ended while it had (a quoted field open)
+        self.line_no = 0  # physical lines read
+        self._first, self._line = 0, ""  # the line the row being read opened on, and its text
+        self._held: str | None = None  # the OMID line that ended an open row: delivered next
+        self._held_error: _LineTooLong | None = None
+
+    def __next__(self) -> str:
+        if self._held_error is not None:
+            error, self._held_error = self._held_error, None
+            raise error
+        if self._held is not None:
+            line, self._held = self._held, None
+        else:
+            try:
+                line = super().__next__()
+            except StopIteration:
+                self.ended_inside = self.reading
+                raise
+            except _LineTooLong as exc:
+                self.line_no += 1
+                if self.reading and _OMID_LINE.match(exc.head):
+                    self._held_error = exc  # the damaged row first, then this line's own reject
+                    raise self._left_open() from None
+                raise
+            self.line_no += 1
+            if self.reading and _OMID_LINE.match(line):
+                self._held = line
+                raise self._left_open()
+        if not self.reading:
+            self.reading, self._first, self._line = True, self.line_no, line
+        return line
+
+    def _left_open(self, where: str | None = None) -> _QuoteLeftOpen:
+        self.reading = False
+        return _QuoteLeftOpen(self._first, where or f"at line {self.line_no}, which opens with an OMID: this row is "
+                              f"rejected, the rows from line {self.line_no} on are read as rows", self._line[:200])
+
+    def reset(self) -> None:
+        self.reading = False
+
+    def row_left_open(self) -> _QuoteLeftOpen | None:
+        """The csv reader gives the row it was reading when the stream ends inside a quoted
+        field (it is not strict): that row's quote was never closed."""
+        if not self.ended_inside:
+            return None
+        self.ended_inside = False
+        return self._left_open("at the end of the file")
+
 
 # A line whose fields are each wholly quoted (no quote inside) or hold no quote: closed.
 _CLOSED_LINE = re.compile(r'(?:"[^"]*"|[^",\r\n]*)(?:,(?:"[^"]*"|[^",\r\n]*))*\r?\n?\Z')
@@ -347,21 +437,36 @@ def iter_csv_rows(stream: IO[str], tally: LineTally | None = None,
     never span lines): a line that ends inside a quoted field (`ends_in_quoted_field`) is a
     `BadRow` of its own (`unbalanced_quote`), where the `csv` module would read the lines after
     it into that field."""
-    reader = csv.reader(_BoundedLines(stream, tally, single_line))
+    return _csv_rows(_BoundedLines(stream, tally, single_line))
+
+
+def iter_meta_csv_rows(stream: IO[str], tally: LineTally | None = None) -> Iterator[list[str] | BadRow]:
+    """`iter_csv_rows` for an OpenCitations Meta CSV (`_MetaLines`): a row whose quoted field
+    is still open where a line opens with an OMID, or where the file ends, is a `BadRow`
+    (`unbalanced_quote`), and the rows after it are read as rows."""
+    return _csv_rows(_MetaLines(stream, tally))
+
+
+def _csv_rows(lines: _BoundedLines) -> Iterator[list[str] | BadRow]:
+    reader = csv.reader(lines)
     while True:
         try:
             row = next(reader)
         except StopIteration:
             return
         except _LineTooLong as exc:
+            lines.reset()
             yield BadRow("line_too_long", f"line of {exc.size} characters > {MAX_CSV_LINE_CHARS}", exc.head)
-        except _UnbalancedQuote as exc:
+        except (_UnbalancedQuote, _QuoteLeftOpen) as exc:
             yield BadRow("unbalanced_quote", str(exc), exc.head)
         except csv.Error as exc:
+            lines.reset()
             reason = "field_too_large" if "field larger than field limit" in str(exc) else "csv_error"
             yield BadRow(reason, str(exc)[:200])
         else:
-            yield row
+            left_open = lines.row_left_open()
+            lines.reset()
+            yield row if left_open is None else BadRow("unbalanced_quote", str(left_open), left_open.head)
 
 
 # The reason code (`parse_id_field`) of a field whose whitespace does not separate prefixed
@@ -721,8 +826,10 @@ def parse_meta_rows(rows: Iterable[list[str] | BadRow], source: str) -> tuple[pa
 
     The `id` column lists every identifier of a bibliographic resource; a row maps its
     OMID to its first valid DOI. Rows without a DOI are normal in Meta (books, ISSNs) and
-    only counted; a DOI that fails normalization is rejected as `meta_bad_doi`. (All batches
-    of `iter_meta_batches` in one; the stage uses the batches.)
+    only counted; a DOI that fails normalization is rejected as `meta_bad_doi`, and a
+    `BadRow` of a quoted field left open as `unbalanced_quote` (`iter_meta_csv_rows`, the
+    reader that gives rows as this expects them). (All batches of `iter_meta_batches` in one;
+    the stage uses the batches.)
     """
     tables: list[pa.Table] = []
     rejects: list[dict] = []
@@ -750,7 +857,9 @@ def iter_meta_batches(
     iterator = iter(rows)
     header = next(iterator, None)
     if isinstance(header, BadRow):
-        header = []
+        # a header whose quote is left open (cut at the first row's OMID): its columns up to
+        # the quote are still on its line (the `id` column comes first)
+        header = next(csv.reader([header.raw]), []) if header.reason == "unbalanced_quote" else []
     i_id = _header_index(header, ("id",)) if header else None
     if i_id is None:
         counts["meta_files_unrecognized"] += 1
@@ -770,6 +879,11 @@ def iter_meta_batches(
                 yield flush()
             if isinstance(row, BadRow):
                 counts["meta_rows_read"] += 1
+                if row.reason == "unbalanced_quote":  # a quoted field left open (`_MetaLines`)
+                    counts["meta_rows_unbalanced_quote"] += 1
+                    _add_reject(rejects, counts, budget, lambda row=row, line_no=line_no: make_reject(
+                        STAGE, "unbalanced_quote", f"{source}:{line_no}", row.detail, source, row.raw))
+                    continue
                 counts["meta_rows_no_omid"] += 1  # its ids are unknown
                 counts["meta_rows_too_long"] += 1
                 continue
@@ -779,12 +893,6 @@ def iter_meta_batches(
             if i_id is None or len(row) <= i_id:
                 counts["meta_rows_no_omid"] += 1
                 continue
-            swallowed = _swallowed_rows(row, i_id)
-            if swallowed:
-                counts["meta_rows_swallowed"] += swallowed
-                _add_reject(rejects, counts, budget, lambda row=row, line_no=line_no, n=swallowed: make_reject(
-                    STAGE, "unbalanced_quote", f"{source}:{line_no}",
-                    f"a quoted field runs over the next {n} row(s), whose mappings are lost", source, _excerpt(row)))
             doi, omid, err = parse_id_field(row[i_id])
             if omid is None and err != DOI_WHITESPACE:
                 counts["meta_rows_no_omid"] += 1
@@ -807,23 +915,17 @@ def iter_meta_batches(
     yield flush()
 
 
-def _swallowed_rows(row: list[str], i_id: int) -> int:
-    """How many Meta rows a field of `row` holds after a line end: a quote left open in a
-    title (`"Rust, a`) runs the `csv` module's field over the next lines, up to the next quote,
-    and their rows were lost without a count. A Meta field may span lines (a title with a line
-    break), but a line of it that opens with an OMID is another row's id column."""
-    return sum(field.count("\nomid:") for i, field in enumerate(row) if i != i_id and "\n" in field)
-
-
 def parse_meta_file(path: str) -> Iterator[tuple[pa.Table, list[dict], dict]]:
     """One Meta CSV (plain, .gz or zipped members) -> (table, rejects, counts) batches, with
     one reject budget for the whole file. A truncated or corrupt archive is counted as
     `files_unreadable` with one reject, as a citation file is (its mappings before the damage
-    are kept): it raised out of the stage with a traceback."""
+    are kept): it raised out of the stage with a traceback. Rows are read by
+    `iter_meta_csv_rows`: a row with a quoted field left open is one `unbalanced_quote`
+    reject, and the rows after it are read as rows."""
     budget = RejectBudget()
     try:
         for source, binary in open_binary_streams(path):
             # `CountedLines`: the bytes inflated before the damage reach the parser
-            yield from iter_meta_batches(iter_csv_rows(text_stream(CountedLines(binary))), source, budget=budget)
+            yield from iter_meta_batches(iter_meta_csv_rows(text_stream(CountedLines(binary))), source, budget=budget)
     except _ARCHIVE_ERRORS as exc:
         yield META_SCHEMA.empty_table(), [_unreadable(path, exc)], {"files_unreadable": 1}

@@ -129,9 +129,12 @@ def _citations(counts: Mapping[str, int]) -> list[str]:
     read, kept = counts.get("rows_read", 0), counts.get("edges_kept", 0)
     if not read:
         return ["citations read 0 rows: are the --opencitations files OpenCitations CSV dumps?"]
-    swallowed = counts.get("meta_rows_swallowed", 0)
-    meta = ([f"{_n(swallowed)} OpenCitations Meta rows were lost inside a quoted field left open (see rejects/"
-             "citations/, reason unbalanced_quote): their OMIDs resolve to no DOI"] if swallowed else [])
+    left_open = counts.get("meta_rows_unbalanced_quote", 0)
+    one = left_open == 1
+    meta = ([f"{_n(left_open)} OpenCitations Meta {'row' if one else 'rows'} left a quoted field open (see rejects/"
+             f"citations/, reason unbalanced_quote): {'it was' if one else 'they were'} rejected, so "
+             f"{'its OMID resolves' if one else 'their OMIDs resolve'} to no DOI; the rows after "
+             f"{'it' if one else 'them'} were read as rows"] if left_open else [])
     if kept and (read < SMALL_MIN or kept / read >= SMALL_SHARE):
         return meta
     documents = counts.get("documents_read", 0)
