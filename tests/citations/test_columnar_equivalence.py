@@ -77,6 +77,8 @@ ODD_ROWS = [
     "16,wikidata:Q1 10.1000/w,10.1000/x,,,,",  # other scheme then bare doi
     "17,doi:bad doi:10.1000/y,10.1000/z,,,,",  # first doi fails, second wins
     "18,10.1000/" + "a" * 500 + ",10.1000/z,,,,",  # too long for the canonical shortcut
+    "26,10.1000/ab cd,10.1000/z,,,,",  # whitespace inside a bare DOI: no list of ids, rejected
+    "27,omid:br/0605 doi:10.1000/q r,doi: 10.1000/Z,,,,",  # a bare token among ids; a DOI after `doi: `
 ]
 
 
