@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 
@@ -173,7 +174,9 @@ def test_run_plan_runs_nothing(tmp_path, capsys: pytest.CaptureFixture[str]) -> 
     assert rc == 0
     text = capsys.readouterr().out
     assert "nothing is run" in text and "--unpaywall" in text and "1 files" in text
-    assert "papers: papers, rejects/papers" in text and "stale unless re-run: citations, split, pairs" in text
+    assert "papers: papers, rejects/papers, _stats/papers.json (not built yet: this run builds it)" in text
+    # never built is not stale: an empty --out has nothing a run could leave stale
+    assert "stale" not in text and "not built yet, nor by this run: citations, split, pairs, contexts" in text
     assert "fetch queue unknown until papers/ exists" in text
     assert not out.exists()
     # the citations inputs are named and sized as the others are
@@ -442,7 +445,46 @@ def test_plan_names_enrich_among_what_a_text_rebuild_leaves_stale(tmp_path, caps
     (out / "enriched").mkdir()
     argv = ["run", "--out", str(out), "--from-stage", "text", "--to-stage", "text", "--fetch", "none", "--plan"]
     assert cli.main(argv) == 0
-    assert "after this run, stale unless re-run: citations, split, pairs, contexts, enrich" in capsys.readouterr().out
+    text = capsys.readouterr().out
+    # enrich's summaries exist and go stale; the later stages were never built: not stale
+    assert "after this run, stale unless re-run: enrich\n" in text
+    assert "not built yet, nor by this run: citations, split, pairs, contexts" in text
+
+
+def test_plan_says_not_built_for_stages_never_built_and_stale_only_for_readers(tmp_path, capsys) -> None:
+    """`run --plan` listed every stage after --to-stage as "stale unless re-run": ones never
+    built (no outputs at all) and ones that read nothing the run rebuilds (contexts after
+    pairs). A stage never built is "not built yet"; only a built stage reading what the run
+    rebuilds is stale."""
+    out = tmp_path / "b"
+    for name, folders in (("papers", ["papers"]), ("text", ["documents"]), ("citations", ["citations"]),
+                          ("split", ["splits"]), ("pairs", ["pairs/dc"]), ("contexts", ["contexts"])):
+        (out / "_stats").mkdir(parents=True, exist_ok=True)
+        (out / "_stats" / f"{name}.json").write_text("{}")
+        for folder in folders:
+            (out / folder).mkdir(parents=True)
+    coci = tmp_path / "coci.csv"
+    coci.write_text("oci,citing,cited,creation,timespan,journal_sc,author_sc\n")
+
+    def plan(*argv: str) -> str:
+        assert cli.main(["run", "--out", str(out), "--fetch", "none", "--opencitations", str(coci), *argv,
+                         "--plan"]) == 0
+        return capsys.readouterr().out
+
+    text = plan("--from-stage", "pairs", "--to-stage", "pairs")
+    assert "(replaces existing pairs/dc)" in text
+    assert "stale" not in text and "not built yet" not in text  # contexts reads text and split, not pairs
+    text = plan("--from-stage", "citations", "--to-stage", "citations")
+    assert "after this run, stale unless re-run: split, pairs, contexts\n" in text
+    shutil.rmtree(out / "contexts")
+    (out / "_stats" / "contexts.json").unlink()
+    text = plan("--from-stage", "citations", "--to-stage", "citations")
+    assert "after this run, stale unless re-run: split, pairs\n" in text
+    assert "not built yet, nor by this run: contexts\n" in text
+    text = plan("--from-stage", "citations")
+    assert "contexts: contexts, pairs/ccs, rejects/contexts, _stats/contexts.json (not built yet: this run builds it)" \
+        in text
+    assert "stale" not in text
 
 
 def test_run_shards_zero_is_refused_before_any_stage_when_later_stages_need_one(tmp_path, capsys) -> None:

@@ -69,6 +69,12 @@ def present_outputs(out: str, name: str) -> list[str]:
     return [folder for folder in stage(name).outputs if path_exists(join_path(out, folder))]
 
 
+def is_built(out: str, name: str) -> bool:
+    """Whether `out` holds anything of stage `name`: its `_stats/<name>.json` or any of its
+    output folders. A stage with neither was never built: not stale, only not built yet."""
+    return read_stage_stats(out, name) is not None or bool(present_outputs(out, name))
+
+
 def stage_default(name: str, key: str) -> object:
     """A stage's default for setting `key` (e.g. the text stage's `rate_per_host`), for the
     commands that describe a stage without importing it (report, run --plan)."""

@@ -21,6 +21,8 @@ from openmsd_build.core.stage_inputs import record_inputs
 from openmsd_build.core.stages import (
     DERIVED_FOLDERS,
     STAGES,
+    downstream,
+    is_built,
     present_outputs,
     record_provenance,
     stale_stages,
@@ -265,8 +267,11 @@ def refuse_missing_upstream(out: str, stages: list[str]) -> None:
 
 
 def plan_text(args: argparse.Namespace, to_run: list[str], found: list[str], serial: bool = False) -> str:
-    """What `run --plan` prints: nothing is run or written. `serial`: the run's one worker
-    fetches the hosts one after another (the local runner)."""
+    """What `run --plan` prints: nothing is run or written. Each stage to run is shown with
+    the outputs it replaces, or as not built yet; after it, the built stages that read what
+    the run rebuilds (they are stale until re-run) and, apart, the later stages never built
+    (no `_stats`, no output folder: not stale, only not built). `serial`: the run's one
+    worker fetches the hosts one after another (the local runner)."""
     from openmsd_build.core.stages import stage as stage_entry
 
     lines = [f"plan for {args.out} (nothing is run)"]
@@ -282,10 +287,18 @@ def plan_text(args: argparse.Namespace, to_run: list[str], found: list[str], ser
     for name in to_run:
         entry = stage_entry(name)
         present = present_outputs(args.out, name)
-        note = f" (replaces existing {', '.join(present)})" if present else ""
+        if present:
+            note = f" (replaces existing {', '.join(present)})"
+        else:
+            note = "" if is_built(args.out, name) else " (not built yet: this run builds it)"
         lines.append(f"  {name}: {', '.join(entry.outputs)}, rejects/{name}, _stats/{name}.json{note}")
         lines.append(f"    {' '.join(stage_argv(name, args))}")
-    later = [s for s, _ in STAGE_MODULES if s not in to_run and to_run and STAGE_MODULES_INDEX[s] > STAGE_MODULES_INDEX[to_run[-1]]]
+    # stale after this run: the built stages that read what it rebuilds (directly or not); a
+    # stage never built is not stale, and one that reads none of it (contexts after pairs) neither
+    rebuilt_downstream = {d for name in to_run for d in downstream(name)} - set(to_run)
+    after_last = [s for s, _ in STAGE_MODULES if to_run and STAGE_MODULES_INDEX[s] > STAGE_MODULES_INDEX[to_run[-1]]]
+    later = [s for s in after_last if s in rebuilt_downstream and is_built(args.out, s)]
+    unbuilt = [s for s in after_last if not is_built(args.out, s)]
     if "text" in to_run:  # enrich is no stage of `run`: its summaries are refused once text is rebuilt
         from openmsd_build.core.staging import path_exists
 
@@ -293,6 +306,8 @@ def plan_text(args: argparse.Namespace, to_run: list[str], found: list[str], ser
             later.append("enrich")
     if later:
         lines.append(f"after this run, stale unless re-run: {', '.join(later)}")
+    if unbuilt:
+        lines.append(f"not built yet, nor by this run: {', '.join(unbuilt)}")
     lines.append(f"removed first (they describe a whole build): {', '.join(f + '/' for f in DERIVED_FOLDERS)}")
     if "text" in to_run:
         lines += _queue_plan(args, serial)
