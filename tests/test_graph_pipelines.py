@@ -170,3 +170,26 @@ def test_pairs_negatives_and_mixes_match_single_machine(build, beam_args, tmp_pa
     pairs.run_pairs(str(out), beam_args, shards=3)
     assert parquet_io.list_parts(layout.negatives_dir(str(out), "train")) == []
     assert parquet_io.list_parts(layout.mixes_dir(str(out), "dc&cc", "train")) == []
+
+
+def test_pairs_summary_counts_every_output_it_wrote(build, beam_args, capsys):
+    """The stage's summary named the DC / CC / BC pairs only: the hard negatives and the
+    mixes it wrote were in no line. Each output now has its rows per split, as in its folder."""
+    out, _, _, _ = build
+    from openmsd_build.schemas import MIXES, NEGATIVES
+
+    mixes = ["dc+cc", "cc&bc"]
+    pairs.run(argparse.Namespace(out=str(out), shards=3, max_degree=1000, hard_negatives=2, mixes=mixes), beam_args)
+    printed = capsys.readouterr().out.splitlines()
+
+    def rows(directory, schema) -> str:
+        return ", ".join(f"{s} {parquet_io.read_table(directory(s), schema=schema).num_rows}"
+                         for s in ("train", "idt", "odt"))
+
+    negatives = rows(lambda s: layout.negatives_dir(str(out), s), NEGATIVES)
+    assert negatives != "train 0, idt 0, odt 0"
+    assert f"  hard negatives, up to 2 per anchor (negatives/): {negatives}" in printed
+    for mix, folder in zip(mixes, ["dc_or_cc", "cc_and_bc"], strict=True):
+        written = rows(lambda s, m=mix: layout.mixes_dir(str(out), m, s), MIXES)
+        assert f"  mix {mix} (pairs/mix/{folder}/): {written}" in printed
+    assert printed[0].startswith("pairs: DC (") and len(printed) == 4

@@ -30,6 +30,9 @@ Hot keys: P1 and N1 are keyed by one paper, so a hub's pairs share a shard (as a
 per-paper DOI lookup must); the enumeration shards are keyed by C and capped by
 `--max-degree`.
 
+At its end the stage prints the rows it wrote per split: the DC / CC / BC pairs on one line
+and, when asked for, the hard negatives and each mix on a line of their own (`summary_line`).
+
 Part files are written by the shard's own DoFn (same name and content on a retry, renamed
 into place atomically), so the pairs never pass through one more shuffle just to be
 written; missing shards get an empty part at the end so every folder holds `--shards` files.
@@ -120,15 +123,24 @@ def run(args: argparse.Namespace, beam_args: Sequence[str]) -> dict[str, int]:
         args.out, beam_args, getattr(args, "shards", DEFAULT_SHARDS), getattr(args, "max_degree", pg.DEFAULT_MAX_DEGREE),
         getattr(args, "hard_negatives", 0) or 0, mixes,
     )
-    print(summary_line(counts))
+    print(summary_line(counts, getattr(args, "hard_negatives", 0) or 0, mixes))
     return counts
 
 
-def summary_line(counts: dict) -> str:
+def summary_line(counts: dict, negatives: int = 0, mixes: Sequence[str] = ()) -> str:
+    """What the stage prints at its end: the rows it wrote per split in every output, the
+    pairs on the first line, then (when asked for) the hard negatives and each mix on a line
+    of their own with the folder they are in; 0 where a split got none."""
+    def per_split(key: str) -> str:
+        return ", ".join(f"{s} {counts.get(f'{key}.{s}', 0)}" for s in layout.SPLIT_NAMES)
+
     parts = []
     for relation in layout.RELATIONS:
         key = "dc_kept" if relation == "dc" else f"{relation}_pairs"
-        per_split = ", ".join(f"{s} {counts.get(f'{key}.{s}', 0)}" for s in layout.SPLIT_NAMES)
-        parts.append(f"{relation.upper()} ({per_split})")
+        parts.append(f"{relation.upper()} ({per_split(key)})")
     skipped = sum(v for k, v in counts.items() if k.endswith("_c_skipped_cap"))
-    return f"pairs: {'; '.join(parts)}; {skipped} citing/cited papers over the degree cap skipped"
+    lines = [f"pairs: {'; '.join(parts)}; {skipped} citing/cited papers over the degree cap skipped"]
+    if negatives:
+        lines.append(f"  hard negatives, up to {negatives} per anchor (negatives/): {per_split('negatives')}")
+    lines += [f"  mix {name} (pairs/mix/{layout.mix_slug(name)}/): {per_split(f'mix.{name}')}" for name in mixes]
+    return "\n".join(lines)
