@@ -149,8 +149,9 @@ def test_the_summary_names_the_rule_of_the_title_it_shows(real_samples: Path,
                                       "contribution from food sources"])
     lines = capsys.readouterr().out.splitlines()
     title = next(line for line in lines if line.startswith("title:"))
-    evidence = next(line for line in lines if line.startswith("evidence:"))
-    assert " title_rule=metadata " in evidence
+    at = next(k for k, line in enumerate(lines) if line.startswith("evidence:"))
+    evidence = " ".join(lines[at:at + 2])  # the title's verdict, then the rules on a line of their own
+    assert " title_rule=metadata " in evidence and "title_match=1.0: match" in evidence
     assert title.endswith("[metadata]"), (title, evidence)  # the PDF's own rule was pdf_metadata
 
 
@@ -193,3 +194,32 @@ def test_the_bytes_of_a_pdf_or_page_decide_over_the_extension_as_the_readme_says
     readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8").split())
     row = readme.split("`openmsd-build inspect PATH_OR_URL --json` |", 1)[1].split("|", 1)[0]
     assert "a file's type comes from its bytes when they are a PDF's or a page's, else from its extension" in row, row
+
+
+def test_an_unrelated_title_is_reported_as_no_match_not_as_a_near_one(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """`--title` of an unrelated paper scored title_match=0.3571, printed bare beside a cut of
+    0.5 that the summary did not name: it read as close. Two unrelated titles share letter
+    pairs and score that much; the summary now gives the verdict against the stage's cut and
+    the title words the two share (none), and the JSON the verdict, with the stage's own score."""
+    page = tmp_path / "page.html"
+    title = "Deep learning for protein structure prediction from amino acid sequences"
+    abstract = ("We present a neural network that predicts the three-dimensional structure of proteins from their "
+                "amino acid sequences, trained on known structures and evaluated on held-out families.")
+    page.write_text(f"<html><head><title>{title}</title><meta name='citation_title' content='{title}'>"
+                    f"<meta name='citation_abstract' content='{abstract}'></head><body><h1>{title}</h1>"
+                    f"<p>{abstract}</p></body></html>", encoding="utf-8")
+    unrelated = "Economic effects of minimum wage increases on rural labour markets in the nineteenth century"
+    run_inspect([str(page), "--title", unrelated, "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert 0.3 < report["title_match"] < 0.5  # the stage's score, unchanged: the text stage writes it
+    assert report["title_verdict"] == "no_match" and report["dropped"] == "title_mismatch"
+    run_inspect([str(page), "--title", unrelated])
+    evidence = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("evidence:"))
+    assert f"title_match={report['title_match']}: no match (under the stage's cut 0.5" in evidence
+    assert "no near match" in evidence and "words of --title in the document's title: 0 of 10" in evidence
+    run_inspect([str(page), "--title", "Deep learning for protein folding prediction from sequences", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert 0.5 <= report["title_match"] < 1.0 and report["title_verdict"] == "match"
+    run_inspect([str(page)])
+    assert "evidence:  title_match=None: not checked (no --title given)" in capsys.readouterr().out
