@@ -34,9 +34,14 @@ Counts (`_stats/enrich.json`) reconcile:
     non_english    = enriched + rejected + not_summarized     (not_summarized: --summarizer none)
     rejected       = sum of rejected_<reason>
     cache_hits + cache_misses = non-English documents with text to send
+    usage_prompt_tokens     = usage_prompt_tokens_kept + usage_prompt_tokens_rejected
+    usage_completion_tokens = usage_completion_tokens_kept + usage_completion_tokens_rejected
 plus `requests` and `retries` (HTTP calls made), `input_tokens` / `output_tokens` (our token
 rule, over every document sent / answered, cached or not: the basis of the README's cost
-estimate) and `usage_prompt_tokens` / `usage_completion_tokens` (what the endpoint reported).
+estimate) and `usage_*` (what the endpoint reported for each answer, cached ones included):
+`_kept` for the answers that became summaries, `_rejected` for the answers the checks refused
+(a refusal, an empty, echoed or non-English answer: paid for, but no summary). A transport
+failure reports no usage. The summary line shows both shares.
 """
 
 from __future__ import annotations
@@ -233,14 +238,21 @@ class Enricher:
         self.rejects.append(make_reject(STAGE, reason, key=doc.doi, detail=detail, source=self.s.endpoint or self.s.kind,
                                         raw=raw))
 
+    def _usage(self, reply: Reply, outcome: str) -> None:
+        """The endpoint's usage of one answer, in the total and in its `outcome`'s share
+        (`kept`: it became a summary; `rejected`: the answer's checks refused it)."""
+        for part, n in (("prompt", reply.usage_prompt_tokens or 0), ("completion", reply.usage_completion_tokens or 0)):
+            self.counts[f"usage_{part}_tokens"] += n
+            self.counts[f"usage_{part}_tokens_{outcome}"] += n
+
     def _accept(self, doc: Doc, text: str, reply: Reply) -> dict | None:
         self.counts["output_tokens"] += count_tokens(reply.answer)
-        self.counts["usage_prompt_tokens"] += reply.usage_prompt_tokens or 0
-        self.counts["usage_completion_tokens"] += reply.usage_completion_tokens or 0
         summary, reason, detail = check_answer(reply, self.max_tokens)
         if summary is None:
+            self._usage(reply, "rejected")
             self._reject(doc, reason or "invalid", detail, raw=reply.answer or reply.refusal)
             return None
+        self._usage(reply, "kept")
         n = count_tokens(summary)
         self.counts["enriched"] += 1
         self.counts["summary_tokens"] += n
@@ -365,9 +377,13 @@ def run_enrich(
     return stats
 
 
+CHECKED_REJECTS = ("refusal", "empty_output", "echoed_prompt", "non_english_output")
+"""Reject reasons of an answer that came back and failed `check_answer` (its usage is paid)."""
+
 COUNTERS = ("documents_read", "english_skipped", "non_english", "enriched", "rejected", "not_summarized",
             "cache_hits", "cache_misses", "requests", "retries", "input_tokens", "output_tokens", "summary_tokens",
-            "usage_prompt_tokens", "usage_completion_tokens")
+            "usage_prompt_tokens", "usage_completion_tokens", "usage_prompt_tokens_kept",
+            "usage_completion_tokens_kept", "usage_prompt_tokens_rejected", "usage_completion_tokens_rejected")
 
 
 def stats_document(counts: Counter, s: Summarizer, max_tokens: int, cache: AnswerCache | None, started: float,
@@ -375,8 +391,7 @@ def stats_document(counts: Counter, s: Summarizer, max_tokens: int, cache: Answe
     c = {k: int(counts.get(k, 0)) for k in COUNTERS}
     c.update({k: int(v) for k, v in counts.items() if k.startswith("rejected_")})
     lookups = c["cache_hits"] + c["cache_misses"]
-    answered = c["enriched"] + sum(v for k, v in c.items() if k in (
-        "rejected_refusal", "rejected_empty_output", "rejected_echoed_prompt", "rejected_non_english_output"))
+    answered = c["enriched"] + sum(c.get(f"rejected_{r}", 0) for r in CHECKED_REJECTS)
     return {
         "stage": STAGE,
         "counts": dict(sorted(c.items())),
@@ -429,7 +444,28 @@ def check_counts(counts: dict) -> list[str]:
         problems.append("non_english != enriched + rejected + not_summarized")
     if c.get("rejected", 0) != sum(v for k, v in c.items() if k.startswith("rejected_")):
         problems.append("rejected != sum of rejected_<reason>")
+    for part in ("prompt", "completion"):
+        total = f"usage_{part}_tokens"
+        if c.get(total, 0) != c.get(f"{total}_kept", 0) + c.get(f"{total}_rejected", 0):
+            problems.append(f"{total} != {total}_kept + {total}_rejected")
     return problems
+
+
+def usage_text(c: dict) -> str:
+    """The endpoint's reported usage, a second line of the summary: kept and rejected answers
+    apart (both are paid for), and their total as in `_stats`; "" when the endpoint reported
+    none (a translation server)."""
+    if not (c.get("usage_prompt_tokens") or c.get("usage_completion_tokens")):
+        return ""
+
+    def pair(suffix: str) -> str:
+        return f"{c.get(f'usage_prompt_tokens{suffix}', 0):,} + {c.get(f'usage_completion_tokens{suffix}', 0):,}"
+
+    answered = c.get("enriched", 0) + sum(c.get(f"rejected_{r}", 0) for r in CHECKED_REJECTS)
+    cached = "; cached answers included (paid when first asked)" if c.get("cache_hits") else ""
+    return (f"\n  endpoint usage, prompt + completion tokens: {pair('_kept')} for the {c.get('enriched', 0):,} "
+            f"answers kept, {pair('_rejected')} for the {answered - c.get('enriched', 0):,} rejected by the checks; "
+            f"total {pair('')}{cached}")
 
 
 def summary_line(stats: dict) -> str:
@@ -448,6 +484,7 @@ def summary_line(stats: dict) -> str:
         + f"; {c['requests']} requests, {c['retries']} retries"
         + (f"; tokens/document in {pd['input_tokens']} out {pd['output_tokens']} (count_tokens rule)"
            if (pd := stats.get("per_document") or {}).get("input_tokens") is not None else "")
+        + usage_text(c)
     )
 
 

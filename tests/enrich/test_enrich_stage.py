@@ -389,8 +389,57 @@ def test_hostile_answers_are_rejects_not_crashes(tmp_path, serve_http):
     assert rejects == {"10.1/ok1": "malformed_response", "10.1/ok4": "malformed_response",
                        "10.1/r429": "echoed_prompt"}
     assert counts["enriched"] == 3  # usage, negative, fine: their counts are no counts
-    # counted for every answer checked: "fine" and "echo" (10 + 5 each)
+    # counted for every answer checked: "fine" and "echo" (10 + 5 each), the one kept, the other rejected
     assert counts["usage_prompt_tokens"] == 20 and counts["usage_completion_tokens"] == 10
+    assert counts["usage_prompt_tokens_kept"] == counts["usage_prompt_tokens_rejected"] == 10
+    assert counts["usage_completion_tokens_kept"] == counts["usage_completion_tokens_rejected"] == 5
+
+
+def test_the_usage_of_rejected_answers_is_reported_apart_from_the_kept(tmp_path, serve_http, capsys):
+    """The endpoint's usage of answers the checks rejected was summed into the one usage the
+    stage reported, with nothing to tell it from the summaries': a user pays for both, and now
+    sees both shares, in `_stats` (`usage_*_kept` + `usage_*_rejected` = `usage_*`) and on
+    the summary's usage line; a second run's cache hits say their usage was paid before."""
+    from http.server import BaseHTTPRequestHandler
+
+    answers = {"Schlaf und Gesundheit": ("This study shows that sleep quality is linked to mental health.", 40, 12),
+               "Sommeil et santé": ("The authors find that sleep quality predicts students' mental health.", 30, 11),
+               "Rechazo": ("I'm sorry, but I can't help with that request.", 25, 9)}
+
+    class Usage(BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+        def do_POST(self):  # noqa: N802
+            req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            text, prompt, completion = next(v for t, v in answers.items() if f"Title: {t}\n" in req["messages"][1]["content"])
+            body = json.dumps({"choices": [{"message": {"role": "assistant", "content": text}}],
+                               "usage": {"prompt_tokens": prompt, "completion_tokens": completion}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    base = serve_http(Usage)
+    out = str(tmp_path / "build")
+    write_documents(out, [d for d in DOCS if d[0] in ("10.1/en1", "10.1/ok1", "10.1/ok2")]
+                    + [("10.1/refuse", "es", "Rechazo", "Estudiamos el sueño y la salud mental.")])
+    stats = command.run_enrich(out, chat(f"{base}/v1"))
+    c = stats["counts"]
+    assert rejects_of(out) == {"10.1/refuse": "refusal"} and c["enriched"] == 2
+    assert (c["usage_prompt_tokens_kept"], c["usage_completion_tokens_kept"]) == (70, 23)
+    assert (c["usage_prompt_tokens_rejected"], c["usage_completion_tokens_rejected"]) == (25, 9)
+    assert (c["usage_prompt_tokens"], c["usage_completion_tokens"]) == (95, 32)  # the total, as before
+    assert command.check_counts(c) == []
+    assert command.check_counts({**c, "usage_prompt_tokens_rejected": 0}) == [
+        "usage_prompt_tokens != usage_prompt_tokens_kept + usage_prompt_tokens_rejected"]
+    usage = command.summary_line(stats).splitlines()[1]
+    assert usage == ("  endpoint usage, prompt + completion tokens: 70 + 23 for the 2 answers kept, 25 + 9 for the 1 "
+                     "rejected by the checks; total 95 + 32")
+    again = command.run_enrich(out, chat(f"{base}/v1"))
+    assert again["counts"]["requests"] == 0
+    assert command.summary_line(again).endswith("total 95 + 32; cached answers included (paid when first asked)")
 
 
 def test_a_damaged_answer_cache_is_named_or_its_bad_rows_asked_again(tmp_path):
