@@ -31,6 +31,7 @@ import pyarrow as pa
 
 from openmsd_build.core import layout
 from openmsd_build.core.errors import UserError
+from openmsd_build.core.inputs import at_least
 from openmsd_build.core.parquet_io import join_path, write_table
 from openmsd_build.evaluate import benchmark, large_pool, tasks, topk
 from openmsd_build.evaluate.corpus import Corpus, load_corpus
@@ -185,8 +186,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resamples", type=int, default=3, help="pools per size (default 3)")
     parser.add_argument("--seed", type=int, default=0, help="seed of every sample (recorded)")
     parser.add_argument("--relations", default=",".join(layout.RELATIONS), help="comma-separated (default dc,cc,bc)")
-    parser.add_argument("--latest-years", type=int, default=1, help="queries from the split's latest N years")
-    parser.add_argument("--max-queries", type=int, default=1000, help="queries per pool (default 1000)")
+    # counts checked when parsed, as every command's: --latest-years 0 took every year
+    # (`years[-0:]`), --max-queries 0 evaluated pools of no query
+    parser.add_argument("--latest-years", type=at_least(1), default=1,
+                        help="queries from the split's latest N years (1 or more, default 1)")
+    parser.add_argument("--max-queries", type=at_least(1), default=1000, help="queries per pool (1 or more, default 1000)")
     parser.add_argument("--field", action="append", default=[], help="also field-level pools of this category")
     parser.add_argument("--top-k", type=int, default=topk.DEFAULT_TOP_K, help="retrieved per query (default 500)")
     parser.add_argument("--recall-k", type=int, default=topk.DEFAULT_RECALL_K, help="R@k cut-off (default 30)")
@@ -195,7 +199,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a local encoder folder (see evaluate/encoders.py); repeatable")
     parser.add_argument("--embeddings", action="append", default=[], metavar="FILE",
                         help="precomputed vectors (Parquet doi + vector, as `evaluate`); repeatable")
-    parser.add_argument("--benchmark-queries", type=int, default=100, help="benchmark queries per split (0: none)")
+    parser.add_argument("--benchmark-queries", type=at_least(0), default=100,
+                        help="benchmark queries per split (0: none; default 100)")
     parser.add_argument("--benchmark-relations", default="dc", help="the benchmark's positives (default dc)")
 
 
@@ -331,10 +336,6 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     sizes = _ints(args.pool_sizes)
     if not sizes or min(sizes) < 1 or args.resamples < 1 or args.top_k < 1 or args.recall_k < 1:
         raise UserError("--pool-sizes, --resamples, --top-k and --recall-k must be positive")
-    for flag, value, least in (("--latest-years", args.latest_years, 1), ("--max-queries", args.max_queries, 1),
-                               ("--benchmark-queries", args.benchmark_queries, 0)):
-        if value < least:  # --latest-years 0 took every year (`years[-0:]`), --max-queries 0 no query
-            raise UserError(f"{flag} must be at least {least}, not {value}")
     from openmsd_build.evaluate.command import read_embeddings
     from openmsd_build.evaluate.encoders import load_encoder
 

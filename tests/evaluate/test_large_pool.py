@@ -354,16 +354,38 @@ def test_counts_below_one_are_refused_and_an_unknown_field_is_warned_about(tmp_p
     """`--latest-years 0` took every year (`years[-0:]`) and printed a table with no row and
     no warning; `--max-queries 0` evaluated pools of no query; `--field` naming a category no
     paper has gave empty field-level pools, said only as 'as few as 0 queries'. The first two
-    are refused; the third names the field."""
+    are refused when the command line is parsed (usage errors, as every command's counts);
+    the third names the field."""
     out = tmp_path / "build"
     synthetic_build(str(out), 300, seed=3)
     args = ["evaluate-pools", "--out", str(out), "--split", "idt", "--pool-sizes", "50", "--resamples", "1",
             "--max-queries", "5", "--no-tune"]
     for flag in ("--latest-years", "--max-queries", "--benchmark-queries"):
-        value = "-1" if flag == "--benchmark-queries" else "0"  # 0 benchmark queries: no benchmark, as documented
-        assert main([*args, flag, value]) == 2, flag
+        least = 0 if flag == "--benchmark-queries" else 1  # 0 benchmark queries: no benchmark, as documented
+        with pytest.raises(SystemExit) as stop:
+            main([*args, flag, str(least - 1)])
+        assert stop.value.code == 2, flag
         err = capsys.readouterr().err
-        assert f"{flag} must be " in err and "Traceback" not in err, err
+        assert f"argument {flag}: must be {least} or more, not {least - 1}" in err and "Traceback" not in err, err
     assert main([*args, "--field", "No Such Category"]) == 0
     err = capsys.readouterr().err
     assert "warning: idt: --field 'No Such Category': no query of idt is in that category" in err, err
+
+
+@pytest.mark.parametrize(("flag", "value", "said"), [
+    ("--latest-years", "0", "must be 1 or more, not 0"),
+    ("--max-queries", "0", "must be 1 or more, not 0"),
+    ("--benchmark-queries", "-1", "must be 0 or more, not -1"),
+    ("--max-queries", "ten", "'ten' is not a whole number"),
+])
+def test_pool_counts_are_usage_errors_when_parsed(tmp_path, capsys, flag, value, said):
+    """evaluate-pools checked these three counts inside its run, after the build was looked
+    at (a missing --out was said instead) and with a message of its own; they are usage
+    errors when the command line is parsed now, as the other commands' counts
+    (`core.inputs.at_least`): exit 2 and one error line naming the flag."""
+    with pytest.raises(SystemExit) as stop:
+        main(["evaluate-pools", "--out", str(tmp_path / "no-such-build"), flag, value])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if "error:" in line]
+    assert errors == [f"openmsd-build evaluate-pools: error: argument {flag}: {said}"], err
