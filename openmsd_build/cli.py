@@ -18,6 +18,7 @@ import sys
 from collections.abc import Sequence
 
 from openmsd_build.core.errors import UserError
+from openmsd_build.core.runner import stop_sampler_left_running
 from openmsd_build.core.stages import STAGE_NAMES, STAGES
 
 # subcommand -> (module, one-line help). Modules are imported lazily so `--help` is fast.
@@ -143,7 +144,9 @@ def _no_interrupt_tracebacks(record: logging.LogRecord) -> bool:
 
 
 def _interrupted(command: str | None) -> int:
-    """The message and exit code of a Ctrl-C (130, as a shell reports SIGINT)."""
+    """The message and exit code of a Ctrl-C (130, as a shell reports SIGINT); a Beam state
+    sampler the Ctrl-C left running is stopped first, or the exit would wait for it."""
+    stop_sampler_left_running()
     name = f"openmsd-build {command}" if command else "openmsd-build"
     fetches = command in ("run", "text", "reconstruct", None)  # the commands that fetch pages
     again = "a re-run resumes (fetched pages are kept in OUT/warc/)" if fetches else "run it again"

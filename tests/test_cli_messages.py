@@ -144,3 +144,44 @@ def test_a_missing_upstream_folder_names_the_stage_that_writes_it(tmp_path, caps
     assert cli.main(["contexts", "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert f"no Parquet files under {out / 'splits'}; run the split stage first" in err, err
+
+
+_CTRL_C_AS_A_SAMPLER_STARTS = r'''
+import sys
+import threading
+
+from apache_beam.runners.worker import statesampler
+
+base_start = statesampler.statesampler_impl.StateSampler.start
+
+
+def start(self):
+    # Beam's own order (tracked thread, current tracker, the thread started), then the Ctrl-C
+    # lands before `started` is set: the window a terminal's Ctrl-C can hit
+    self.tracked_thread = threading.current_thread()
+    statesampler.set_current_tracker(self)
+    base_start(self)
+    raise KeyboardInterrupt
+
+
+statesampler.StateSampler.start = start
+from openmsd_build import cli
+
+sys.exit(cli.main(sys.argv[1:]))
+'''
+
+
+def test_a_ctrl_c_as_a_bundle_starts_exits_instead_of_hanging(tmp_path):
+    """A Ctrl-C between Beam starting a bundle's sampler thread and marking it started left the
+    thread running, and the command hung at exit after printing "interrupted"."""
+    import subprocess
+    import sys
+
+    inputs = tmp_path / "inputs"
+    assert cli.main(["sample", "--out", str(inputs), "--papers", "20", "--seed", "3"]) == 0
+    done = subprocess.run([sys.executable, "-c", _CTRL_C_AS_A_SAMPLER_STARTS, "run", "--inputs", str(inputs),
+                           "--out", str(tmp_path / "build"), "--fetch", "none"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 130, done.stderr[-3000:]
+    assert "interrupted; the previous outputs are intact" in done.stderr
+    assert "Traceback" not in done.stderr

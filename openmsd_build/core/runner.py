@@ -183,3 +183,24 @@ def check_local_worker_pool(beam_args: Sequence[str]) -> None:
             "import apache_beam and openmsd_build: start the pool with the venv first on PATH, e.g. "
             'PATH="$PWD/.venv/bin:$PATH" .venv/bin/python -m apache_beam.runners.worker.worker_pool_main '
             "--service_port=50000, and run this command with the same PATH")
+
+
+def stop_sampler_left_running() -> None:
+    """Stop the Beam state sampler a Ctrl-C left running, if any.
+
+    Why: Beam starts a bundle's sampler thread (not a daemon) and only then marks the sampler
+    started; its `finally` stops only a started one. A Ctrl-C that lands in between -- while
+    `Thread.start` waits for the new thread -- leaves the thread sampling forever, and the
+    interpreter's exit waits for it: the command printed "interrupted" and then hung. The
+    sampler is still this thread's current tracker then (Beam sets that first), so it is
+    found without Beam's private names. Beam not loaded: nothing to do."""
+    import sys
+
+    module = sys.modules.get("apache_beam.runners.worker.statesampler")
+    sampler = module.get_current_tracker() if module is not None else None
+    if sampler is None or sampler.finished:
+        return
+    try:
+        sampler.stop()  # ends the thread within one sampling period (200 ms)
+    except (RuntimeError, AttributeError):  # its thread never started: nothing to wait for
+        pass
