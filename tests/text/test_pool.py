@@ -422,3 +422,60 @@ def test_stopping_the_fork_server_does_not_wait_forever_for_a_lost_child() -> No
         os.waitpid(server, os.WNOHANG)  # reaped
     lost.kill()
     lost.join()
+
+
+_CTRL_C_AS_THE_SERVER_STARTS = """
+import os
+import signal
+import time
+
+from openmsd_build.text.extract import pool
+
+from multiprocessing import forkserver
+
+pool._context()
+forkserver.ensure_running()  # as a child's start does: the server imports the extractors for ~1 s
+try:
+    os.killpg(0, signal.SIGINT)  # a terminal's Ctrl-C: the whole group, the server too
+    time.sleep(1)
+except KeyboardInterrupt:
+    pass
+extractors = pool.ExtractorPool(1, timeout=30, debug_kinds=True)
+print(extractors.extract("debug_echo", b"x")[1])
+pool.stop_fork_server()
+"""
+
+
+def test_a_ctrl_c_while_the_fork_server_starts_is_no_traceback_of_its_own() -> None:
+    """The standard library's fork server ignores SIGINT only after its preload (a second of
+    imports): a Ctrl-C then printed a KeyboardInterrupt traceback from inside trafilatura
+    under the command's one-line message, and the server was gone. It starts deaf to it."""
+    done = subprocess.run([sys.executable, "-c", _CTRL_C_AS_THE_SERVER_STARTS], capture_output=True, text=True,
+                          timeout=120, start_new_session=True)  # its own group, so only it is interrupted
+    assert "Traceback" not in done.stderr and "KeyboardInterrupt" not in done.stderr, done.stderr[-3000:]
+    assert done.returncode == 0 and done.stdout.strip() == "None", done.stdout + done.stderr[-2000:]
+
+
+_POOL_GONE_BEFORE_READY = """
+from openmsd_build.text.extract import pool
+
+context = pool._context()
+conn, child_end = context.Pipe()
+conn.close()  # the pool's end closed while its child starts (a Ctrl-C in `_spawn`)
+child = context.Process(target=pool._serve, args=(child_end, {}, None, "extract"))
+child.start()
+child_end.close()
+child.join(60)
+print(child.exitcode)
+pool.stop_fork_server()
+"""
+
+
+def test_a_child_whose_pool_is_gone_ends_without_a_traceback() -> None:
+    """A Ctrl-C while a child started closed the pool's end of its pipe; the child's "ready"
+    then met a broken pipe and multiprocessing printed its traceback under the command's
+    one-line message."""
+    done = subprocess.run([sys.executable, "-c", _POOL_GONE_BEFORE_READY], capture_output=True, text=True,
+                          timeout=120)
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert done.stdout.strip() == "0"

@@ -164,7 +164,16 @@ def _name_process(name: str) -> None:
 def _serve(conn: Connection, jobs: dict[str, str], max_memory_mb: int | None, role: str) -> None:
     """A child's life: limits, then "ready" (or why it cannot start), then one answer per
     request until the parent sends None or is gone. A request is two messages: `(kind,
-    kwargs)`, then the document's bytes as they are (never copied into a pickle)."""
+    kwargs)`, then the document's bytes as they are (never copied into a pickle). A pool
+    that closed its end while the child was starting or working (a Ctrl-C) is gone, not an
+    error: the child ends without a traceback under the command's one-line message."""
+    try:
+        _serve_requests(conn, jobs, max_memory_mb, role)
+    except (BrokenPipeError, ConnectionResetError):
+        return
+
+
+def _serve_requests(conn: Connection, jobs: dict[str, str], max_memory_mb: int | None, role: str) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _name_process(process_name(role))
     caller = multiprocessing.parent_process()  # the pool's process (the fork server is our parent)
@@ -208,7 +217,32 @@ def _serve(conn: Connection, jobs: dict[str, str], max_memory_mb: int | None, ro
 def _context() -> multiprocessing.context.BaseContext:
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(PRELOAD)  # read when the server starts (once per process)
+    _start_server_deaf_to_ctrl_c()
     return context
+
+
+def _start_server_deaf_to_ctrl_c() -> None:
+    """Start the fork server (if it is not running) with SIGINT ignored from its first
+    instruction. Why: a terminal's Ctrl-C reaches the whole process group, and the standard
+    library's server ignores SIGINT only once it has imported `PRELOAD`; a Ctrl-C in the
+    second that takes printed a KeyboardInterrupt traceback from inside trafilatura (or
+    "Fatal Python error: init_import_site") under the command's own one-line message. An
+    ignored signal stays ignored across exec, and Python then leaves it so; blocking it
+    would not do (the mask is reset for the new process). The caller is deaf to Ctrl-C only
+    while the server is forked and exec'd (milliseconds), and only from the main thread,
+    where Python handles signals and where a terminal's Ctrl-C is aimed."""
+    from multiprocessing import forkserver
+
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGINT) if main else None
+    if previous is None:  # not the main thread, or a handler set outside Python: leave it be
+        forkserver.ensure_running()
+        return
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        forkserver.ensure_running()
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def stop_fork_server() -> None:
