@@ -94,7 +94,9 @@ def absolute_path(path: str) -> str:
 
 def at_least(minimum: int):
     """An argparse `type` for a count flag: an int of at least `minimum` (a negative `--shards`
-    named files `part--0001-of--0002.parquet`)."""
+    named files `part--0001-of--0002.parquet`). A count out of range is a usage error when the
+    command line is parsed (exit 2, one line naming the flag), before any input is read or
+    any output touched: never a check inside a command's run."""
     import argparse
 
     def parse(value: str) -> int:
@@ -105,6 +107,31 @@ def at_least(minimum: int):
         if number < minimum:
             raise argparse.ArgumentTypeError(f"must be {minimum} or more, not {number}")
         return number
+
+    return parse
+
+
+def counts_at_least(minimum: int):
+    """An argparse `type` for a comma-separated list of counts (`--pool-sizes 10000,50000`):
+    at least one, each a whole number of at least `minimum` (as `at_least`), as a list; blank
+    items (`10,`) are skipped."""
+    import argparse
+
+    def parse(value: str) -> list[int]:
+        items = [item.strip() for item in value.split(",") if item.strip()]
+        if not items:
+            raise argparse.ArgumentTypeError(f"{value!r} holds no number (comma-separated whole numbers)")
+        numbers = []
+        for item in items:
+            try:
+                number = int(item)
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"{item!r} is not a whole number (comma-separated whole "
+                                                 "numbers)") from None
+            if number < minimum:
+                raise argparse.ArgumentTypeError(f"each must be {minimum} or more, not {number}")
+            numbers.append(number)
+        return numbers
 
     return parse
 

@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from openmsd_build.core import layout
 from openmsd_build.core.errors import UserError
-from openmsd_build.core.inputs import at_least
+from openmsd_build.core.inputs import at_least, counts_at_least
 from openmsd_build.core.parquet_io import join_path, write_table
 from openmsd_build.evaluate import benchmark, large_pool, tasks, topk
 from openmsd_build.evaluate.corpus import Corpus, load_corpus
@@ -170,30 +170,27 @@ def field_folder(field: str) -> str:
 # --------------------------------------------------------------------------- CLI
 
 
-def _ints(value: str) -> list[int]:
-    try:
-        return [int(v.replace("_", "")) for v in value.split(",") if v.strip()]
-    except ValueError as exc:
-        raise UserError(f"not a list of integers: {value}") from exc
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="output root of a build")
     parser.add_argument("--split", action="extend", nargs="+", choices=layout.SPLIT_NAMES, default=None,
                         help="splits to evaluate (default idt and odt)")
-    parser.add_argument("--pool-sizes", default=",".join(str(s) for s in DEFAULT_SIZES),
-                        help="candidate pool sizes, capped by the split (default 10000,50000,200000)")
-    parser.add_argument("--resamples", type=int, default=3, help="pools per size (default 3)")
+    # counts checked when parsed, as every command's: out of range, one usage line naming the
+    # flag (exit 2) before the build is looked at
+    parser.add_argument("--pool-sizes", type=counts_at_least(1), default=list(DEFAULT_SIZES), metavar="N[,N...]",
+                        help="candidate pool sizes, each 1 or more, capped by the split (default "
+                        f"{','.join(str(s) for s in DEFAULT_SIZES)})")
+    parser.add_argument("--resamples", type=at_least(1), default=3, help="pools per size (1 or more, default 3)")
     parser.add_argument("--seed", type=int, default=0, help="seed of every sample (recorded)")
     parser.add_argument("--relations", default=",".join(layout.RELATIONS), help="comma-separated (default dc,cc,bc)")
-    # counts checked when parsed, as every command's: --latest-years 0 took every year
-    # (`years[-0:]`), --max-queries 0 evaluated pools of no query
+    # --latest-years 0 took every year (`years[-0:]`), --max-queries 0 evaluated pools of no query
     parser.add_argument("--latest-years", type=at_least(1), default=1,
                         help="queries from the split's latest N years (1 or more, default 1)")
     parser.add_argument("--max-queries", type=at_least(1), default=1000, help="queries per pool (1 or more, default 1000)")
     parser.add_argument("--field", action="append", default=[], help="also field-level pools of this category")
-    parser.add_argument("--top-k", type=int, default=topk.DEFAULT_TOP_K, help="retrieved per query (default 500)")
-    parser.add_argument("--recall-k", type=int, default=topk.DEFAULT_RECALL_K, help="R@k cut-off (default 30)")
+    parser.add_argument("--top-k", type=at_least(1), default=topk.DEFAULT_TOP_K,
+                        help=f"retrieved per query (1 or more, default {topk.DEFAULT_TOP_K})")
+    parser.add_argument("--recall-k", type=at_least(1), default=topk.DEFAULT_RECALL_K,
+                        help=f"R@k cut-off (1 or more, default {topk.DEFAULT_RECALL_K})")
     parser.add_argument("--no-tune", action="store_true", help="skip the BM25 grid search (bm25 defaults only)")
     parser.add_argument("--encoder", action="append", default=[], metavar="DIR",
                         help="a local encoder folder (see evaluate/encoders.py); repeatable")
@@ -333,9 +330,6 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     bench_rel = tuple(r.strip() for r in args.benchmark_relations.split(",") if r.strip())
     if not relations or not set(relations) | set(bench_rel) <= set(layout.RELATIONS):
         raise UserError(f"--relations: choose from {', '.join(layout.RELATIONS)}")
-    sizes = _ints(args.pool_sizes)
-    if not sizes or min(sizes) < 1 or args.resamples < 1 or args.top_k < 1 or args.recall_k < 1:
-        raise UserError("--pool-sizes, --resamples, --top-k and --recall-k must be positive")
     from openmsd_build.evaluate.command import read_embeddings
     from openmsd_build.evaluate.encoders import load_encoder
 
@@ -354,7 +348,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     encoders = {name: load_encoder(p) for name, p in encoder_names}
     embeddings = {name: read_embeddings(p) for name, p in embedding_names}
     results = run_pools(
-        args.out, args.split or list(tasks.EVAL_SPLITS), sizes, args.resamples, args.seed, relations,
+        args.out, args.split or list(tasks.EVAL_SPLITS), args.pool_sizes, args.resamples, args.seed, relations,
         args.latest_years, args.max_queries, tuple(args.field), args.top_k, args.recall_k, not args.no_tune,
         encoders, embeddings, benchmark.BenchmarkConfig(queries=args.benchmark_queries, relations=bench_rel,
                                                         seed=args.seed),

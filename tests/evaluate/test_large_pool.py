@@ -377,12 +377,21 @@ def test_counts_below_one_are_refused_and_an_unknown_field_is_warned_about(tmp_p
     ("--max-queries", "0", "must be 1 or more, not 0"),
     ("--benchmark-queries", "-1", "must be 0 or more, not -1"),
     ("--max-queries", "ten", "'ten' is not a whole number"),
+    ("--resamples", "0", "must be 1 or more, not 0"),
+    ("--top-k", "0", "must be 1 or more, not 0"),
+    ("--recall-k", "-3", "must be 1 or more, not -3"),
+    ("--pool-sizes", "100,0", "each must be 1 or more, not 0"),
+    ("--pool-sizes", "100,-5", "each must be 1 or more, not -5"),
+    ("--pool-sizes", "100,1e3", "'1e3' is not a whole number (comma-separated whole numbers)"),
+    ("--pool-sizes", ",", "',' holds no number (comma-separated whole numbers)"),
 ])
 def test_pool_counts_are_usage_errors_when_parsed(tmp_path, capsys, flag, value, said):
-    """evaluate-pools checked these three counts inside its run, after the build was looked
-    at (a missing --out was said instead) and with a message of its own; they are usage
-    errors when the command line is parsed now, as the other commands' counts
-    (`core.inputs.at_least`): exit 2 and one error line naming the flag."""
+    """evaluate-pools checked its counts inside its run, after the build was looked at (a
+    missing --out was said instead: `--pool-sizes 0` on a missing build said only 'output
+    root not found') and with a message of their own ('--pool-sizes, --resamples, --top-k and
+    --recall-k must be positive', naming no one); they are usage errors when the command line
+    is parsed now, as the other commands' counts (`core.inputs.at_least`, and
+    `counts_at_least` for each of --pool-sizes): exit 2 and one error line naming the flag."""
     with pytest.raises(SystemExit) as stop:
         main(["evaluate-pools", "--out", str(tmp_path / "no-such-build"), flag, value])
     assert stop.value.code == 2
