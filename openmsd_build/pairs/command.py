@@ -48,6 +48,7 @@ import pyarrow as pa
 
 from openmsd_build.core import layout, parquet_io
 from openmsd_build.core.errors import UserError
+from openmsd_build.core.inputs import at_least
 from openmsd_build.core.runner import pipeline_options
 from openmsd_build.core.staging import stage_outputs
 from openmsd_build.core.stats import read_stage_counts
@@ -72,7 +73,8 @@ def run_pairs(
     out: str, beam_args: Sequence[str] = (), shards: int = DEFAULT_SHARDS, max_degree: int = pg.DEFAULT_MAX_DEGREE,
     negatives: int = 0, mixes: Sequence[str] = (),
 ) -> dict[str, int]:
-    """Run the stage and return its counts (also in `_stats/pairs.json`)."""
+    """Run the stage and return its counts (also in `_stats/pairs.json`). The counts are
+    checked here for callers from Python; the command refuses them when parsing its flags."""
     if shards < 1 or max_degree < 2 or negatives < 0:
         raise UserError("need --shards >= 1, --max-degree >= 2 and --hard-negatives >= 0")
     for name in mixes:
@@ -92,16 +94,19 @@ def run_pairs(
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="the build's output root (reads citations/, splits/)")
+    # counts checked when parsed (a usage error naming the flag, before anything is read), as
+    # every command's; `run_pairs` keeps its own check for callers from Python
     parser.add_argument(
         "--max-degree",
-        type=int,
+        type=at_least(2),
         default=pg.DEFAULT_MAX_DEGREE,
-        help="skip a C with more references (CC) or citers (BC) than this; counted (default 1000)",
+        help="skip a C with more references (CC) or citers (BC) than this; counted (2 or more, default 1000)",
     )
-    parser.add_argument("--shards", type=int, default=DEFAULT_SHARDS, help="partitions of shuffles and output files")
+    parser.add_argument("--shards", type=at_least(1), default=DEFAULT_SHARDS,
+                        help="partitions of shuffles and output files (1 or more)")
     parser.add_argument(
         "--hard-negatives",
-        type=int,
+        type=at_least(0),
         default=0,
         metavar="N",
         help="also write up to N Specter-style hard negatives per anchor to OUT/negatives/split=*/ (default 0: off)",
