@@ -137,16 +137,19 @@ def test_run_checks_every_input_before_the_first_stage(tmp_path, capsys: pytest.
 
 
 @pytest.mark.parametrize("flag, value", [("--extract-timeout", "0"), ("--rate-per-host", "nan"),
-                                         ("--host-shards", "0")])
+                                         ("--host-shards", "0"), ("--extract-workers", "-1")])
 def test_run_checks_the_text_flags_before_the_first_stage(tmp_path, capsys, flag, value) -> None:
     """`text` refused its flags out of range, but in a `run` only when its turn came: after
-    the papers stage, which takes hours at full scale. They are checked with the inputs."""
+    the papers stage, which takes hours at full scale. They are the text stage's argparse
+    types, which `run` takes with the flags: a usage error when the run's line is parsed."""
     good = tmp_path / "u.jsonl"
     good.write_text("{}\n")
-    rc = cli.main(["run", "--out", str(tmp_path / "out"), "--unpaywall", str(good), "--fetch", "none", flag, value])
-    assert rc == 2
-    assert flag in capsys.readouterr().err
-    assert not (tmp_path / "out" / "papers").exists()
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["run", "--out", str(tmp_path / "out"), "--unpaywall", str(good), "--fetch", "none", flag, value])
+    assert stop.value.code == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
+    assert len(errors) == 1 and f"argument {flag}: must be " in errors[0], errors
+    assert not (tmp_path / "out").exists()
 
 
 def test_all_rejected_inputs_exit_non_zero_and_keep_outputs(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:

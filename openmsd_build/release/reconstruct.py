@@ -29,7 +29,7 @@ from apache_beam.io.filesystems import FileSystems
 from openmsd_build.core import layout, parquet_io, paths
 from openmsd_build.core.beam_io import WriteCounts, WriteParquetShards
 from openmsd_build.core.errors import UserError
-from openmsd_build.core.inputs import absolute_path
+from openmsd_build.core.inputs import absolute_path, at_least, number_from
 from openmsd_build.core.runner import pipeline_options
 from openmsd_build.core.staging import delete_path
 from openmsd_build.papers.sources.registry import add_source_arguments, source_globs
@@ -52,23 +52,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "none | http | warc:GLOB | cc-index:GLOB | local:FOLDER[@MANIFEST]")
     parser.add_argument("--warc-prefix", default="",
                         help="with --fetch cc-index: where the WARC files the index names live (as text)")
-    parser.add_argument("--max-urls-per-paper", type=int, default=3, help="fetch at most this many URLs per paper (as text)")
-    parser.add_argument("--rate-per-host", type=float, default=1.0, help="requests per second per host (http)")
+    # as the text stage's flags, and checked as they are when parsed: out of range, they failed
+    # the text step only after the papers step had read the whole snapshots
+    parser.add_argument("--max-urls-per-paper", type=at_least(1), default=3,
+                        help="fetch at most this many URLs per paper (as text; 1 or more, default 3)")
+    parser.add_argument("--rate-per-host", type=number_from(0, inclusive=False), default=1.0,
+                        help="requests per second per host (http; above 0, default 1)")
     parser.add_argument("--contact", default=None, help="contact address added to the User-Agent (e.g. mailto:...)")
     parser.add_argument("--allow-network", action="extend", nargs="+", default=[], metavar="CIDR",
                         help="allow fetching from this private/loopback network (e.g. 127.0.0.0/8 for tests)")
     parser.add_argument("--no-robots", action="store_true", help="do not honour robots.txt (only for your own servers)")
-    parser.add_argument("--extract-timeout", type=float, default=60.0, help="hard limit per document extraction (s)")
+    parser.add_argument("--extract-timeout", type=number_from(0, inclusive=False), default=60.0,
+                        help="hard limit per document extraction (s; above 0, default 60)")
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
-    import importlib
-
-    from openmsd_build.core.stages import stage
-
-    # out of range, they fail the text step only after the papers step read the whole snapshots
-    importlib.import_module(stage("text").command).check_flags(args.max_urls_per_paper, 1, args.extract_timeout,
-                                                                args.rate_per_host)
     text_argv = ["--max-urls-per-paper", str(args.max_urls_per_paper), "--rate-per-host", str(args.rate_per_host),
                  "--extract-timeout", str(args.extract_timeout)]
     if args.contact:

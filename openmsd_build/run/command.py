@@ -213,10 +213,6 @@ def check_inputs(args: argparse.Namespace, stages: list[str]) -> list[str]:
             from openmsd_build.text import command as text_command
             from openmsd_build.text.fetch.spec import FetchSpec
 
-            # the flags' ranges too: a run that ran papers for hours then stopped at text's flags
-            text_args, _ = _stage_parser(text_command.add_arguments).parse_known_args(argv)
-            text_command.check_flags(text_args.max_urls_per_paper, text_args.host_shards, text_args.extract_timeout,
-                                     text_args.rate_per_host)
             fetch = FetchSpec.parse(argv[argv.index("--fetch") + 1])
             if fetch.local:
                 text_command.check_local(fetch)
@@ -231,13 +227,6 @@ def check_inputs(args: argparse.Namespace, stages: list[str]) -> list[str]:
                 elif flag == "--opencitations":
                     raise UserError("citations: no --opencitations input given (and --inputs has none)")
     return lines
-
-
-def _stage_parser(add_arguments) -> argparse.ArgumentParser:
-    """A parser of one stage's own flags (`add_arguments`), to read its command line in a run."""
-    parser = argparse.ArgumentParser(add_help=False)
-    add_arguments(parser)
-    return parser
 
 
 def refuse_missing_upstream(out: str, stages: list[str]) -> None:

@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from openmsd_build.core.errors import UserError
-from openmsd_build.core.inputs import at_least
+from openmsd_build.core.inputs import at_least, number_from
 from openmsd_build.text.fetch.spec import FetchSpec, usage
 
 if TYPE_CHECKING:
@@ -40,19 +40,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--warc-prefix", default="",
                         help="with --fetch cc-index: where the WARC files the index names (warc_filename) live, "
                              "e.g. /data/commoncrawl or gs://BUCKET/commoncrawl (default: the names as they are)")
-    parser.add_argument("--max-urls-per-paper", type=int, default=3, help="fetch at most this many URLs per paper")
-    parser.add_argument("--host-shards", type=int, default=4,
+    # numbers checked when parsed (`check_flags` says why each limit): one usage line naming the
+    # flag, before anything is read, in `text`, `run` and `reconstruct` alike
+    parser.add_argument("--max-urls-per-paper", type=at_least(1), default=3,
+                        help="fetch at most this many URLs per paper (1 or more, default 3)")
+    parser.add_argument("--host-shards", type=at_least(1), default=4,
                         help="split each host's queue into this many keys (on a distributed runner each key gets rate / "
-                        "shards; the local runner's one worker keeps the host's rate)")
-    parser.add_argument("--rate-per-host", type=float, default=1.0, help="requests per second per host (http)")
+                        "shards; the local runner's one worker keeps the host's rate; 1 or more, default 4)")
+    parser.add_argument("--rate-per-host", type=number_from(0, inclusive=False), default=1.0,
+                        help="requests per second per host (http; above 0, default 1)")
     parser.add_argument("--user-agent", default=None, help="User-Agent for http fetching")
     parser.add_argument("--contact", default=None, help="contact address added to the User-Agent (e.g. mailto:...)")
     parser.add_argument("--allow-network", action="extend", nargs="+", default=[], metavar="CIDR",
                         help="allow fetching from this private/loopback network (e.g. 127.0.0.0/8 for tests)")
     parser.add_argument("--no-robots", action="store_true", help="do not honour robots.txt (only for your own servers)")
-    parser.add_argument("--extract-timeout", type=float, default=60.0, help="hard limit per document extraction (s)")
-    parser.add_argument("--extract-workers", type=int, default=0,
-                        help="extractor processes working at once per fetching worker (default: one per core on "
+    parser.add_argument("--extract-timeout", type=number_from(0, inclusive=False), default=60.0,
+                        help="hard limit per document extraction (s; above 0, default 60)")
+    parser.add_argument("--extract-workers", type=at_least(0), default=0,
+                        help="extractor processes working at once per fetching worker (default 0: one per core on "
                              "the local runner; 1 on Dataflow / Flink, which already run a worker per core)")
     parser.add_argument("--no-follow-pdf", action="store_true", help="do not follow citation_pdf_url from landing pages")
     parser.add_argument("--shards", type=at_least(0), default=0, help="output files (default: as many as papers/)")
@@ -61,7 +66,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
     from openmsd_build.text.fetch.config import FetchConfig
 
-    check_flags(args.max_urls_per_paper, args.host_shards, args.extract_timeout, args.rate_per_host)
     config_kwargs: dict = {
         "per_host_rate": args.rate_per_host,  # the host's; each key's share is set by `key_rate`
         "allow_networks": tuple(args.allow_network),
@@ -80,10 +84,12 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
 
 
 def check_flags(cap: int, host_shards: int, extract_timeout: float, rate_per_host: float | None = None) -> None:
-    """A `UserError` for a numeric flag out of range, before anything runs: `--extract-timeout`
-    0 made every extraction a timeout (a build's documents replaced by the few without one),
-    `--rate-per-host` 0 or below fetched with no limit at all, `--max-urls-per-paper` 0 planned
-    no URL and blamed the metadata, `--host-shards` below 1 was taken as 1."""
+    """A `UserError` for a number out of range, for callers from Python (`run_text`): the
+    commands refuse them when their flags are parsed (the types in `add_arguments`), with the
+    same limits. `--extract-timeout` 0 made every extraction a timeout (a build's documents
+    replaced by the few without one), `--rate-per-host` 0 or below fetched with no limit at
+    all, `--max-urls-per-paper` 0 planned no URL and blamed the metadata, `--host-shards` below
+    1 was taken as 1."""
     if not 0 < extract_timeout < math.inf:  # nan compares false, and passed `<= 0`
         raise UserError(f"--extract-timeout must be above 0 seconds, not {extract_timeout:g}")
     if rate_per_host is not None and not 0 < rate_per_host < math.inf:  # inf or nan: no limit at all

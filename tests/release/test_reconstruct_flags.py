@@ -51,16 +51,22 @@ def test_a_wrong_fetch_is_refused_before_the_papers_step(tmp_path, capsys, fetch
     assert not out.exists() or not any(out.iterdir())  # the papers step never ran
 
 
-@pytest.mark.parametrize("flag, value", [("--extract-timeout", "0"), ("--rate-per-host", "0"),
-                                         ("--max-urls-per-paper", "0")])
-def test_a_number_out_of_range_is_refused_before_the_papers_step(tmp_path, capsys, flag, value) -> None:
+@pytest.mark.parametrize("flag, value, said", [("--extract-timeout", "0", "must be above 0, not 0"),
+                                               ("--rate-per-host", "0", "must be above 0, not 0"),
+                                               ("--rate-per-host", "nan", "must be above 0, not nan"),
+                                               ("--max-urls-per-paper", "0", "must be 1 or more, not 0")])
+def test_a_number_out_of_range_is_refused_before_the_papers_step(tmp_path, capsys, flag, value, said) -> None:
+    """Out of range, the text step's numbers stopped the run only after the papers step; then
+    they were checked at the start of reconstruct's run; they are usage errors when the
+    command line is parsed now, as the text stage's own flags (exit 2, one line)."""
     rel = _release(tmp_path)
     crossref = tmp_path / "crossref.jsonl"
     crossref.write_text(json.dumps({"DOI": "10.1/a", "title": ["A"], "type": "journal-article"}) + "\n")
     out = tmp_path / "out"
-    assert main(["reconstruct", str(rel), "--out", str(out), "--crossref", str(crossref), "--fetch", "none",
-                 flag, value]) == 2
+    with pytest.raises(SystemExit) as stop:
+        main(["reconstruct", str(rel), "--out", str(out), "--crossref", str(crossref), "--fetch", "none", flag, value])
+    assert stop.value.code == 2
     err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if line.startswith("openmsd-build reconstruct: error:")]
-    assert len(lines) == 1 and flag in lines[0], err
-    assert not out.exists() or not any(out.iterdir())
+    lines = [line for line in err.splitlines() if "error:" in line]
+    assert lines == [f"openmsd-build reconstruct: error: argument {flag}: {said}"], err
+    assert not out.exists()
