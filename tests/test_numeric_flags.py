@@ -28,6 +28,20 @@ CASES = [
     ("pairs", "--shards", "0", "must be 1 or more, not 0"),
     ("pairs", "--max-degree", "1", "must be 2 or more, not 1"),
     ("pairs", "--hard-negatives", "-1", "must be 0 or more, not -1"),
+    # split, citations and contexts checked them in run_split / run_citations / run_contexts
+    ("split", "--top-k", "0", "must be 1 or more, not 0"),
+    ("split", "--idt-fraction", "1", "must be 0 or more and below 1, not 1"),
+    ("split", "--odt-fraction", "-0.1", "must be 0 or more and below 1, not -0.1"),
+    ("split", "--odt-fraction", "nan", "must be 0 or more and below 1, not nan"),
+    ("split", "--shards", "0", "must be 1 or more, not 0"),
+    ("citations", "--shards", "0", "must be 1 or more, not 0"),
+    ("contexts", "--shards", "-1", "must be 1 or more, not -1"),
+    # papers checked --parse-workers in run_papers; --max-reject-rate was never checked: -1
+    # refused every run after it had read everything, nan none, 50 (for 50 %) took any share
+    ("papers", "--parse-workers", "-1", "must be 0 or more, not -1"),
+    ("papers", "--max-reject-rate", "-1", "must be from 0 to 1, not -1"),
+    ("papers", "--max-reject-rate", "nan", "must be from 0 to 1, not nan"),
+    ("citations", "--max-reject-rate", "50", "must be from 0 to 1, not 50"),
 ]
 
 

@@ -45,6 +45,7 @@ from openmsd_build.citations.beam import (
     STAGE,
 )
 from openmsd_build.core.errors import UserError
+from openmsd_build.core.inputs import at_least
 from openmsd_build.core.notices import DEFAULT_MAX_REJECT_RATE, add_reject_rate_argument
 from openmsd_build.core.runner import pipeline_options
 from openmsd_build.core.staging import stage_outputs
@@ -60,7 +61,8 @@ def run_citations(
     shards: int = DEFAULT_SHARDS,
     max_reject_rate: float | None = DEFAULT_MAX_REJECT_RATE,
 ) -> dict[str, int]:
-    """Run the stage and return its counts (also in `_stats/citations.json`)."""
+    """Run the stage and return its counts (also in `_stats/citations.json`). `shards` is
+    checked here for callers from Python; the command refuses it when parsing its flags."""
     if shards < 1:
         raise UserError("--shards must be >= 1")
     options = pipeline_options(beam_args)
@@ -104,7 +106,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="OpenCitations Meta CSV files/globs (id column with omid: and doi:) to resolve OMID-only rows",
     )
-    parser.add_argument("--shards", type=int, default=DEFAULT_SHARDS, help="partitions of the shuffles and output files")
+    parser.add_argument("--shards", type=at_least(1), default=DEFAULT_SHARDS,
+                        help="partitions of the shuffles and output files (1 or more)")
     add_reject_rate_argument(parser)
 
 

@@ -34,7 +34,7 @@ from openmsd_build.contexts.beam import DEFAULT_SHARDS, STAGE
 from openmsd_build.contexts.resolve import REASONS
 from openmsd_build.core import layout, parquet_io
 from openmsd_build.core.errors import UserError
-from openmsd_build.core.inputs import expand_input_files
+from openmsd_build.core.inputs import at_least, expand_input_files
 from openmsd_build.core.runner import pipeline_options
 from openmsd_build.core.staging import stage_outputs
 from openmsd_build.core.stats import read_stage_counts
@@ -50,7 +50,8 @@ def output_dirs(dest: str) -> list[tuple[str, pa.Schema]]:
 
 def run_contexts(out: str, crossref: Sequence[str] = (), beam_args: Sequence[str] = (),
                  shards: int = DEFAULT_SHARDS) -> dict[str, int]:
-    """Run the stage and return its counts (also in `_stats/contexts.json`)."""
+    """Run the stage and return its counts (also in `_stats/contexts.json`). `shards` is
+    checked here for callers from Python; the command refuses it when parsing its flags."""
     if shards < 1:
         raise UserError("--shards must be >= 1")
     files = expand_input_files(list(crossref), "--crossref") if crossref else []
@@ -96,7 +97,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Crossref metadata files, globs or folders (public-data-file *.json.gz, API answers, "
                              "JSON Lines) for the papers' reference lists; without them every marker is "
                              "unresolved (no_reference_list)")
-    parser.add_argument("--shards", type=int, default=DEFAULT_SHARDS, help="partitions of shuffles and output files")
+    parser.add_argument("--shards", type=at_least(1), default=DEFAULT_SHARDS,
+                        help="partitions of shuffles and output files (1 or more)")
 
 
 def run(args: argparse.Namespace, beam_args: Sequence[str]) -> dict[str, int]:

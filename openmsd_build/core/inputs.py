@@ -136,21 +136,31 @@ def counts_at_least(minimum: int):
     return parse
 
 
-def number_from(minimum: float, inclusive: bool = True):
+def number_from(minimum: float, inclusive: bool = True, maximum: float | None = None,
+                maximum_inclusive: bool = True):
     """An argparse `type` for a finite number of at least `minimum` (above it when not
-    `inclusive`): `enrich --rate -1` meant no limit, `inspect --timeout 0` every extraction a
-    timeout, and nan passes any comparison."""
+    `inclusive`) and, with `maximum`, at most `maximum` (below it when not
+    `maximum_inclusive`): `enrich --rate -1` meant no limit, `inspect --timeout 0` every
+    extraction a timeout, and nan passes any comparison. Refused when parsed, as `at_least`."""
     import argparse
     import math
+
+    if maximum is not None and inclusive and maximum_inclusive:
+        bounds = f"from {minimum:g} to {maximum:g}"
+    else:
+        bounds = f"{minimum:g} or more" if inclusive else f"above {minimum:g}"
+        if maximum is not None:
+            bounds += f" and {maximum:g} or less" if maximum_inclusive else f" and below {maximum:g}"
 
     def parse(value: str) -> float:
         try:
             number = float(value)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
-        if not math.isfinite(number) or number < minimum or (number == minimum and not inclusive):
-            raise argparse.ArgumentTypeError(f"must be {'' if inclusive else 'above '}{minimum:g}"
-                                             f"{' or more' if inclusive else ''}, not {value}")
+        too_low = number < minimum or (number == minimum and not inclusive)
+        too_high = maximum is not None and (number > maximum or (number == maximum and not maximum_inclusive))
+        if not math.isfinite(number) or too_low or too_high:
+            raise argparse.ArgumentTypeError(f"must be {bounds}, not {value}")
         return number
 
     return parse

@@ -283,10 +283,16 @@ def check_reject_rate(stage: str, counts: Mapping[str, int], limit: float | None
 
 
 def add_reject_rate_argument(parser) -> None:
-    """`--max-reject-rate` of the stages that read raw records (papers, citations)."""
-    parser.add_argument("--max-reject-rate", type=float, default=DEFAULT_MAX_REJECT_RATE, metavar="SHARE",
-                        help="fail (keeping the previous outputs) when more than this share of the records read is "
-                             f"rejected (default {DEFAULT_MAX_REJECT_RATE:g}; 1 accepts any; above "
+    """`--max-reject-rate` of the stages that read raw records (papers, citations): a share,
+    from 0 to 1, checked when parsed. A plain float took -1 (every run refused after it had
+    read everything, '0% > --max-reject-rate -1'), nan (never refused) and 50 for 50 % (any
+    share accepted)."""
+    from openmsd_build.core.inputs import number_from
+
+    parser.add_argument("--max-reject-rate", type=number_from(0, maximum=1), default=DEFAULT_MAX_REJECT_RATE,
+                        metavar="SHARE",
+                        help="fail (keeping the previous outputs) when more than this share (0 to 1) of the records "
+                             f"read is rejected (default {DEFAULT_MAX_REJECT_RATE:g}; 1 accepts any; above "
                              f"{LOUD_REJECT_RATE:g} the stage warns)")
 
 

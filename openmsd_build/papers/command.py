@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--split-files-over", type=number_from(0), default=LINE_SPLIT_BYTES / (1 << 20), metavar="MIB",
                         help="JSON Lines files larger than this (compressed MiB) are cut into line chunks parsed by "
                         "every worker (default 256; 0: always)")
-    parser.add_argument("--parse-workers", type=int, default=0, metavar="N",
+    parser.add_argument("--parse-workers", type=at_least(0), default=0, metavar="N",
                         help="processes that parse the snapshot files, and then merge the shards and encode their "
                         "Parquet files, on a local run (default 0: one per core when the inputs are 16 MiB or more, else "
                         "1, i.e. in the Beam worker itself; always 1 on Dataflow, Flink and other distributed runners)")
@@ -61,7 +61,7 @@ def run_papers(
     parse, then merge and encode the shards, on a local run (0: `parallel.default_parse_workers`, one per core locally; a
     distributed runner always parses in its own workers)."""
     options = pipeline_options(beam_args)  # first: the globs below may be gs:// (FileSystems options)
-    if parse_workers < 0:
+    if parse_workers < 0:  # for callers from Python: the command refuses it when parsing its flags
         raise UserError("papers: --parse-workers must be 0 (one per core) or more")
     unknown = sorted(set(globs) - set(SOURCE_NAMES))
     if unknown:

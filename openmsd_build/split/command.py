@@ -33,7 +33,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from openmsd_build.core import layout, parquet_io
 from openmsd_build.core.errors import UserError
-from openmsd_build.core.inputs import at_least
+from openmsd_build.core.inputs import at_least, number_from
 from openmsd_build.core.runner import pipeline_options
 from openmsd_build.core.staging import stage_outputs
 from openmsd_build.core.stats import read_stage_counts
@@ -52,7 +52,8 @@ def run_split(
     shards: int = DEFAULT_SHARDS,
     config: SplitConfig | None = None,
 ) -> dict[str, int]:
-    """Run the stage and return its counts (also in `_stats/split.json`)."""
+    """Run the stage and return its counts (also in `_stats/split.json`). The numbers are
+    checked here for callers from Python; the command refuses them when parsing its flags."""
     config = config or SplitConfig()
     if not 0 <= config.idt_fraction < 1 or not 0 <= config.odt_fraction < 1 or config.top_k < 1 or shards < 1:
         raise UserError("need 0 <= --idt-fraction, --odt-fraction < 1, --top-k >= 1, --shards >= 1")
@@ -70,9 +71,14 @@ def run_split(
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     d = SplitConfig()
     parser.add_argument("--out", required=True, help="the build's output root (reads citations/, documents/)")
-    parser.add_argument("--top-k", type=int, default=d.top_k, help="languages feeding train and IDT (default 30)")
+    # numbers checked when parsed (a usage error naming the flag, before anything is read), as
+    # every command's: they were checked in run_split, with one message for the four
+    share = number_from(0, maximum=1, maximum_inclusive=False)
+    parser.add_argument("--top-k", type=at_least(1), default=d.top_k,
+                        help=f"languages feeding train and IDT (1 or more, default {d.top_k})")
     parser.add_argument(
-        "--idt-fraction", type=float, default=d.idt_fraction, help="share of top-K groups drawn into IDT (247/53000)"
+        "--idt-fraction", type=share, default=d.idt_fraction,
+        help="share of top-K groups drawn into IDT (0 or more and below 1, default 247/53000)"
     )
     parser.add_argument(
         "--min-idt-groups",
@@ -83,12 +89,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--odt-fraction",
-        type=float,
+        type=share,
         default=d.odt_fraction,
-        help="share of non-English top-K groups held back into ODT (default 0.005)",
+        help=f"share of non-English top-K groups held back into ODT (0 or more and below 1, default {d.odt_fraction:g})",
     )
     parser.add_argument("--seed", default=d.seed, help="seed of the deterministic draws")
-    parser.add_argument("--shards", type=int, default=DEFAULT_SHARDS, help="partitions of shuffles and output files")
+    parser.add_argument("--shards", type=at_least(1), default=DEFAULT_SHARDS,
+                        help="partitions of shuffles and output files (1 or more)")
 
 
 def run(args: argparse.Namespace, beam_args: Sequence[str]) -> dict[str, int]:
