@@ -42,13 +42,46 @@ CASES = [
     ("papers", "--max-reject-rate", "-1", "must be from 0 to 1, not -1"),
     ("papers", "--max-reject-rate", "nan", "must be from 0 to 1, not nan"),
     ("citations", "--max-reject-rate", "50", "must be from 0 to 1, not 50"),
+    # report refused --top 0 in build_report; --rate-per-host 0, -1 or nan gave no queue time
+    ("report", "--top", "0", "must be 1 or more, not 0"),
+    ("report", "--rate-per-host", "0", "must be above 0, not 0"),
+    ("report", "--rate-per-host", "nan", "must be above 0, not nan"),
+    # inspect: --max-bytes -5 was a traceback, 0 read one byte and called it too large;
+    # --max-chars 0 or below cut every field to nothing or to all but its last characters
+    ("inspect", "--max-bytes", "-5", "must be 1 or more, not -5"),
+    ("inspect", "--max-bytes", "0", "must be 1 or more, not 0"),
+    ("inspect", "--max-chars", "-3", "must be 1 or more, not -3"),
+    # sample, export, export --recipe, evaluate checked them inside their run
+    ("sample", "--papers", "0", "must be 1 or more, not 0"),
+    ("sample", "--papers", "10000000000", "10,000,000,000 is more than 100,000,000 (a typo? the plan alone takes 8 "
+     "bytes a paper of memory before anything is written)"),
+    ("export", "--negatives-per-positive", "0", "must be 1 or more, not 0"),
+    ("export", "--rows-per-partition", "0", "must be 1 or more, not 0"),
+    ("evaluate", "--k", "0", "must be 1 or more, not 0"),
+    # enrich: --n-tokens was refused after the demo stub had started, --concurrency and
+    # --retries only with an endpoint, --part-rows in run_enrich; --max-retry-wait -1 never
+    # (the first retry's sleep raised ValueError)
+    ("enrich", "--n-tokens", "0", "must be 1 or more, not 0"),
+    ("enrich", "--concurrency", "0", "must be 1 or more, not 0"),
+    ("enrich", "--retries", "-1", "must be 0 or more, not -1"),
+    ("enrich", "--max-retry-wait", "-1", "must be 0 or more, not -1"),
+    ("enrich", "--max-retry-wait", "nan", "must be 0 or more, not nan"),
+    ("enrich", "--part-rows", "0", "must be 1 or more, not 0"),
 ]
+
+
+def command_line(command: str, out: str, page: str) -> list[str]:
+    """The command with what it needs before its flags: OUT (`report` takes it as a word),
+    and `inspect` a page."""
+    return {"inspect": ["inspect", page], "report": ["report", out]}.get(command, [command, "--out", out])
 
 
 @pytest.mark.parametrize(("command", "flag", "value", "said"), CASES)
 def test_a_number_out_of_range_is_a_usage_error_when_parsed(tmp_path, capsys, command, flag, value, said):
     out = tmp_path / "build"
-    refused_when_parsed([command, "--out", str(out), flag, value], flag, said, capsys)
+    page = tmp_path / "page.html"
+    page.write_text("<html><head><title>A paper</title></head><body><p>Text.</p></body></html>")
+    refused_when_parsed([*command_line(command, str(out), str(page)), flag, value], flag, said, capsys)
     assert not out.exists()
 
 

@@ -337,7 +337,9 @@ def run_enrich(
     part_rows: int = DEFAULT_PART_ROWS,
     extra_stats: dict | None = None,
 ) -> dict:
-    """Run the stage; returns the stats document (also `_stats/enrich.json`)."""
+    """Run the stage; returns the stats document (also `_stats/enrich.json`). `max_tokens`
+    and `part_rows` are checked here for callers from Python; the command refuses
+    `--n-tokens` and `--part-rows` when parsing its flags."""
     started = time.time()
     if max_tokens < 1 or part_rows < 1:
         raise UserError("--n-tokens and --part-rows must be at least 1")
@@ -503,25 +505,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prompt", choices=sorted(PROMPTS), default=DEFAULT_PROMPT,
                         help="chat prompt: summary30 (<=30-word English summary) or findings3 (three findings "
                         "in English); default summary30")
-    parser.add_argument("--n-tokens", type=int, default=64,
+    # numbers checked when parsed, as every command's: out of range, one usage line naming the
+    # flag before anything is read (--n-tokens 0 was refused after the demo stub had started,
+    # --concurrency and --retries only for an endpoint, --max-retry-wait -1 not at all: the
+    # first retry's sleep raised ValueError)
+    parser.add_argument("--n-tokens", type=at_least(1), default=64,
                         help=f"summary length cut, and the abstract tokens translated (paper: {PAPER_TOKEN_CUTS}; "
-                        "default 64)")
+                        "1 or more, default 64)")
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY",
                         help="environment variable holding the endpoint's API key, if any (default OPENAI_API_KEY)")
     parser.add_argument("--ct2-model", help="CTranslate2 model folder (with --summarizer ctranslate2)")
     parser.add_argument("--ct2-source-prefix", default="", help="source language token format, e.g. '__{lang}__'")
     parser.add_argument("--ct2-target-prefix", default="", help="target language token, e.g. __en__ or eng_Latn")
-    parser.add_argument("--concurrency", type=int, default=8, help="requests in flight at once (default 8)")
+    parser.add_argument("--concurrency", type=at_least(1), default=8,
+                        help="requests in flight at once (1 or more, default 8)")
     parser.add_argument("--rate", type=number_from(0), default=0.0, help="max requests per second, 0 = unlimited (default)")
     parser.add_argument("--batch-size", type=at_least(1), default=None,
                         help="documents per work unit / translation request (default chat 8, translate 16)")
     parser.add_argument("--timeout", type=number_from(0, inclusive=False), default=60.0, help="seconds per request (default 60)")
-    parser.add_argument("--retries", type=int, default=3, help="retries of a transient failure (default 3)")
-    parser.add_argument("--max-retry-wait", type=float, default=30.0,
-                        help="longest Retry-After / backoff waited for, seconds (default 30)")
+    parser.add_argument("--retries", type=at_least(0), default=3,
+                        help="retries of a transient failure (0 or more, default 3)")
+    parser.add_argument("--max-retry-wait", type=number_from(0), default=30.0,
+                        help="longest Retry-After / backoff waited for, seconds (0 or more, default 30)")
     parser.add_argument("--cache-dir", help="folder of the answer cache (default OUT/_cache; needed for gs:// OUT)")
-    parser.add_argument("--part-rows", type=int, default=DEFAULT_PART_ROWS,
-                        help=f"documents per output part (default {DEFAULT_PART_ROWS:,})")
+    parser.add_argument("--part-rows", type=at_least(1), default=DEFAULT_PART_ROWS,
+                        help=f"documents per output part (1 or more, default {DEFAULT_PART_ROWS:,})")
     parser.add_argument("--demo-stub", action="store_true",
                         help="DEMO ONLY: start the local stub server (deterministic '[stub]' answers, not a model) "
                         "and enrich against it (default summarizer chat)")
@@ -530,8 +538,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def make_summarizer(args: argparse.Namespace, endpoint: str | None = None) -> Summarizer:
     kind = args.summarizer
     endpoint = endpoint or args.endpoint
-    if args.n_tokens < 1:
-        raise UserError("--n-tokens must be at least 1")
     if kind == "none":
         return NoneSummarizer()
     if kind == "ctranslate2":
@@ -543,8 +549,6 @@ def make_summarizer(args: argparse.Namespace, endpoint: str | None = None) -> Su
         raise UserError(f"--summarizer {kind} needs --endpoint URL")
     if not endpoint.startswith(("http://", "https://")):
         raise UserError(f"--endpoint {endpoint}: not an http(s) URL")
-    if args.concurrency < 1 or args.retries < 0 or args.timeout <= 0:
-        raise UserError("need --concurrency >= 1, --retries >= 0, --timeout > 0")
     key = os.environ.get(args.api_key_env) if args.api_key_env else None
     headers = {"Authorization": f"Bearer {key}"} if key and kind == "chat" else {}
     http = Http(args.timeout, args.concurrency, headers)

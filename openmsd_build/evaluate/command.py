@@ -39,6 +39,7 @@ from apache_beam.io.filesystems import FileSystems
 from openmsd_build.core import layout, parquet_io
 from openmsd_build.core.doi import try_normalize_doi
 from openmsd_build.core.errors import UserError, damaged, shorten
+from openmsd_build.core.inputs import at_least
 from openmsd_build.core.notices import warn
 from openmsd_build.core.parquet_io import join_path
 from openmsd_build.core.staging import path_exists
@@ -295,7 +296,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name", help="result name: OUT/evaluation/<name>_<split>.json (letters, digits and . _ + -; default: file "
                         "stem or bm25)")
     parser.add_argument("--relations", default=",".join(layout.RELATIONS), help="comma-separated (default dc,cc,bc)")
-    parser.add_argument("--k", type=int, default=metrics.DEFAULT_K, help="nDCG cut-off (default 10)")
+    parser.add_argument("--k", type=at_least(1), default=metrics.DEFAULT_K,
+                        help=f"nDCG cut-off (1 or more, default {metrics.DEFAULT_K})")
     parser.add_argument("--text", choices=tasks.TEXT_MODES, default="raw",
                         help="document text: raw (title + abstract) or enriched (with `enrich`'s English summaries)")
     parser.add_argument("--compare-enriched", action="store_true",
@@ -351,8 +353,6 @@ def empty_warning(result: dict) -> list[str]:
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     if beam_args:
         raise UserError(f"evaluate runs no Beam pipeline; unknown options: {' '.join(beam_args)}")
-    if args.k < 1:
-        raise UserError("--k must be at least 1")
     relations = tuple(r.strip() for r in args.relations.split(",") if r.strip())
     bad = [r for r in relations if r not in layout.RELATIONS]
     if bad or not relations:

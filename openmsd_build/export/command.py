@@ -312,7 +312,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="trainer relation mix, e.g. dc+cc (union, down-sampled) or dc&cc (intersection); "
                         "repeatable (default dc+cc)")
     parser.add_argument("--trainer-splits", default="train", help="splits of the trainer tables (default train)")
-    parser.add_argument("--negatives-per-positive", type=int, default=1,
+    parser.add_argument("--negatives-per-positive", type=at_least(1), default=1,
                         help="Specter negatives per (anchor, positive) when computed from citations (default 1)")
     parser.add_argument("--max-bridge-degree", type=at_least(1), default=1000,
                         help="skip bridge papers B citing more than this many papers (default 1000)")
@@ -343,8 +343,6 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
             trainer.parse_mix(mix)
         except ValueError as exc:
             raise UserError(str(exc)) from exc
-    if args.negatives_per_positive < 1:
-        raise UserError("--negatives-per-positive must be at least 1")
     summary = export_build(
         args.out, args.dest, splits, relations, mixes, trainer_splits,
         args.negatives_per_positive, args.max_bridge_degree, beir=not args.no_beir, text=args.text,

@@ -11,6 +11,7 @@ import sys
 
 from openmsd_build.core import layout
 from openmsd_build.core.errors import UserError
+from openmsd_build.core.inputs import at_least
 from openmsd_build.core.parquet_io import list_parts
 from openmsd_build.export import recipe_card, recipe_export, recipes
 from openmsd_build.export.build_checks import refuse_empty
@@ -21,16 +22,15 @@ def recipe_arguments(parser: argparse.ArgumentParser) -> None:
                         help="write a training recipe's shards to DEST/recipes/<name>/ instead of the tasks: "
                         f"built-in {', '.join(recipes.BUILTIN)}, or a recipe file (see README)")
     parser.add_argument("--recipe-seed", help="override the recipe's seed")
-    parser.add_argument("--rows-per-partition", type=int, default=recipe_export.ROWS_PER_PARTITION, metavar="N",
-                        help="examples per spill partition: what one pass holds in memory (default %(default)s)")
+    parser.add_argument("--rows-per-partition", type=at_least(1), default=recipe_export.ROWS_PER_PARTITION, metavar="N",
+                        help="examples per spill partition: what one pass holds in memory (1 or more, default "
+                        "%(default)s)")
     parser.add_argument("--tokenizer", metavar="DIR",
                         help="also count tokens with a local Hugging Face tokenizer folder (tokenizer.json; "
                         "needs the `tokenizers` package; nothing is downloaded)")
 
 
 def run_recipe(args: argparse.Namespace) -> int:
-    if args.rows_per_partition < 1:
-        raise UserError("--rows-per-partition must be at least 1")
     recipe = recipes.resolve(args.recipe, args.recipe_seed)
     for part in recipe.parts:  # pairs/ccs/ exists only after the contexts stage
         if part.kind == "pairs" and not any(list_parts(layout.pairs_dir(args.out, part.relation, s))

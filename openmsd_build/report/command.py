@@ -16,7 +16,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from openmsd_build.core import layout
 from openmsd_build.core.errors import UserError
-from openmsd_build.core.inputs import add_out_argument
+from openmsd_build.core.inputs import add_out_argument, at_least, number_from
 from openmsd_build.core.notices import warn
 from openmsd_build.core.parquet_io import join_path
 from openmsd_build.core.staging import path_exists
@@ -38,15 +38,19 @@ def default_rate_per_host() -> float | None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_out_argument(parser, "output root of a build (local folder or gs://...)")
+    # checked when parsed, as every command's numbers: --rate-per-host 0, below or nan gave the
+    # queue no time at all, silently, and --top 0 was refused only after the flags were read
     parser.add_argument(
-        "--top", type=int, default=DEFAULT_TOP, help="languages, categories and hosts shown (default 20)"
+        "--top", type=at_least(1), default=DEFAULT_TOP,
+        help=f"languages, categories and hosts shown (1 or more, default {DEFAULT_TOP})"
     )
     rate = default_rate_per_host()
     parser.add_argument(
         "--rate-per-host",
-        type=float,
+        type=number_from(0, inclusive=False),
         default=rate,
-        help=f"requests per second per host for the fetch-queue time estimate (default {rate}, the fetch default)",
+        help=f"requests per second per host for the fetch-queue time estimate (above 0, default {rate:g}, the fetch "
+        "default)",
     )
 
 
@@ -58,7 +62,8 @@ def _write(path: str, data: bytes) -> None:
 def build_report(out: str, top: int = DEFAULT_TOP, rate_per_host: float | None = None, **_ignored) -> dict:
     """Compute the stats of `out`, write stats.json, report.md, report.html and the PNG
     figures under `OUT/report/`, and return the stats dict. `rate_per_host=None` uses the
-    fetch stage's default rate."""
+    fetch stage's default rate. `top` is checked here for callers from Python (`run`); the
+    command refuses it when parsing its flags."""
     if top < 1:
         raise UserError("--top must be at least 1")
     if not path_exists(out):  # a gs:// folder is no object: any object under it

@@ -12,6 +12,7 @@ import os
 import time
 
 from openmsd_build.core.errors import UserError
+from openmsd_build.core.inputs import at_least
 
 MAX_PAPERS = 100_000_000
 """The largest sample written: `--papers 10000000000` (a few zeros too many) asked for tens of GB
@@ -19,10 +20,21 @@ of memory for the plan alone (MemoryError, or the machine swapping), and past 2*
 OverflowError, after the earlier sample in `--out` had been removed."""
 
 
+def paper_count(value: str) -> int:
+    """argparse's reading of `--papers`: a whole number from 1 to `MAX_PAPERS`, refused when
+    the command line is parsed (exit 2, one line naming the flag), as every command's counts."""
+    papers = at_least(1)(value)
+    if papers > MAX_PAPERS:
+        raise argparse.ArgumentTypeError(f"{papers:,} is more than {MAX_PAPERS:,} (a typo? the plan alone takes 8 "
+                                         "bytes a paper of memory before anything is written)")
+    return papers
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register the sample command's options on its subparser."""
     parser.add_argument("--out", required=True, metavar="DIR", help="directory to write the sample into")
-    parser.add_argument("--papers", type=int, default=2000, metavar="N", help="number of papers (default 2000)")
+    parser.add_argument("--papers", type=paper_count, default=2000, metavar="N",
+                        help=f"number of papers (1 to {MAX_PAPERS:,}, default 2000)")
     parser.add_argument("--seed", type=int, default=7, metavar="S", help="random seed (default 7)")
     parser.add_argument("--no-warc", action="store_true",
                         help="skip landing pages and PDFs (for big benchmark inputs)")
@@ -31,12 +43,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     """Generate the sample and print a short summary; Beam arguments are not used here."""
     from openmsd_build.sample.generator import foreign_entries, generate, is_sample
-
-    if args.papers < 1:
-        raise UserError("--papers must be at least 1")
-    if args.papers > MAX_PAPERS:
-        raise UserError(f"--papers {args.papers:,} is more than {MAX_PAPERS:,} (a typo? the plan alone takes 8 bytes "
-                        "a paper of memory before anything is written)")
 
     held = foreign_entries(args.out)
     if held:  # someone's folders of the same names would be emptied

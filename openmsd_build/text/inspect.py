@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from openmsd_build.core.errors import UserError
-from openmsd_build.core.inputs import number_from
+from openmsd_build.core.inputs import at_least, number_from
 from openmsd_build.text.documents import TITLE_MATCH_MIN, build_document, extraction_title_match, metadata_titles
 from openmsd_build.text.extract.pool import ExtractorPool
 from openmsd_build.text.fetch.config import FetchConfig
@@ -40,8 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", default=None, help="page URL for a local file (to absolutize the PDF link)")
     parser.add_argument("--timeout", type=number_from(0, inclusive=False), default=30.0, help="extraction time limit in seconds (default 30)")
     parser.add_argument(
-        "--max-bytes", type=int, default=MAX_BODY_BYTES,
-        help=f"largest document accepted (default {MAX_BODY_BYTES}: the text stage's cap on any body)"
+        "--max-bytes", type=at_least(1), default=MAX_BODY_BYTES,
+        help=f"largest document accepted (1 or more, default {MAX_BODY_BYTES}: the text stage's cap on any body)"
     )
     # the evidence the text stage has for a fetched document: its paper's DOI and metadata title
     parser.add_argument("--doi", default=None, help="the paper's DOI (recorded in the output)")
@@ -49,7 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the paper's metadata title: kept as the title, as the stage does, and checked "
                              f"against the document (title_match, a match at {TITLE_MATCH_MIN} or over; a document "
                              "that is another text gives no text)")
-    parser.add_argument("--max-chars", type=int, default=600, help="summary only: characters shown per field")
+    parser.add_argument("--max-chars", type=at_least(1), default=600,
+                        help="summary only: characters shown per field (1 or more, default 600)")
     # The text stage's fetch policy, with the same flags and defaults.
     parser.add_argument("--allow-network", action="extend", nargs="+", default=[], metavar="CIDR",
                         help="allow fetching from this private/loopback network (as `text --allow-network`)")

@@ -31,9 +31,14 @@ def test_papers_past_the_limit_are_refused_before_the_earlier_sample_is_removed(
     assert main(["sample", "--out", str(out), "--papers", "5", "--no-warc"]) == 0
     before = (out / "manifest.json").read_bytes()
     capsys.readouterr()
-    for papers in ("99999999999999999999", "10000000000"):
-        assert main(["sample", "--out", str(out), "--papers", papers]) == 2
-        assert "is more than" in capsys.readouterr().err
+    for papers in ("99999999999999999999", "10000000000", "0"):  # usage errors, when parsed
+        with pytest.raises(SystemExit) as stop:
+            main(["sample", "--out", str(out), "--papers", papers])
+        assert stop.value.code == 2
+        errors = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
+        said = "must be 1 or more, not 0" if papers == "0" else f"{int(papers):,} is more than 100,000,000"
+        assert len(errors) == 1 and errors[0].startswith(f"openmsd-build sample: error: argument --papers: {said}"), \
+            errors
     assert (out / "manifest.json").read_bytes() == before
 
 
