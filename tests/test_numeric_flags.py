@@ -95,3 +95,71 @@ def test_run_refuses_a_later_stage_flag_before_the_first_stage(tmp_path, capsys)
     refused_when_parsed(["run", "--out", str(out), "--unpaywall", str(snapshot), "--fetch", "none",
                          "--max-degree", "1"], "--max-degree", "must be 2 or more, not 1", capsys)
     assert not out.exists()
+
+
+# --------------------------------------------------------------------------- every command
+
+# numbers any whole number of which is fine: a seed is only a seed
+ANY_NUMBER = {("sample", "--seed"), ("evaluate-pools", "--seed")}
+CHECKED_TYPES = {"at_least.<locals>.parse", "counts_at_least.<locals>.parse", "number_from.<locals>.parse",
+                 "paper_count"}
+
+
+def _flags():
+    """(command, flag, argparse action) of every option of every command."""
+    import argparse
+
+    from openmsd_build.cli import COMMANDS, build_parser
+
+    for command in COMMANDS:
+        parser = build_parser(command)
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
+        for action in sub._actions:
+            flag = next((o for o in action.option_strings if o.startswith("--")), None)
+            if flag and flag != "--help":
+                yield command, flag, action
+
+
+def test_every_numeric_flag_of_every_command_is_checked_when_parsed():
+    """A plain `type=int` or `type=float` takes any number, so its range could only be checked
+    in the run (or not at all: `--max-reject-rate -1`, `inspect --max-bytes -5`); every number
+    is one of `core.inputs`' types but a seed's, and no number comes without a type."""
+    plain, untyped = [], []
+    for command, flag, action in _flags():
+        if (command, flag) in ANY_NUMBER:
+            continue
+        if action.type in (int, float):
+            plain.append(f"{command} {flag}")
+        elif action.type is None and isinstance(action.default, int | float) and not isinstance(action.default, bool) \
+                and action.nargs != 0:
+            untyped.append(f"{command} {flag}")
+    assert plain == [] and untyped == []
+
+
+def _out_of_range(parse) -> str:
+    """A value `parse` (one of `CHECKED_TYPES`) refuses: one under its minimum, or nan."""
+    name = getattr(parse, "__qualname__", "")
+    if name == "paper_count":
+        return "0"
+    if name.startswith("number_from"):
+        return "nan"
+    cells = dict(zip(parse.__code__.co_freevars, (c.cell_contents for c in parse.__closure__ or ()), strict=True))
+    return str(cells["minimum"] - 1)
+
+
+def test_every_checked_flag_of_every_command_refuses_out_of_range_before_anything(capsys):
+    """For every command and every flag of a checked type: a value out of range stops the
+    command line in argparse (exit 2, one line naming the flag), whatever else is missing."""
+    checked = 0
+    for command, flag, action in _flags():
+        if getattr(action.type, "__qualname__", None) not in CHECKED_TYPES:
+            continue
+        value = _out_of_range(action.type)
+        with pytest.raises(SystemExit) as stop:
+            main([command, flag, value])
+        assert stop.value.code == 2, (command, flag)
+        errors = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
+        assert len(errors) == 1 and errors[0].startswith(f"openmsd-build {command}: error: argument {flag}: "), \
+            (command, flag, errors)
+        checked += 1
+    assert checked > 50  # every command's: 65 when written
