@@ -6,7 +6,7 @@ candidates falls to ~5 on 200k-2M candidates while BM25 stays hard to beat), so 
 evaluation ranks a large pool of papers a recommender could actually have proposed.
 
 Sampling (`sample_pool`, seeded by `(seed, size, resample)`):
-- queries: papers of the split published in its latest `latest_years` year(s) (optionally
+- queries: papers of the split published in its latest `latest_years` year(s) (1 or more; optionally
   of one subject category: a *field-level* pool) with at least one related paper (by any of
   the chosen relations: DC, CC, BC) published in or before the query's year; at most
   `max_queries`, drawn at random;
@@ -85,7 +85,12 @@ def in_field(corpus: Corpus, field: str) -> np.ndarray:
 
 
 def query_candidates(corpus: Corpus, relations, latest_years: int = 1, field: str | None = None) -> np.ndarray:
-    """Positions that may be queries (see the module docstring)."""
+    """Positions that may be queries (see the module docstring): papers of the latest
+    `latest_years` (1 or more) publication years. A `ValueError` below 1: 0 took every year
+    (`known[-0:]`) and -1 every year but the oldest, for a caller from Python (as
+    `bench/eval_bench.py`) that the command line's check does not cover."""
+    if latest_years < 1:
+        raise ValueError(f"latest_years must be 1 or more, not {latest_years}")
     years = corpus.years
     known = np.unique(years[years != NO_YEAR])
     if known.size == 0:

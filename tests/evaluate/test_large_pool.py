@@ -141,6 +141,19 @@ def test_sampling_never_admits_newer_candidates_and_keeps_every_positive(seed, f
                 assert (corpus.years[got] <= corpus.years[q]).all()
 
 
+@pytest.mark.parametrize("latest_years", [0, -1])
+def test_latest_years_below_one_is_refused_for_callers_from_python(latest_years):
+    """`query_candidates(..., latest_years=0)` took every year (`known[-0:]`) and -1 every year
+    but the oldest; only the command line refused them, not a caller from Python (as
+    bench/eval_bench.py, `run_pools`, `sample_pool`). A ValueError naming the argument now."""
+    corpus = random_corpus(0)
+    assert set(corpus.years[large_pool.query_candidates(corpus, ("dc",), 1)].tolist()) == {2020}
+    with pytest.raises(ValueError, match=f"latest_years must be 1 or more, not {latest_years}"):
+        large_pool.query_candidates(corpus, ("dc",), latest_years)
+    with pytest.raises(ValueError, match="latest_years"):
+        large_pool.sample_pool(corpus, 100, [0], ("dc",), latest_years=latest_years)
+
+
 def test_pool_size_is_capped_and_the_filler_comes_from_the_split():
     corpus = random_corpus(7)
     small = large_pool.sample_pool(corpus, 10, [1], max_queries=5)
