@@ -490,6 +490,39 @@ def test_plan_says_not_built_for_stages_never_built_and_stale_only_for_readers(t
     assert "stale" not in text
 
 
+def test_plan_names_only_the_whole_build_folders_there_which_are_what_the_run_removes(tmp_path, capsys) -> None:
+    """`run --plan` always said 'removed first (they describe a whole build): evaluation/,
+    export/, release/, report/', into a new folder too, where none of them existed. It names
+    those OUT holds (nothing when none), and they are what the real run then removes."""
+    snapshot = tmp_path / "u.jsonl"
+    snapshot.write_text('{"doi": "10.1234/x", "title": "T"}\n')
+    out = tmp_path / "b"
+    argv = ["run", "--out", str(out), "--unpaywall", str(snapshot), "--fetch", "none", "--to-stage", "papers",
+            "--no-report"]
+
+    def planned() -> list[str]:
+        assert cli.main([*argv, "--plan"]) == 0
+        said = [line for line in capsys.readouterr().out.splitlines() if line.startswith("removed first")]
+        assert len(said) <= 1, said
+        return said[0].split("): ", 1)[1].split(", ") if said else []
+
+    assert planned() == []  # a new folder
+    assert cli.main(argv) == 0
+    capsys.readouterr()
+    assert planned() == []  # a build holding none of them
+    (out / "report").mkdir()
+    (out / "report" / "report.html").write_text("an earlier build's")
+    (out / "evaluation" / "large_pool").mkdir(parents=True)
+    (out / "notes").mkdir()  # the user's: no build folder, kept
+    plan = planned()
+    assert plan == ["evaluation/", "report/"]
+    before = {p.name for p in out.iterdir()}
+    assert cli.main(argv) == 0
+    removed = sorted(f"{name}/" for name in before - {p.name for p in out.iterdir()})
+    assert removed == plan
+    assert (out / "notes").is_dir() and (out / "papers").is_dir()
+
+
 def test_run_shards_zero_is_refused_before_any_stage_when_later_stages_need_one(tmp_path, capsys) -> None:
     """`run --shards 0` passed parsing (papers' and text's 0 means "as the inputs"), ran papers
     and text, then failed at citations (which needs 1 or more)."""

@@ -259,8 +259,10 @@ def plan_text(args: argparse.Namespace, to_run: list[str], found: list[str], ser
     """What `run --plan` prints: nothing is run or written. Each stage to run is shown with
     the outputs it replaces, or as not built yet; after it, the built stages that read what
     the run rebuilds (they are stale until re-run) and, apart, the later stages never built
-    (no `_stats`, no output folder: not stale, only not built). `serial`: the run's one
-    worker fetches the hosts one after another (the local runner)."""
+    (no `_stats`, no output folder: not stale, only not built); last, the folders describing a
+    whole build that the run removes first, those OUT holds (`removed_first`), and nothing
+    when it holds none. `serial`: the run's one worker fetches the hosts one after another
+    (the local runner)."""
     from openmsd_build.core.stages import stage as stage_entry
 
     lines = [f"plan for {args.out} (nothing is run)"]
@@ -297,10 +299,21 @@ def plan_text(args: argparse.Namespace, to_run: list[str], found: list[str], ser
         lines.append(f"after this run, stale unless re-run: {', '.join(later)}")
     if unbuilt:
         lines.append(f"not built yet, nor by this run: {', '.join(unbuilt)}")
-    lines.append(f"removed first (they describe a whole build): {', '.join(f + '/' for f in DERIVED_FOLDERS)}")
+    removed = removed_first(args.out)
+    if removed:  # only what is there: a plan of a new build named all four, none of which existed
+        lines.append(f"removed first (they describe a whole build): {', '.join(f + '/' for f in removed)}")
     if "text" in to_run:
         lines += _queue_plan(args, serial)
     return "\n".join(lines)
+
+
+def removed_first(out: str) -> list[str]:
+    """The folders of `DERIVED_FOLDERS` (evaluation/, export/, release/, report/) OUT holds:
+    what `run` removes before its first stage, as they describe a whole build, and what
+    `run --plan` says it would remove (one list for both, so the plan and the run agree)."""
+    from openmsd_build.core.staging import path_exists
+
+    return [folder for folder in DERIVED_FOLDERS if path_exists(parquet_io.join_path(out, folder))]
 
 
 def _queue_plan(args: argparse.Namespace, serial: bool = False) -> list[str]:
@@ -374,9 +387,10 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
 
         print(plan_text(args, to_run, found, serial=one_worker_in_this_process(pipeline_options(beam_args))))
         return {}
-    # evaluation/, export/ and release/ describe a whole build: a run that rebuilds any stage
-    # removes them rather than leave a report to show numbers of an earlier build.
-    for folder in DERIVED_FOLDERS:  # a link is removed, never what it points to
+    # evaluation/, export/, release/ and report/ describe a whole build: a run that rebuilds
+    # any stage removes them rather than leave a report to show numbers of an earlier build
+    # (the report is written again at the end, unless --no-report).
+    for folder in removed_first(args.out):  # a link is removed, never what it points to
         delete_path(parquet_io.join_path(args.out, folder))
     results: dict[str, dict] = {}
     timings: dict[str, dict] = {}
