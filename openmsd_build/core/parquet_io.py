@@ -161,11 +161,15 @@ def list_parts(directory: str) -> list[str]:
 
 
 def read_file_bytes(data: bytes, columns: Sequence[str] | None = None, path: str | None = None) -> pa.Table:
-    """One Parquet file's bytes as a table, read synchronously by `ParquetFile`. `pq.read_table`
-    scans through Arrow's datasets, whose last callbacks release the Python buffer from a pool
-    thread after the table is returned: a command that stopped right after a read (a refused
-    input, exit 2) had that thread take the GIL during the interpreter's shutdown, and the
-    process aborted ("terminate called without an active exception", exit 134).
+    """One Parquet file's bytes as a table, read synchronously by `ParquetFile`, columns decoded
+    in this thread. Arrow wraps `data` in a buffer that holds the Python object, and whichever
+    thread drops the last reader of it takes the GIL: `pq.read_table` (a dataset scan) and
+    `ParquetFile.read` with threads (a column reader per pool task) both let a pool thread
+    drop it a moment after the table is returned, so a command that stopped right after a
+    read (a refused input, exit 2) had that thread take the GIL during the interpreter's
+    shutdown, and the process aborted ("terminate called without an active exception", exit
+    134; 1 exit in ~250 of `evaluate` refusing an embeddings file, with threads). Files read
+    here are small (embeddings, ids, a release's lists): one thread decodes them quickly.
 
     Bytes that are not a readable Parquet file (truncated, another file's, a damaged page) are
     a `UserError` naming `path` (the file the bytes came from) instead of Arrow's traceback."""
@@ -175,7 +179,7 @@ def read_file_bytes(data: bytes, columns: Sequence[str] | None = None, path: str
         missing = [c for c in columns or () if c not in parquet.schema_arrow.names]
         if missing:
             raise ValueError(f"no column {', '.join(missing)} (columns: {', '.join(parquet.schema_arrow.names)})")
-        return parquet.read(columns=list(columns) if columns else None)
+        return parquet.read(columns=list(columns) if columns else None, use_threads=False)
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise unreadable(path or "Parquet data", exc) from None
 
