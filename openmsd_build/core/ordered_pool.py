@@ -14,7 +14,9 @@ re-imports the launcher's main script in every child (a script without an
 process that runs gRPC and Beam threads, which can deadlock. Work is handed only to an idle
 child, at most `max_pending` pieces are out at once, and a child that dies (killed, out of
 memory, a crash in native code) raises `WorkerCrashed` naming the work it was doing, instead
-of a wait forever. A child exits by itself when its parent is gone.
+of a wait forever. A child exits by itself when its parent is gone. Each child runs in a
+process group of its own, so a terminal's Ctrl-C reaches only the parent, which stops the run
+and closes the pool (a child reached while its interpreter started printed a traceback).
 """
 
 from __future__ import annotations
@@ -46,10 +48,13 @@ class _Child:
         answer_r, answer_w = os.pipe()
         env = child_env(env_defaults)
         try:
+            # in a process group of its own: a terminal's Ctrl-C (sent to the foreground group)
+            # is the parent's to handle, and reached a starting child before it could ignore
+            # it, which printed a KeyboardInterrupt traceback from its imports
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "openmsd_build.core.ordered_pool", str(request_r), str(answer_w),
                  str(os.getpid()), ",".join(preload)],
-                pass_fds=(request_r, answer_w), stdin=subprocess.DEVNULL, env=env)
+                pass_fds=(request_r, answer_w), stdin=subprocess.DEVNULL, env=env, process_group=0)
         finally:
             os.close(request_r)
             os.close(answer_w)
@@ -233,7 +238,8 @@ def _answer(answers: Connection, work: tuple[Callable[..., Any], tuple]) -> None
 def _child_main(argv: list[str]) -> None:
     """`python -m openmsd_build.core.ordered_pool REQUEST_FD ANSWER_FD PARENT_PID PRELOAD`
     (started by `OrderedPool`, not by hand)."""
-    # Ctrl-C is the parent's to handle: it stops the run and closes the pool.
+    # Ctrl-C is the parent's to handle: it stops the run and closes the pool. (A terminal's
+    # does not reach this process, started in a group of its own; a SIGINT sent to it does.)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     request_fd, answer_fd, parent = int(argv[0]), int(argv[1]), int(argv[2])
     exit_with_parent(parent)

@@ -80,6 +80,46 @@ def test_abandon_drops_work_and_close_stops_the_children():
     assert all(p.poll() is not None for p in children)
 
 
+_CTRL_C_AS_A_CHILD_STARTS = """
+import operator
+import os
+import signal
+import subprocess
+
+from openmsd_build.core.ordered_pool import OrderedPool
+
+# this process lives through its terminal's Ctrl-C (a handler: unlike SIG_IGN, a child does
+# not inherit it), so only what the children do with it is seen
+signal.signal(signal.SIGINT, lambda *_: None)
+start = subprocess.Popen
+
+
+def popen(*args, **kwargs):
+    child = start(*args, **kwargs)
+    os.killpg(0, signal.SIGINT)  # a terminal's Ctrl-C as the child's interpreter starts
+    return child
+
+
+subprocess.Popen = popen
+with OrderedPool(2) as pool:
+    print(pool.submit(1, "adding", operator.add, 1, 2) + list(pool.drain()))
+"""
+
+
+def test_a_ctrl_c_as_the_children_start_is_no_traceback_of_theirs():
+    """A terminal's Ctrl-C reaches its whole process group; a pool child ignored it only once
+    its interpreter had started and imported the pool (~0.1 s), so a Ctrl-C then printed
+    KeyboardInterrupt tracebacks from the children's imports under the command's one line
+    (papers, `--parse-workers` > 1). The children run in a process group of their own."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _CTRL_C_AS_A_CHILD_STARTS], capture_output=True, text=True,
+                          timeout=120, start_new_session=True)  # its own group: only it is interrupted
+    assert "Traceback" not in done.stderr and "KeyboardInterrupt" not in done.stderr, done.stderr[-3000:]
+    assert done.returncode == 0 and done.stdout.strip() == "[(1, 3)]", done.stdout + done.stderr[-2000:]
+
+
 # ------------------------------------------------------------------ pooled parsing = in-process parsing
 
 
