@@ -17,6 +17,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from openmsd_build.core import interrupts
 from openmsd_build.core.errors import UserError
 from openmsd_build.core.runner import stop_sampler_left_running
 from openmsd_build.core.stages import STAGE_NAMES, STAGES
@@ -126,21 +127,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command line (`sys.argv` when `argv` is None, as the `openmsd-build` program
     does); its exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    command = next((a for a in argv if not a.startswith("-")), None)
+    command = _command_of(argv)
     try:
-        return _main(argv, command)
+        with interrupts.remembered():  # a Ctrl-C that something caught still counts
+            return _main(argv, command)
     except KeyboardInterrupt:
         # Ctrl-C before the command's own handler is in place (parsing, imports) or after
         # it: the same one line, never a traceback
         return _interrupted(command if command in COMMANDS else None)
 
 
+def _command_of(argv: Sequence[str]) -> str | None:
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
 def _no_interrupt_tracebacks(record: logging.LogRecord) -> bool:
     """Whether a log record is shown: not one that logs a Ctrl-C with its traceback. Beam logs
     every exception leaving a DoFn (`KeyboardInterrupt [while running 'EnumerateBC/...']` and
-    the whole stack) before it reaches `main`, which then says the one line of `_interrupted`."""
+    the whole stack) before it reaches `main`, which then says the one line of `_interrupted`;
+    also when the Ctrl-C is only the cause of what was logged (Beam re-raises it as a
+    RuntimeError, and logs that where it closes its workers: "Error closing worker_handler")."""
     exc = record.exc_info
-    return not (exc and exc[0] is not None and issubclass(exc[0], KeyboardInterrupt))
+    return not (exc and exc[0] is not None and interrupts.was_interrupted(exc[1]))
 
 
 def _interrupted(command: str | None) -> int:
@@ -173,6 +181,7 @@ def _check_local_out(out: str, local: str) -> None:
 
 def _main(argv: list[str], command: str | None) -> int:
     """`main` once the command line is known."""
+    ctrl_cs = interrupts.count()
     if argv[:1] == ["--version"]:
         _print_version()
         return 0
@@ -226,6 +235,8 @@ def _main(argv: list[str], command: str | None) -> int:
         print(f"openmsd-build {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        return _interrupted(args.command)
+    if interrupts.count() != ctrl_cs:  # a Ctrl-C that something caught and carried on after
         return _interrupted(args.command)
     return int(result) if isinstance(result, int) else 0
 

@@ -125,6 +125,8 @@ def test_a_ctrl_c_inside_a_pipeline_is_not_logged_with_its_traceback():
                                      "KeyboardInterrupt [while running 'X']", None, sys.exc_info())
 
     assert not cli._no_interrupt_tracebacks(record(KeyboardInterrupt()))
+    wrapped = RuntimeError("KeyboardInterrupt [while running 'ReadSourceFiles/ParDo(ReadSourceFile)']")
+    assert not cli._no_interrupt_tracebacks(record(wrapped))  # as Beam logs it where it closes its workers
     assert cli._no_interrupt_tracebacks(record(ValueError("a real failure")))
     assert cli._no_interrupt_tracebacks(logging.LogRecord("x", logging.WARNING, __file__, 1, "plain", None, None))
 
@@ -185,3 +187,50 @@ def test_a_ctrl_c_as_a_bundle_starts_exits_instead_of_hanging(tmp_path):
     assert done.returncode == 130, done.stderr[-3000:]
     assert "interrupted; the previous outputs are intact" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+_CTRL_C_AS_BEAM_CLOSES_ITS_WORKERS = r'''
+import os
+import signal
+import sys
+import time
+
+from openmsd_build.papers import beam as papers_beam
+
+
+def teardown(self):
+    # a terminal's Ctrl-C as Beam closes its workers after the last bundle (where the papers
+    # stage's pool waits for its processes): Beam logs what the DoFn raised and carries on
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(1)
+
+
+papers_beam._PooledDoFn.teardown = teardown
+from openmsd_build import cli
+
+sys.exit(cli.main(sys.argv[1:]))
+'''
+
+
+def test_a_ctrl_c_that_beam_catches_still_stops_the_stage_and_keeps_the_outputs(tmp_path):
+    """A Ctrl-C in a DoFn's teardown (Beam closing its workers at the end of the pipeline)
+    reached Beam as a RuntimeError, which it logged with a traceback ("Error closing
+    worker_handler") and ignored: the stage swapped its new outputs in and the command exited
+    0. A stage that saw a Ctrl-C is now not swapped in, and the command says the one line."""
+    import subprocess
+    import sys
+
+    inputs, out = tmp_path / "inputs", tmp_path / "build"
+    assert cli.main(["sample", "--out", str(inputs), "--papers", "20", "--seed", "3"]) == 0
+    papers = ["papers", "--out", str(out), "--unpaywall", str(inputs / "unpaywall" / "*"),
+              "--crossref", str(inputs / "crossref" / "*")]
+    assert cli.main(papers) == 0
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    done = subprocess.run([sys.executable, "-c", _CTRL_C_AS_BEAM_CLOSES_ITS_WORKERS, *papers, "--shards", "3"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 130, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr and "Error closing" not in done.stderr, done.stderr[-3000:]
+    # the stage's last progress line, then the one line of the Ctrl-C
+    assert done.stderr.strip().splitlines()[-1] == ("openmsd-build papers: interrupted; the previous outputs are "
+                                                    "intact; run it again"), done.stderr[-3000:]
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before

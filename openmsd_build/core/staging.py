@@ -49,6 +49,7 @@ from collections.abc import Iterator, Sequence
 
 from apache_beam.io.filesystems import FileSystems
 
+from openmsd_build.core import interrupts
 from openmsd_build.core.parquet_io import join_path, match_paths
 
 LOG = logging.getLogger(__name__)
@@ -253,19 +254,6 @@ def clean_stale(out: str, stage: str, paths: Sequence[str]) -> None:
     _remove_if_empty(join_path(out, TMP_DIR))
 
 
-def _was_interrupted(exc: BaseException) -> bool:
-    """Beam re-raises a KeyboardInterrupt from inside a DoFn as a RuntimeError whose message
-    starts with `KeyboardInterrupt` (runners.common._reraise_augmented)."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, KeyboardInterrupt) or str(current).startswith("KeyboardInterrupt"):
-            return True
-        current = current.__cause__ or current.__context__
-    return False
-
-
 @contextlib.contextmanager
 def stage_outputs(out: str, stage: str, folders: Sequence[str] | None = None) -> Iterator[str]:
     """Run a stage's writes against a temporary root and swap them into `out` on success.
@@ -276,7 +264,8 @@ def stage_outputs(out: str, stage: str, folders: Sequence[str] | None = None) ->
     An `out` that is no build yet (no `_stats/`) but holds one of them is refused before the
     stage runs: those are someone's folders, and the swap would delete them. On any exception the temporary root is deleted and `out` is left as it was; an
     interrupt that Beam wrapped in a RuntimeError is re-raised as KeyboardInterrupt, so the
-    command exits like any interrupted program.
+    command exits like any interrupted program. So is one that Beam caught and only logged (a
+    Ctrl-C in a DoFn's teardown, `core.interrupts`): a stage that saw a Ctrl-C is never swapped in.
     """
     if folders is None:
         from openmsd_build.core.stages import stage as registry_stage
@@ -290,13 +279,16 @@ def stage_outputs(out: str, stage: str, folders: Sequence[str] | None = None) ->
     root = join_path(out, TMP_DIR, f"{stage}-{os.getpid()}-{time.time_ns() // 1_000_000}")
     if not _is_remote(root):
         os.makedirs(_local(root), exist_ok=True)
+    ctrl_cs = interrupts.count()
     try:
         yield root
+        if interrupts.count() != ctrl_cs:  # a Ctrl-C that Beam caught (a DoFn's teardown): not swapped in
+            raise KeyboardInterrupt(f"{stage} interrupted; previous outputs kept")
     except BaseException as exc:
         with signals_held():
             delete_path(root)
             _remove_if_empty(join_path(out, TMP_DIR))
-        if not isinstance(exc, KeyboardInterrupt) and _was_interrupted(exc):
+        if not isinstance(exc, KeyboardInterrupt) and interrupts.was_interrupted(exc):
             raise KeyboardInterrupt(f"{stage} interrupted; previous outputs kept") from exc
         raise
     with signals_held():
