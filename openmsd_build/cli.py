@@ -14,7 +14,9 @@ import argparse
 import importlib
 import logging
 import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 
 from openmsd_build.core import interrupts
@@ -126,6 +128,8 @@ def split_beam_args(extra: Sequence[str], command_parser: argparse.ArgumentParse
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command line (`sys.argv` when `argv` is None, as the `openmsd-build` program
     does); its exit code."""
+    global _said_interrupted
+    _said_interrupted = False
     argv = list(sys.argv[1:] if argv is None else argv)
     command = _command_of(argv)
     try:
@@ -151,14 +155,32 @@ def _no_interrupt_tracebacks(record: logging.LogRecord) -> bool:
     return not (exc and exc[0] is not None and interrupts.was_interrupted(exc[1]))
 
 
+_said_interrupted = False  # whether `_interrupted` told the user (one line, once)
+_program = False  # run as the program (`console_main`), not called by a test or an application
+
+
 def _interrupted(command: str | None) -> int:
     """The message and exit code of a Ctrl-C (130, as a shell reports SIGINT); a Beam state
-    sampler the Ctrl-C left running is stopped first, or the exit would wait for it."""
-    stop_sampler_left_running()
-    name = f"openmsd-build {command}" if command else "openmsd-build"
-    fetches = command in ("run", "text", "reconstruct", None)  # the commands that fetch pages
-    again = "a re-run resumes (fetched pages are kept in OUT/warc/)" if fetches else "run it again"
-    print(f"{name}: interrupted; the previous outputs are intact; {again}", file=sys.stderr, flush=True)
+    sampler the Ctrl-C left running is stopped first, or the exit would wait for it. Deaf to
+    a second Ctrl-C while it does so (the command is stopping already): that one raised here,
+    in the middle of the message or of stopping the sampler. Run as the program, a Ctrl-C after
+    it ends the process at once (see `console_main`)."""
+    global _said_interrupted
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGINT) if main else None
+    if previous is not None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        stop_sampler_left_running()
+        name = f"openmsd-build {command}" if command else "openmsd-build"
+        fetches = command in ("run", "text", "reconstruct", None)  # the commands that fetch pages
+        again = "a re-run resumes (fetched pages are kept in OUT/warc/)" if fetches else "run it again"
+        if not _said_interrupted:
+            print(f"{name}: interrupted; the previous outputs are intact; {again}", file=sys.stderr, flush=True)
+        _said_interrupted = True
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, signal.SIG_DFL if _program else previous)
     return 130
 
 
@@ -278,10 +300,23 @@ def _version() -> str:
 def console_main() -> None:
     """The `openmsd-build` program. When the reader of its output goes away (`inspect --json
     | head`), it stops quietly with status 1, as Unix tools do, instead of a traceback; the
-    output is flushed here so that the error is raised where it can be caught."""
+    output is flushed here so that the error is raised where it can be caught.
+
+    A Ctrl-C is one line and status 130 (`main`); a second one that lands while the first is
+    handled, or one as the command returns, too. Once the command has returned, the
+    interpreter only winds down (threads joined, `atexit`: the pools' processes stopped, the
+    gRPC and pymongo resources Beam loaded): a Ctrl-C there printed "Exception ignored in
+    atexit callback" and a traceback, so from then on SIGINT has its default action, which
+    ends the process at once with the status a shell reports as 130."""
+    global _program
+    _program = True
     try:
         code = main()
+        _ctrl_c_ends_at_once()
         sys.stdout.flush()
+    except KeyboardInterrupt:
+        command = _command_of(sys.argv[1:])
+        code = _interrupted(command if command in COMMANDS else None)
     except BrokenPipeError:
         if not _stdout_gone():  # another pipe broke (a child's, a socket): a real error
             raise
@@ -289,7 +324,13 @@ def console_main() -> None:
         # does not raise the same error again
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 1
+    _ctrl_c_ends_at_once()
     sys.exit(code)
+
+
+def _ctrl_c_ends_at_once() -> None:
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _stdout_gone() -> bool:

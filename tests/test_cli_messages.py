@@ -234,3 +234,75 @@ def test_a_ctrl_c_that_beam_catches_still_stops_the_stage_and_keeps_the_outputs(
     assert done.stderr.strip().splitlines()[-1] == ("openmsd-build papers: interrupted; the previous outputs are "
                                                     "intact; run it again"), done.stderr[-3000:]
     assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
+_CTRL_C_AS_THE_INTERPRETER_WINDS_DOWN = r'''
+import atexit
+import os
+import signal
+import sys
+import time
+
+from openmsd_build import cli
+
+
+def late():
+    os.kill(os.getpid(), signal.SIGINT)  # a terminal's Ctrl-C while the interpreter winds down
+    time.sleep(1)
+
+
+atexit.register(late)
+sys.argv[1:] = ["--version"]
+cli.console_main()
+'''
+
+
+def test_a_ctrl_c_after_the_command_returned_is_no_traceback():
+    """Once the command returned, the interpreter joins threads and runs `atexit` (the pools'
+    processes, gRPC and pymongo resources Beam loaded): a Ctrl-C there printed "Exception
+    ignored in atexit callback" and a KeyboardInterrupt traceback. It now ends the process."""
+    import signal
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _CTRL_C_AS_THE_INTERPRETER_WINDS_DOWN], capture_output=True,
+                          text=True, timeout=60)
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr[-3000:]
+    assert done.returncode == -signal.SIGINT, (done.returncode, done.stderr[-3000:])
+
+
+_A_SECOND_CTRL_C = r'''
+import os
+import signal
+import sys
+import time
+
+from openmsd_build import cli
+
+
+def first(*_args, **_kwargs):
+    raise KeyboardInterrupt  # the first Ctrl-C, while the command line is parsed
+
+
+def second():
+    os.kill(os.getpid(), signal.SIGINT)  # the second, while the first one is handled
+    time.sleep(0.5)
+
+
+cli.build_parser = first
+cli.stop_sampler_left_running = second
+sys.argv[1:] = ["split", "--out", "x"]
+cli.console_main()
+'''
+
+
+def test_a_second_ctrl_c_while_the_first_is_handled_is_still_one_line():
+    """A second Ctrl-C (an impatient user) while the first was handled raised in the middle of
+    the handler, and its traceback was printed instead of (or after) the one line."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _A_SECOND_CTRL_C], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 130, done.stderr[-3000:]
+    assert done.stderr.strip() == "openmsd-build split: interrupted; the previous outputs are intact; run it again", \
+        done.stderr[-3000:]
