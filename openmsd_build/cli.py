@@ -258,6 +258,14 @@ def _main(argv: list[str], command: str | None) -> int:
         return 2
     except KeyboardInterrupt:
         return _interrupted(args.command)
+    except Exception as exc:
+        # a Ctrl-C that reached the command as another error: Beam re-raises one from inside a
+        # DoFn as a RuntimeError ("KeyboardInterrupt [while running ...]"), which the stages'
+        # `staging.stage_outputs` turn back but the other commands' pipelines (release's ids
+        # and checksums) let through as a traceback and status 1
+        if interrupts.was_interrupted(exc) or interrupts.count() != ctrl_cs:
+            return _interrupted(args.command)
+        raise
     if interrupts.count() != ctrl_cs:  # a Ctrl-C that something caught and carried on after
         return _interrupted(args.command)
     return int(result) if isinstance(result, int) else 0

@@ -306,3 +306,44 @@ def test_a_second_ctrl_c_while_the_first_is_handled_is_still_one_line():
     assert done.returncode == 130, done.stderr[-3000:]
     assert done.stderr.strip() == "openmsd-build split: interrupted; the previous outputs are intact; run it again", \
         done.stderr[-3000:]
+
+
+_CTRL_C_IN_A_RELEASE_PIPELINE = r'''
+import os
+import signal
+import sys
+import time
+
+from openmsd_build.release import beam as release_beam
+
+base = release_beam.WriteIdsShard.process
+
+
+def process(self, element):
+    os.kill(os.getpid(), signal.SIGINT)  # a terminal's Ctrl-C inside a DoFn: Beam wraps it
+    time.sleep(1)
+    yield from base(self, element)
+
+
+release_beam.WriteIdsShard.process = process
+from openmsd_build import cli
+
+sys.exit(cli.main(sys.argv[1:]))
+'''
+
+
+def test_a_ctrl_c_inside_the_pipeline_of_a_command_that_is_no_stage_is_one_line(tmp_path):
+    """Beam re-raises a Ctrl-C from inside a DoFn as a RuntimeError ("KeyboardInterrupt [while
+    running ...]"). The stages turn it back into an interrupt (`staging.stage_outputs`); the
+    pipelines of other commands (release's) let it through: a traceback and status 1."""
+    import subprocess
+    import sys
+
+    from openmsd_build.evaluate.testing import write_tiny_build
+
+    write_tiny_build(str(tmp_path / "build"))
+    done = subprocess.run([sys.executable, "-c", _CTRL_C_IN_A_RELEASE_PIPELINE, "release", str(tmp_path / "build"),
+                           "--to", str(tmp_path / "release")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 130, done.stderr[-3000:]
+    assert done.stderr.strip() == "openmsd-build release: interrupted; the previous outputs are intact; run it again", \
+        done.stderr[-3000:]
