@@ -49,6 +49,13 @@ def remembered() -> Iterator[None]:
             signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def stop_if_seen_since(mark: int) -> None:
+    """Raise KeyboardInterrupt if a SIGINT came since `count()` was `mark`: what was made since
+    must not replace a command's previous outputs."""
+    if _count != mark:
+        raise KeyboardInterrupt("a Ctrl-C was caught on the way")
+
+
 def was_interrupted(exc: BaseException | None) -> bool:
     """Whether `exc` is a KeyboardInterrupt or was caused by one: Beam re-raises a
     KeyboardInterrupt from inside a DoFn as a RuntimeError whose message starts with

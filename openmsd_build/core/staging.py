@@ -38,6 +38,7 @@ stay and the next `--fetch http` run serves those URLs from them instead of refe
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import re
@@ -200,6 +201,51 @@ def swap_in(out: str, root: str, paths: Sequence[str]) -> None:
     delete_path(old_root)
 
 
+SWAP_LIST = ".entries"  # under a partial folder while its swap runs: the entries it places
+
+
+def replace_entries(dest: str, partial: str, entries: Sequence[str]) -> None:
+    """A whole new set of `entries` (names at the top of `dest`: an export's, a release's)
+    written under `partial` (a hidden folder in `dest`) takes the place of the earlier one's:
+    an entry the new one lacks is removed, so nothing of the last survives for a loader that
+    globs the folder, and a run that fails before this leaves the last as it was. Files of
+    `dest` that are no entry are kept.
+
+    The swap is the stages' own (`swap_in`, SIGINT / SIGTERM held): the earlier entries go
+    aside under `partial/.old/` and the new ones in, and any error in between moves them back,
+    so a Ctrl-C or a failed move leaves one whole set or the other. Before it,
+    `partial/.entries` lists the new entries, so that the swap of a run killed inside it can
+    be finished (`recover_entries`)."""
+    new = [entry for entry in entries if path_exists(join_path(partial, entry))]
+    with FileSystems.create(join_path(partial, SWAP_LIST)) as fh:
+        fh.write(json.dumps(new).encode("utf-8"))
+    try:
+        with signals_held():
+            swap_in(dest, partial, entries)
+    finally:  # after a failed swap (undone) as after a Ctrl-C held during it
+        delete_path(partial)
+
+
+def recover_entries(dest: str, partial: str, entries: Sequence[str]) -> None:
+    """Before a run checks or writes `dest`: the swap of one killed inside it (its
+    `partial/.entries` is there, so the new set was whole) is finished: every entry not placed
+    yet goes in, and every earlier entry still in place goes aside, as `swap_in` would have
+    done; then `partial` (aside entries included) is removed. A partial folder without that
+    list is a run that never finished writing (killed, interrupted): removed."""
+    listed = join_path(partial, SWAP_LIST)
+    if path_exists(listed):
+        with FileSystems.open(listed) as fh:
+            new = set(json.loads(fh.read().decode("utf-8")))
+        aside = join_path(partial, OLD_DIR)
+        for entry in entries:
+            unplaced = entry in new and path_exists(join_path(partial, entry))
+            if (unplaced or entry not in new) and path_exists(join_path(dest, entry)):
+                move_path(join_path(dest, entry), join_path(aside, entry))  # an earlier run's
+            if unplaced:
+                move_path(join_path(partial, entry), join_path(dest, entry))
+    delete_path(partial)
+
+
 def _restore_aside(out: str, stale_root: str, paths: Sequence[str]) -> None:
     """A run killed inside its swap left old outputs in `.old/`: put back any whose place
     is empty (the new one never arrived), so the build is as it was before that run."""
@@ -282,8 +328,7 @@ def stage_outputs(out: str, stage: str, folders: Sequence[str] | None = None) ->
     ctrl_cs = interrupts.count()
     try:
         yield root
-        if interrupts.count() != ctrl_cs:  # a Ctrl-C that Beam caught (a DoFn's teardown): not swapped in
-            raise KeyboardInterrupt(f"{stage} interrupted; previous outputs kept")
+        interrupts.stop_if_seen_since(ctrl_cs)  # a Ctrl-C that Beam caught (a DoFn's teardown): not swapped in
     except BaseException as exc:
         with signals_held():
             delete_path(root)

@@ -13,7 +13,7 @@ from apache_beam.io.filesystems import FileSystems
 from openmsd_build.core import layout
 from openmsd_build.core.errors import UserError, shorten
 from openmsd_build.core.parquet_io import join_path, match_paths
-from openmsd_build.core.staging import OLD_DIR, delete_path, move_path, path_exists, signals_held, swap_in
+from openmsd_build.core.staging import SWAP_LIST, path_exists, recover_entries, replace_entries
 
 EXPORT_ENTRIES = ("retrieval", "beir", "trainer", "large_pool", "README.md", "export.json")
 """What a plain export writes at the top of its folder (`export_build`); a recipe export writes
@@ -125,45 +125,21 @@ def _holds_export(dest: str) -> bool:
         ("*", "recipe.json"), ("*", "data", "*", "shard-*.parquet")))
 
 
-SWAPPING = ".entries"  # under the partial folder while a swap runs: the new export's entries
+SWAPPING = SWAP_LIST  # under the partial folder while a swap runs: the new export's entries
 
 
 def replace_export(dest: str, partial: str) -> None:
     """A plain export written whole under `partial` (`DEST/.export-partial/`) takes the place
     of the earlier one's entries (`EXPORT_ENTRIES`): a narrower export (fewer splits or
     relations) leaves no table of the last one for a loader that globs the folder, and an
-    export that fails leaves the last one as it was. Recipes and other files are kept.
-
-    The swap is the stages' own (`staging.swap_in`, SIGINT / SIGTERM held): the earlier
-    entries go aside under `partial/.old/` and the new ones in, and any error in between moves
-    them back, so a Ctrl-C or a failed move leaves one whole export or the other. Before it,
-    `partial/.entries` lists the new export's entries, so that the swap of a run killed inside
-    it can be finished (`recover_export`)."""
-    new = [entry for entry in EXPORT_ENTRIES if path_exists(join_path(partial, entry))]
-    with FileSystems.create(join_path(partial, SWAPPING)) as fh:
-        fh.write(json.dumps(new).encode("utf-8"))
-    try:
-        with signals_held():
-            swap_in(dest, partial, EXPORT_ENTRIES)
-    finally:  # after a failed swap (undone) as after a Ctrl-C held during it
-        delete_path(partial)
+    export that fails leaves the last one as it was. Recipes and other files are kept. The
+    swap is `staging.replace_entries` (a Ctrl-C or a failed move leaves one whole export or
+    the other; a run killed inside it is finished by `recover_export`)."""
+    replace_entries(dest, partial, EXPORT_ENTRIES)
 
 
 def recover_export(dest: str, partial: str) -> None:
-    """Before an export checks or writes DEST: the swap of an export killed inside it (its
-    `partial/.entries` is there, so the new export was whole) is finished: every entry the new
-    export has not placed yet goes in, and every earlier entry still in place goes aside, as
-    `swap_in` would have done; then `partial` (aside entries included) is removed. A partial
-    folder without that list is an export that never finished writing: removed."""
-    listed = join_path(partial, SWAPPING)
-    if path_exists(listed):
-        with FileSystems.open(listed) as fh:
-            new = set(json.loads(fh.read().decode("utf-8")))
-        aside = join_path(partial, OLD_DIR)
-        for entry in EXPORT_ENTRIES:
-            unplaced = entry in new and path_exists(join_path(partial, entry))
-            if (unplaced or entry not in new) and path_exists(join_path(dest, entry)):
-                move_path(join_path(dest, entry), join_path(aside, entry))  # an earlier export's
-            if unplaced:
-                move_path(join_path(partial, entry), join_path(dest, entry))
-    delete_path(partial)
+    """Before an export checks or writes DEST: the swap of an export killed inside it is
+    finished, and a partial folder of an export that never finished writing is removed
+    (`staging.recover_entries`)."""
+    recover_entries(dest, partial, EXPORT_ENTRIES)

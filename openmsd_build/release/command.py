@@ -30,13 +30,14 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 import openmsd_build
-from openmsd_build.core import layout, parquet_io
+from openmsd_build.core import interrupts, layout, parquet_io
 from openmsd_build.core.beam_io import WriteCounts
 from openmsd_build.core.errors import UserError
 from openmsd_build.core.inputs import absolute_path, add_out_argument, at_least
 from openmsd_build.core.paths import inside
 from openmsd_build.core.runner import pipeline_options
 from openmsd_build.core.stages import require_fresh
+from openmsd_build.core.staging import delete_path, recover_entries, replace_entries
 from openmsd_build.core.stats import read_json
 from openmsd_build.release.beam import SPLIT_FOLDERS, FileChecksum, ShardTable, WriteIdsShard, seed_side
 from openmsd_build.release.schema import FORMAT, NO_SPLIT
@@ -56,6 +57,10 @@ COPIED = (
 )
 MANIFEST = "MANIFEST.json"
 SUMS = "SHA256SUMS"
+ENTRIES = ("ids", "citations", "pairs", "negatives", "fetch", "_stats", MANIFEST, SUMS)
+"""What a release writes at the top of its folder; a new release replaces them whole."""
+PARTIAL = ".release-partial"
+"""Where a release is written before it replaces the earlier one (`staging.replace_entries`)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -169,12 +174,12 @@ def _write_bytes(path: str, data: bytes) -> None:
         f.write(data)
 
 
-def _clear_release(release: str) -> None:
-    """Remove an earlier release in the same folder, and only that: the folder's files must be
-    those its release manifest (a JSON object of our `format`) lists, or it is refused. A
-    `MANIFEST.json` of any other kind, or files the manifest does not list (a typo in --to, a
-    project folder with its own manifest), must not be deleted, nor checksummed into the new
-    release."""
+def _check_release_folder(release: str) -> None:
+    """Refuse a folder that holds anything but an earlier release, which the new one replaces:
+    the folder's files must be those its release manifest (a JSON object of our `format`)
+    lists. A `MANIFEST.json` of any other kind, or files the manifest does not list (a typo in
+    --to, a project folder with its own manifest), must not be deleted, nor checksummed into
+    the new release."""
     stale = [m.path for m in _match(parquet_io.join_path(release, "**"))]
     stale = [p for p in stale if not p.endswith("/")]
     if not stale:
@@ -193,14 +198,18 @@ def _clear_release(release: str) -> None:
         shown = ", ".join(p[len(release.rstrip("/")) + 1:] for p in foreign[:3])
         raise UserError(f"{release} holds {len(foreign)} file(s) its earlier release does not list ({shown}"
                         f"{' ...' if len(foreign) > 3 else ''}): not overwriting it (choose an empty folder)")
-    FileSystems.delete(stale)
 
 
 def write_release(
     out: str, release: str, beam_args: list[str], allow_partial: bool = False, include_fetch: bool = True,
     shards: int = 0,
 ) -> dict:
-    """Write the id-only release of build `out` to `release`; returns the manifest."""
+    """Write the id-only release of build `out` to `release`; returns the manifest.
+
+    The release is written whole under `release/.release-partial/` and then replaces the
+    earlier one (`staging.replace_entries`): it used to delete the earlier release first and
+    write in place, so a Ctrl-C or a failure left neither, and files without a manifest that
+    the next run refused to overwrite."""
     options = pipeline_options(beam_args)
     if shards < 0:
         raise UserError(f"--shards must be 0 (as documents/) or more, not {shards}")
@@ -216,9 +225,24 @@ def write_release(
         raise UserError(f"the release folder must not be the build's output root or hold it ({out} is inside "
                         f"{release})")
     num_shards = shards or len(doc_parts)
-    _clear_release(release)
-    started = time.time()
+    partial = parquet_io.join_path(release, PARTIAL)
+    recover_entries(release, partial, ENTRIES)  # first: what a killed or interrupted run left
+    _check_release_folder(release)
+    ctrl_cs = interrupts.count()
+    try:
+        manifest = _write_release(out, partial, options, split_parts, num_shards, include_fetch)
+        interrupts.stop_if_seen_since(ctrl_cs)  # one that Beam caught: no swap
+    except BaseException:
+        delete_path(partial)
+        raise
+    replace_entries(release, partial, ENTRIES)
+    return manifest
 
+
+def _write_release(out: str, release: str, options, split_parts: list, num_shards: int,
+                   include_fetch: bool) -> dict:
+    """`write_release`'s files, written under `release` (the partial folder); the manifest."""
+    started = time.time()
     ids_root = parquet_io.join_path(release, "ids")
     with beam.Pipeline(options=options) as p:
         docs = (

@@ -294,6 +294,49 @@ def test_release_replaces_only_an_earlier_release(demo, release, tmp_path, beam_
     assert (build / "documents").is_dir() and list((build / "documents").glob("*.parquet"))
 
 
+_CTRL_C_AS_THE_RELEASE_IS_CHECKSUMMED = r"""
+import os
+import signal
+import sys
+import time
+
+from openmsd_build.release import command
+
+
+def checksums(*_args, **_kwargs):
+    os.kill(os.getpid(), signal.SIGINT)  # a Ctrl-C once the ids are written and the tables copied
+    time.sleep(1)
+
+
+command._checksums = checksums
+from openmsd_build import cli
+
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+def test_an_interrupted_release_keeps_the_earlier_one_and_the_next_run_replaces_it(demo, tmp_path, beam_args):
+    """`release` deleted the earlier release in its folder first and wrote the new one in
+    place: a Ctrl-C (or any failure) before the manifest left no release, "the previous outputs
+    are intact" was untrue, and the files it had written, without a manifest, made every next
+    run refuse the folder ("holds files but no release MANIFEST.json"). It is written whole
+    aside and then swapped in."""
+    import subprocess
+    import sys
+
+    _, build = demo
+    folder = tmp_path / "rel"
+    assert main(["release", str(build), "--to", str(folder), *beam_args]) == 0
+    before = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    done = subprocess.run([sys.executable, "-c", _CTRL_C_AS_THE_RELEASE_IS_CHECKSUMMED, "release", str(build),
+                           "--to", str(folder), *beam_args], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 130, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
+    assert main(["release", str(build), "--to", str(folder), *beam_args]) == 0
+    assert not list(folder.glob(".*"))  # nothing of the interrupted run, nor of the swap
+
+
 def test_a_release_with_no_document_in_a_split_says_so(demo, tmp_path, beam_args, capsys):
     """A build whose split stage linked no paper (splits/ empty) was released with exit 0 and
     not a word, while `export` refuses the same build."""
