@@ -280,8 +280,8 @@ def test_an_input_inside_a_folder_the_run_replaces_is_refused(tmp_path, capsys) 
 
 
 def test_run_into_a_folder_that_is_not_a_build_keeps_its_folders(tmp_path, capsys) -> None:
-    """`run` removes report/, export/, release/ and evaluation/ before its first stage (they
-    describe a whole build): in a folder that was not a build they were a user's own, and were
+    """`run` removes report/, export/, release/ and evaluation/ once its first stage is rebuilt
+    (they describe a whole build): in a folder that was not a build they were a user's own, and were
     deleted, even by a run that then failed. Refused unless OUT is a build (`_stats/`); in a
     build, a linked release/ is unlinked, not followed (rmtree raised on it)."""
     out = tmp_path / "project"
@@ -305,6 +305,34 @@ def test_run_into_a_folder_that_is_not_a_build_keeps_its_folders(tmp_path, capsy
     assert cli.main(["run", "--out", str(build), "--unpaywall", str(snapshot), "--fetch", "none",
                      "--to-stage", "papers"]) == 0
     assert not (build / "release").exists() and (kept / "MANIFEST.json").exists()
+
+
+def test_a_run_interrupted_in_its_first_stage_keeps_the_build_whole(tmp_path, monkeypatch, capsys) -> None:
+    """`run` removed report/, export/, release/ and evaluation/ before its first stage ran, so
+    a Ctrl-C (or a failure) in that stage left the build without its export and release while
+    saying "the previous outputs are intact". They go once a stage is rebuilt."""
+    from openmsd_build.papers import command as papers_command
+
+    snapshot = tmp_path / "u.jsonl"
+    snapshot.write_text('{"doi": "10.1234/x", "title": "T"}\n')
+    build = tmp_path / "build"
+    argv = ["run", "--out", str(build), "--unpaywall", str(snapshot), "--fetch", "none", "--to-stage", "papers",
+            "--no-report"]
+    assert cli.main(argv) == 0
+    for name in ("report", "export", "release", "evaluation"):
+        (build / name).mkdir()
+        (build / name / "kept.txt").write_text("an earlier build's")
+
+    def interrupted(*_args, **_kwargs):
+        raise KeyboardInterrupt  # a Ctrl-C while the first stage runs
+
+    with monkeypatch.context() as patch:
+        patch.setattr(papers_command, "run", interrupted)
+        assert cli.main(argv) == 130
+    assert "interrupted; the previous outputs are intact" in capsys.readouterr().err
+    assert all((build / name / "kept.txt").exists() for name in ("report", "export", "release", "evaluation"))
+    assert cli.main(argv) == 0  # papers rebuilt: what described the earlier build is gone
+    assert not any((build / name).exists() for name in ("report", "export", "release", "evaluation"))
 
 
 def test_a_stage_into_a_folder_that_is_not_a_build_keeps_its_folders(tmp_path, capsys) -> None:

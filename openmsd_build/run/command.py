@@ -301,7 +301,8 @@ def plan_text(args: argparse.Namespace, to_run: list[str], found: list[str], ser
         lines.append(f"not built yet, nor by this run: {', '.join(unbuilt)}")
     removed = removed_first(args.out)
     if removed:  # only what is there: a plan of a new build named all four, none of which existed
-        lines.append(f"removed first (they describe a whole build): {', '.join(f + '/' for f in removed)}")
+        lines.append(f"removed once the first stage is rebuilt (they describe a whole build): "
+                     f"{', '.join(f + '/' for f in removed)}")
     if "text" in to_run:
         lines += _queue_plan(args, serial)
     return "\n".join(lines)
@@ -309,8 +310,8 @@ def plan_text(args: argparse.Namespace, to_run: list[str], found: list[str], ser
 
 def removed_first(out: str) -> list[str]:
     """The folders of `DERIVED_FOLDERS` (evaluation/, export/, release/, report/) OUT holds:
-    what `run` removes before its first stage, as they describe a whole build, and what
-    `run --plan` says it would remove (one list for both, so the plan and the run agree)."""
+    what `run` removes once its first stage is rebuilt, as they describe a whole build, and
+    what `run --plan` says it would remove (one list for both, so the plan and the run agree)."""
     from openmsd_build.core.staging import path_exists
 
     return [folder for folder in DERIVED_FOLDERS if path_exists(parquet_io.join_path(out, folder))]
@@ -387,11 +388,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
 
         print(plan_text(args, to_run, found, serial=one_worker_in_this_process(pipeline_options(beam_args))))
         return {}
-    # evaluation/, export/, release/ and report/ describe a whole build: a run that rebuilds
-    # any stage removes them rather than leave a report to show numbers of an earlier build
-    # (the report is written again at the end, unless --no-report).
-    for folder in removed_first(args.out):  # a link is removed, never what it points to
-        delete_path(parquet_io.join_path(args.out, folder))
+    derived = removed_first(args.out)  # removed once the first stage is rebuilt (below)
     results: dict[str, dict] = {}
     timings: dict[str, dict] = {}
     warnings: dict[str, list[str]] = {}
@@ -403,6 +400,11 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
         print(f"== {stage}", flush=True)
         with resources.measured() as figures, progress.reporting(stage):
             results[stage] = module.run(stage_args, beam_args) or {}
+        # evaluation/, export/, release/ and report/ describe a whole build: once a stage is
+        # rebuilt they would show an earlier build's numbers, so they go -- not before, so
+        # that a Ctrl-C or a failure in the first stage leaves the build as it was, them too
+        while derived:  # a link is removed, never what it points to
+            delete_path(parquet_io.join_path(args.out, derived.pop(0)))
         record_provenance(args.out, stage, {"resources": figures})
         record_inputs(args.out, stage, stage_args)
         warnings[stage] = announce(args.out, stage, stale=False)
