@@ -347,3 +347,53 @@ def test_a_ctrl_c_inside_the_pipeline_of_a_command_that_is_no_stage_is_one_line(
     assert done.returncode == 130, done.stderr[-3000:]
     assert done.stderr.strip() == "openmsd-build release: interrupted; the previous outputs are intact; run it again", \
         done.stderr[-3000:]
+
+
+_CTRL_C_INSIDE_A_FINALIZER = r'''
+import os
+import signal
+import sys
+import time
+
+from openmsd_build import cli
+from openmsd_build.split import command
+
+
+class Finalized:
+    def __del__(self):
+        # a terminal's Ctrl-C handled while a finalizer runs (a weakref callback, the GC): the
+        # KeyboardInterrupt cannot leave it
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.2)
+
+
+def run(*_args, **_kwargs):
+    Finalized()
+    started = time.monotonic()
+    while time.monotonic() - started < 10:  # the stage's long work
+        time.sleep(0.05)
+    print("the stage ran to its end", file=sys.stderr)
+    return {}
+
+
+command.run = run
+sys.argv[1:] = ["split", "--out", sys.argv[1]]
+cli.console_main()
+'''
+
+
+def test_a_ctrl_c_inside_a_finalizer_stops_the_command_at_once_without_a_traceback(tmp_path):
+    """Python cannot raise a KeyboardInterrupt out of a weakref callback, `__del__` or the GC:
+    a Ctrl-C handled there printed "Exception ignored in: <function WeakSet...>" and a
+    traceback, and was lost (the command ran on). It is sent again and stops the command."""
+    import subprocess
+    import sys
+    import time
+
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", _CTRL_C_INSIDE_A_FINALIZER, str(tmp_path / "build")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 130, done.stderr[-3000:]
+    assert done.stderr.strip() == "openmsd-build split: interrupted; the previous outputs are intact; run it again", \
+        done.stderr[-3000:]
+    assert time.monotonic() - started < 8  # not after the stage's 10 s

@@ -8,16 +8,27 @@ error with its traceback and carries on, so the pipeline "succeeded", the stage 
 new outputs in and the command exited 0 after a Ctrl-C. While `remembered()` is in force every
 SIGINT is also counted (`count`), so the command and the stage's swap (`core.staging`) can ask
 whether one came, whatever became of its exception.
+
+And Python itself cannot raise the KeyboardInterrupt everywhere: where the signal is handled
+inside a weakref callback, a `__del__` or the garbage collector, the exception has nowhere to
+go; Python printed "Exception ignored in: ..." with its traceback, and the Ctrl-C was lost (the
+command ran on). While `remembered()` is in force such a KeyboardInterrupt is not printed but
+sent again, to be raised where the main thread is next (`_unraisable`).
 """
 
 from __future__ import annotations
 
+import _thread
+import os
 import signal
+import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 _count = 0
+_deferring = False  # in `_unraisable`, which sends the Ctrl-C again: one handled there waits too
 
 
 def count() -> int:
@@ -28,7 +39,17 @@ def count() -> int:
 def _counted_default_int_handler(signum: int, frame: object) -> None:
     global _count
     _count += 1
+    if _deferring:  # raised here it would be lost like the one being sent again
+        _thread.start_new_thread(_send_again, ())
+        return
     signal.default_int_handler(signum, frame)  # raises KeyboardInterrupt, as without us
+
+
+def _send_again() -> None:
+    """SIGINT to this process from a helper thread, a moment later: Python then raises the
+    KeyboardInterrupt wherever the main thread is next."""
+    time.sleep(0.005)
+    os.kill(os.getpid(), signal.SIGINT)
 
 
 @contextmanager
@@ -42,9 +63,26 @@ def remembered() -> Iterator[None]:
         yield
         return
     signal.signal(signal.SIGINT, _counted_default_int_handler)
+    previous_hook = sys.unraisablehook
+
+    def _unraisable(unraisable) -> None:  # noqa: ANN001 - sys.UnraisableHookArgs
+        global _deferring
+        if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
+            # a Ctrl-C handled inside a weakref callback, `__del__` or the GC: sent again, to
+            # be raised where the main thread is next (raised in this hook, it is lost too).
+            # A bare thread: `threading.Thread.start` waits for it, and would be interrupted.
+            _deferring = True
+            _thread.start_new_thread(_send_again, ())
+            _deferring = False
+            return
+        previous_hook(unraisable)
+
+    sys.unraisablehook = _unraisable
     try:
         yield
     finally:
+        if sys.unraisablehook is _unraisable:
+            sys.unraisablehook = previous_hook
         if signal.getsignal(signal.SIGINT) is _counted_default_int_handler:
             signal.signal(signal.SIGINT, signal.default_int_handler)
 
