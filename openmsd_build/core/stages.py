@@ -130,8 +130,12 @@ def record_provenance(out: str, name: str, extra: dict | None = None) -> None:
     `extra` fields (the stage's `resources`) go in with the same write."""
     from openmsd_build.core.stats import update_stage_stats
 
-    built_from = {u: fingerprint(s) for u in stage(name).upstream if (s := read_stage_stats(out, u)) is not None}
-    update_stage_stats(out, name, {"built_from": built_from, **(extra or {})})
+    update_stage_stats(out, name, {"built_from": built_from(out, name), **(extra or {})})
+
+
+def built_from(out: str, name: str) -> dict[str, str]:
+    """Each upstream stage's fingerprint now, as `record_provenance` records it."""
+    return {u: fingerprint(s) for u in stage(name).upstream if (s := read_stage_stats(out, u)) is not None}
 
 
 def stale_stages(out: str) -> dict[str, str]:

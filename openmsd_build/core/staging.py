@@ -300,6 +300,19 @@ def clean_stale(out: str, stage: str, paths: Sequence[str]) -> None:
     _remove_if_empty(join_path(out, TMP_DIR))
 
 
+def _record_built_from(out: str, root: str, stage: str) -> None:
+    """The stage's provenance (`stages.built_from`) into the stats it wrote under `root`, so
+    that the swap puts in a record that says what the outputs were built from. Written only
+    after the swap (by `stages.record_provenance`), a Ctrl-C in between left a stage without
+    it, which staleness never judges again (`stages.stale_stages`): a later rebuild of its
+    upstream went unnoticed, and release / export took the stale build."""
+    from openmsd_build.core.stages import STAGE_NAMES, built_from
+    from openmsd_build.core.stats import update_stage_stats
+
+    if stage in STAGE_NAMES:
+        update_stage_stats(root, stage, {"built_from": built_from(out, stage)})
+
+
 @contextlib.contextmanager
 def stage_outputs(out: str, stage: str, folders: Sequence[str] | None = None) -> Iterator[str]:
     """Run a stage's writes against a temporary root and swap them into `out` on success.
@@ -329,6 +342,7 @@ def stage_outputs(out: str, stage: str, folders: Sequence[str] | None = None) ->
     try:
         yield root
         interrupts.stop_if_seen_since(ctrl_cs)  # a Ctrl-C that Beam caught (a DoFn's teardown): not swapped in
+        _record_built_from(out, root, stage)
     except BaseException as exc:
         with signals_held():
             delete_path(root)

@@ -62,3 +62,26 @@ def test_an_upstream_table_without_stats_then_and_now_is_not_stale(tmp_path) -> 
     stages.record_provenance(out, "text")
     (tmp_path / "_stats" / "papers.json").unlink()
     assert stages.stale_stages(out) == {"text": "upstream papers was removed after text ran (no _stats/papers.json)"}
+
+
+def test_a_ctrl_c_right_after_the_swap_leaves_the_stage_its_provenance(tmp_path, monkeypatch, capsys) -> None:
+    """`built_from` was written into `_stats/<stage>.json` after the swap: a Ctrl-C in between
+    (2 of ~60 Ctrl-Cs of papers and citations) left a stage without it, which staleness never
+    judges again, so a later rebuild of its upstream went unnoticed. The swap puts it in."""
+    from openmsd_build import cli
+    from openmsd_build.core import staging
+
+    inputs, out = tmp_path / "inputs", tmp_path / "build"
+    assert cli.main(["sample", "--out", str(inputs), "--papers", "20", "--seed", "3"]) == 0
+    assert cli.main(["run", "--inputs", str(inputs), "--out", str(out), "--fetch", "none", "--to-stage", "citations",
+                     "--no-report"]) == 0
+    swap = staging.swap_in
+
+    def swap_then_ctrl_c(*args, **kwargs):
+        swap(*args, **kwargs)
+        raise KeyboardInterrupt  # the moment the new outputs are in
+
+    monkeypatch.setattr(staging, "swap_in", swap_then_ctrl_c)
+    assert cli.main(["citations", "--out", str(out), "--opencitations", str(inputs / "opencitations")]) == 130
+    stats = json.loads((out / "_stats" / "citations.json").read_text())
+    assert stats["built_from"] == {"text": stages.fingerprint(stages.read_stage_stats(str(out), "text"))}
