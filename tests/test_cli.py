@@ -530,7 +530,7 @@ def test_plan_names_only_the_whole_build_folders_there_which_are_what_the_run_re
 
     def planned() -> list[str]:
         assert cli.main([*argv, "--plan"]) == 0
-        said = [line for line in capsys.readouterr().out.splitlines() if line.startswith("removed first")]
+        said = [line for line in capsys.readouterr().out.splitlines() if line.startswith("removed once the first stage is rebuilt")]
         assert len(said) <= 1, said
         return said[0].split("): ", 1)[1].split(", ") if said else []
 
