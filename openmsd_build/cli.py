@@ -152,7 +152,8 @@ def _no_interrupt_tracebacks(record: logging.LogRecord) -> bool:
     also when the Ctrl-C is only the cause of what was logged (Beam re-raises it as a
     RuntimeError, and logs that where it closes its workers: "Error closing worker_handler")."""
     exc = record.exc_info
-    return not (exc and exc[0] is not None and interrupts.was_interrupted(exc[1]))
+    return not (exc and exc[0] is not None and (issubclass(exc[0], KeyboardInterrupt)
+                                                 or interrupts.was_interrupted(exc[1])))
 
 
 _said_interrupted = False  # whether `_interrupted` told the user (one line, once)
