@@ -145,6 +145,7 @@ FIXED_NAME_WRITERS = {
     ("core/beam_io.py", "_WriteJson.process"): "_stats/<stage>.json (layout.stats_path)",
     ("core/spill.py", "write_piece"): "_tmp spill pieces: <tag>/<shard>/<uuid4 hex>.arrow",
     ("core/stats.py", "update_stage_stats"): "_stats/<stage>.json (layout.stats_path)",
+    ("core/staging.py", "replace_entries"): "<its partial folder>/.entries (SWAP_LIST): the swap's own list",
     ("text/beam.py", "WholeRecordFile._open"): "fetch-<uuid4 hex>.warc.gz (its caller, text/beam.py)",
     ("text/fetch/warc_store.py", "WarcWriter.__init__"): "its caller's fetch-<uuid4 hex>.warc.gz",
 }
