@@ -132,13 +132,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     _said_interrupted = False
     argv = list(sys.argv[1:] if argv is None else argv)
     command = _command_of(argv)
+    name = command if command in COMMANDS else None
+    ctrl_cs = interrupts.count()
     try:
         with interrupts.remembered():  # a Ctrl-C that something caught still counts
-            return _main(argv, command)
+            code = _main(argv, command)
     except KeyboardInterrupt:
-        # Ctrl-C before the command's own handler is in place (parsing, imports) or after
-        # it: the same one line, never a traceback
-        return _interrupted(command if command in COMMANDS else None)
+        # Ctrl-C at any moment (parsing, imports, the command's work): one line, no traceback
+        return _interrupted(name)
+    except Exception as exc:
+        # a Ctrl-C that reached us as another error: Beam re-raises one from inside a DoFn as
+        # a RuntimeError ("KeyboardInterrupt [while running ...]"), which the stages'
+        # `staging.stage_outputs` turn back but other commands' pipelines (release's) let
+        # through; Python wraps one raised in a class body's `__set_name__` while a module
+        # is imported (pymongo's dataclasses, as Beam loads) in a RuntimeError. Any error
+        # after a Ctrl-C is taken as its consequence.
+        if interrupts.was_interrupted(exc) or interrupts.count() != ctrl_cs:
+            return _interrupted(name)
+        raise
+    if interrupts.count() != ctrl_cs:  # a Ctrl-C that something caught and carried on after
+        return _interrupted(name)
+    return code
 
 
 def _command_of(argv: Sequence[str]) -> str | None:
@@ -204,7 +218,6 @@ def _check_local_out(out: str, local: str) -> None:
 
 def _main(argv: list[str], command: str | None) -> int:
     """`main` once the command line is known."""
-    ctrl_cs = interrupts.count()
     if argv[:1] == ["--version"]:
         _print_version()
         return 0
@@ -257,18 +270,6 @@ def _main(argv: list[str], command: str | None) -> int:
     except UserError as exc:
         print(f"openmsd-build {args.command}: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        return _interrupted(args.command)
-    except Exception as exc:
-        # a Ctrl-C that reached the command as another error: Beam re-raises one from inside a
-        # DoFn as a RuntimeError ("KeyboardInterrupt [while running ...]"), which the stages'
-        # `staging.stage_outputs` turn back but the other commands' pipelines (release's ids
-        # and checksums) let through as a traceback and status 1
-        if interrupts.was_interrupted(exc) or interrupts.count() != ctrl_cs:
-            return _interrupted(args.command)
-        raise
-    if interrupts.count() != ctrl_cs:  # a Ctrl-C that something caught and carried on after
-        return _interrupted(args.command)
     return int(result) if isinstance(result, int) else 0
 
 

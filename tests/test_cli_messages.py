@@ -397,3 +397,49 @@ def test_a_ctrl_c_inside_a_finalizer_stops_the_command_at_once_without_a_traceba
     assert done.stderr.strip() == "openmsd-build split: interrupted; the previous outputs are intact; run it again", \
         done.stderr[-3000:]
     assert time.monotonic() - started < 8  # not after the stage's 10 s
+
+
+_CTRL_C_AS_A_CLASS_BODY_RUNS = r'''
+import os
+import signal
+import sys
+import time
+
+from openmsd_build import cli
+
+
+class Field:
+    def __set_name__(self, owner, name):
+        os.kill(os.getpid(), signal.SIGINT)  # a terminal's Ctrl-C while a class body is set up
+        time.sleep(1)
+
+
+load = cli._module
+
+
+def module(name):
+    class Imported:  # as a module the command imports defines its classes (pymongo's, as Beam loads)
+        field = Field()
+
+    return load(name)
+
+
+cli._module = module
+sys.argv[1:] = ["export", "--out", sys.argv[1]]
+cli.console_main()
+'''
+
+
+def test_a_ctrl_c_that_python_wraps_as_the_command_loads_is_one_line(tmp_path):
+    """Python wraps an exception raised in a descriptor's `__set_name__` in a RuntimeError
+    ("Error calling __set_name__ on 'Field' instance 'clientId' in 'OIDCIdPInfo'"): a Ctrl-C
+    while the command's modules were imported (Beam importing pymongo) was a traceback and
+    status 1, before the command's own handler was in place."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _CTRL_C_AS_A_CLASS_BODY_RUNS, str(tmp_path)], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 130, done.stderr[-3000:]
+    assert done.stderr.strip() == "openmsd-build export: interrupted; the previous outputs are intact; run it again", \
+        done.stderr[-3000:]
