@@ -214,11 +214,12 @@ def replace_entries(dest: str, partial: str, entries: Sequence[str]) -> None:
     The swap is the stages' own (`swap_in`, SIGINT / SIGTERM held): the earlier entries go
     aside under `partial/.old/` and the new ones in, and any error in between moves them back,
     so a Ctrl-C or a failed move leaves one whole set or the other. Before it,
-    `partial/.entries` lists the new entries, so that the swap of a run killed inside it can
-    be finished (`recover_entries`)."""
+    `partial/.entries` lists the entries and which of them are new, so that the swap of a run
+    killed inside it can be finished (`recover_entries`). An entry may be a path below `dest`
+    (`pools/idt`)."""
     new = [entry for entry in entries if path_exists(join_path(partial, entry))]
     with FileSystems.create(join_path(partial, SWAP_LIST)) as fh:
-        fh.write(json.dumps(new).encode("utf-8"))
+        fh.write(json.dumps({"entries": list(entries), "new": new}).encode("utf-8"))
     try:
         with signals_held():
             swap_in(dest, partial, entries)
@@ -226,16 +227,21 @@ def replace_entries(dest: str, partial: str, entries: Sequence[str]) -> None:
         delete_path(partial)
 
 
-def recover_entries(dest: str, partial: str, entries: Sequence[str]) -> None:
+def recover_entries(dest: str, partial: str, entries: Sequence[str] = ()) -> None:
     """Before a run checks or writes `dest`: the swap of one killed inside it (its
     `partial/.entries` is there, so the new set was whole) is finished: every entry not placed
     yet goes in, and every earlier entry still in place goes aside, as `swap_in` would have
     done; then `partial` (aside entries included) is removed. A partial folder without that
-    list is a run that never finished writing (killed, interrupted): removed."""
+    list is a run that never finished writing (killed, interrupted): removed. The entries are
+    the killed run's own (in its list); `entries` for a list that only names the new ones."""
     listed = join_path(partial, SWAP_LIST)
     if path_exists(listed):
         with FileSystems.open(listed) as fh:
-            new = set(json.loads(fh.read().decode("utf-8")))
+            record = json.loads(fh.read().decode("utf-8"))
+        if isinstance(record, dict):
+            entries, new = record["entries"], set(record["new"])
+        else:  # a list of the new entries (an export killed by an earlier version)
+            new = set(record)
         aside = join_path(partial, OLD_DIR)
         for entry in entries:
             unplaced = entry in new and path_exists(join_path(partial, entry))

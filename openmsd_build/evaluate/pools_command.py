@@ -15,6 +15,12 @@ Written under `OUT/evaluation/large_pool/` (what the report and `export` read):
                                                   candidate (ranked), year, language
     benchmark/<split>/corpus.jsonl, queries.jsonl, qrels/test.tsv   BEIR task
     benchmark/<split>/candidates.parquet       query-id, corpus-id, score, type, languages
+
+A run writes all of it under `large_pool/.partial/` first and then puts each evaluated split's
+three entries in place of the earlier run's (`staging.replace_entries`), so a Ctrl-C or a
+failure leaves the earlier results whole (they were overwritten file by file: an interrupted
+run left one split's new results beside the other's old ones, or a half-written JSON file);
+the splits a run does not evaluate keep theirs.
 """
 
 from __future__ import annotations
@@ -48,6 +54,15 @@ VALIDATION_QUERIES = 200
 
 def results_dir(out: str) -> str:
     return join_path(out, "evaluation", "large_pool")
+
+
+PARTIAL = ".partial"
+"""Where a run writes its results before they replace the earlier ones (`run_pools`)."""
+
+
+def split_entries(splits) -> list[str]:
+    """What a run writes for each of `splits`, below `results_dir`."""
+    return [entry for split in splits for entry in (f"{split}.json", f"pools/{split}", f"benchmark/{split}")]
 
 
 def _versions() -> dict:
@@ -224,13 +239,35 @@ def run_pools(out: str, splits, sizes, resamples: int = 3, seed: int = 0, relati
               recall_k: int = topk.DEFAULT_RECALL_K, tune: bool = True, encoders: dict | None = None,
               embeddings: dict | None = None, bench_config: benchmark.BenchmarkConfig | None = None) -> dict:
     """The whole evaluation of `splits`; writes `results_dir(out)` and returns {split: result}."""
+    from openmsd_build.core import interrupts
+    from openmsd_build.core.staging import delete_path, recover_entries, replace_entries
+
+    final = results_dir(out)
+    dest = join_path(final, PARTIAL)
+    recover_entries(final, dest)  # what a killed or interrupted run left
+    ctrl_cs = interrupts.count()
+    try:
+        results = _run_pools(out, dest, splits, sizes, resamples, seed, relations, latest_years, max_queries, fields,
+                             top_k, recall_k, tune, encoders, embeddings, bench_config)
+        interrupts.stop_if_seen_since(ctrl_cs)  # a Ctrl-C caught on the way: nothing replaced
+    except BaseException:
+        delete_path(dest)
+        raise
+    replace_entries(final, dest, split_entries(splits))
+    return results
+
+
+def _run_pools(out: str, dest: str, splits, sizes, resamples: int, seed: int, relations, latest_years: int,
+               max_queries: int, fields, top_k: int, recall_k: int, tune: bool, encoders: dict | None,
+               embeddings: dict | None, bench_config: benchmark.BenchmarkConfig | None) -> dict:
+    """`run_pools`' results, written under `dest`."""
     relations = tuple(relations)
     started = time.time()
     tuning = None
     if tune:
         train = load_corpus(out, "train", relations)
         tuning = tune_on_train(train, relations, seed, top_k)
-    dest = results_dir(out)
+    os.makedirs(dest, exist_ok=True)
     results = {}
     for split in splits:
         corpus = load_corpus(out, split, relations)

@@ -162,3 +162,25 @@ def test_stats_rewritten_after_a_stage_survive_a_write_cut_short(tmp_path, monke
     monkeypatch.undo()
     assert update_stage_stats(str(out), "papers", {"warnings": ["w"]})
     assert read_stats(str(path)) == {"counts": {"papers.read": 3}, "warnings": ["w"]}
+
+
+def test_a_swap_of_entries_killed_half_way_is_finished_with_its_own_entries(tmp_path: Path) -> None:
+    """`replace_entries` records which entries it replaces and which are new; a run killed
+    inside the swap is finished from that record, also for an entry the new set drops and for
+    one below a folder (`pools/idt`), whatever entries the next run names."""
+    dest, partial = tmp_path / "results", tmp_path / "results" / ".partial"
+    for rel, text in {"idt.json": "old idt", "pools/idt/a": "old pool", "benchmark/idt/b": "old bench",
+                      "odt.json": "old odt"}.items():
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        (dest / rel).write_text(text)
+    for rel, text in {"idt.json": "new idt", "pools/idt/a": "new pool"}.items():
+        (partial / rel).parent.mkdir(parents=True, exist_ok=True)
+        (partial / rel).write_text(text)
+    entries = ["idt.json", "pools/idt", "benchmark/idt"]
+    (partial / staging.SWAP_LIST).write_text(json.dumps({"entries": entries, "new": ["idt.json", "pools/idt"]}))
+    staging.move_path(str(dest / "idt.json"), str(partial / staging.OLD_DIR / "idt.json"))  # killed here
+    staging.move_path(str(partial / "idt.json"), str(dest / "idt.json"))
+    staging.recover_entries(str(dest), str(partial))
+    assert (dest / "idt.json").read_text() == "new idt" and (dest / "pools/idt/a").read_text() == "new pool"
+    assert not (dest / "benchmark" / "idt").exists()  # dropped by the new set, as the swap does
+    assert (dest / "odt.json").read_text() == "old odt" and not partial.exists()

@@ -7,6 +7,7 @@ on a small synthetic build (results, pools, benchmark, report section, export ca
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -411,3 +412,42 @@ def test_pool_counts_are_usage_errors_when_parsed(tmp_path, capsys, flag, value,
     err = capsys.readouterr().err
     errors = [line for line in err.splitlines() if "error:" in line]
     assert errors == [f"openmsd-build evaluate-pools: error: argument {flag}: {said}"], err
+
+
+def test_an_interrupted_evaluation_keeps_the_earlier_results_whole(tmp_path, monkeypatch, capsys):
+    """evaluate-pools wrote each split's results in place as it went: a Ctrl-C in the second
+    split left the first split's new results beside the second's old ones (a half-written JSON
+    when it fell in the write) under "the previous outputs are intact". A run's results now
+    replace the earlier ones only when all are written; splits it does not evaluate keep theirs."""
+    from openmsd_build.evaluate import pools_command
+
+    out = tmp_path / "build"
+    synthetic_build(str(out), 300, seed=3)
+    args = ["evaluate-pools", "--out", str(out), "--pool-sizes", "50", "--resamples", "1", "--max-queries", "5",
+            "--no-tune", "--benchmark-queries", "5"]
+    assert main([*args, "--seed", "1"]) == 0
+    results = out / "evaluation" / "large_pool"
+
+    def snapshot() -> dict:
+        return {p.relative_to(results): p.read_bytes() for p in results.rglob("*") if p.is_file()}
+
+    before = snapshot()
+    assert {"idt.json", "odt.json"} <= {str(p) for p in before}
+    load = pools_command.load_corpus
+
+    def ctrl_c_in_odt(build, split, *rest, **kwargs):
+        if split == "odt":
+            raise KeyboardInterrupt  # idt's results are written, odt's are under way
+        return load(build, split, *rest, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(pools_command, "load_corpus", ctrl_c_in_odt)
+        assert main([*args, "--seed", "2"]) == 130
+    assert "interrupted; the previous outputs are intact" in capsys.readouterr().err
+    assert snapshot() == before
+    assert main([*args, "--seed", "2", "--split", "idt"]) == 0
+    after = snapshot()
+    assert after[Path("idt.json")] != before[Path("idt.json")]
+    assert {p: d for p, d in after.items() if p.parts[-1] == "odt.json" or "odt" in p.parts} == {
+        p: d for p, d in before.items() if p.parts[-1] == "odt.json" or "odt" in p.parts}
+    assert not (results / pools_command.PARTIAL).exists()
