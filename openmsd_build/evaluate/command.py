@@ -156,11 +156,12 @@ def evaluate_split(
 
 
 def write_result(out: str, name: str, result: dict) -> str:
+    """The result's JSON file, put in place whole (`parquet_io.write_bytes`): written in place,
+    a Ctrl-C or a full disk during the write left the earlier result truncated."""
     path = result_path(out, name, result["split"])
     if "://" not in path:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-    with FileSystems.create(path) as f:
-        f.write(json.dumps(result, indent=2, sort_keys=True).encode("utf-8"))
+    parquet_io.write_bytes(json.dumps(result, indent=2, sort_keys=True).encode("utf-8"), path)
     return path
 
 

@@ -120,3 +120,24 @@ def test_empty_split_pool_gives_empty_relevance_without_error():
     relevance = tasks.load_relevance("/nonexistent-build", "cc", pool)
     assert relevance.indices.size == 0
     assert relevance.n_links == 0
+
+
+def test_a_ctrl_c_while_a_result_is_written_keeps_the_earlier_one(tmp_path, monkeypatch):
+    """A result's JSON was written in place: a Ctrl-C as it was written (`evaluate`, or `run`'s
+    baseline) left the earlier result an empty or truncated file."""
+    from openmsd_build.evaluate import command
+
+    out = str(tmp_path)
+    write_tiny_build(out)
+    run_bm25_baseline(out)
+    path = tmp_path / "evaluation" / "bm25_idt.json"
+    before = path.read_bytes()
+
+    def interrupted(*_args, **_kwargs):
+        raise KeyboardInterrupt  # the Ctrl-C as the result is turned into its file's bytes
+
+    monkeypatch.setattr(command.json, "dumps", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        command.write_result(out, "bm25", {"split": "idt"})
+    assert path.read_bytes() == before and json.loads(before)
+    assert not list(path.parent.glob("*.tmp"))
