@@ -181,6 +181,7 @@ def _interrupted(command: str | None) -> int:
     in the middle of the message or of stopping the sampler. Run as the program, a Ctrl-C after
     it ends the process at once (see `console_main`)."""
     global _said_interrupted
+    interrupts.acknowledge()  # stopping: no Ctrl-C needs sending again
     main = threading.current_thread() is threading.main_thread()
     previous = signal.getsignal(signal.SIGINT) if main else None
     if previous is not None:

@@ -14,6 +14,16 @@ inside a weakref callback, a `__del__` or the garbage collector, the exception h
 go; Python printed "Exception ignored in: ..." with its traceback, and the Ctrl-C was lost (the
 command ran on). While `remembered()` is in force such a KeyboardInterrupt is not printed but
 sent again, to be raised where the main thread is next (`_unraisable`).
+
+Nor does every library let a KeyboardInterrupt through: one raised while a module is imported
+can reach an import guard as another error (Python wraps what a class body's `__set_name__`
+raises in a RuntimeError) and be taken for a missing optional dependency; Beam logs one that
+a DoFn's teardown raises and carries on. The count stops such a command at its end, but that
+was the whole run later (1 in ~200 Ctrl-Cs of pairs and of run, in their first second: the
+pipeline ran to its end, 6-16 s, and only then said "interrupted"). So each SIGINT is watched
+(`_watch`): if half a second later the command has not stopped for it (`acknowledge`) and the
+main thread is not handling it either (unwinding through `except` / `finally` clauses), it
+was swallowed, and it is sent again.
 """
 
 from __future__ import annotations
@@ -28,6 +38,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 _count = 0
+_acknowledged = 0  # `_count` when the command last stopped for its Ctrl-Cs (`acknowledge`)
+SWALLOWED_AFTER_S = 0.5  # a Ctrl-C nobody is handling this long after it came was swallowed
 _deferring = False  # in `_unraisable`, which sends the Ctrl-C again: one handled there waits too
 
 
@@ -36,13 +48,36 @@ def count() -> int:
     return _count
 
 
+def acknowledge() -> None:
+    """The command is stopping for every Ctrl-C so far (it says so): none is sent again."""
+    global _acknowledged
+    _acknowledged = _count
+
+
 def _counted_default_int_handler(signum: int, frame: object) -> None:
     global _count
     _count += 1
+    _thread.start_new_thread(_watch, (_count,))
     if _deferring:  # raised here it would be lost like the one being sent again
         _thread.start_new_thread(_send_again, ())
         return
     signal.default_int_handler(signum, frame)  # raises KeyboardInterrupt, as without us
+
+
+def _watch(seen: int) -> None:
+    """In a helper thread, after SIGINT number `seen`: if the command has not stopped for it
+    (nor for a later one, which has a watch of its own) and the main thread is not handling
+    it, something swallowed it: sent again."""
+    main = threading.main_thread().ident
+    time.sleep(SWALLOWED_AFTER_S)
+    while _acknowledged < seen == _count:
+        handled = sys._current_exceptions().get(main)
+        if isinstance(handled, tuple):  # Python 3.11: an exc_info tuple; 3.12: the exception
+            handled = handled[1]
+        if not was_interrupted(handled):
+            os.kill(os.getpid(), signal.SIGINT)
+            return
+        time.sleep(0.1)  # still unwinding (`finally`, `except` clauses): its cleanup runs
 
 
 def _send_again() -> None:
