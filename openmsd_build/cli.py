@@ -139,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             code = _main(argv, command)
     except KeyboardInterrupt:
         # Ctrl-C at any moment (parsing, imports, the command's work): one line, no traceback
-        return _interrupted(name)
+        return _interrupted(name, argv)
     except Exception as exc:
         # a Ctrl-C that reached us as another error: Beam re-raises one from inside a DoFn as
         # a RuntimeError ("KeyboardInterrupt [while running ...]"), which the stages'
@@ -148,10 +148,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         # is imported (pymongo's dataclasses, as Beam loads) in a RuntimeError. Any error
         # after a Ctrl-C is taken as its consequence.
         if interrupts.was_interrupted(exc) or interrupts.count() != ctrl_cs:
-            return _interrupted(name)
+            return _interrupted(name, argv)
         raise
     if interrupts.count() != ctrl_cs:  # a Ctrl-C that something caught and carried on after
-        return _interrupted(name)
+        return _interrupted(name, argv)
     return code
 
 
@@ -174,7 +174,18 @@ _said_interrupted = False  # whether `_interrupted` told the user (one line, onc
 _program = False  # run as the program (`console_main`), not called by a test or an application
 
 
-def _interrupted(command: str | None) -> int:
+def _fetches_live(argv: Sequence[str]) -> bool:
+    """Whether the command line fetches pages from the web (`--fetch http`, as `run`, `text`
+    and `reconstruct` take it, abbreviated or not): only those pages are archived under
+    OUT/warc/ for a re-run to resume from; a replay of archives or local files fetches none."""
+    for k, arg in enumerate(argv):
+        name, equals, value = arg.partition("=")
+        if len(name) >= 4 and "--fetch".startswith(name):
+            return (value if equals else (argv[k + 1] if k + 1 < len(argv) else "")) == "http"
+    return False
+
+
+def _interrupted(command: str | None, argv: Sequence[str] = ()) -> int:
     """The message and exit code of a Ctrl-C (130, as a shell reports SIGINT); a Beam state
     sampler the Ctrl-C left running is stopped first, or the exit would wait for it. Deaf to
     a second Ctrl-C while it does so (the command is stopping already): that one raised here,
@@ -189,8 +200,7 @@ def _interrupted(command: str | None) -> int:
     try:
         stop_sampler_left_running()
         name = f"openmsd-build {command}" if command else "openmsd-build"
-        fetches = command in ("run", "text", "reconstruct", None)  # the commands that fetch pages
-        again = "a re-run resumes (fetched pages are kept in OUT/warc/)" if fetches else "run it again"
+        again = "a re-run resumes (fetched pages are kept in OUT/warc/)" if _fetches_live(argv) else "run it again"
         if not _said_interrupted:
             print(f"{name}: interrupted; the previous outputs are intact; {again}", file=sys.stderr, flush=True)
         _said_interrupted = True
@@ -327,7 +337,7 @@ def console_main() -> None:
         sys.stdout.flush()
     except KeyboardInterrupt:
         command = _command_of(sys.argv[1:])
-        code = _interrupted(command if command in COMMANDS else None)
+        code = _interrupted(command if command in COMMANDS else None, sys.argv[1:])
     except BrokenPipeError:
         if not _stdout_gone():  # another pipe broke (a child's, a socket): a real error
             raise

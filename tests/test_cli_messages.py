@@ -490,3 +490,23 @@ def test_a_ctrl_c_that_something_swallows_still_stops_the_command_at_once(tmp_pa
     assert done.stderr.strip() == "openmsd-build split: interrupted; the previous outputs are intact; run it again", \
         done.stderr[-3000:]
     assert time.monotonic() - started < 8  # not after the stage's 10 s
+
+
+@pytest.mark.parametrize(("argv", "resumes"), [
+    (["text", "--out", "B", "--fetch", "http"], True),
+    (["run", "--fetch=http", "--out", "B"], True),
+    (["reconstruct", "--fetc", "http"], True),  # argparse takes an abbreviated flag
+    (["text", "--out", "B", "--fetch", "warc:A/*.warc.gz"], False),  # a replay fetches nothing
+    (["run", "--inputs", "S", "--out", "B"], False),  # run replays the sample's WARC by default
+    (["reconstruct", "--fetch", "local:F"], False),
+    (["text", "--out", "B"], False),  # text's default is --fetch none
+    (["split", "--out", "B"], False),
+])
+def test_ctrl_c_message_names_the_fetched_pages_only_when_pages_are_fetched(argv, resumes, capsys, monkeypatch):
+    """'fetched pages are kept in OUT/warc/' is said only of a live fetch: a `--fetch warc:`
+    replay or a local-files build keeps nothing there for a re-run to resume from."""
+    monkeypatch.setattr(cli, "_said_interrupted", False)  # said once a process
+    assert cli._interrupted(argv[0], argv) == 130
+    said = capsys.readouterr().err.strip()
+    again = "a re-run resumes (fetched pages are kept in OUT/warc/)" if resumes else "run it again"
+    assert said == f"openmsd-build {argv[0]}: interrupted; the previous outputs are intact; {again}"
