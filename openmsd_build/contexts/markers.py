@@ -7,7 +7,8 @@ Styles (the `style` of a marker; the stage counts resolution per style):
 * `numeric` — brackets `[3]`, `[3, 7]`, `[3–5]`, fullwidth `［3］`, `［３，５］`; a range is
   expanded when it spans at most `MAX_RANGE` numbers (else its two ends are kept);
 * `superscript` — Unicode superscript digits after a word or punctuation (`shown¹²`, `shown.³⁻⁵`),
-  not after a unit (`m²`, `cm³`: a word of one or two letters after a number);
+  not after a unit (`m²`, `cm³`: a word of one or two letters after a number), of at most four
+  digits a number and none 0, as in brackets;
 * `author_year` — a parenthesis holding `Name [et al. | and Name], year[, year]` items
   separated by `;` or `,` (`(Smith et al., 2019; Lee 2020)`, `(Wylie 1954, Price et al. 1981)`,
   `(Иванов и др., 2019)`, `（Smith, 2019）`); year suffixes kept (`2014a`);
@@ -29,7 +30,8 @@ MAX_NAME_WORDS = 6
 MAX_PARENTHESIS_CHARS = 400
 
 _DASHES = "\\-\u2010\u2011\u2012\u2013\u2014\u2212\uff0d~\uff5e"
-_NUM = "[0-9\uff10-\uff19]{1,4}"
+MAX_NUMBER_DIGITS = 4
+_NUM = f"[0-9\uff10-\uff19]{{1,{MAX_NUMBER_DIGITS}}}"
 _NUM_ITEM = rf"{_NUM}(?:\s*[{_DASHES}]\s*{_NUM})?"
 _NUMERIC = re.compile(
     rf"[\[\uff3b]\s*(?P<body>{_NUM_ITEM}(?:\s*[,\uff0c;\uff1b\u3001]\s*{_NUM_ITEM})*)\s*[\]\uff3d]")
@@ -38,6 +40,7 @@ _SUP_DIGITS = {"\u00b9": 1, "\u00b2": 2, "\u00b3": 3, "\u2070": 0, "\u2074": 4, 
                "\u2077": 7, "\u2078": 8, "\u2079": 9}
 _SUP = "[" + "".join(_SUP_DIGITS) + "]+"
 _SUPERSCRIPT = re.compile(rf"(?P<body>{_SUP}(?:[,\u207b\u2013\-]{_SUP})*)")
+_LONG_NUMBER = re.compile(rf"\d{{{MAX_NUMBER_DIGITS + 1}}}")
 _UNIT_BEFORE = re.compile(r"(?:^|[\d\s])[^\W\d_]{1,2}$")
 _PARENS = re.compile(rf"[(\uff08](?P<body>[^()\uff08\uff09]{{2,{MAX_PARENTHESIS_CHARS}}})[)\uff09]")
 _YEAR = r"(?:1[6-9]\d\d|20\d\d)(?:[a-z](?![^\W\d_]))?"
@@ -106,6 +109,9 @@ def _numeric(sentence: str) -> list[Marker]:
 
 
 def _superscripts(sentence: str) -> list[Marker]:
+    """Superscript numbers; a run of more than `MAX_NUMBER_DIGITS` digits, or a group holding a
+    0, is not a citation (as in brackets): `_numbers` cut "¹²³⁴⁵⁶⁷⁸⁹" into 1234, 5678 and 9, and
+    "¹⁻¹⁰⁰⁰⁰⁰⁰" into 0, 1 and 1000, which resolved to references the sentence never cited."""
     out: list[Marker] = []
     for m in _SUPERSCRIPT.finditer(sentence):
         before = sentence[: m.start()]
@@ -113,7 +119,10 @@ def _superscripts(sentence: str) -> list[Marker]:
             continue
         body = "".join(str(_SUP_DIGITS[c]) if c in _SUP_DIGITS else "-" if c in "\u207b\u2013-" else c
                        for c in m.group("body"))
-        out.extend(Marker("superscript", m.start(), m.end(), number=n) for n in _numbers(body))
+        numbers = _numbers(body)
+        if _LONG_NUMBER.search(body) or 0 in numbers:
+            continue
+        out.extend(Marker("superscript", m.start(), m.end(), number=n) for n in numbers)
     return out
 
 

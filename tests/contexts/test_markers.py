@@ -68,3 +68,18 @@ def test_first_surname_and_name_normalization() -> None:
     assert first_surname("measured in") is None
     assert normalize_name("García-Márquez") == "garcia marquez"
     assert normalize_name("Müller") == "muller"
+
+
+def test_a_superscript_run_longer_than_a_reference_number_is_not_cut_into_citations() -> None:
+    # brackets take at most four digits ([3-1000000] is no marker); a superscript run of more
+    # was cut into four-digit pieces: "¹²³⁴⁵⁶⁷⁸⁹" cited 1234, 5678 and 9, "¹⁻¹⁰⁰⁰⁰⁰⁰" cited 0, 1 and 1000
+    assert _numbers("As shown [3-1000000] here.") == []
+    assert _numbers("Digits shown\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079 there.") == []
+    assert _numbers("Shown\u00b9\u207b\u00b9\u2070\u2070\u2070\u2070\u2070\u2070 here.") == []
+    assert _numbers("Shown\u00b9\u00b2\u00b3\u2074 here.") == [1234]
+
+
+def test_a_superscript_zero_is_not_a_citation() -> None:
+    # as a bracketed group holding a 0 ("[0, 1]"): a reference list starts at 1
+    assert _numbers("Shown\u2070 here and\u2070\u207b\u00b3 there.") == []
+    assert _numbers("Shown\u00b9\u2070 here.") == [10]
