@@ -94,7 +94,7 @@ def _numbers(body: str) -> list[int]:
         if b is not None and a < b <= a + MAX_RANGE:
             out.extend(range(a, b + 1))
         else:
-            out.extend([a] if b is None else [a, b])
+            out.extend([a] if b is None or b == a else [a, b])  # "[5-5]" names one reference
     return out
 
 

@@ -83,3 +83,8 @@ def test_a_superscript_zero_is_not_a_citation() -> None:
     # as a bracketed group holding a 0 ("[0, 1]"): a reference list starts at 1
     assert _numbers("Shown\u2070 here and\u2070\u207b\u00b3 there.") == []
     assert _numbers("Shown\u00b9\u2070 here.") == [10]
+
+
+def test_a_range_from_a_number_to_itself_is_one_marker() -> None:
+    # one cited item, one marker: "[5-5]" was two markers of reference 5 (markers_found counted both)
+    assert _numbers("Shown [5-5] and [5\u20135, 7] and\u00b3\u207b\u00b3 here.") == [5, 5, 7, 3]
