@@ -49,6 +49,7 @@ from openmsd_build.core.errors import UserError, short_repr, shorten
 
 PART_KINDS = ("title-abstract", "pairs", "mix", "triplets")
 _LANGUAGE_CODE_RE = re.compile(r"[a-z]{2,3}")
+_CODES_ARE = "two or three lower-case letters, e.g. 'en', 'ru', 'ceb'"
 TEXT_CHOICES = ("choice", "document")
 # dataset_type of each part's rows (the statistics table's "type")
 RELATION_TYPES = {"dc": "citation", "cc": "co-citation", "bc": "coupling", "ccs": "co-citation-sentence"}
@@ -258,8 +259,8 @@ def parse_recipe(data: dict) -> Recipe:
         if not _LANGUAGE_CODE_RE.fullmatch(code):
             meant = code.strip().lower()
             hint = f" (did you mean {meant!r}?)" if _LANGUAGE_CODE_RE.fullmatch(meant) else ""
-            raise UserError(f"recipe: `languages`: {short_repr(code)} is not a language code as documents carry them: two or "
-                            f"three lower-case letters, e.g. 'en', 'ru', 'ceb'{hint}")
+            raise UserError(f"recipe: `languages`: {short_repr(code)} is not a language code as documents carry them: "
+                            f"{_CODES_ARE}{hint}")
     text_mode = data.get("text_mode", "raw")
     if text_mode not in ("raw", "enriched"):
         raise UserError("recipe: text_mode raw or enriched")
@@ -273,6 +274,14 @@ def parse_recipe(data: dict) -> Recipe:
     for key, value in budget.items():
         if key != "*" and (key.count("/") != 1 or lang_pair(*key.split("/")) != key):
             raise UserError(f"recipe: token_budget key {short_repr(key)}: an ordered pair such as 'en/ru' (sorted) or '*'")
+        # as `languages`: "EN/en" or "en/english" names no example's pair, and its budget was
+        # silently never applied
+        if key != "*" and not all(_LANGUAGE_CODE_RE.fullmatch(code) for code in key.split("/")):
+            meant = lang_pair(*key.strip().lower().split("/"))
+            hint = (f" (did you mean {meant!r}?)" if all(_LANGUAGE_CODE_RE.fullmatch(c) for c in meant.split("/"))
+                    else "")
+            raise UserError(f"recipe: token_budget key {short_repr(key)}: a pair of language codes as documents carry "
+                            f"them: {_CODES_ARE}{hint}")
         checked[key] = None if value is None else int(_number(value, f"token_budget[{key}]"))
     return Recipe(
         name=name,

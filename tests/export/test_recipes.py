@@ -240,6 +240,16 @@ def test_recipe_languages_are_codes_as_documents_carry_them(build, tmp_path, cap
     assert stats["counts"]["train"]["written"] > 0 and [w[:len(warning)] for w in stats["warnings"]] == [warning]
 
 
+def test_token_budget_keys_are_language_codes_as_documents_carry_them():
+    """A budget on "EN/en" or "en/english" was accepted and matched no example, so the export
+    ran with no budget at all (226 of 226 title-abstract examples written under a budget of 0)."""
+    with pytest.raises(UserError, match="token_budget.*did you mean 'en/en'"):
+        _recipe(token_budget={"EN/en": 0})
+    with pytest.raises(UserError, match="token_budget.*two or three lower-case letters"):
+        _recipe(token_budget={"en/english": 5})
+    assert _recipe(token_budget={"en/ru": 5, "*": None}).token_budget == {"en/ru": 5, "*": None}
+
+
 def test_a_recipe_that_writes_nothing_says_so(build, tmp_path, capsys):
     out, _ = build
     recipe_file = tmp_path / "none.json"
