@@ -24,7 +24,8 @@ Counts (`stats.json` "counts") reconcile per split: candidates = skipped_no_text
 skipped_language + sampled_out + base_examples; base_examples =
 mix_combined_or_not_in_every_relation (a mix's second relation of one pair, or a pair missing
 from an intersection) + dedup_dropped + anchor_cap_dropped + kept_examples; copies (of the
-kept) = budget_dropped + written.
+kept) = budget_dropped + written. Per part (its `label`): `part.<label>.candidates` and
+`part.<label>.written`, which sum to candidates and written.
 """
 
 from __future__ import annotations
@@ -307,7 +308,8 @@ def triplet_rows(part: Part, recipe: Recipe, out: str, split: str, papers: dict,
 
 
 def candidate_batches(recipe: Recipe, out: str, split: str, papers: dict, counts: Counter) -> Iterator[pl.DataFrame]:
-    """Every part's candidate examples as frames of `ROW_SCHEMA`, copies drawn."""
+    """Every part's candidate examples as frames of `ROW_SCHEMA`, copies drawn; each part's
+    candidates are also counted as `part.<label>.candidates` (`recipe_warnings`)."""
     for part in recipe.parts:
         if part.kind == "title-abstract":
             gen = title_abstract_rows(part, recipe, split, papers, counts)
@@ -315,11 +317,13 @@ def candidate_batches(recipe: Recipe, out: str, split: str, papers: dict, counts
             gen = triplet_rows(part, recipe, out, split, papers, counts)
         else:
             gen = pair_rows(part, recipe, out, split, papers, counts)
+        before = counts.values["candidates"]
         for rows in gen:
             frame = pl.DataFrame(rows, schema=ROW_SCHEMA)
             dropped = frame.filter(pl.col("copies") == 0).height
             counts.add("sampled_out", dropped)
             yield frame.filter(pl.col("copies") > 0)
+        counts.add(f"part.{part.label}.candidates", counts.values["candidates"] - before)
 
 
 # --------------------------------------------------------------------------- statistics
@@ -511,6 +515,9 @@ def export_split(recipe: Recipe, out: str, split: str, data_dir: str, work: str,
     counts = Counter()
     for name in COUNT_NAMES:
         counts.add(name, 0)
+    for part in recipe.parts:  # what each part gave, 0 included (`recipe_warnings`)
+        counts.add(f"part.{part.label}.candidates", 0)
+        counts.add(f"part.{part.label}.written", 0)
     papers = load_papers(out, recipe, split)
     sizes = source_rows(out)
     planned = sum(sizes(r, split) for p in recipe.parts if p.kind in ("pairs", "mix")
@@ -572,6 +579,8 @@ def export_split(recipe: Recipe, out: str, split: str, data_dir: str, work: str,
         if frame.height == 0:
             continue
         stats.add("after", frame, None)
+        for label, n in frame.group_by("part").len().iter_rows():
+            counts.add(f"part.{label}.written", n)
         frame = frame.sort("order", "example_id")
         table = frame.select(SHARD_SCHEMA.names).to_arrow().cast(SHARD_SCHEMA)
         counts.add("written", write_table(table, join_path(data_dir, f"shard-{p:05d}.parquet")))
@@ -675,20 +684,36 @@ def export_recipe(out: str, recipe: Recipe, dest: str | None = None, tokenizer: 
 
 def recipe_warnings(recipe: Recipe, per_split: dict[str, dict], table: list[dict]) -> list[str]:
     """What a recipe export says beside its counts (kept in `stats.json`, printed by the
-    command): that it wrote no example, and whether anything was a candidate; or that some of
-    its `languages` are in no example written (a code no paper of the splits has)."""
+    command): that it wrote no example, and whether anything was a candidate; else that a split
+    it asks for, or one of its parts, wrote none (a split without papers, a relation without
+    pairs: the rest of the mixture was written and nothing said the mixture lacked them), and
+    that some of its `languages` are in no example written (a code no paper of the splits has)."""
     if not any(counts.get("written") for counts in per_split.values()):
         candidates = sum(counts.get("candidates", 0) for counts in per_split.values())
         why = ("stats.json's counts say why each was left out" if candidates else
                f"its splits ({', '.join(recipe.splits)}) hold no paper or pair for its parts")
         return [f"recipe {recipe.name} wrote no example of {candidates:,} candidates; {why}"]
+    out = []
+    for split, counts in per_split.items():
+        if not counts.get("written"):
+            candidates = counts.get("candidates", 0)
+            why = ("stats.json's counts say why each was left out" if candidates else
+                   "its parts find no paper or pair of that split")
+            out.append(f"recipe {recipe.name} wrote no example in {split} ({candidates:,} candidates there): {why}")
+    for part in recipe.parts:
+        if not sum(counts.get(f"part.{part.label}.written", 0) for counts in per_split.values()):
+            candidates = sum(counts.get(f"part.{part.label}.candidates", 0) for counts in per_split.values())
+            why = ("stats.json's counts say why each was left out" if candidates else
+                   "the splits hold no pair of it" if part.kind != "title-abstract" else "the splits hold no paper")
+            out.append(f"recipe {recipe.name}: its part {part.label} wrote no example ({candidates:,} candidates in "
+                       f"{', '.join(per_split)}): {why}")
     written = {lang for row in table if row["examples_after"] for lang in row["lang_pair"].split("/")}
     unused = [lang for lang in recipe.languages or () if lang not in written]
     if unused:
-        return [f"recipe {recipe.name}: no example written is in {', '.join(unused)} (of its languages "
-                f"{', '.join(recipe.languages or ())}); no paper of its splits has a text in "
-                f"{'it' if len(unused) == 1 else 'them'} that its parts could use"]
-    return []
+        out.append(f"recipe {recipe.name}: no example written is in {', '.join(unused)} (of its languages "
+                   f"{', '.join(recipe.languages or ())}); no paper of its splits has a text in "
+                   f"{'it' if len(unused) == 1 else 'them'} that its parts could use")
+    return out
 
 
 def read_recipe_stats(out: str, dest: str | None = None) -> list[dict]:

@@ -262,6 +262,27 @@ def test_a_recipe_that_writes_nothing_says_so(build, tmp_path, capsys):
     assert [w[:len(warning)] for w in stats["warnings"]] == [warning]
 
 
+def test_a_split_or_a_part_that_writes_nothing_says_so(build, tmp_path, capsys):
+    """The build has only train and no BC pair: a recipe asking for idt too, with a BC part
+    beside a title-abstract one, wrote train's title-abstract examples and warned of nothing
+    (the warning came only when no split and no part wrote any)."""
+    out, _ = build
+    recipe_file = tmp_path / "some.json"
+    recipe_file.write_text(json.dumps({"name": "some", "splits": ["train", "idt"],
+                                       "parts": [{"kind": "title-abstract"}, {"kind": "pairs", "relation": "bc"}]}))
+    assert main(["export", "--out", out, "--dest", str(tmp_path / "x"), "--recipe", str(recipe_file)]) == 0
+    err = capsys.readouterr().err
+    stats = json.loads((tmp_path / "x" / "recipes" / "some" / "stats.json").read_text())
+    assert stats["counts"]["train"]["written"] > 0 and stats["counts"]["idt"]["written"] == 0
+    assert stats["counts"]["train"]["part.title-abstract.written"] == stats["counts"]["train"]["written"]
+    assert stats["counts"]["train"]["part.pairs:bc.candidates"] == 0
+    assert stats["warnings"] == [
+        "recipe some wrote no example in idt (0 candidates there): its parts find no paper or pair of that split",
+        "recipe some: its part pairs:bc wrote no example (0 candidates in train, idt): the splits hold no pair "
+        "of it"]
+    assert all(f"warning: {w}" in err for w in stats["warnings"])
+
+
 def test_a_triplets_part_without_hard_negatives_is_refused_before_any_work(build, tmp_path, capsys):
     """A build without `negatives/`: a triplets part alone exported nothing with a wrong reason
     ("its splits hold no paper or pair"), beside another part it added nothing silently."""
