@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -135,10 +136,36 @@ def test_damaged_crossref_files_cost_their_damaged_records_and_warn(tmp_path, be
         "1 Crossref work has no valid DOI: see rejects/contexts/"]
     assert "2 Crossref records could not be read" in capsys.readouterr().err
 
+    # without --crossref nothing resolves: on a build holding contexts that is refused (next
+    # test); on one without, written with the warning
+    for folder in ("contexts", "pairs"):
+        shutil.rmtree(out / folder)
     assert main(["contexts", "--out", str(out), *beam_args]) == 0
     warnings = json.loads((out / "_stats" / "contexts.json").read_text())["warnings"]
     assert warnings == ["no --crossref files were given: all 9 citation markers stay unresolved and no context is "
                         "written (give the Crossref snapshot the papers were built from)"]
+
+
+def test_a_run_that_would_empty_contexts_keeps_the_earlier_ones(tmp_path, beam_args, capsys) -> None:
+    """`contexts` run again without --crossref (or with another slice's Crossref files) resolved
+    nothing and replaced the build's contexts with none: on the 300-paper sample, 671 contexts
+    and 184 CCS pairs gone, with a warning. As `text` and `citations` do, such a run is refused
+    and the earlier outputs kept; the message gives the stage's warnings."""
+    from openmsd_build.cli import main
+
+    out, crossref = _build(tmp_path)
+    assert main(["contexts", "--out", str(out), "--crossref", crossref, *beam_args]) == 0
+    before = pq.read_table(out / "contexts").num_rows
+    stats = (out / "_stats" / "contexts.json").read_text()
+    capsys.readouterr()
+    assert before == 3
+    assert main(["contexts", "--out", str(out), *beam_args]) == 2
+    err = capsys.readouterr().err
+    assert f"contexts: this run kept 0 contexts where {out / 'contexts'} holds 3; the previous outputs were kept" in err
+    assert "no --crossref files were given: all 9 citation markers stay unresolved" in err
+    assert pq.read_table(out / "contexts").num_rows == before
+    assert pq.read_table(out / "pairs" / "ccs" / "split=train").num_rows == 1
+    assert (out / "_stats" / "contexts.json").read_text() == stats
 
 
 def test_a_file_of_bad_records_gives_a_bounded_number_of_reject_rows(monkeypatch) -> None:
