@@ -205,7 +205,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--top-k", type=at_least(1), default=topk.DEFAULT_TOP_K,
                         help=f"retrieved per query (1 or more, default {topk.DEFAULT_TOP_K})")
     parser.add_argument("--recall-k", type=at_least(1), default=topk.DEFAULT_RECALL_K,
-                        help=f"R@k cut-off (1 or more, default {topk.DEFAULT_RECALL_K})")
+                        help=f"R@k cut-off (1 to --top-k, default {topk.DEFAULT_RECALL_K})")
     parser.add_argument("--no-tune", action="store_true", help="skip the BM25 grid search (bm25 defaults only)")
     parser.add_argument("--encoder", action="append", default=[], metavar="DIR",
                         help="a local encoder folder (see evaluate/encoders.py); repeatable")
@@ -358,6 +358,9 @@ def format_split(res: dict, relation: str | None = None) -> str:
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     if beam_args:
         raise UserError(f"evaluate-pools runs no Beam pipeline; unknown options: {' '.join(beam_args)}")
+    if args.recall_k > args.top_k:  # every metric is of the top-k list: R@30 of a top-10 list was R@10
+        raise UserError(f"argument --recall-k: must be at most --top-k ({args.top_k}), not {args.recall_k}: recall is "
+                        f"measured on the top-k list, so R@{args.recall_k} would be R@{args.top_k}")
     if not os.path.isdir(args.out):
         raise UserError(f"output root not found (a local folder): {args.out}")
     from openmsd_build.core.stages import require_fresh

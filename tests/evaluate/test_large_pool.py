@@ -386,6 +386,16 @@ def test_counts_below_one_are_refused_and_an_unknown_field_is_warned_about(tmp_p
     assert "warning: idt: --field 'No Such Category': no query of idt is in that category" in err, err
 
 
+def test_a_recall_cut_off_past_the_retrieved_list_is_a_usage_error(tmp_path, capsys):
+    """Every metric is computed from the top --top-k list, so `--top-k 1 --recall-k 30`
+    reported R@30 that was R@1 (on the 300-paper sample: 0.00 where the full ranking gave
+    100.00), under the R@30 heading. Refused before the build is looked at, naming both flags."""
+    assert main(["evaluate-pools", "--out", str(tmp_path / "no-such-build"), "--top-k", "10", "--recall-k", "30"]) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
+    assert errors == ["openmsd-build evaluate-pools: error: argument --recall-k: must be at most --top-k (10), not 30: "
+                      "recall is measured on the top-k list, so R@30 would be R@10"]
+
+
 @pytest.mark.parametrize(("flag", "value", "said"), [
     ("--latest-years", "0", "must be 1 or more, not 0"),
     ("--max-queries", "0", "must be 1 or more, not 0"),
