@@ -10,7 +10,8 @@ Written under `OUT/evaluation/large_pool/` (what the report and `export` read):
 
     <split>.json                               config, seeds, BM25 grid, metrics (mean, std
                                                over resamples) per model, pool size, relation,
-                                               language class and language
+                                               language class and language; pairs read and
+                                               outside the split per relation
     pools/<split>/size=<N>/resample=<i>.parquet   doi, role (query / positive / sampled),
                                                   candidate (ranked), year, language
     benchmark/<split>/corpus.jsonl, queries.jsonl, qrels/test.tsv   BEIR task
@@ -167,8 +168,11 @@ def evaluate_split(corpus: Corpus, models: dict[str, object], sizes, resamples: 
                          "size": int(np.median([d["size"] for d in samples])) if samples else 0,
                          "samples": samples,
                          "models": {m: large_pool.aggregate(v) for m, v in per_model.items()}})
+    # a pair whose end splits/ does not put in the split (a pairs folder of another build) is no
+    # relevance: counted, so that the pairs read reconcile with those used (`pool_warnings`)
+    pairs = {rel: {"read": r.pairs_read, "outside_split": r.pairs_outside_pool} for rel, r in corpus.relevance.items()}
     return {"split": corpus.split, "papers": len(corpus), "eligible_queries": int(eligible_all.size), "runs": runs,
-            "field_queries": field_queries}
+            "field_queries": field_queries, "pairs": pairs}
 
 
 def field_folder(field: str) -> str:
@@ -297,12 +301,17 @@ FEW_QUERIES = 30  # fewer queries than this: a figure's spread over resamples sa
 
 def pool_warnings(res: dict) -> list[str]:
     """What a split's result says about itself that its table does not: no paper or no query
-    (a table of dashes), pools that could not be filled to their size (the same pool for
+    (a table of dashes), pairs naming papers outside the split, pools that could not be filled to their size (the same pool for
     several sizes) or that the queries' positives alone made larger than asked, queries too few for the figures to mean much, BM25 tuned on no train query."""
     split, papers = res["split"], res["papers"]
     if not papers:
         return [f"{split} holds no paper: nothing was evaluated (did split assign any to {split}?)"]
     out = []
+    for rel, n in res.get("pairs", {}).items():
+        if n["outside_split"]:
+            out.append(f"{split}: {n['outside_split']:,} of {n['read']:,} {rel.upper()} pairs of pairs/{rel}/split={split}/ "
+                       f"name a paper splits/ does not put in {split} (a pairs folder of another build?): they are no "
+                       "relevance here")
     if not res["eligible_queries"]:
         out.append(f"{split}: no query has a relevant paper in its pools ({papers:,} papers): the tables are empty")
     for field, n in res.get("field_queries", {}).items():

@@ -461,3 +461,28 @@ def test_an_interrupted_evaluation_keeps_the_earlier_results_whole(tmp_path, mon
     assert {p: d for p, d in after.items() if p.parts[-1] == "odt.json" or "odt" in p.parts} == {
         p: d for p, d in before.items() if p.parts[-1] == "odt.json" or "odt" in p.parts}
     assert not (results / pools_command.PARTIAL).exists()
+
+
+def test_pairs_naming_papers_outside_the_split_are_counted_and_warned_about(tmp_path, capsys):
+    """A pairs/ folder of another build (its DOIs not in this build's splits/) was dropped
+    pair by pair with no count: on the 300-paper sample, 260 IDT pairs gone and the one
+    warning 'no query has a relevant paper'. The results now count each relation's pairs read
+    and those outside the split, and a warning says where they went."""
+    out = tmp_path / "build"
+    synthetic_build(str(out), 300, seed=3)
+    folder = out / "pairs" / "dc" / "split=idt"
+    for path in sorted(folder.glob("*.parquet")):
+        table = pq.read_table(path)
+        foreign = [f"10.0000/other-{d}" for d in table.column("doi_a").to_pylist()]
+        pq.write_table(table.set_column(table.schema.get_field_index("doi_a"), "doi_a", pa.array(foreign)), path)
+    read = pq.read_table(folder).num_rows
+    assert read > 0
+    args = ["evaluate-pools", "--out", str(out), "--split", "idt", "--pool-sizes", "50", "--resamples", "1",
+            "--max-queries", "5", "--no-tune", "--benchmark-queries", "0"]
+    assert main(args) == 0
+    res = json.loads((out / "evaluation" / "large_pool" / "idt.json").read_text())
+    assert res["pairs"]["dc"] == {"read": read, "outside_split": read}
+    assert res["pairs"]["cc"]["outside_split"] == 0 < res["pairs"]["cc"]["read"]
+    warning = (f"idt: {read:,} of {read:,} DC pairs of pairs/dc/split=idt/ name a paper splits/ does not put in idt "
+               "(a pairs folder of another build?): they are no relevance here")
+    assert warning in res["warnings"] and f"warning: {warning}" in capsys.readouterr().err
