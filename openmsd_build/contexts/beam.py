@@ -155,8 +155,8 @@ class AttachLow(UntypedDoFn):
             return
         pairs = cocitation.partial_supports(frames.to_frame(parts[PAIRS_TAG]))
         names = frames.to_frame(parts[NAMES]) if parts[NAMES] else pl.DataFrame(schema=cocitation.NAME_SCHEMA)
-        named, missing = cocitation.attach(pairs, names, "a")
-        yield _counted({"ccs_instances_missing_end": missing})
+        named, missing, ambiguous = cocitation.attach(pairs, names, "a")
+        yield _counted({"ccs_instances_missing_end": missing, "ccs_instances_split_ambiguous": ambiguous})
         yield from _keyed(named, "doi_b", self.shards, PAIRS_TAG)
 
 
@@ -174,10 +174,10 @@ class AttachHighAndWrite(UntypedDoFn):
         if not parts[PAIRS_TAG]:
             return
         names = frames.to_frame(parts[NAMES]) if parts[NAMES] else pl.DataFrame(schema=cocitation.NAME_SCHEMA)
-        named, missing = cocitation.attach(frames.to_frame(parts[PAIRS_TAG]), names, "b")
+        named, missing, ambiguous = cocitation.attach(frames.to_frame(parts[PAIRS_TAG]), names, "b")
         per_split, counts = cocitation.finalize(named)
         for split, frame in per_split.items():
             table = frame.to_arrow().cast(PAIRS) if frame.height else PAIRS.empty_table()
             path = parquet_io.part_path(layout.pairs_dir(self.dest, "ccs", split), shard, self.shards)
             parquet_io.write_table(table, path)
-        yield _counted({**counts, "ccs_instances_missing_end": missing})
+        yield _counted({**counts, "ccs_instances_missing_end": missing, "ccs_instances_split_ambiguous": ambiguous})

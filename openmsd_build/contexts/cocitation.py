@@ -7,8 +7,8 @@ split, or none), and En-En pairs are removed from ODT; `lang_a` / `lang_b` are t
 languages from `splits/`, `lang_class` en-en / en-xx / xx-en / xx-xx in written order.
 
 Counted in *instances* (one per sentence and pair; a pair's support is its instances):
-`ccs_instances = ccs_instances_missing_end + ccs_instances_cross_split +
-ccs_instances_odt_en_en + ccs_instances_kept`, and `ccs_instances_kept` is the sum of the
+`ccs_instances = ccs_instances_missing_end + ccs_instances_split_ambiguous (an end `splits/`
+lists twice) + ccs_instances_cross_split + ccs_instances_odt_en_en + ccs_instances_kept`, and `ccs_instances_kept` is the sum of the
 written supports; `ccs_pairs.<split>` rows are written per split.
 """
 
@@ -43,13 +43,20 @@ def names_of(splits: pl.DataFrame) -> pl.DataFrame:
     return splits.select("doi", "split", pl.col("language").fill_null("und").alias("lang"))
 
 
-def attach(pairs: pl.DataFrame, names: pl.DataFrame, side: str) -> tuple[pl.DataFrame, int]:
-    """Pairs with `split_<side>` / `lang_<side>` of the `doi_<side>` end; pairs whose end is not
-    in `splits/` are dropped, their instances returned."""
-    named = names.rename({"doi": f"doi_{side}", "split": f"split_{side}", "lang": f"lang_{side}"})
-    joined = pairs.join(named, on=f"doi_{side}", how="left")
+def attach(pairs: pl.DataFrame, names: pl.DataFrame, side: str) -> tuple[pl.DataFrame, int, int]:
+    """(pairs with `split_<side>` / `lang_<side>` of the `doi_<side>` end, instances of the pairs
+    whose end is not in `splits/`, instances of those whose end `splits/` lists more than once).
+    Both kinds are dropped. Why the second: a splits/ folder mixing two builds' files lists a
+    paper in two splits, and each of its pairs was joined to both rows, written in both splits
+    and counted twice (681 instances accounted for 436 found)."""
+    twice = names.filter(pl.col("doi").is_duplicated())["doi"].unique()
+    ambiguous = pairs[f"doi_{side}"].is_in(twice.implode()) if twice.len() else pl.Series([False] * pairs.height)
+    lost = int(pairs.filter(ambiguous)["support"].sum() or 0)
+    named = names.filter(~pl.col("doi").is_in(twice.implode())).rename(
+        {"doi": f"doi_{side}", "split": f"split_{side}", "lang": f"lang_{side}"})
+    joined = pairs.filter(~ambiguous).join(named, on=f"doi_{side}", how="left")
     missing = joined[f"split_{side}"].is_null()
-    return joined.filter(~missing), int(joined.filter(missing)["support"].sum() or 0)
+    return joined.filter(~missing), int(joined.filter(missing)["support"].sum() or 0), lost
 
 
 def finalize(pairs: pl.DataFrame) -> tuple[dict[str, pl.DataFrame], dict[str, int]]:

@@ -17,8 +17,8 @@ every counter. The counts reconcile (`check_counts`):
 * `markers_found = markers_resolved + Σ markers_unresolved.<reason>`;
 * `sentences_with_markers = contexts_written + contexts_without_doi` (rows of `contexts/`);
 * `contexts_written = contexts_language_sentence + contexts_language_document`;
-* `ccs_instances = ccs_instances_missing_end + ccs_instances_cross_split +
-  ccs_instances_odt_en_en + ccs_instances_kept`; `ccs_pairs.<split>` = rows of
+* `ccs_instances = ccs_instances_missing_end + ccs_instances_split_ambiguous +
+  ccs_instances_cross_split + ccs_instances_odt_en_en + ccs_instances_kept`; `ccs_pairs.<split>` = rows of
   `pairs/ccs/split=<split>/`.
 """
 
@@ -91,7 +91,8 @@ def check_counts(counts: Mapping[str, int]) -> list[str]:
         ("markers_found", c("markers_resolved") + sum(c(f"markers_unresolved.{r}") for r in REASONS)),
         ("sentences_with_markers", c("contexts_written") + c("contexts_without_doi")),
         ("contexts_written", c("contexts_language_sentence") + c("contexts_language_document")),
-        ("ccs_instances", c("ccs_instances_missing_end") + c("ccs_instances_cross_split")
+        ("ccs_instances", c("ccs_instances_missing_end") + c("ccs_instances_split_ambiguous")
+         + c("ccs_instances_cross_split")
          + c("ccs_instances_odt_en_en") + c("ccs_instances_kept")),
     ]
     return [f"contexts: {name} {c(name)} != {total}" for name, total in equalities if c(name) != total]
