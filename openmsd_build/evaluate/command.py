@@ -221,9 +221,16 @@ def read_embeddings(path: str, ids: str | None = None, vector_column: str | None
     table = _read_table(path)
     dois = _dois(table, path)
     column = table.column(_vector_column(table, vector_column)).combine_chunks()
+    if column.null_count:
+        missing = np.asarray(column.is_null().to_numpy(zero_copy_only=False))
+        raise UserError(f"{path}: {column.null_count:,} vectors are missing (null), e.g. the one of "
+                        f"{dois[int(np.argmax(missing))]}")
     lengths = pc.list_value_length(column).to_numpy(zero_copy_only=False)
-    if len(lengths) and (np.any(lengths != lengths[0]) or column.null_count):
-        raise UserError(f"{path}: vectors must all be non-null and of one length")
+    if len(lengths) and np.any(lengths != lengths[0]):
+        odd = lengths != lengths[0]
+        first = int(np.argmax(odd))
+        raise UserError(f"{path}: {int(odd.sum()):,} vectors are not of length {int(lengths[0])} (the first "
+                        f"vector's), e.g. the one of {dois[first]} (length {int(lengths[first])})")
     dim = int(lengths[0]) if len(lengths) else 0
     return _checked(path, dois, lambda: pc.list_flatten(column).to_numpy(
         zero_copy_only=False).astype(np.float32).reshape(len(column), dim))

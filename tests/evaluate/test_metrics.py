@@ -201,6 +201,11 @@ def test_vectors_that_rank_nothing_are_refused(tmp_path, capsys):
         "inf": (dois, np.full(good.shape, np.inf).tolist(), f"{len(dois)} vectors hold NaN or infinite values"),
         "zero": (dois, np.vstack([np.zeros(good.shape[1]), good[1:]]).tolist(), "are all zeros"),
         "empty": (dois, [[] for _ in dois], "vectors of length 0"),
+        # one vector empty or missing among good ones was "vectors must all be non-null and of
+        # one length", naming neither the DOI nor the lengths
+        "one_empty": (dois, good.tolist()[:-1] + [[]], f"1 vectors are not of length {good.shape[1]} (the first "
+                      f"vector's), e.g. the one of {dois[-1]} (length 0)"),
+        "one_null": (dois, [None] + good.tolist()[1:], f"1 vectors are missing (null), e.g. the one of {dois[0]}"),
         "twice": (dois + [dois[0].upper()], good.tolist() + [good[0].tolist()], "has two vectors"),
         "strings": (dois, [["a"] * good.shape[1] for _ in dois], "vectors must be numbers"),
     }
