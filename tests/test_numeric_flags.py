@@ -136,6 +136,15 @@ def test_every_numeric_flag_of_every_command_is_checked_when_parsed():
     assert plain == [] and untyped == []
 
 
+def test_every_numeric_flag_says_its_default_in_its_help():
+    """`contexts --shards` (16, as README says) and the other stages' `--shards`, and
+    `evaluate-pools --seed`, gave their range but not the value used when left out."""
+    silent = [f"{command} {flag}" for command, flag, action in _flags()
+              if isinstance(action.default, int | float) and not isinstance(action.default, bool)
+              and action.nargs != 0 and "default" not in (action.help or "")]
+    assert silent == []
+
+
 def _out_of_range(parse) -> str:
     """A value `parse` (one of `CHECKED_TYPES`) refuses: one under its minimum, or nan."""
     name = getattr(parse, "__qualname__", "")

@@ -107,7 +107,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="OpenCitations Meta CSV files/globs (id column with omid: and doi:) to resolve OMID-only rows",
     )
     parser.add_argument("--shards", type=at_least(1), default=DEFAULT_SHARDS,
-                        help="partitions of the shuffles and output files (1 or more)")
+                        help="partitions of the shuffles and output files (1 or more, default %(default)s)")
     add_reject_rate_argument(parser)
 
 

@@ -113,7 +113,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "JSON Lines) for the papers' reference lists; without them every marker is "
                              "unresolved (no_reference_list)")
     parser.add_argument("--shards", type=at_least(1), default=DEFAULT_SHARDS,
-                        help="partitions of shuffles and output files (1 or more)")
+                        help="partitions of shuffles and output files (1 or more, default %(default)s)")
 
 
 def run(args: argparse.Namespace, beam_args: Sequence[str]) -> dict[str, int]:

@@ -199,7 +199,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="candidate pool sizes, each 1 or more, capped by the split (default "
                         f"{','.join(str(s) for s in DEFAULT_SIZES)})")
     parser.add_argument("--resamples", type=at_least(1), default=3, help="pools per size (1 or more, default 3)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of every sample (recorded)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of every sample (recorded; default %(default)s)")
     parser.add_argument("--relations", default=",".join(layout.RELATIONS), help="comma-separated (default dc,cc,bc)")
     # --latest-years 0 took every year (`years[-0:]`), --max-queries 0 evaluated pools of no query
     parser.add_argument("--latest-years", type=at_least(1), default=1,

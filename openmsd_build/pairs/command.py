@@ -103,7 +103,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="skip a C with more references (CC) or citers (BC) than this; counted (2 or more, default 1000)",
     )
     parser.add_argument("--shards", type=at_least(1), default=DEFAULT_SHARDS,
-                        help="partitions of shuffles and output files (1 or more)")
+                        help="partitions of shuffles and output files (1 or more, default %(default)s)")
     parser.add_argument(
         "--hard-negatives",
         type=at_least(0),

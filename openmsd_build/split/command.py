@@ -95,7 +95,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", default=d.seed, help="seed of the deterministic draws")
     parser.add_argument("--shards", type=at_least(1), default=DEFAULT_SHARDS,
-                        help="partitions of shuffles and output files (1 or more)")
+                        help="partitions of shuffles and output files (1 or more, default %(default)s)")
 
 
 def run(args: argparse.Namespace, beam_args: Sequence[str]) -> dict[str, int]:
