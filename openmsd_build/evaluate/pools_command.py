@@ -347,19 +347,22 @@ def format_split(res: dict, relation: str | None = None) -> str:
     rk = f"r@{res['recall_k']}"
     lines = [f"{res['split']}: {res['papers']:,} papers, {res['eligible_queries']:,} eligible queries; "
              f"relation {rel.upper()}, top {res['top_k']}, {res['resamples']} resamples (mean ± std)",
-             f"{'model':14} {'field':10} {'pool':>8} {'class':6} {'MAP':>15} {'nDCG':>15} {rk.upper():>15} "
+             f"{'model':14} {'field':10} {'pool (asked)':>18} {'class':6} {'MAP':>15} {'nDCG':>15} {rk.upper():>15} "
              f"{'MRR':>15} {'queries':>8}"]
 
     def ms(m: dict) -> str:
         return "—" if m["mean"] is None else f"{100 * m['mean']:6.2f} ± {100 * m['std']:5.2f}"
 
     for run in res["runs"]:
+        # a pool capped by the split shows the size asked: the rows of sizes capped alike were
+        # the same numbers under the same pool size, three times, with nothing to tell them apart
+        pool = f"{run['size']:,}" + (f" ({run['size_requested']:,})" if run["size"] != run["size_requested"] else "")
         for model, by_rel in run["models"].items():
             for cls in ("all", *tasks.LANG_CLASSES):
                 m = by_rel.get(rel, {}).get(cls)
                 if not m:
                     continue
-                lines.append(f"{model:14} {run['field'] or '—':10} {run['size']:>8,} {cls:6} {ms(m['map']):>15} "
+                lines.append(f"{model:14} {run['field'] or '—':10} {pool:>18} {cls:6} {ms(m['map']):>15} "
                              f"{ms(m['ndcg']):>15} {ms(m[rk]):>15} {ms(m['mrr']):>15} {int(np.mean(m['queries'])):>8}")
     return "\n".join(lines)
 
@@ -410,7 +413,8 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
             print(f"(relations {', '.join(r.upper() for r in res['relations'][1:])}: {res['split']}.json)")
         if res.get("bm25_tuning"):
             t = res["bm25_tuning"]
-            print(f"BM25 tuned on train: k1 {t['k1']}, b {t['b']} (validation MAP {t['validation_map']})")
+            score = "—" if t["validation_map"] is None else f"{t['validation_map']:.4f}"
+            print(f"BM25 tuned on train: k1 {t['k1']}, b {t['b']} (validation MAP {score})")
         warn(res["warnings"])
     print(f"written: {results_dir(args.out)}")
     return 0

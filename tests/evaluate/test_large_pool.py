@@ -7,6 +7,7 @@ on a small synthetic build (results, pools, benchmark, report section, export ca
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -251,6 +252,8 @@ def test_evaluate_pools_end_to_end_on_a_synthetic_build(tmp_path, capsys):
     assert code == 0
     printed = capsys.readouterr().out
     assert "bm25_tuned" in printed and "static" in printed and "BM25 tuned on train" in printed
+    # the validation MAP was printed with every digit of a float (0.04625173155363377)
+    assert re.search(r"BM25 tuned on train: k1 [\d.]+, b [\d.]+ \(validation MAP (\d\.\d{4}|—)\)\n", printed)
     res = json.loads((tmp_path / "build" / "evaluation" / "large_pool" / "idt.json").read_text())
     assert res["seed"] == 9 and res["bm25_tuning"]["grid"] and res["top_k"] == 500
     assert [r["samples"][1]["seed"] for r in res["runs"]][:2] == [[9, 300, 1], [9, 800, 1]]
@@ -294,6 +297,10 @@ def test_evaluate_pools_end_to_end_on_a_synthetic_build(tmp_path, capsys):
     assert (tmp_path / "export" / "large_pool" / "benchmark" / "idt" / "qrels" / "test.tsv").exists()
 
 
+def res_runs(tmp_path) -> list[dict]:
+    return json.loads((tmp_path / "build" / "evaluation" / "large_pool" / "idt.json").read_text())["runs"]
+
+
 def test_pools_that_say_little_are_warned_about(tmp_path, capsys):
     """A split with no paper printed tables of dashes and exited 0 silently; pool sizes larger
     than the split were capped without a word (the same pool printed three times); one query's
@@ -306,8 +313,11 @@ def test_pools_that_say_little_are_warned_about(tmp_path, capsys):
     synthetic_build(out, 300, seed=3)
     assert main(["evaluate-pools", "--out", out, "--split", "idt", "--pool-sizes", "50,100000,200000",
                  "--resamples", "1", "--max-queries", "5", "--no-tune"]) == 0
-    err = capsys.readouterr().err
+    printed, err = capsys.readouterr()
     assert "warning: idt: pools of 100,000, 200,000 candidates could not be filled (at most" in err
+    # the capped pools' rows say the size asked, so the two identical blocks are told apart
+    capped = next(r for r in res_runs(tmp_path) if r["size_requested"] == 100_000)["size"]
+    assert f"{capped:,} (100,000)" in printed and f"{capped:,} (200,000)" in printed
     assert "queries: too few for their figures to compare models" in err
     res = json.loads((tmp_path / "build" / "evaluation" / "large_pool" / "idt.json").read_text())
     # 5 queries' positives outnumber a pool of 50: it was enlarged to hold them, silently
