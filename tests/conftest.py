@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import signal
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -29,6 +30,18 @@ REAL_SAMPLES = Path(os.environ.get("OPENMSD_REAL_SAMPLES", REPO.parent / "shared
 # CI sets CI=true and provides ../shared/real-samples: there a missing sample is a failure,
 # not a skip that only shows as a count.
 IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C as a terminal gives it, for this process and every command a test starts: a run
+    started in the background (`make test &`, `nohup make test &`) inherits SIGINT ignored,
+    every process below keeps it ignored (Python installs its KeyboardInterrupt handler only over
+    the default action), and the tests that send a command its Ctrl-C saw nothing arrive (the
+    interrupted release ran on and failed its way out, exit 1 for 130). A Python handler here is
+    reset to the default action in each program a test executes."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def missing_input(what: str) -> NoReturn:
