@@ -250,6 +250,10 @@ def test_another_broken_pipe_is_an_error(monkeypatch) -> None:
         raise BrokenPipeError("a child's pipe")
 
     monkeypatch.setattr(cli, "main", broken)
+    # console_main marks the process as the program (a later Ctrl-C then ends it at once, SIGINT
+    # at its default action): put back after the test, or every later in-process interrupt of
+    # this pytest process left SIGINT at the default action
+    monkeypatch.setattr(cli, "_program", cli._program)
     with pytest.raises(BrokenPipeError, match="a child's pipe"):
         cli.console_main()
 
