@@ -23,6 +23,10 @@ Why the details below matter:
   without any kana is not Japanese (CLD3 calls short Chinese "ja"), Japanese has kana, Korean
   has Hangul; and Indonesian written in a Malay-looking register (CLD3 answers "ms") is
   recognised by words Malay does not use.
+* A text whose letters are almost all (`SCRIPT_SHARE`) of one non-Latin script gets a
+  language of that script or `und`: CLD3 is misled by a few Latin words (a Chinese structured
+  abstract under "Background" / "Results" headings was "mr", an Arabic one "sv"), so such an
+  answer is asked again without the Latin words (`_script_languages`).
 * Below `MIN_PROBABILITY` (0.5) the code is `und`, probability kept, so a downstream filter can
   still look at it.
 """
@@ -34,7 +38,7 @@ import re
 import threading
 from typing import Any
 
-from openmsd_build.core.textclean import has_letters
+from openmsd_build.core.textclean import count_letters, has_letters
 
 UND = "und"
 MIN_LETTERS = 8
@@ -71,6 +75,22 @@ _HANGUL_RE = re.compile("[\uac00-\ud7af]")
 # "kerana", "ialah", "boleh"), and Malay-only words.
 _INDONESIAN_RE = re.compile(r"\b(?:penelitian|karena|tersebut|merupakan|sehingga|berdasarkan|dilakukan|bisa)\b", re.IGNORECASE)
 _MALAY_RE = re.compile(r"\b(?:kajian|kerana|ialah|iaitu|boleh|penyelidikan|daripada)\b", re.IGNORECASE)
+
+SCRIPT_SHARE = 0.8
+"""A text whose letters are at least this share of one non-Latin script is in a language of that
+script (`_script_languages`)."""
+_SCRIPT_LANGUAGES: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = (
+    (re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]"), frozenset({"zh", "ja", "ko"})),
+    (re.compile("[\u0400-\u04ff]"), frozenset({"ru", "uk", "bg", "be", "mk", "sr", "kk", "ky", "mn", "tg", "uz"})),
+    (re.compile("[\u0600-\u06ff\u0750-\u077f]"), frozenset({"ar", "fa", "ur", "ps", "sd", "ku", "ug"})),
+    (re.compile("[\u0900-\u097f]"), frozenset({"hi", "mr", "ne"})),
+    (re.compile("[\u0370-\u03ff]"), frozenset({"el"})),
+    (re.compile("[\u0590-\u05ff]"), frozenset({"he", "yi"})),
+    (re.compile("[\u0e00-\u0e7f]"), frozenset({"th"})),
+)
+"""Non-Latin scripts and the CLD3 languages (ISO codes, as `map_cld3_code` gives) written in them."""
+_LATIN_WORD_RE = re.compile(r"[A-Za-z\u00c0-\u024f]+")
+_ASCII_LETTERS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 _local = threading.local()
 
@@ -153,13 +173,41 @@ def _detect_raw_memo(title: str | None, abstract: str | None) -> tuple[str, floa
     return _detect_memo(_prepare(title, abstract))
 
 
+def _script_languages(text: str) -> frozenset[str] | None:
+    """The languages CLD3 may answer for `text` when one non-Latin script of
+    `_SCRIPT_LANGUAGES` writes at least `SCRIPT_SHARE` of its letters, else None (Latin text,
+    mixed text, another script). ASCII letters are counted in C first, so Latin text costs
+    one translate."""
+    data = text.encode("utf-8", "surrogatepass")
+    letters = count_letters(text)
+    if not letters or len(data) - len(data.translate(None, _ASCII_LETTERS)) > (1 - SCRIPT_SHARE) * letters:
+        return None
+    for pattern, languages in _SCRIPT_LANGUAGES:
+        if len(pattern.findall(text)) >= SCRIPT_SHARE * letters:
+            return languages
+    return None
+
+
+def _cld3(text: str, detector: Any) -> tuple[str, float, bool]:
+    result = detector.FindLanguage(text=text)
+    return _script_override(map_cld3_code(result.language), text), float(result.probability), bool(result.is_reliable)
+
+
 def _detect_prepared(text: str, detector: Any | None) -> tuple[str, float, bool]:
     if not has_letters(text, MIN_LETTERS):
         return UND, 0.0, False
-    result = (detector or get_detector()).FindLanguage(text=text)
-    probability = float(result.probability)
-    code = _script_override(map_cld3_code(result.language), text)
-    reliable = bool(result.is_reliable)
+    detector = detector or get_detector()
+    code, probability, reliable = _cld3(text, detector)
+    languages = _script_languages(text) if not text.isascii() else None
+    if languages is not None and code not in languages:
+        # a text in one script answered with a language of another: CLD3 misled by a few Latin
+        # words (a Chinese abstract under "Background" / "Results" headings was "mr", an
+        # Arabic one "sv"); asked again without them, and never a language of another script
+        latin_free = _LATIN_WORD_RE.sub(" ", text)
+        if latin_free != text and has_letters(latin_free, MIN_LETTERS):
+            code, probability, reliable = _cld3(latin_free, detector)
+        if code not in languages:
+            return UND, probability, False
     if code == UND or probability < MIN_PROBABILITY:
         return UND, probability, False
     return code, probability, reliable

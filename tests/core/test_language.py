@@ -74,6 +74,44 @@ def test_arabic_and_cjk() -> None:
     assert detect_language("基于深度学习的图像分割方法研究", "本文提出了一种新的图像分割方法，并在多个数据集上进行了实验验证。")[0] == "zh"
 
 
+# structured abstracts of the demo sample with English section headings: CLD3 alone answered
+# "mr", "ne", "sv" and "und" (a Chinese abstract as Marathi, an Arabic one as Swedish), which
+# `export --recipe` then paired as cross-lingual title-abstract examples
+HEADED_ABSTRACTS = [
+    ("zh", "Background\n\n尽管已有大量研究，海岸泥沙输运与可持续城市交通之间的关系仍不清楚。本文分析了海岸泥沙输运及其与"
+           "可持续城市交通的关系。\n\nResults\n\n我们采用高分辨率卫星影像的方法，共纳入1371名研究对象。与基线相比，主要指标"
+           "提高了32%。该模型解释了观测数据中的大部分变异。"),
+    ("zh", "Background\n\n本文分析了城市生活垃圾管理及其与地下水硝酸盐污染的关系。我们采用高分辨率卫星影像的方法，共纳入832名"
+           "研究对象。\n\nResults\n\n两组之间未发现显著差异。结果表明，城市生活垃圾管理与地下水硝酸盐污染之间存在显著相关性。"),
+    ("ar", "Background\n\nهدفت هذه الدراسة إلى فحص تأثير الصحة النفسية لطلاب الجامعات على تلوث المياه الجوفية بالنترات."
+           "\n\nResults\n\nيجمع المنهج المتبع بين محاكاة الديناميكا الجزيئية وتحليل مفصل لموضوع تلوث المياه الجوفية "
+           "بالنترات. فسّر النموذج معظم التباين الملاحظ في البيانات."),
+    ("ko", "Background\n\n본 연구에서는 1050개 지역에서 그린 수소 생산의 수준을 정량적으로 평가하였다. 이 모형은 관찰된 변동의 "
+           "대부분을 설명하였다.\n\nResults\n\n두 집단 간에 유의한 차이는 발견되지 않았다. 이러한 결과를 확인하기 위해 더 큰 "
+           "표본을 이용한 추가 연구가 필요하다."),
+]
+
+
+@pytest.mark.parametrize(("lang", "text"), HEADED_ABSTRACTS)
+def test_latin_headings_do_not_relabel_another_script(lang: str, text: str) -> None:
+    code, prob, reliable = detect_language(None, text)
+    assert (code, reliable) == (lang, True) and prob > 0.9
+
+
+def test_never_a_language_of_another_script() -> None:
+    # a text written in one script gets one of its languages or "und", whatever CLD3 says
+    from openmsd_build.core import language
+
+    class Misled:
+        def FindLanguage(self, text: str):  # noqa: N802 (gcld3's name)
+            return type("R", (), {"language": "sv", "probability": 0.99, "is_reliable": True})()
+
+    code, _, reliable = language._detect_prepared("本文分析了城市生活垃圾管理及其与地下水硝酸盐污染的关系", Misled())
+    assert (code, reliable) == ("und", False)
+    # Latin text and Latin answers are left alone
+    assert detect_language("Über die Wirkung", "Die Studie untersucht die Wirkung der Düngung auf den Ertrag.")[0] == "de"
+
+
 def test_portuguese_pdf_is_pt(real_samples: Path) -> None:
     from openmsd_build.text.extract.pdf import extract_pdf
 
