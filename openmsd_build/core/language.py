@@ -79,16 +79,23 @@ _MALAY_RE = re.compile(r"\b(?:kajian|kerana|ialah|iaitu|boleh|penyelidikan|darip
 SCRIPT_SHARE = 0.8
 """A text whose letters are at least this share of one non-Latin script is in a language of that
 script (`_script_languages`)."""
-_SCRIPT_LANGUAGES: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = (
-    (re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]"), frozenset({"zh", "ja", "ko"})),
-    (re.compile("[\u0400-\u04ff]"), frozenset({"ru", "uk", "bg", "be", "mk", "sr", "kk", "ky", "mn", "tg", "uz"})),
-    (re.compile("[\u0600-\u06ff\u0750-\u077f]"), frozenset({"ar", "fa", "ur", "ps", "sd", "ku", "ug"})),
-    (re.compile("[\u0900-\u097f]"), frozenset({"hi", "mr", "ne"})),
-    (re.compile("[\u0370-\u03ff]"), frozenset({"el"})),
-    (re.compile("[\u0590-\u05ff]"), frozenset({"he", "yi"})),
-    (re.compile("[\u0e00-\u0e7f]"), frozenset({"th"})),
-)
-"""Non-Latin scripts and the CLD3 languages (ISO codes, as `map_cld3_code` gives) written in them."""
+SCRIPT_SAMPLE_CHARS = MAX_NUM_BYTES
+"""Characters at a text's start whose script is counted: CLD3 classifies about its first
+`MAX_NUM_BYTES` bytes, so those decide its answer (and counting all of a 4,000-character abstract
+cost more than CLD3's own call)."""
+_SCRIPT_LANGUAGES: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = tuple(
+    (re.compile(f"[^{chars}]+"), frozenset(languages)) for chars, languages in (
+        ("\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af", ("zh", "ja", "ko")),
+        ("\u0400-\u04ff", ("ru", "uk", "bg", "be", "mk", "sr", "kk", "ky", "mn", "tg", "uz")),
+        ("\u0600-\u06ff\u0750-\u077f", ("ar", "fa", "ur", "ps", "sd", "ku", "ug")),
+        ("\u0900-\u097f", ("hi", "mr", "ne")),
+        ("\u0370-\u03ff", ("el",)),
+        ("\u0590-\u05ff", ("he", "yi")),
+        ("\u0e00-\u0e7f", ("th",)),
+    ))
+"""Non-Latin scripts, each as the pattern of what is *not* in it (removing its matches leaves the
+script's characters, counted in C), and the CLD3 languages (ISO codes, as `map_cld3_code` gives)
+written in them."""
 _LATIN_WORD_RE = re.compile(r"[A-Za-z\u00c0-\u024f]+")
 _ASCII_LETTERS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
@@ -176,14 +183,15 @@ def _detect_raw_memo(title: str | None, abstract: str | None) -> tuple[str, floa
 def _script_languages(text: str) -> frozenset[str] | None:
     """The languages CLD3 may answer for `text` when one non-Latin script of
     `_SCRIPT_LANGUAGES` writes at least `SCRIPT_SHARE` of its letters, else None (Latin text,
-    mixed text, another script). ASCII letters are counted in C first, so Latin text costs
-    one translate."""
-    data = text.encode("utf-8", "surrogatepass")
-    letters = count_letters(text)
+    mixed text, another script); counted over its first `SCRIPT_SAMPLE_CHARS` characters.
+    ASCII letters are counted in C first, so Latin text costs one translate."""
+    head = text[:SCRIPT_SAMPLE_CHARS]
+    data = head.encode("utf-8", "surrogatepass")
+    letters = count_letters(head)
     if not letters or len(data) - len(data.translate(None, _ASCII_LETTERS)) > (1 - SCRIPT_SHARE) * letters:
         return None
-    for pattern, languages in _SCRIPT_LANGUAGES:
-        if len(pattern.findall(text)) >= SCRIPT_SHARE * letters:
+    for others, languages in _SCRIPT_LANGUAGES:
+        if len(others.sub("", head)) >= SCRIPT_SHARE * letters:
             return languages
     return None
 
