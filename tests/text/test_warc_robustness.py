@@ -279,3 +279,17 @@ def test_records_read_before_damage_are_not_counted_as_damaged(tmp_path, compres
     counts: Counter = Counter()
     assert [r["url"] for r in index_warc_file(str(path), counts=counts)] == urls
     assert counts[DAMAGED] == 1 and counts[DAMAGED_BYTES] == len(zeros)
+
+
+def test_an_unreadable_record_error_names_the_file_and_offset(tmp_path):
+    """README ("Pages from Common Crawl"): errors about an unreadable record name the file and
+    offset, never its bytes. A cc-index row whose offset is a few bytes off gave only
+    `ArchiveLoadFailed: Unknown archive format, first line: <...>`, naming neither, so the row
+    could not be found; the reject's detail now starts with `FILE @ OFFSET:`."""
+    url = "http://lies.example/shifted"
+    warc = tmp_path / "shifted.warc.gz"
+    warc.write_bytes(_record(url, "Shifted about nitrate"))
+    refused = WarcBackend([], index={url: (str(warc), 7, 300)}).fetch(url)
+    assert refused.error == RECORD_UNREADABLE
+    detail = refused.headers["x-error"]
+    assert detail.startswith(f"{warc} @ 7: ") and "nitrate" not in detail

@@ -170,7 +170,8 @@ class WarcBackend:
                 if isinstance(exc, OSError) and is_remote(where[0]):
                     raise  # a remote read that failed (maybe for now): Beam retries the bundle
                 result.error = RECORD_UNREADABLE
-                result.headers = {"x-error": describe_failure(exc)}
+                # which record (file and offset, so the index row can be found), never its bytes
+                result.headers = {"x-error": f"{where[0]} @ {where[1]}: {describe_failure(exc)}"}
                 return result
             result.status = archived.status
             result.headers = archived.headers
