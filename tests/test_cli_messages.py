@@ -349,7 +349,11 @@ def test_a_ctrl_c_inside_the_pipeline_of_a_command_that_is_no_stage_is_one_line(
         done.stderr[-3000:]
 
 
-_CTRL_C_INSIDE_A_FINALIZER = r'''
+def _split_running_10_s(preamble: str, first: str) -> str:
+    """A script (`python -c SCRIPT OUT`) that runs `split --out OUT` as the program does, its
+    stage replaced by 10 s of work that starts with `first` (indented as a function body);
+    `preamble` holds what `first` uses."""
+    return f'''
 import os
 import signal
 import sys
@@ -357,23 +361,15 @@ import time
 
 from openmsd_build import cli
 from openmsd_build.split import command
-
-
-class Finalized:
-    def __del__(self):
-        # a terminal's Ctrl-C handled while a finalizer runs (a weakref callback, the GC): the
-        # KeyboardInterrupt cannot leave it
-        os.kill(os.getpid(), signal.SIGINT)
-        time.sleep(0.2)
-
+{preamble}
 
 def run(*_args, **_kwargs):
-    Finalized()
+{first}
     started = time.monotonic()
     while time.monotonic() - started < 10:  # the stage's long work
         time.sleep(0.05)
     print("the stage ran to its end", file=sys.stderr)
-    return {}
+    return {{}}
 
 
 command.run = run
@@ -382,21 +378,38 @@ cli.console_main()
 '''
 
 
-def test_a_ctrl_c_inside_a_finalizer_stops_the_command_at_once_without_a_traceback(tmp_path):
-    """Python cannot raise a KeyboardInterrupt out of a weakref callback, `__del__` or the GC:
-    a Ctrl-C handled there printed "Exception ignored in: <function WeakSet...>" and a
-    traceback, and was lost (the command ran on). It is sent again and stops the command."""
+def _split_stops_at_once(script: str, tmp_path) -> None:
+    """`script` (`_split_running_10_s`) ends with 130 and the one line within 8 s, not after
+    its stage's 10 s."""
     import subprocess
     import sys
     import time
 
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-c", _CTRL_C_INSIDE_A_FINALIZER, str(tmp_path / "build")],
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "build")],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 130, done.stderr[-3000:]
     assert done.stderr.strip() == "openmsd-build split: interrupted; the previous outputs are intact; run it again", \
         done.stderr[-3000:]
-    assert time.monotonic() - started < 8  # not after the stage's 10 s
+    assert time.monotonic() - started < 8
+
+
+_CTRL_C_INSIDE_A_FINALIZER = _split_running_10_s('''
+
+class Finalized:
+    def __del__(self):
+        # a terminal's Ctrl-C handled while a finalizer runs (a weakref callback, the GC): the
+        # KeyboardInterrupt cannot leave it
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.2)
+''', "    Finalized()")
+
+
+def test_a_ctrl_c_inside_a_finalizer_stops_the_command_at_once_without_a_traceback(tmp_path):
+    """Python cannot raise a KeyboardInterrupt out of a weakref callback, `__del__` or the GC:
+    a Ctrl-C handled there printed "Exception ignored in: <function WeakSet...>" and a
+    traceback, and was lost (the command ran on). It is sent again and stops the command."""
+    _split_stops_at_once(_CTRL_C_INSIDE_A_FINALIZER, tmp_path)
 
 
 _CTRL_C_AS_A_CLASS_BODY_RUNS = r'''
@@ -445,33 +458,11 @@ def test_a_ctrl_c_that_python_wraps_as_the_command_loads_is_one_line(tmp_path):
         done.stderr[-3000:]
 
 
-_CTRL_C_THAT_A_LIBRARY_SWALLOWS = r'''
-import os
-import signal
-import sys
-import time
-
-from openmsd_build import cli
-from openmsd_build.split import command
-
-
-def run(*_args, **_kwargs):
-    try:
+_CTRL_C_THAT_A_LIBRARY_SWALLOWS = _split_running_10_s("", '''    try:
         os.kill(os.getpid(), signal.SIGINT)  # a terminal's Ctrl-C ...
         time.sleep(1)
     except BaseException:  # ... that a library takes for something else and goes on after
-        pass
-    started = time.monotonic()
-    while time.monotonic() - started < 10:  # the stage's long work
-        time.sleep(0.05)
-    print("the stage ran to its end", file=sys.stderr)
-    return {}
-
-
-command.run = run
-sys.argv[1:] = ["split", "--out", sys.argv[1]]
-cli.console_main()
-'''
+        pass''')
 
 
 def test_a_ctrl_c_that_something_swallows_still_stops_the_command_at_once(tmp_path):
@@ -479,17 +470,7 @@ def test_a_ctrl_c_that_something_swallows_still_stops_the_command_at_once(tmp_pa
     missing dependency; Beam logging one from a teardown) let the command run on: 1 in ~200
     Ctrl-Cs of pairs and of run in their first second ran the whole pipeline, 6-16 s, and only
     then said "interrupted". One nobody handles half a second later is sent again."""
-    import subprocess
-    import sys
-    import time
-
-    started = time.monotonic()
-    done = subprocess.run([sys.executable, "-c", _CTRL_C_THAT_A_LIBRARY_SWALLOWS, str(tmp_path / "build")],
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 130, done.stderr[-3000:]
-    assert done.stderr.strip() == "openmsd-build split: interrupted; the previous outputs are intact; run it again", \
-        done.stderr[-3000:]
-    assert time.monotonic() - started < 8  # not after the stage's 10 s
+    _split_stops_at_once(_CTRL_C_THAT_A_LIBRARY_SWALLOWS, tmp_path)
 
 
 @pytest.mark.parametrize(("argv", "resumes"), [
