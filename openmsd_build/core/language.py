@@ -38,7 +38,7 @@ import re
 import threading
 from typing import Any
 
-from openmsd_build.core.textclean import count_letters, has_letters
+from openmsd_build.core.textclean import has_letters, letter_counts
 
 UND = "und"
 MIN_LETTERS = 8
@@ -97,7 +97,6 @@ _SCRIPT_LANGUAGES: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = tuple(
 script's characters, counted in C), and the CLD3 languages (ISO codes, as `map_cld3_code` gives)
 written in them."""
 _LATIN_WORD_RE = re.compile(r"[A-Za-z\u00c0-\u024f]+")
-_ASCII_LETTERS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 _local = threading.local()
 
@@ -184,11 +183,11 @@ def _script_languages(text: str) -> frozenset[str] | None:
     """The languages CLD3 may answer for `text` when one non-Latin script of
     `_SCRIPT_LANGUAGES` writes at least `SCRIPT_SHARE` of its letters, else None (Latin text,
     mixed text, another script); counted over its first `SCRIPT_SAMPLE_CHARS` characters.
-    ASCII letters are counted in C first, so Latin text costs one translate."""
+    Its ASCII letters are counted with the rest (`letter_counts`): a Latin text stops there."""
     head = text[:SCRIPT_SAMPLE_CHARS]
-    data = head.encode("utf-8", "surrogatepass")
-    letters = count_letters(head)
-    if not letters or len(data) - len(data.translate(None, _ASCII_LETTERS)) > (1 - SCRIPT_SHARE) * letters:
+    ascii_letters, other_letters = letter_counts(head)
+    letters = ascii_letters + other_letters
+    if not letters or ascii_letters > (1 - SCRIPT_SHARE) * letters:
         return None
     for others, languages in _SCRIPT_LANGUAGES:
         if len(others.sub("", head)) >= SCRIPT_SHARE * letters:

@@ -615,16 +615,27 @@ _LATIN1_NOT_WORD = bytes(b for b in range(256) if not (chr(b).isalnum() or b == 
 
 
 def count_letters(text: str) -> int:
-    """How many characters of `text` are letters (`str.isalpha`); ASCII text counted in C, and
-    in other text its ASCII letters, its other characters asked one by one only when they are
-    not all letters (a dash, a quotation mark)."""
+    """How many characters of `text` are letters (`str.isalpha`); see `letter_counts` (ASCII
+    text, the common case, without its tuple)."""
     if text.isascii():
         data = text.encode("ascii")
         return len(data) - len(data.translate(None, _ASCII_LETTERS))
+    ascii_letters, other_letters = letter_counts(text)
+    return ascii_letters + other_letters
+
+
+def letter_counts(text: str) -> tuple[int, int]:
+    """(ASCII letters, other letters) of `text` (`str.isalpha`): ASCII text counted in C, and
+    in other text its ASCII letters, its other characters asked one by one only when they are
+    not all letters (a dash, a quotation mark). Apart because language identification asks how
+    much of a text is Latin (`language._script_languages`)."""
+    if text.isascii():
+        data = text.encode("ascii")
+        return len(data) - len(data.translate(None, _ASCII_LETTERS)), 0
     data = text.encode("utf-8", "surrogatepass")
-    letters = len(data.translate(None, _NOT_ASCII_LETTER_BYTES))
+    ascii_letters = len(data.translate(None, _NOT_ASCII_LETTER_BYTES))
     rest = data.translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass")  # the non-ASCII characters
-    return letters + (len(rest) if rest.isalpha() else sum(map(str.isalpha, rest)))
+    return ascii_letters, (len(rest) if rest.isalpha() else sum(map(str.isalpha, rest)))
 
 
 _NOT_ASCII_LETTER_BYTES = bytes(b for b in range(256) if not (b < 128 and chr(b).isalpha()))
