@@ -132,14 +132,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     _said_interrupted = False
     argv = list(sys.argv[1:] if argv is None else argv)
     command = _command_of(argv)
-    name = command if command in COMMANDS else None
     ctrl_cs = interrupts.count()
     try:
         with interrupts.remembered():  # a Ctrl-C that something caught still counts
             code = _main(argv, command)
     except KeyboardInterrupt:
         # Ctrl-C at any moment (parsing, imports, the command's work): one line, no traceback
-        return _interrupted(name, argv)
+        return _interrupted(argv)
     except Exception as exc:
         # a Ctrl-C that reached us as another error: Beam re-raises one from inside a DoFn as
         # a RuntimeError ("KeyboardInterrupt [while running ...]"), which the stages'
@@ -148,10 +147,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         # is imported (pymongo's dataclasses, as Beam loads) in a RuntimeError. Any error
         # after a Ctrl-C is taken as its consequence.
         if interrupts.was_interrupted(exc) or interrupts.count() != ctrl_cs:
-            return _interrupted(name, argv)
+            return _interrupted(argv)
         raise
     if interrupts.count() != ctrl_cs:  # a Ctrl-C that something caught and carried on after
-        return _interrupted(name, argv)
+        return _interrupted(argv)
     return code
 
 
@@ -185,8 +184,9 @@ def _fetches_live(argv: Sequence[str]) -> bool:
     return False
 
 
-def _interrupted(command: str | None, argv: Sequence[str] = ()) -> int:
-    """The message and exit code of a Ctrl-C (130, as a shell reports SIGINT); a Beam state
+def _interrupted(argv: Sequence[str]) -> int:
+    """The message and exit code of a Ctrl-C (130, as a shell reports SIGINT) for the command
+    line `argv` (it names the command and says whether pages were fetched); a Beam state
     sampler the Ctrl-C left running is stopped first, or the exit would wait for it. Deaf to
     a second Ctrl-C while it does so (the command is stopping already): that one raised here,
     in the middle of the message or of stopping the sampler. Run as the program, a Ctrl-C after
@@ -199,7 +199,8 @@ def _interrupted(command: str | None, argv: Sequence[str] = ()) -> int:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         stop_sampler_left_running()
-        name = f"openmsd-build {command}" if command else "openmsd-build"
+        command = _command_of(argv)
+        name = f"openmsd-build {command}" if command in COMMANDS else "openmsd-build"
         again = "a re-run resumes (fetched pages are kept in OUT/warc/)" if _fetches_live(argv) else "run it again"
         if not _said_interrupted:
             print(f"{name}: interrupted; the previous outputs are intact; {again}", file=sys.stderr, flush=True)
@@ -336,8 +337,7 @@ def console_main() -> None:
         _ctrl_c_ends_at_once()
         sys.stdout.flush()
     except KeyboardInterrupt:
-        command = _command_of(sys.argv[1:])
-        code = _interrupted(command if command in COMMANDS else None, sys.argv[1:])
+        code = _interrupted(sys.argv[1:])
     except BrokenPipeError:
         if not _stdout_gone():  # another pipe broke (a child's, a socket): a real error
             raise

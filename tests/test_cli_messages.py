@@ -487,7 +487,7 @@ def test_ctrl_c_message_names_the_fetched_pages_only_when_pages_are_fetched(argv
     """'fetched pages are kept in OUT/warc/' is said only of a live fetch: a `--fetch warc:`
     replay or a local-files build keeps nothing there for a re-run to resume from."""
     monkeypatch.setattr(cli, "_said_interrupted", False)  # said once a process
-    assert cli._interrupted(argv[0], argv) == 130
+    assert cli._interrupted(argv) == 130
     said = capsys.readouterr().err.strip()
     again = "a re-run resumes (fetched pages are kept in OUT/warc/)" if resumes else "run it again"
     assert said == f"openmsd-build {argv[0]}: interrupted; the previous outputs are intact; {again}"
