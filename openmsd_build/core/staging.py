@@ -46,7 +46,8 @@ import shutil
 import signal
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import TypeVar
 
 from apache_beam.io.filesystems import FileSystems
 
@@ -225,6 +226,26 @@ def replace_entries(dest: str, partial: str, entries: Sequence[str]) -> None:
             swap_in(dest, partial, entries)
     finally:  # after a failed swap (undone) as after a Ctrl-C held during it
         delete_path(partial)
+
+
+T = TypeVar("T")
+
+
+def write_then_replace(dest: str, partial: str, entries: Sequence[str], write: Callable[[], T]) -> T:
+    """`write()` (which writes a new set of `entries` under `partial`), then the earlier set's
+    replacement by it (`replace_entries`); `write`'s result. On any error in `write`, or a
+    Ctrl-C that something caught on the way (`core.interrupts`: Beam logs one from a DoFn's
+    teardown and carries on), `partial` is removed and the earlier set stays whole: what
+    `export`, `release` and `evaluate-pools` each do with their own folder."""
+    ctrl_cs = interrupts.count()
+    try:
+        result = write()
+        interrupts.stop_if_seen_since(ctrl_cs)
+    except BaseException:
+        delete_path(partial)
+        raise
+    replace_entries(dest, partial, entries)
+    return result
 
 
 def recover_entries(dest: str, partial: str, entries: Sequence[str] = ()) -> None:

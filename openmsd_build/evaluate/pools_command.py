@@ -243,22 +243,14 @@ def run_pools(out: str, splits, sizes, resamples: int = 3, seed: int = 0, relati
               recall_k: int = topk.DEFAULT_RECALL_K, tune: bool = True, encoders: dict | None = None,
               embeddings: dict | None = None, bench_config: benchmark.BenchmarkConfig | None = None) -> dict:
     """The whole evaluation of `splits`; writes `results_dir(out)` and returns {split: result}."""
-    from openmsd_build.core import interrupts
-    from openmsd_build.core.staging import delete_path, recover_entries, replace_entries
+    from openmsd_build.core.staging import recover_entries, write_then_replace
 
     final = results_dir(out)
     dest = join_path(final, PARTIAL)
     recover_entries(final, dest)  # what a killed or interrupted run left
-    ctrl_cs = interrupts.count()
-    try:
-        results = _run_pools(out, dest, splits, sizes, resamples, seed, relations, latest_years, max_queries, fields,
-                             top_k, recall_k, tune, encoders, embeddings, bench_config)
-        interrupts.stop_if_seen_since(ctrl_cs)  # a Ctrl-C caught on the way: nothing replaced
-    except BaseException:
-        delete_path(dest)
-        raise
-    replace_entries(final, dest, split_entries(splits))
-    return results
+    return write_then_replace(final, dest, split_entries(splits), lambda: _run_pools(
+        out, dest, splits, sizes, resamples, seed, relations, latest_years, max_queries, fields, top_k, recall_k, tune,
+        encoders, embeddings, bench_config))
 
 
 def _run_pools(out: str, dest: str, splits, sizes, resamples: int, seed: int, relations, latest_years: int,

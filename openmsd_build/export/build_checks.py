@@ -1,6 +1,7 @@
 """What `export` (plain or `--recipe`) checks before it writes anything: where it may write
 (`check_dest`, `check_dest_folder`) and whether the build has pairs to export (`refuse_empty`);
-and how a plain export replaces the earlier one (`replace_export`)."""
+and how a killed export's swap is finished (`recover_export`; the swap itself is
+`staging.write_then_replace` of `EXPORT_ENTRIES`)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from apache_beam.io.filesystems import FileSystems
 from openmsd_build.core import layout
 from openmsd_build.core.errors import UserError, shorten
 from openmsd_build.core.parquet_io import join_path, match_paths
-from openmsd_build.core.staging import SWAP_LIST, path_exists, recover_entries, replace_entries
+from openmsd_build.core.staging import path_exists, recover_entries
 
 EXPORT_ENTRIES = ("retrieval", "beir", "trainer", "large_pool", "README.md", "export.json")
 """What a plain export writes at the top of its folder (`export_build`); a recipe export writes
@@ -29,7 +30,7 @@ there from the export's own."""
 RECIPE_FILES = ("README.md", "recipe.json", "stats.json", "data/*/shard-*.parquet")
 """Every file a recipe export writes in `recipes/<name>/` (`recipe_export.export_recipe`)."""
 PARTIAL = ".export-partial"
-"""Where a plain export is written before it replaces the earlier one (`replace_export`)."""
+"""Where a plain export is written before it replaces the earlier one (`export_build`)."""
 MARKERS = ("export.json", "recipes/<name>/recipe.json", "recipes/<name>/data/<split>/shard-*.parquet")
 """What an earlier export leaves in its folder (plain or recipe); `_holds_export` reads them."""
 
@@ -123,19 +124,6 @@ def _holds_export(dest: str) -> bool:
     # recipes/NAME.partial/, on gs:// in place), so that its own retry is not refused
     return any(match_paths(join_path(dest, "recipes", *pattern)) for pattern in (
         ("*", "recipe.json"), ("*", "data", "*", "shard-*.parquet")))
-
-
-SWAPPING = SWAP_LIST  # under the partial folder while a swap runs: the new export's entries
-
-
-def replace_export(dest: str, partial: str) -> None:
-    """A plain export written whole under `partial` (`DEST/.export-partial/`) takes the place
-    of the earlier one's entries (`EXPORT_ENTRIES`): a narrower export (fewer splits or
-    relations) leaves no table of the last one for a loader that globs the folder, and an
-    export that fails leaves the last one as it was. Recipes and other files are kept. The
-    swap is `staging.replace_entries` (a Ctrl-C or a failed move leaves one whole export or
-    the other; a run killed inside it is finished by `recover_export`)."""
-    replace_entries(dest, partial, EXPORT_ENTRIES)
 
 
 def recover_export(dest: str, partial: str) -> None:

@@ -42,10 +42,11 @@ from openmsd_build.core.errors import UserError
 from openmsd_build.core.inputs import at_least
 from openmsd_build.core.parquet_io import join_path, write_table
 from openmsd_build.core.stages import require_fresh
-from openmsd_build.core.staging import delete_path, path_exists
+from openmsd_build.core.staging import path_exists, write_then_replace
 from openmsd_build.evaluate import tasks
 from openmsd_build.export import hf_dataset, trainer
 from openmsd_build.export.build_checks import (
+    EXPORT_ENTRIES,
     EXPORT_FILES,
     PARTIAL,
     check_dest,
@@ -53,7 +54,6 @@ from openmsd_build.export.build_checks import (
     recover_export,
     refuse_empty,
     refuse_foreign_files,
-    replace_export,
 )
 from openmsd_build.export.recipe_command import recipe_arguments, run_recipe
 
@@ -187,18 +187,13 @@ def export_build(
     require_fresh(out, "export")
     refuse_empty(out)
     final = dest or join_path(out, "export")
-    dest = join_path(final, PARTIAL)  # written whole here, then swapped in (`replace_export`)
+    dest = join_path(final, PARTIAL)  # written whole here, then swapped in (`staging.write_then_replace`)
     recover_export(final, dest)  # first: a killed swap left DEST half of each export
     check_dest_folder(out, final)
     refuse_foreign_files(final, EXPORT_FILES)  # the swap replaces retrieval/, trainer/, ... whole
-    try:
-        summary = _write_export(out, final, dest, splits, relations, mixes, trainer_splits, per_positive,
-                                max_bridge_degree, beir, detect, text)
-    except BaseException:
-        delete_path(dest)
-        raise
-    replace_export(final, dest)
-    return summary
+    return write_then_replace(final, dest, EXPORT_ENTRIES, lambda: _write_export(
+        out, final, dest, splits, relations, mixes, trainer_splits, per_positive, max_bridge_degree, beir, detect,
+        text))
 
 
 def _write_export(out: str, final: str, dest: str, splits, relations, mixes, trainer_splits, per_positive: int,

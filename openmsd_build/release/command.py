@@ -30,14 +30,14 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 import openmsd_build
-from openmsd_build.core import interrupts, layout, parquet_io
+from openmsd_build.core import layout, parquet_io
 from openmsd_build.core.beam_io import WriteCounts
 from openmsd_build.core.errors import UserError
 from openmsd_build.core.inputs import absolute_path, add_out_argument, at_least
 from openmsd_build.core.paths import inside
 from openmsd_build.core.runner import pipeline_options
 from openmsd_build.core.stages import require_fresh
-from openmsd_build.core.staging import delete_path, recover_entries, replace_entries
+from openmsd_build.core.staging import recover_entries, write_then_replace
 from openmsd_build.core.stats import read_json
 from openmsd_build.release.beam import SPLIT_FOLDERS, FileChecksum, ShardTable, WriteIdsShard, seed_side
 from openmsd_build.release.schema import FORMAT, NO_SPLIT
@@ -60,7 +60,7 @@ SUMS = "SHA256SUMS"
 ENTRIES = ("ids", "citations", "pairs", "negatives", "fetch", "_stats", MANIFEST, SUMS)
 """What a release writes at the top of its folder; a new release replaces them whole."""
 PARTIAL = ".release-partial"
-"""Where a release is written before it replaces the earlier one (`staging.replace_entries`)."""
+"""Where a release is written before it replaces the earlier one (`staging.write_then_replace`)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -207,7 +207,7 @@ def write_release(
     """Write the id-only release of build `out` to `release`; returns the manifest.
 
     The release is written whole under `release/.release-partial/` and then replaces the
-    earlier one (`staging.replace_entries`): it used to delete the earlier release first and
+    earlier one (`staging.write_then_replace`): it used to delete the earlier release first and
     write in place, so a Ctrl-C or a failure left neither, and files without a manifest that
     the next run refused to overwrite."""
     options = pipeline_options(beam_args)
@@ -228,15 +228,8 @@ def write_release(
     partial = parquet_io.join_path(release, PARTIAL)
     recover_entries(release, partial, ENTRIES)  # first: what a killed or interrupted run left
     _check_release_folder(release)
-    ctrl_cs = interrupts.count()
-    try:
-        manifest = _write_release(out, partial, options, split_parts, num_shards, include_fetch)
-        interrupts.stop_if_seen_since(ctrl_cs)  # one that Beam caught: no swap
-    except BaseException:
-        delete_path(partial)
-        raise
-    replace_entries(release, partial, ENTRIES)
-    return manifest
+    return write_then_replace(release, partial, ENTRIES, lambda: _write_release(
+        out, partial, options, split_parts, num_shards, include_fetch))
 
 
 def _write_release(out: str, release: str, options, split_parts: list, num_shards: int,

@@ -266,7 +266,7 @@ def test_ctrl_c_while_an_export_replaces_the_last_one_leaves_one_whole_export(tm
     handler = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with pytest.raises(KeyboardInterrupt):
-            build_checks.replace_export(str(dest), str(partial))
+            staging.replace_entries(str(dest), str(partial), build_checks.EXPORT_ENTRIES)
     finally:
         signal.signal(signal.SIGINT, handler)
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
@@ -299,7 +299,7 @@ def test_a_failed_move_while_replacing_an_export_puts_the_last_one_back(tmp_path
 
     monkeypatch.setattr(staging, "move_path", failing_move)
     with pytest.raises(OSError):
-        build_checks.replace_export(str(dest), str(partial))
+        staging.replace_entries(str(dest), str(partial), build_checks.EXPORT_ENTRIES)
     monkeypatch.undo()
     assert sorted(os.listdir(dest)) == ["export.json", "retrieval", "trainer"]
     assert all((dest / e / "part.parquet").read_text() == "old" for e in ("retrieval", "trainer"))
@@ -314,7 +314,7 @@ def test_a_failed_move_while_replacing_an_export_puts_the_last_one_back(tmp_path
         (partial / "retrieval").mkdir()
         (partial / "retrieval" / "part.parquet").write_text("new")
         (partial / "export.json").write_text("new")
-        (partial / build_checks.SWAPPING).write_text(json.dumps(["retrieval", "export.json"]))
+        (partial / staging.SWAP_LIST).write_text(json.dumps(["retrieval", "export.json"]))
         for entry in placed:
             os.rename(partial / entry, dest / entry)
 
