@@ -184,3 +184,27 @@ def test_a_swap_of_entries_killed_half_way_is_finished_with_its_own_entries(tmp_
     assert (dest / "idt.json").read_text() == "new idt" and (dest / "pools/idt/a").read_text() == "new pool"
     assert not (dest / "benchmark" / "idt").exists()  # dropped by the new set, as the swap does
     assert (dest / "odt.json").read_text() == "old odt" and not partial.exists()
+
+
+def test_a_set_written_aside_is_not_swapped_in_after_a_ctrl_c_caught_on_the_way(tmp_path):
+    """`write_then_replace` (export, release, evaluate-pools): a Ctrl-C that something caught
+    while the new set was written (Beam logs one from a DoFn's teardown) leaves the earlier set
+    whole and the partial folder gone; without one, the new set replaces the earlier."""
+    from openmsd_build.core import interrupts, staging
+
+    dest, partial = tmp_path / "dest", tmp_path / "dest" / ".partial"
+    (dest / "table").mkdir(parents=True)
+    (dest / "table" / "part.parquet").write_text("old")
+
+    def write(caught: bool) -> str:
+        (partial / "table").mkdir(parents=True)
+        (partial / "table" / "part.parquet").write_text("new")
+        if caught:  # as `interrupts.remembered` counts a SIGINT whose KeyboardInterrupt was swallowed
+            interrupts._count += 1
+        return "written"
+
+    with pytest.raises(KeyboardInterrupt):
+        staging.write_then_replace(str(dest), str(partial), ["table"], lambda: write(True))
+    assert (dest / "table" / "part.parquet").read_text() == "old" and not partial.exists()
+    assert staging.write_then_replace(str(dest), str(partial), ["table"], lambda: write(False)) == "written"
+    assert (dest / "table" / "part.parquet").read_text() == "new" and not partial.exists()
