@@ -193,3 +193,46 @@ def test_pairs_summary_counts_every_output_it_wrote(build, beam_args, capsys):
         written = rows(lambda s, m=mix: layout.mixes_dir(str(out), m, s), MIXES)
         assert f"  mix {mix} (pairs/mix/{folder}/): {written}" in printed
     assert printed[0].startswith("pairs: DC (") and len(printed) == 4
+
+
+def test_pairs_stage_puts_a_paper_splits_lists_twice_in_no_split(build, beam_args, tmp_path):
+    """The stage on a splits/ folder listing one paper in a second split (a hand-mixed or
+    corrupted folder): the paper's edges were annotated once per row in the shard that holds
+    its rows, so its pairs were written into both splits and the counts did not reconcile.
+    Now it is in no split, on the pipeline as on one machine, and counted."""
+    import shutil
+
+    src, _, _, _ = build
+    out = tmp_path / "build"
+    shutil.copytree(src, out)
+    splits = pl.from_arrow(parquet_io.read_table(layout.splits_dir(str(out)), schema=SPLITS))
+    doi = "10.1000/b"  # cites c and d, cited by a: in DC, CC and BC pairs of the clean build
+    row = splits.filter(pl.col("doi") == doi)
+    other = "idt" if row["split"].item() != "idt" else "train"
+    mixed = pl.concat([splits, row.with_columns(pl.lit(other).alias("split"))])
+    shutil.rmtree(layout.splits_dir(str(out)))
+    parquet_io.write_table(mixed.to_arrow().cast(SPLITS), parquet_io.part_path(layout.splits_dir(str(out)), 0, 1))
+
+    counts = pairs.run_pairs(str(out), beam_args, shards=3)
+    cit = pl.from_arrow(parquet_io.read_table(layout.citations_dir(str(out))))
+    expected, exp_counts = compute_pairs_of(cit, mixed)
+    touching = cit.filter((pl.col("citing_doi") == doi) | (pl.col("cited_doi") == doi)).height
+    assert touching == 3
+    assert counts["papers_split_ambiguous"] == 1 and counts["edges_split_ambiguous"] == touching
+    assert counts["edges_read"] == (counts["edges_unannotated"] + counts["edges_split_ambiguous"]
+                                    + counts["edges_annotated"]) == cit.height
+    for rel in ("dc", "cc", "bc"):
+        for name in ("train", "idt", "odt"):
+            got = pl.from_arrow(parquet_io.read_table(layout.pairs_dir(str(out), rel, name), schema=PAIRS))
+            assert doi not in set(got["doi_a"].to_list() + got["doi_b"].to_list()), (rel, name)
+            assert got.sort("doi_a", "doi_b").equals(expected[(rel, name)].sort("doi_a", "doi_b")), (rel, name)
+    for key in ("edges_unannotated", "edges_split_ambiguous", "edges_annotated", "papers_split_ambiguous"):
+        assert counts[key] == exp_counts[key], key
+    stats = json.loads(Path(layout.stats_path(str(out), "pairs")).read_text())
+    assert stats["counts"]["papers_split_ambiguous"] == 1
+
+
+def compute_pairs_of(cit: pl.DataFrame, splits: pl.DataFrame):
+    from openmsd_build.pairs.relations import compute_pairs
+
+    return compute_pairs(cit, splits)

@@ -257,3 +257,31 @@ def test_every_hard_negative_path_is_accounted_for():
     assert counts["neg_duplicate_paths"] >= 1 and counts["neg_over_per_anchor"] >= 1
     assert counts["neg_triples"] == written + sum(counts.get(k, 0) for k in (
         "neg_duplicate_paths", "neg_candidates_pruned", "neg_cited_by_anchor", "neg_over_per_anchor"))
+
+
+def test_a_paper_splits_lists_twice_is_in_no_split_and_counted():
+    """A splits/ folder listing b in train and in IDT (two builds' files mixed): every edge of b
+    was annotated once per row, so d (IDT) -> b came out as a train DC pair too, CC / BC
+    paired papers with themselves (c-c, a-a, d-d) and edges_unannotated went negative. Now b
+    is in no split: its edges are dropped and counted, and the counts reconcile."""
+    from openmsd_build.core.notices import stage_warnings
+
+    papers = {"a": ("train", "en"), "c": ("train", "de"), "d": ("idt", "en"), "e": ("train", "en")}
+    splits = pl.concat([_splits(papers), _splits({"b": ("train", "en")}), _splits({"b": ("idt", "en")})])
+    edges = _edges([("a", "b"), ("a", "c"), ("d", "b"), ("b", "c"), ("e", "c"), ("zz", "a")])
+    out, counts = compute_pairs(edges, splits, negatives=2, mixes=MIX_NAMES)
+    written = [(rel, row) for rel, frame in out.items() if "doi_a" in frame.columns
+               for row in frame.select("doi_a", "doi_b").rows()]
+    assert [r for r in written if D + "b" in r[1]] == []
+    assert [r for r in written if r[1][0] == r[1][1]] == []
+    assert _as_set(out[("dc", "train")]) == {("a", "c", 1), ("e", "c", 1)}
+    assert _as_set(out[("bc", "train")]) == {("a", "e", 1)}
+    assert out[("dc", "idt")].height == 0 and out[("cc", "train")].height == 0
+    assert counts["papers_split_ambiguous"] == 1
+    assert (counts["edges_read"], counts["edges_unannotated"], counts["edges_split_ambiguous"],
+            counts["edges_annotated"]) == (6, 1, 3, 2)
+    assert counts["edges_read"] == (counts["edges_unannotated"] + counts["edges_split_ambiguous"]
+                                    + counts["edges_annotated"])
+    assert stage_warnings("pairs", counts)[0] == (
+        "1 paper of splits/ is listed more than once (a splits/ folder mixing two builds' files?): in no split, "
+        "3 citation edges of theirs dropped and no pair of theirs written (core.split_rows)")

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 import polars as pl
 
 from openmsd_build.core.layout import odt_en_en
+from openmsd_build.core.split_rows import drop_listed_twice
 
 SPLITS = ("train", "idt", "odt")
 PAIR_SCHEMA = {"doi_a": pl.String, "doi_b": pl.String, "support": pl.Int64}
@@ -49,10 +50,10 @@ def attach(pairs: pl.DataFrame, names: pl.DataFrame, side: str) -> tuple[pl.Data
     Both kinds are dropped. Why the second: a splits/ folder mixing two builds' files lists a
     paper in two splits, and each of its pairs was joined to both rows, written in both splits
     and counted twice (681 instances accounted for 436 found)."""
-    twice = names.filter(pl.col("doi").is_duplicated())["doi"].unique().implode()
-    ambiguous = pairs[f"doi_{side}"].is_in(twice)
+    names, twice = drop_listed_twice(names, "doi")  # the rule every reader of splits/ applies
+    ambiguous = pairs[f"doi_{side}"].is_in(twice.implode())
     lost = int(pairs.filter(ambiguous)["support"].sum() or 0)
-    named = names.filter(~pl.col("doi").is_in(twice)).rename(
+    named = names.rename(
         {"doi": f"doi_{side}", "split": f"split_{side}", "lang": f"lang_{side}"})
     joined = pairs.filter(~ambiguous).join(named, on=f"doi_{side}", how="left")
     missing = joined[f"split_{side}"].is_null()

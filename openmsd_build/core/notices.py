@@ -180,16 +180,21 @@ def _split(counts: Mapping[str, int]) -> list[str]:
 
 
 def _pairs(counts: Mapping[str, int]) -> list[str]:
+    twice = counts.get("papers_split_ambiguous", 0)
+    out = [f"{_n(twice)} {'paper' if twice == 1 else 'papers'} of splits/ {'is' if twice == 1 else 'are'} listed "
+           f"more than once (a splits/ folder mixing two builds' files?): in no split, "
+           f"{_n(counts.get('edges_split_ambiguous', 0))} citation edges of theirs dropped and no pair of theirs "
+           "written (core.split_rows)"] if twice else []
     total = _total(counts, ("dc_kept.", "cc_pairs.", "bc_pairs."))
     if not total:
-        return ["pairs wrote 0 pairs: the splits hold no linked papers (see the split and citations warnings); "
-                "export has nothing to write"]
+        return out + ["pairs wrote 0 pairs: the splits hold no linked papers (see the split and citations warnings); "
+                      "export has nothing to write"]
     empty = [split.upper() for split in ("idt", "odt")
              if not _total(counts, tuple(f"{kind}.{split}" for kind in ("dc_kept", "cc_pairs", "bc_pairs")))]
     if empty:  # a test split of a paper or two, or none: its evaluation and export tasks are empty
-        return [f"pairs wrote no related pair in {', '.join(empty)}: evaluate and export have no task there (see "
-                "the split stage's counts: a small build holds few linked papers out of train)"]
-    return []
+        return out + [f"pairs wrote no related pair in {', '.join(empty)}: evaluate and export have no task there "
+                      "(see the split stage's counts: a small build holds few linked papers out of train)"]
+    return out
 
 
 def _contexts(counts: Mapping[str, int]) -> list[str]:

@@ -17,6 +17,7 @@ import polars as pl
 from openmsd_build.core import layout
 from openmsd_build.core.errors import UserError
 from openmsd_build.core.scan import collect, scan
+from openmsd_build.core.split_rows import scan_listed_once
 from openmsd_build.evaluate import tasks
 from openmsd_build.schemas import tables
 
@@ -84,8 +85,8 @@ def load_corpus(out: str, split: str, relations=layout.RELATIONS) -> Corpus:
     sp = scan(layout.splits_dir(out), ["doi", "split", "language"], tables.SPLITS)
     if sp is None:
         raise UserError(f"{layout.splits_dir(out)}: no Parquet files (run the split stage first)")
-    members = (sp.filter(pl.col("split") == split).select("doi", pl.col("language").alias("split_language"))
-               .unique(subset="doi", keep="first"))
+    members = scan_listed_once(sp).filter(pl.col("split") == split).select(
+        "doi", pl.col("language").alias("split_language"))
     docs = scan(layout.documents_dir(out), ["doi", "title", "abstract", "language", "year", "categories"],
                 tables.DOCUMENTS)
     if docs is None:

@@ -1,6 +1,7 @@
 """A split's retrieval tasks, read from a build: the pool and the relevance per relation.
 
-- Pool of split S: every paper of `splits/` with `split == S`, sorted by DOI (the pool
+- Pool of split S: every paper of `splits/` with `split == S` (a paper `splits/` lists more than
+  once is in no pool, `core.split_rows`), sorted by DOI (the pool
   position is the tie-break of `metrics`). Title and abstract come from `documents/`;
   the language is the split's (the one the split stage used), else the document's.
 - Relevance of relation R (dc, cc, bc) in S: the pairs of `pairs/R/split=S/`, made
@@ -26,6 +27,7 @@ import polars as pl
 from openmsd_build.core import layout
 from openmsd_build.core.errors import UserError
 from openmsd_build.core.scan import collect, scan
+from openmsd_build.core.split_rows import scan_listed_once
 from openmsd_build.schemas import tables
 
 EVAL_SPLITS = ("idt", "odt")
@@ -140,8 +142,8 @@ def load_pool(out: str, split: str, text: str = "raw") -> Pool:
     sp = scan(layout.splits_dir(out), ["doi", "split", "language"], tables.SPLITS)
     if sp is None:
         raise UserError(f"{layout.splits_dir(out)}: no Parquet files (run the split stage first)")
-    members = sp.filter(pl.col("split") == split).select("doi", pl.col("language").alias("split_language"))
-    members = members.unique(subset="doi", keep="first")
+    members = scan_listed_once(sp).filter(pl.col("split") == split).select(
+        "doi", pl.col("language").alias("split_language"))
     docs = scan(layout.documents_dir(out), ["doi", "title", "abstract", "language"], tables.DOCUMENTS)
     if docs is None:
         raise UserError(f"{layout.documents_dir(out)}: no Parquet files (run the text stage first)")

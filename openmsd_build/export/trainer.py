@@ -40,6 +40,7 @@ from openmsd_build.core.errors import short_repr
 from openmsd_build.core.hashing import unit_interval
 from openmsd_build.core.parquet_io import check_parts, list_parts
 from openmsd_build.core.scan import collect, scan
+from openmsd_build.core.split_rows import scan_listed_once
 from openmsd_build.schemas import tables
 
 MIX_SEED = "openmsd-export-mix-v1"
@@ -71,8 +72,8 @@ def split_documents(out: str, split: str, text: str = "raw") -> pl.DataFrame:
     if sp is None or docs is None:
         return pl.DataFrame(schema={"doi": pl.String, "language": pl.String, "title": pl.String,
                                     "abstract": pl.String, "text": pl.String})
-    members = sp.filter(pl.col("split") == split).select("doi", pl.col("language").alias("split_language")).unique(
-        subset="doi", keep="first")
+    members = scan_listed_once(sp).filter(pl.col("split") == split).select(
+        "doi", pl.col("language").alias("split_language"))
     docs = docs.join(members.select("doi"), on="doi", how="semi").unique(subset="doi", keep="first")
     frame = collect(
         members.join(docs, on="doi", how="left")

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from openmsd_build.core import frames, layout, parquet_io, spill
+from openmsd_build.core import frames, layout, parquet_io, spill, split_rows
 from openmsd_build.core.beam_io import COUNTS_TAG, bump
 from openmsd_build.pairs import relations as pg
 from openmsd_build.schemas import MIXES, NEGATIVES, PAIRS
@@ -75,17 +75,27 @@ def attr_frame(parts) -> pl.DataFrame:
 
 
 def name_frame(parts) -> pl.DataFrame:
-    return frames.to_frame(parts[NAMES]) if any(t.num_rows for t in parts[NAMES]) else pg.empty(pg.NAME_SCHEMA)
+    """A shard's (paper_id, doi, lang, split) names without the papers `splits/` lists more
+    than once (`core.split_rows`): no pair of theirs survives E1 / E2, and a second row
+    would double whatever joined to it."""
+    if not any(t.num_rows for t in parts[NAMES]):
+        return pg.empty(pg.NAME_SCHEMA)
+    return split_rows.drop_listed_twice(frames.to_frame(parts[NAMES]), "paper_id")[0]
 
 
-def annotate(element, side: str) -> tuple[pl.DataFrame, int] | None:
-    """A shard's edges with one end's split and language attached (E1, E2), or None."""
+def annotate(element, side: str) -> tuple[pl.DataFrame | None, dict[str, int]]:
+    """A shard's edges with one end's split and language attached (E1, E2), or None when the
+    shard holds no edges; and the counts: edges dropped for that end and, on the cited side
+    (E1, which sees every shard's lookup rows once), the papers `splits/` lists twice."""
     _, values = element
     parts = spill.load(values, ATTRS, EDGES)
+    attrs = attr_frame(parts)
+    counts = {"papers_split_ambiguous": pg.ambiguous_papers(attrs)} if side == "cited" else {}
     edges = frames.to_frame(parts[EDGES])
     if not edges.height:
-        return None
-    return pg.annotate_side(edges, attr_frame(parts), side)
+        return None, counts
+    edges, missing, ambiguous = pg.annotate_side(edges, attrs, side)
+    return edges, {**counts, "edges_unannotated": missing, "edges_split_ambiguous": ambiguous}
 
 
 class AnnotateCited(beam.DoFn):
@@ -96,12 +106,10 @@ class AnnotateCited(beam.DoFn):
         self.root = root
 
     def process(self, element):
-        annotated = annotate(element, "cited")
-        if annotated is None:
-            return
-        edges, missing = annotated
-        yield beam.pvalue.TaggedOutput(COUNTS_TAG, {"edges_unannotated": missing})
-        yield from key(self.root, edges, "citing_id", self.shards, EDGES)
+        edges, counts = annotate(element, "cited")
+        yield beam.pvalue.TaggedOutput(COUNTS_TAG, counts)
+        if edges is not None:
+            yield from key(self.root, edges, "citing_id", self.shards, EDGES)
 
 
 class AnnotateCiting(beam.DoFn):
@@ -115,11 +123,10 @@ class AnnotateCiting(beam.DoFn):
         self.negatives = negatives
 
     def process(self, element):
-        annotated = annotate(element, "citing")
-        if annotated is None:
+        edges, dropped = annotate(element, "citing")
+        if edges is None:
             return
-        edges, missing = annotated
-        counts: Counter = Counter({"edges_unannotated": missing, "edges_annotated": edges.height})
+        counts: Counter = Counter({**dropped, "edges_annotated": edges.height})
         dc, c = pg.direct_pairs(edges)
         counts.update(c)
         yield from key(self.root, dc, "a", self.shards, "dc", "pairs")

@@ -27,7 +27,9 @@ for that relation. Otherwise one paper cited 100k times yields ~5·10⁹ pair in
 
 Counters (per relation `r` in cc, bc; `dc` for direct citations; `<s>` a split):
 
-* `edges_read`, `edges_unannotated` (an end not in `splits/`; stale inputs), `edges_annotated`;
+* `edges_read` = `edges_unannotated` (an end not in `splits/`; stale inputs) +
+  `edges_split_ambiguous` (an end `splits/` lists more than once: `core.split_rows`, such a
+  paper is in no split) + `edges_annotated`; `papers_split_ambiguous` counts those papers;
 * `dc_kept.<s>`, `dc_cross_split`, `dc_odt_en_en` — `edges_annotated` = their sum;
 * `r_c_considered` (Cs with ≥ 2 members), `r_c_skipped_cap` (Cs over the cap),
   `r_instances_skipped_cap` (same-split pair instances those Cs would have emitted),
@@ -53,6 +55,7 @@ from openmsd_build.core.errors import short_repr
 from openmsd_build.core.frames import mix64
 from openmsd_build.core.hashing import hash64, paper_ids
 from openmsd_build.core.layout import RELATIONS, SPLIT_NAMES, odt_en_en
+from openmsd_build.core.split_rows import drop_listed_twice, listed_twice
 
 SPLITS = SPLIT_NAMES
 SPLIT_CODE = {name: i for i, name in enumerate(SPLITS)}
@@ -96,22 +99,37 @@ def empty(schema: dict) -> pl.DataFrame:
     return pl.DataFrame(schema=schema)
 
 
-def annotate_side(edges: pl.DataFrame, attrs: pl.DataFrame, side: str) -> tuple[pl.DataFrame, int]:
-    """Attach `{side}_split` and `{side}_en` by a join on `{side}_id`; returns the edges kept
-    and the number whose `side` end is not in `splits/`."""
+def annotate_side(edges: pl.DataFrame, attrs: pl.DataFrame, side: str) -> tuple[pl.DataFrame, int, int]:
+    """Attach `{side}_split` and `{side}_en` by a join on `{side}_id`; returns the edges kept,
+    the number whose `side` end is not in `splits/` and the number whose `side` end `splits/`
+    lists more than once. Those are dropped before the join (`core.split_rows`): joined to
+    both rows, each such edge came out twice, in two splits, and its CC / BC enumeration
+    paired the paper with itself."""
+    attrs, twice = drop_listed_twice(attrs, "paper_id")
+    ambiguous = 0
+    if len(twice):
+        hit = edges[f"{side}_id"].is_in(twice.implode())
+        ambiguous = int(hit.sum())
+        edges = edges.filter(~hit)
     right = attrs.select(
         pl.col("paper_id").alias(f"{side}_id"), pl.col("split").alias(f"{side}_split"), pl.col("en").alias(f"{side}_en")
     )
     joined = edges.join(right, on=f"{side}_id", how="inner")
-    return joined, edges.height - joined.height
+    return joined, edges.height - joined.height, ambiguous
+
+
+def ambiguous_papers(lookup: pl.DataFrame) -> int:
+    """The papers a shard's (or the whole) lookup lists more than once: `papers_split_ambiguous`."""
+    return len(listed_twice(lookup, "paper_id"))
 
 
 def annotate_edges(edges: pl.DataFrame, attrs: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:
     """Both ends at once (single-machine path; the pipeline does one end per shuffle)."""
     n = edges.height
-    edges, miss_b = annotate_side(edges, attrs, "cited")
-    edges, miss_a = annotate_side(edges, attrs, "citing")
-    return edges, {"edges_read": n, "edges_unannotated": miss_a + miss_b, "edges_annotated": edges.height}
+    edges, miss_b, twice_b = annotate_side(edges, attrs, "cited")
+    edges, miss_a, twice_a = annotate_side(edges, attrs, "citing")
+    return edges, {"edges_read": n, "edges_unannotated": miss_a + miss_b, "edges_split_ambiguous": twice_a + twice_b,
+                   "edges_annotated": edges.height, "papers_split_ambiguous": ambiguous_papers(attrs)}
 
 
 def _odt_en_en() -> pl.Expr:
@@ -555,7 +573,7 @@ def compute_pairs(
     pipeline's part files are. Uses the functions the Beam pipeline runs per shard,
     without the sharding."""
     lookup = split_codes(splits)
-    attrs, names = attrs_of(lookup), names_of(lookup)
+    attrs, names = attrs_of(lookup), names_of(drop_listed_twice(lookup, "paper_id")[0])
     annotated, counts = annotate_edges(ensure_ids(citations), attrs)
     counts = Counter(counts)
     dc, c = direct_pairs(annotated)

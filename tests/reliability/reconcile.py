@@ -187,7 +187,7 @@ def check_split(out: str | Path) -> list[str]:
 
 
 def check_pairs(out: str | Path) -> list[str]:
-    """edges_read = citations/ rows = edges_unannotated + edges_annotated; edges_annotated =
+    """edges_read = citations/ rows = edges_unannotated + edges_split_ambiguous + edges_annotated; edges_annotated =
     dc_kept.* + dc_cross_split + dc_odt_en_en; for cc and bc, `r_pairs.<s>` = rows of
     pairs/r/split=<s> and `r_instances` = the sum of their supports (pairing.py docstring)."""
     c = stage_counts(out, "pairs")
@@ -195,8 +195,8 @@ def check_pairs(out: str | Path) -> list[str]:
         return [_no_stats("pairs")]
     p: list[str] = []
     _eq(p, "pairs", "edges_read = citations/ rows", c.get("edges_read", 0), n_rows(Path(out) / "citations"))
-    _eq(p, "pairs", "edges_read = edges_unannotated + edges_annotated", c.get("edges_read", 0),
-        c.get("edges_unannotated", 0) + c.get("edges_annotated", 0))
+    _eq(p, "pairs", "edges_read = edges_unannotated + edges_split_ambiguous + edges_annotated", c.get("edges_read", 0),
+        c.get("edges_unannotated", 0) + c.get("edges_split_ambiguous", 0) + c.get("edges_annotated", 0))
     _eq(p, "pairs", "edges_annotated = dc_kept.* + dc_cross_split + dc_odt_en_en", c.get("edges_annotated", 0),
         _sum(c, "dc_kept.") + c.get("dc_cross_split", 0) + c.get("dc_odt_en_en", 0))
     for relation in ("cc", "bc"):
