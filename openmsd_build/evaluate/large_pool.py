@@ -23,6 +23,12 @@ any encoder, exact cosine search in batches) give a batch of queries x pool scor
 K (`topk`) is taken per query, per language class (X-Y: side-Y candidates for side-X
 queries, en = English, xx = other) and summarised as MAP@K, nDCG@K, R@k (k = 30 and the mean
 number of positives, `r@mean`) and MRR, per relation and per query language.
+
+`r@mean`'s cut-off is the mean number of positives of the sample's queries (rounded up),
+capped at K: recall is measured on the top-K list, so a cut-off past K was R@K under another
+name (a top-10 list of queries with 40 positives on average reported "R@40"). Each result
+records the cut-off used (`r@mean_k`, at most K) and the mean it came from
+(`r@mean_positives`); the command warns when the cap applied.
 """
 
 from __future__ import annotations
@@ -193,11 +199,18 @@ class DenseModel:
 # --------------------------------------------------------------------------- evaluation
 
 
-def _recall_ks(corpus: Corpus, sample: PoolSample, rel: str, recall_k: int) -> dict[str, int]:
+def mean_positives(corpus: Corpus, sample: PoolSample, rel: str) -> int:
+    """The mean number of `rel` positives of the sample's queries that have one, rounded up
+    (1 when none has): R@mean's cut-off before the cap."""
     sizes = [positives_of(corpus, int(q), (rel,)).size for q in sample.queries]
     sizes = [s for s in sizes if s]
-    mean_k = max(1, math.ceil(float(np.mean(sizes)))) if sizes else 1
-    return {f"r@{recall_k}": recall_k, "r@mean": mean_k}
+    return max(1, math.ceil(float(np.mean(sizes)))) if sizes else 1
+
+
+def recall_cutoffs(recall_k: int, positives: int, top_k: int) -> dict[str, int]:
+    """{"r@<recall_k>": recall_k, "r@mean": min(positives, top_k)}: R@mean at the mean number
+    of positives, but never past the retrieved list (the module docstring says why)."""
+    return {f"r@{recall_k}": recall_k, "r@mean": min(positives, top_k)}
 
 
 def evaluate_sample(corpus: Corpus, sample: PoolSample, model, relations=("dc", "cc", "bc"),
@@ -207,7 +220,8 @@ def evaluate_sample(corpus: Corpus, sample: PoolSample, model, relations=("dc", 
     cand = sample.candidates
     cand_years = corpus.years[cand]
     cand_en = corpus.is_en[cand]
-    recall = {rel: _recall_ks(corpus, sample, rel, recall_k) for rel in relations}
+    positives = {rel: mean_positives(corpus, sample, rel) for rel in relations}
+    recall = {rel: recall_cutoffs(recall_k, positives[rel], top_k) for rel in relations}
     acc: dict[str, dict[str, topk.TopKSum]] = {rel: {} for rel in relations}
 
     def sums(rel: str, key: str) -> topk.TopKSum:
@@ -253,6 +267,7 @@ def evaluate_sample(corpus: Corpus, sample: PoolSample, model, relations=("dc", 
         res = {key: s.result() for key, s in acc[rel].items()}
         for key in res:
             res[key]["r@mean_k"] = recall[rel]["r@mean"]
+            res[key]["r@mean_positives"] = positives[rel]
         out[rel] = dict(sorted(res.items(), key=lambda kv: (kv[0].startswith("lang:"), kv[0] != "all", kv[0])))
     return out
 
@@ -271,7 +286,7 @@ def aggregate(per_sample: list[dict]) -> dict:
     for rel, by_key in out.items():
         final[rel] = {}
         for key, slot in by_key.items():
-            final[rel][key] = {name: (topk.mean_and_spread(vals) if name not in ("queries", "relevant", "r@mean_k")
+            final[rel][key] = {name: (topk.mean_and_spread(vals) if name not in ("queries", "relevant", "r@mean_k", "r@mean_positives")
                                       else vals) for name, vals in slot.items()}
     return final
 

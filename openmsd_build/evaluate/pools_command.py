@@ -207,7 +207,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-queries", type=at_least(1), default=1000, help="queries per pool (1 or more, default 1000)")
     parser.add_argument("--field", action="append", default=[], help="also field-level pools of this category")
     parser.add_argument("--top-k", type=at_least(1), default=topk.DEFAULT_TOP_K,
-                        help=f"retrieved per query (1 or more, default {topk.DEFAULT_TOP_K})")
+                        help=f"retrieved per query (1 or more, default {topk.DEFAULT_TOP_K}); every metric is of "
+                             "this list, so R@mean's cut-off (the mean number of positives) is capped at it")
     parser.add_argument("--recall-k", type=at_least(1), default=topk.DEFAULT_RECALL_K,
                         help=f"R@k cut-off (1 to --top-k, default {topk.DEFAULT_RECALL_K})")
     parser.add_argument("--no-tune", action="store_true", help="skip the BM25 grid search (bm25 defaults only)")
@@ -294,7 +295,8 @@ FEW_QUERIES = 30  # fewer queries than this: a figure's spread over resamples sa
 def pool_warnings(res: dict) -> list[str]:
     """What a split's result says about itself that its table does not: no paper or no query
     (a table of dashes), pairs naming papers outside the split, pools that could not be filled to their size (the same pool for
-    several sizes) or that the queries' positives alone made larger than asked, queries too few for the figures to mean much, BM25 tuned on no train query."""
+    several sizes) or that the queries' positives alone made larger than asked, R@mean's cut-off capped at
+    --top-k, queries too few for the figures to mean much, BM25 tuned on no train query."""
     split, papers = res["split"], res["papers"]
     if not papers:
         return [f"{split} holds no paper: nothing was evaluated (did split assign any to {split}?)"]
@@ -322,6 +324,13 @@ def pool_warnings(res: dict) -> list[str]:
         out.append(f"{split}: pools larger than asked (e.g. {worst['size']:,} for {worst['size_requested']:,}): every "
                    "positive of a pool's queries is in it, and they alone outnumber the size asked; ask for larger "
                    "pools or fewer queries (--max-queries)")
+    past = [p for r in res["runs"] for by_rel in r["models"].values()
+            for m in (by_rel.get(rel, {}).get("all") for rel in res["relations"]) if m
+            for p in m.get("r@mean_positives", []) if p > res["top_k"]]
+    if past:  # recall is measured on the top-k list: R@mean is R@top-k there, not at the mean
+        out.append(f"{split}: queries have up to {max(past):,} positives on average, more than --top-k "
+                   f"{res['top_k']:,}: R@mean is recall at {res['top_k']:,} there (its cut-off, r@mean_k, is capped "
+                   "at --top-k); raise --top-k for recall at the mean number of positives")
     queries = [int(np.mean(m["queries"])) for r in res["runs"] for by_rel in r["models"].values()
                for m in (by_rel.get(rel, {}).get("all") for rel in res["relations"]) if m]
     if res["eligible_queries"] and queries and min(queries) < FEW_QUERIES:

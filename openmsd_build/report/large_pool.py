@@ -47,7 +47,7 @@ def large_pool_blocks(stats: dict) -> list[Block]:
     first = next(iter(sections.values()))
     res.append(Block("p", f"{first.get('sampling', '')} Metrics in % over the top {first.get('top_k')} "
                           f"(MAP@K, nDCG@K, R@{first.get('recall_k')}, R@mean = recall at the mean number of "
-                          "positives, MRR), mean ± standard deviation over resamples; class X-Y ranks the side-Y "
+                          "positives, capped at the top K, MRR), mean ± standard deviation over resamples; class X-Y ranks the side-Y "
                           "candidates for side-X queries (en = English, xx = other)."))
     for split, doc in sections.items():
         rel = doc["relations"][0]

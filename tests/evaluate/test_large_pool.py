@@ -496,3 +496,33 @@ def test_pairs_naming_papers_outside_the_split_are_counted_and_warned_about(tmp_
     warning = (f"idt: {read:,} of {read:,} DC pairs of pairs/dc/split=idt/ name a paper splits/ does not put in idt "
                "(a pairs folder of another build?): they are no relevance here")
     assert warning in res["warnings"] and f"warning: {warning}" in capsys.readouterr().err
+
+
+def test_r_at_mean_never_cuts_past_the_retrieved_list(tmp_path, capsys):
+    """R@mean's cut-off is the mean number of positives of a pool's queries; with more than
+    --top-k of them it was past the list (on the 300-paper synthetic build, `r@mean_k` 6 for
+    a top-1 list) and reported as recall at 6 what was recall at 1. The cut-off is now capped
+    at --top-k, the mean it came from is kept, and the command warns."""
+    out = str(tmp_path / "build")
+    synthetic_build(out, 300, seed=3)
+    assert main(["evaluate-pools", "--out", out, "--split", "idt", "--pool-sizes", "100", "--resamples", "1",
+                 "--top-k", "1", "--recall-k", "1", "--no-tune", "--benchmark-queries", "0"]) == 0
+    err = capsys.readouterr().err
+    doc = json.loads((tmp_path / "build" / "evaluation" / "large_pool" / "idt.json").read_text())
+    metrics = doc["runs"][0]["models"]["bm25"][doc["relations"][0]]["all"]
+    assert metrics["r@mean_k"] == [1] and metrics["r@mean_positives"][0] > 1
+    assert "R@mean is recall at 1 there (its cut-off, r@mean_k, is capped at --top-k)" in err
+    assert any("R@mean is recall at 1" in w for w in doc["warnings"])
+
+    corpus = random_corpus(2)
+    sample = large_pool.sample_pool(corpus, 200, [2], ("dc", "cc", "bc"), latest_years=2, max_queries=40)
+    mean = large_pool.mean_positives(corpus, sample, "dc")
+    assert mean > 2
+    res = large_pool.evaluate_sample(corpus, sample, RandomModel(2), ("dc",), top_k=2, recall_k=1)["dc"]["all"]
+    assert (res["r@mean_k"], res["r@mean_positives"]) == (2, mean)
+    full = large_pool.evaluate_sample(corpus, sample, RandomModel(2), ("dc",), top_k=2, recall_k=2)["dc"]["all"]
+    assert res["r@mean"] == full["r@2"]  # recall at the top-k list's end, under its true cut-off
+    wide = large_pool.evaluate_sample(corpus, sample, RandomModel(2), ("dc",), top_k=500)["dc"]["all"]
+    assert wide["r@mean_k"] == wide["r@mean_positives"] == mean  # below top-k: the mean itself
+    assert large_pool.recall_cutoffs(30, 45, 40) == {"r@30": 30, "r@mean": 40}
+    assert large_pool.recall_cutoffs(30, 7, 40) == {"r@30": 30, "r@mean": 7}
