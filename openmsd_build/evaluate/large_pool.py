@@ -5,7 +5,8 @@ Why: small or random candidate pools flatter models (an encoder's MAP that is ~4
 candidates falls to ~5 on 200k-2M candidates while BM25 stays hard to beat), so a realistic
 evaluation ranks a large pool of papers a recommender could actually have proposed.
 
-Sampling (`sample_pool`, seeded by `(seed, size, resample)`):
+Sampling (`sample_pool`, seeded by `(seed, size, resample)`, plus a stable hash of the field's
+name for a field-level pool: `sample_seed`):
 - queries: papers of the split published in its latest `latest_years` year(s) (1 or more; optionally
   of one subject category: a *field-level* pool) with at least one related paper (by any of
   the chosen relations: DC, CC, BC) published in or before the query's year; at most
@@ -38,6 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from openmsd_build.core.hashing import hash64
 from openmsd_build.evaluate import tasks, topk
 from openmsd_build.evaluate.corpus import NO_YEAR, Corpus
 from openmsd_build.evaluate.sparse_bm25 import SparseBM25, count_matrix
@@ -50,15 +52,20 @@ SAMPLING = (
     "paper of every query is in the pool; the rest is drawn at random from the split's papers published in or "
     "before the newest query's year (field-level pools: from the papers cited by the field's papers), up to the "
     "pool size. Each query ranks only the candidates published in or before its own year, never itself. "
-    "Seeded by (seed, size, resample)."
+    "Seeded by (seed, size, resample), and for a field-level pool a stable hash of the field's name."
 )
+FIELD_SEED_KEY = "openmsd-pool-field-v1"
+"""The key of `hash64` for a field's part of a pool's seed (a new key draws other field pools)."""
 BATCH = 32  # queries scored at once: 32 x 1M float32 = 128 MB
 CLASS_SIDES = {"en-en": (True, True), "en-xx": (True, False), "xx-en": (False, True), "xx-xx": (False, False)}
 
 
 def sample_seed(seed: int, size: int, resample: int, field: str | None = None) -> list[int]:
-    """The seed sequence of one sample (recorded with its results)."""
-    extra = [sum(field.encode("utf-8"))] if field else []
+    """The seed sequence of one sample (recorded with its results). A field-level pool adds
+    `hash64(field)` (blake2b, keyed): the same on every run and machine, and different for
+    different names. It was the sum of the name's bytes, so anagrams ("Biology" and
+    "Bioglyo") and any names of equal byte sum drew the same queries' order and filler."""
+    extra = [hash64(field, FIELD_SEED_KEY)] if field else []
     return [int(seed), int(size), int(resample), *extra]
 
 

@@ -205,7 +205,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--latest-years", type=at_least(1), default=1,
                         help="queries from the split's latest N years (1 or more, default 1)")
     parser.add_argument("--max-queries", type=at_least(1), default=1000, help="queries per pool (1 or more, default 1000)")
-    parser.add_argument("--field", action="append", default=[], help="also field-level pools of this category")
+    parser.add_argument("--field", action="append", default=[], help="also field-level pools of this category (seeded by --seed, size, resample and "
+                        "a stable hash of the category's name)")
     parser.add_argument("--top-k", type=at_least(1), default=topk.DEFAULT_TOP_K,
                         help=f"retrieved per query (1 or more, default {topk.DEFAULT_TOP_K}); every metric is of "
                              "this list, so R@mean's cut-off (the mean number of positives) is capped at it")

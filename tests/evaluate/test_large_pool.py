@@ -526,3 +526,24 @@ def test_r_at_mean_never_cuts_past_the_retrieved_list(tmp_path, capsys):
     assert wide["r@mean_k"] == wide["r@mean_positives"] == mean  # below top-k: the mean itself
     assert large_pool.recall_cutoffs(30, 45, 40) == {"r@30": 30, "r@mean": 40}
     assert large_pool.recall_cutoffs(30, 7, 40) == {"r@30": 30, "r@mean": 7}
+
+
+def test_field_pools_of_different_names_get_different_seeds_the_same_everywhere():
+    """A field-level pool's seed took the sum of the name's bytes: "Biology" and its anagram
+    "Bioglyo" (or any two names of equal byte sum, "ad" and "bc") drew the same pools. The
+    seed now takes a keyed blake2b of the name (`core.hashing.hash64`): distinct for distinct
+    names, and pinned here, so it is the same in every process and on every machine."""
+    from openmsd_build.core.hashing import hash64
+
+    for a, b in (("Biology", "Bioglyo"), ("ad", "bc"), ("ab", "ba")):
+        assert large_pool.sample_seed(0, 100, 0, a) != large_pool.sample_seed(0, 100, 0, b), (a, b)
+    assert large_pool.sample_seed(9, 300, 1, "Biology") == [9, 300, 1, 7182402469012804443]
+    assert large_pool.sample_seed(9, 300, 1, "Biology")[-1] == hash64("Biology", large_pool.FIELD_SEED_KEY)
+    assert large_pool.sample_seed(9, 300, 1) == large_pool.sample_seed(9, 300, 1, None) == [9, 300, 1]
+    # two anagram categories on the same papers: the same eligible queries, other draws
+    corpus = random_corpus(4)
+    corpus.categories = [["ab", "ba"] if i % 2 else ["zz"] for i in range(len(corpus.categories))]
+    pools = [large_pool.sample_pool(corpus, 150, large_pool.sample_seed(0, 150, 0, f), ("dc", "cc", "bc"),
+                                    latest_years=2, max_queries=10, field=f) for f in ("ab", "ba")]
+    assert pools[0].queries.size == pools[1].queries.size == 10
+    assert pools[0].queries.tolist() != pools[1].queries.tolist()
