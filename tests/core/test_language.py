@@ -161,3 +161,21 @@ def test_detector_is_per_thread_and_module_pickles() -> None:
     thread.join()
     assert other[0] is not main
     assert pickle.loads(pickle.dumps(language.detect_language)) is language.detect_language
+
+
+
+def test_a_lone_surrogate_is_no_crash() -> None:
+    """CLD3's binding encodes the text to UTF-8, and a lone surrogate cannot be encoded: it
+    raised TypeError, which stopped enrich, export or text on one such record (only the
+    papers stage rejects them upstream). It is read as "?", through the memo and with a
+    caller's detector alike, in the title or the abstract."""
+    german = "Über die Wirkung der Temperatur auf das Wachstum von Pflanzen in alpinen Regionen"
+    russian = "Влияние температуры на рост растений в высокогорных районах Кавказа"
+    for text in (german, russian):
+        broken, read_as = (text[:20] + mark + text[20:] for mark in ("\ud800", "?"))
+        expected = detect_language(read_as)
+        assert expected[0] == detect_language(text)[0] != "und", text
+        assert detect_language(broken) == expected, text
+        assert detect_language(broken, detector=get_detector()) == expected, text
+        assert detect_language("\udfff", text)[0] == expected[0], text
+    assert detect_language("\ud800" * 20) == ("und", 0.0, False)
