@@ -337,7 +337,7 @@ class _ExtractingDoFn(UntypedDoFn):
             extractors.close()
 
     def _handle(self, url: str, tasks: list[dict], result, warc_file, warc_offset, warc_length, *, counts: Counter,
-                dated: bool, record_length: int | None = None):
+                dated: bool):
         """One URL's outcome -> its fetch row (named after the first task, by DOI), and its
         body handed to the extractors; the answers ready by now go out (`_extracted`).
         `dated`: the row keeps the fetch time even without a response (live fetching).
@@ -367,7 +367,7 @@ class _ExtractingDoFn(UntypedDoFn):
         kwargs = {"url": result.final_url} if kind == "html" else {"titles": pdf_title_keys(tasks)}
         later = None
         if kind == "html" and main_text_later(tasks) and warc_offset is not None:
-            later = [warc_file, warc_offset, warc_length or record_length, result.final_url]
+            later = [warc_file, warc_offset, warc_length, result.final_url]
             kwargs["with_content"] = False
         for done in self.extractors.submit((url, tasks, kind, later), kind, result.body, **kwargs):
             yield from self._extracted(*done, counts=counts)
@@ -425,17 +425,19 @@ class ReplayArchive(_ExtractingDoFn):
             yield beam.pvalue.TaggedOutput(REJECTS_TAG, make_reject(
                 STAGE, RECORD_UNREADABLE, key=unit["url"], detail=result.headers.get("x-error"),
                 source=unit["tasks"][0]["doi"]))
-        # the row points at the final URL's record as an archive-wide replay did (no length:
-        # the `fetch/` table of a replay has always left it empty)
+        # the row points at the final URL's record as an archive-wide replay did, with the
+        # record's length from its index entry (as a live fetch's row has it): the byte range
+        # that reads the record again, which a replay's rows left empty although it was known
+        # (a Common Crawl index row without a usable length leaves it empty still)
         where = None
         if self.resumed:
             counts["fetch.resumed"] += 1
             where = backend.index.get(canonical_url(result.final_url))
         elif result.status is not None:
             where = backend.index.get(canonical_url(result.final_url))
-        warc_file, warc_offset = where[:2] if where else (None, None)
-        yield from self._handle(unit["url"], unit["tasks"], result, warc_file, warc_offset, None, counts=counts,
-                                dated=self.resumed, record_length=where[2] if where and len(where) > 2 else None)
+        warc_file, warc_offset, warc_length = where if where else (None, None, None)
+        yield from self._handle(unit["url"], unit["tasks"], result, warc_file, warc_offset, warc_length, counts=counts,
+                                dated=self.resumed)
 
 
 class FetchLive(_ExtractingDoFn):

@@ -16,6 +16,7 @@ from openmsd_build.schemas import FETCH, PAPERS
 from openmsd_build.text.fetch import WarcBackend, WarcWriter
 from openmsd_build.text.fetch.plan import canonical_url
 from openmsd_build.text.fetch.result import FetchResult
+from openmsd_build.text.fetch.warc_backend import expand_paths
 
 HTML = (
     "<!doctype html><html lang=\"en\"><head><title>{t}</title><meta name=\"citation_title\" content=\"{t}\">"
@@ -99,9 +100,24 @@ def fetch_rows(out: Path | str) -> list[dict]:
                   key=lambda r: (r["url"], r["doi"]))
 
 
+def record_lengths(paths: list[str]) -> dict[tuple[str, int], int]:
+    """(file, offset) -> length in bytes of every response record of `paths`, as warcio
+    reads them (not the code under test)."""
+    lengths = {}
+    for path in paths:
+        with open(path, "rb") as fh:
+            iterator = ArchiveIterator(fh)
+            for record in iterator:
+                if record.rec_type == "response":
+                    lengths[(path, iterator.get_record_offset())] = iterator.get_record_length()
+    return lengths
+
+
 def reference_mismatches(rows: list[dict], backend: WarcBackend) -> list[tuple]:
     """`fetch/` rows of a `warc:` replay that differ from the whole-archive backend's
-    answer for the same URL (as the text stage wrote them before the joined index)."""
+    answer for the same URL (as the text stage wrote them before the joined index), with
+    the length of the record each row names."""
+    lengths = record_lengths(expand_paths(backend.paths))
     bad = []
     for row in rows:
         result = backend.fetch(row["url"])
@@ -111,7 +127,7 @@ def reference_mismatches(rows: list[dict], backend: WarcBackend) -> list[tuple]:
             "content_type": result.content_type or None, "attempts": 0,
             "fetched_at": result.fetched_at if result.status is not None else None,
             "warc_file": where[0] if where else None, "warc_offset": where[1] if where else None,
-            "warc_length": None,
+            "warc_length": lengths[where[:2]] if where else None,
         }
         got = {k: row[k] for k in expected}
         if got != expected:

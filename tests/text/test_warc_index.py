@@ -13,6 +13,7 @@ from archive_samples import (
     add_papers,
     fetch_rows,
     page,
+    record_lengths,
     reference_mismatches,
     write_redirect_warcs,
 )
@@ -104,6 +105,16 @@ def test_replay_from_joined_index_equals_backend(sample_build, tmp_path):
     counts = run_text(str(out), "warc:" + ",".join(warcs), FNAPI)
     rows = fetch_rows(out)
     assert reference_mismatches(rows, WarcBackend(warcs)) == []
+    # a replay's row gives the record's byte range, as a live fetch's does (its length was
+    # always empty): read alone, the range is the record an offset read gives
+    archived = [r for r in rows if r["warc_offset"] is not None]
+    assert len(archived) > 100 and all(r["warc_length"] for r in archived)
+    for row in archived[:: len(archived) // 20]:
+        with open(row["warc_file"], "rb") as fh:
+            fh.seek(row["warc_offset"])
+            alone = read_record(io.BytesIO(fh.read(row["warc_length"])), 0)
+        by_offset = read_record(row["warc_file"], row["warc_offset"])
+        assert (alone.status, alone.headers, alone.body) == (by_offset.status, by_offset.headers, by_offset.body)
     by_url = {r["url"]: r for r in rows}
     assert by_url["http://e.example/0"]["error"] == "too_many_redirects"
     assert by_url["http://c.example/"]["error"] == "not_in_archive" and by_url["http://c.example/"]["status"] == 301
@@ -139,5 +150,9 @@ def test_http_resume_follows_archived_redirects(tmp_path):
     volatile = ("fetched_at", "warc_file", "warc_offset", "warc_length", "attempts")
     strip = lambda rows: [{k: v for k, v in r.items() if k not in volatile} for r in rows]  # noqa: E731
     assert strip(fetch_rows(out)) == strip(first)
+    # a resumed row gives the length of the record it names, as the live row did (it was empty)
+    lengths = record_lengths(sorted(str(p) for p in (out / "warc").glob("*.warc.gz")))
+    for rows in (first, fetch_rows(out)):
+        assert [r["warc_length"] for r in rows] == [lengths[(r["warc_file"], r["warc_offset"])] for r in rows]
     docs = parquet_io.read_table(layout.documents_dir(str(out)), schema=DOCUMENTS).to_pylist()
     assert {d["title"] for d in docs} == {"A page behind a redirect"}
