@@ -217,7 +217,7 @@ def read_embeddings(path: str, ids: str | None = None, vector_column: str | None
             dois = [line.strip() for line in text.splitlines() if line.strip()]
         if matrix.ndim != 2 or matrix.shape[0] != len(dois):
             raise UserError(f"{path}: shape {matrix.shape} does not match {len(dois)} ids in {ids}")
-        return _checked(path, dois, lambda: matrix.astype(np.float32))
+        return _checked(path, dois, lambda: matrix.astype(np.float32), named_in=ids)
     table = _read_table(path)
     dois = _dois(table, path)
     column = table.column(_vector_column(table, vector_column)).combine_chunks()
@@ -243,11 +243,12 @@ def _dois(table: pa.Table, path: str) -> list[str]:
     return [str(d) for d in table.column("doi").to_pylist()]
 
 
-def _checked(path: str, dois: list[str], matrix_of) -> tuple[list[str], np.ndarray]:
+def _checked(path: str, dois: list[str], matrix_of, named_in: str | None = None) -> tuple[list[str], np.ndarray]:
     """(DOIs, matrix) once they can rank anything: numbers (`matrix_of` builds the matrix),
     of one length above 0, finite, not all zero (no direction to compare), one vector a DOI
     (as DOIs match: `_doi_key`). NaN, infinite or empty vectors were scored silently (the
-    ranking by DOI order), and of a DOI given twice the first vector was taken."""
+    ranking by DOI order), and of a DOI given twice the first vector was taken. `named_in`:
+    the file listing the DOIs when it is not `path` (a .npy's --ids)."""
     try:
         matrix = matrix_of()
     except (ValueError, TypeError) as exc:
@@ -259,13 +260,34 @@ def _checked(path: str, dois: list[str], matrix_of) -> tuple[list[str], np.ndarr
         if bad.any():
             first = dois[int(np.argmax(bad))]
             raise UserError(f"{path}: {int(bad.sum()):,} vectors {what}, e.g. the one of {first}")
-    seen: dict[str, str] = {}
+    spellings: dict[str, list[str]] = {}
     for doi in dois:
-        key = _doi_key(doi)
-        if key in seen:
-            raise UserError(f"{path}: the DOI {doi} has two vectors (also as {seen[key]}): give one a DOI")
-        seen[key] = doi
+        spellings.setdefault(_doi_key(doi), []).append(doi)
+    if len(spellings) < len(dois):
+        raise UserError(duplicate_dois_message(named_in or path, [rows for rows in spellings.values() if len(rows) > 1]))
     return dois, matrix
+
+
+DUPLICATES_SHOWN = 3
+"""Repeated DOIs a refusal names; the rest are counted (one mistake usually repeats them all)."""
+
+
+def duplicate_dois_message(path: str, repeated: list[list[str]]) -> str:
+    """The refusal of DOIs given more than one vector, `repeated` holding each such DOI's
+    spellings in file order. Which of a DOI's vectors is the model's cannot be told (the
+    first was taken silently before), so the user is told which DOIs, how many, and what to
+    do; the spellings are shown because DOIs match as `_doi_key` does, and "10.1000/X" next
+    to "https://doi.org/10.1000/x" is not visibly the same DOI."""
+    shown = []
+    for rows in repeated[:DUPLICATES_SHOWN]:
+        others = sorted(set(rows[1:]) - {rows[0]})
+        shown.append(f"{rows[0]} ({len(rows)} vectors" + (f", also written {', '.join(others)})" if others else ")"))
+    more = len(repeated) - len(shown)
+    return (f"{path}: {len(repeated):,} DOI{'s' if len(repeated) > 1 else ''} "
+            f"{'have' if len(repeated) > 1 else 'has'} more than one vector: {'; '.join(shown)}"
+            + (f"; and {more:,} more" if more else "")
+            + ". Evaluation needs one vector per DOI (DOIs match ignoring case and a doi.org or doi: prefix): "
+            "keep one row for each DOI and run again")
 
 
 def _doi_key(doi: str) -> str:
@@ -297,7 +319,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--split", action="extend", nargs="+", choices=tasks.EVAL_SPLITS, default=None,
                         help="split to evaluate (repeatable; default idt and odt)")
     what = parser.add_mutually_exclusive_group(required=True)
-    what.add_argument("--embeddings", metavar="FILE", help="Parquet (doi + vector column) or .npy (with --ids)")
+    what.add_argument("--embeddings", metavar="FILE",
+                      help="Parquet (doi + vector column) or .npy (with --ids); one vector per DOI")
     what.add_argument("--baseline", choices=("bm25",), help="the lexical baseline")
     parser.add_argument("--ids", metavar="FILE", help="the DOIs of a .npy's rows (text, one a line, or Parquet doi)")
     parser.add_argument("--vector-column", help="the embeddings' vector column (default: the only list column)")

@@ -206,7 +206,8 @@ def test_vectors_that_rank_nothing_are_refused(tmp_path, capsys):
         "one_empty": (dois, good.tolist()[:-1] + [[]], f"1 vectors are not of length {good.shape[1]} (the first "
                       f"vector's), e.g. the one of {dois[-1]} (length 0)"),
         "one_null": (dois, [None] + good.tolist()[1:], f"1 vectors are missing (null), e.g. the one of {dois[0]}"),
-        "twice": (dois + [dois[0].upper()], good.tolist() + [good[0].tolist()], "has two vectors"),
+        "twice": (dois + [dois[0].upper()], good.tolist() + [good[0].tolist()],
+                  f"1 DOI has more than one vector: {dois[0]} (2 vectors, also written {dois[0].upper()})"),
         "strings": (dois, [["a"] * good.shape[1] for _ in dois], "vectors must be numbers"),
     }
     for name, (ids, vectors, said) in cases.items():
@@ -214,6 +215,34 @@ def test_vectors_that_rank_nothing_are_refused(tmp_path, capsys):
         pq.write_table(pa.table({"doi": ids, "embedding": vectors}), path)
         assert main(["evaluate", "--out", out, "--embeddings", str(path), "--split", "idt"]) == 2, name
         assert said in capsys.readouterr().err, name
+
+
+def test_duplicate_dois_are_named_counted_and_the_fix_said(tmp_path, capsys):
+    """A DOI given more than one vector was refused as "the DOI X has two vectors (also as Y):
+    give one a DOI", which named one of them, whatever their number, and asked for what cannot
+    be done. The refusal names the first few DOIs with their vector counts and spellings,
+    counts them all and says what to do, for a Parquet file and for a .npy's --ids."""
+    out = str(tmp_path / "build")
+    write_tiny_build(out)
+    dois = [d[0] for d in DOCS]
+    good = _vectors(dois)
+    # 10.1/a three times (two spellings), 10.1/b twice as given, 10.1/c..10.1/f once more each
+    extra = [dois[0].upper(), dois[0], dois[1], *dois[2:6]]
+    ids = dois + extra
+    matrix = np.vstack([good, good[[0, 0, 1, 2, 3, 4, 5]]])
+    path = tmp_path / "dup.parquet"
+    pq.write_table(pa.table({"doi": ids, "embedding": matrix.tolist()}), path)
+    npy, id_file = tmp_path / "dup.npy", tmp_path / "dup_ids.txt"
+    np.save(npy, matrix)
+    id_file.write_text("\n".join(ids) + "\n")
+    for args, named in (([str(path)], str(path)), ([str(npy), "--ids", str(id_file)], str(id_file))):
+        assert main(["evaluate", "--out", out, "--split", "idt", "--embeddings", *args]) == 2
+        err = capsys.readouterr().err
+        assert (f"{named}: 6 DOIs have more than one vector: 10.1/a (3 vectors, also written "
+                "10.1/A); 10.1/b (2 vectors); 10.1/c (2 vectors); and 3 more. Evaluation needs "
+                "one vector per DOI") in err, err
+        assert "keep one row for each DOI" in err
+        assert not list((tmp_path / "build").glob("evaluation/*.json"))
 
 
 def test_a_refused_embeddings_file_exits_2_as_a_process(tmp_path):
@@ -235,7 +264,7 @@ def test_a_refused_embeddings_file_exits_2_as_a_process(tmp_path):
         done = subprocess.run([sys.executable, "-m", "openmsd_build.cli", "evaluate", "--out", out, "--embeddings",
                                str(path), "--split", "idt"], capture_output=True, text=True, timeout=120)
         assert (done.returncode, "terminate called" in done.stderr) == (2, False), done.stderr[-500:]
-        assert "has two vectors" in done.stderr
+        assert "1 DOI has more than one vector" in done.stderr
 
 
 @pytest.mark.parametrize("scale", [1e36, 1e-36])
