@@ -178,10 +178,36 @@ def test_cli_demo_stub_and_user_errors(tmp_path, capsys):
     first = capsys.readouterr()
     assert "STUB" in first.err and "4 non-English = 4 enriched + 0 rejected" in first.out
     assert main(["enrich", "--out", out, "--demo-stub"]) == 0
-    assert "cache hits 4/4 (100%); 0 requests" in capsys.readouterr().out
+    assert "cache hits 4/4 documents with text to send (100%); 0 requests" in capsys.readouterr().out
     assert main(["enrich", "--out", out, "--summarizer", "chat"]) == 2
     assert "--endpoint" in capsys.readouterr().err
     assert main(["enrich", "--out", out, "--summarizer", "ctranslate2", "--ct2-model", str(tmp_path)]) == 2
+
+
+def test_chat_and_translate_summaries_count_cache_hits_over_the_same_thing(tmp_path, capsys):
+    """On the demo, chat's summary said "cache hits 764/764" and translate's "761/761" on the
+    same documents, two bare fractions that read as different counts: translation sends only
+    the abstract, so the papers with a title and no abstract are `no_text` for it and never
+    looked up. Both count the documents with text to send, the summary line says so, and the
+    stage checks that identity (`check_counts`) for every summarizer."""
+    from openmsd_build.cli import main
+
+    out = str(tmp_path / "build")
+    title_only = ("10.1/title-only", "de", "Schlafqualität und psychische Gesundheit von Studierenden", None)
+    write_documents(out, [*DOCS[:6], title_only])  # 2 English, 4 non-English with abstracts, 1 without
+    said = {}
+    for summarizer, sent in (("chat", 5), ("translate", 4)):
+        for run in range(2):
+            assert main(["enrich", "--out", out, "--demo-stub", "--summarizer", summarizer]) == 0
+            line = capsys.readouterr().out
+            hits = sent if run else 0
+            assert f"cache hits {hits}/{sent} documents with text to send ({hits / sent:.0%})" in line, line
+        c = json.loads(open(layout.stats_path(out, "enrich")).read())["counts"]
+        said[summarizer] = (c["non_english"], c.get("rejected_no_text", 0), c["cache_hits"] + c["cache_misses"])
+        assert command.check_counts(c) == []
+        assert command.check_counts({**c, "cache_misses": 1}) == [
+            "cache_hits + cache_misses != non_english - not_summarized - rejected_no_text"]
+    assert said == {"chat": (5, 0, 5), "translate": (5, 1, 4)}
 
 
 def test_demo_stub_answers_are_never_a_real_models(tmp_path, capsys, stub):
@@ -196,7 +222,7 @@ def test_demo_stub_answers_are_never_a_real_models(tmp_path, capsys, stub):
     assert main(["enrich", "--out", out, "--demo-stub", "--model", model]) == 0
     capsys.readouterr()
     assert main(["enrich", "--out", out, "--summarizer", "chat", "--endpoint", stub.url, "--model", model]) == 0
-    assert "cache hits 0/4 (0%)" in capsys.readouterr().out
+    assert "cache hits 0/4 documents with text to send (0%)" in capsys.readouterr().out
 
 
 def test_ctranslate2_missing_is_a_clear_user_error(tmp_path):

@@ -297,8 +297,8 @@ def test_the_readmes_enrich_figures_are_the_demos(demo, tmp_path):
     number = r"([\d,]+)"
     said = re.match(
         rf"{number} documents, {number} English skipped, {number} non-English = {number} enriched \+ {number} "
-        rf"rejected \({number} non-English answers, {number} refusals\); second run: {number}/{number} cache hits "
-        rf"\(100%\), 0 requests\.", paragraph)
+        rf"rejected \({number} non-English answers, {number} refusals\); second run: cache hits {number}/{number} "
+        rf"documents with text to send \(100%\), 0 requests\.", paragraph)
     assert said, paragraph
     built = []
     for _ in range(2):
@@ -309,7 +309,15 @@ def test_the_readmes_enrich_figures_are_the_demos(demo, tmp_path):
     assert [int(g.replace(",", "")) for g in said.groups()] == [
         first["documents_read"], first["english_skipped"], first["non_english"], first["enriched"],
         first["rejected"], first["rejected_non_english_output"], first["rejected_refusal"],
-        second["cache_hits"], second["non_english"]]
+        second["cache_hits"], second["cache_hits"] + second["cache_misses"]]
+    # translation sends abstracts only: fewer documents have text to send, as README says
+    looked_up = re.search(r"on the same demo it looks up ([\d,]+) \(the (\d+) papers with a title and no abstract",
+                          paragraph)
+    assert looked_up, paragraph
+    assert main(["enrich", "--out", str(copy), "--demo-stub", "--summarizer", "translate", "--n-tokens", "64"]) == 0
+    translated = json.loads((copy / "_stats" / "enrich.json").read_text())["counts"]
+    assert [int(g.replace(",", "")) for g in looked_up.groups()] == [
+        translated["cache_hits"] + translated["cache_misses"], translated["rejected_no_text"]]
     tokens = re.search(r"Measured on the demo \(`summary30`\): (\d+) tokens in .*? and (\d+) out per non-English paper",
                        " ".join(README.read_text(encoding="utf-8").split()))
     assert tokens, "README's enrich token figures"
