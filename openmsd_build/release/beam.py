@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections import Counter
 
 import apache_beam as beam
+import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from openmsd_build.core import parquet_io
+from openmsd_build.core import parquet_io, split_rows
 from openmsd_build.core.beam_io import bump
 from openmsd_build.core.layout import SPLIT_NAMES
 from openmsd_build.release.hashes import compare_shard, release_ids, shard_table
@@ -25,6 +26,10 @@ from openmsd_build.schemas import PAPERS
 
 NAMESPACE = "release"
 SPLIT_FOLDERS = (*SPLIT_NAMES, NO_SPLIT)
+AMBIGUOUS_TAG = "split_ambiguous"
+"""WriteIdsShard's side output: DOIs `splits/` lists more than once (a few per shard)."""
+AMBIGUOUS_EXAMPLES = 5
+"""How many of those DOIs a shard passes on, and the release's warning and manifest show."""
 
 
 class ShardTable(beam.DoFn):
@@ -57,7 +62,15 @@ def _sides(grouped, schemas: dict[str, pa.Schema | None]) -> dict[str, pa.Table 
 
 class WriteIdsShard(beam.DoFn):
     """`(shard, [("docs", t), ("splits", t), ...])` -> `ids/split=S/part-*.parquet` for
-    every split folder (shard 0 always writes all four, possibly empty)."""
+    every split folder (shard 0 always writes all four, possibly empty).
+
+    A paper `splits/` lists more than once is in no split (`core.split_rows`, the rule of
+    every reader of `splits/`): its document goes to `split=none`, it is counted in
+    `papers_split_ambiguous`, and a few of those DOIs (the shard's smallest) go to the
+    AMBIGUOUS_TAG output for the warning. A `{doi: split}` of both rows kept whichever row
+    came last, so the paper was released in a split that depended on the order of the files,
+    while pairs gave it no pair in any split. Every row of a paper is in one shard (the
+    shard key is its DOI), so a shard's count is exact and the counts add up."""
 
     def __init__(self, ids_root: str, num_shards: int):
         self.ids_root = ids_root
@@ -67,9 +80,11 @@ class WriteIdsShard(beam.DoFn):
         shard, grouped = element
         sides = _sides(grouped, {"docs": None, "splits": None})
         docs, splits = sides["docs"], sides["splits"]
-        split_of = {}
-        if splits is not None:
-            split_of = dict(zip(splits.column("doi").to_pylist(), splits.column("split").to_pylist(), strict=True))
+        split_of, twice = {}, []
+        if splits is not None and splits.num_rows:
+            rows, listed = split_rows.drop_listed_twice(pl.from_arrow(splits.select(["doi", "split"])), "doi")
+            split_of = dict(zip(rows["doi"].to_list(), rows["split"].to_list(), strict=True))
+            twice = listed.to_list()
         ids = release_ids(docs, split_of) if docs is not None else RELEASE_IDS.empty_table()
         counts: Counter = Counter()
         for split in SPLIT_FOLDERS:
@@ -79,7 +94,10 @@ class WriteIdsShard(beam.DoFn):
                 parquet_io.write_table(part, path)
             counts[f"ids.{split}"] += part.num_rows
         counts["splits_without_document"] += len(set(split_of) - set(ids.column("doi").to_pylist()))
+        counts["papers_split_ambiguous"] += len(twice)
         bump(NAMESPACE, counts)
+        for doi in twice[:AMBIGUOUS_EXAMPLES]:  # sorted: the shard's smallest
+            yield beam.pvalue.TaggedOutput(AMBIGUOUS_TAG, doi)
         yield dict(counts)
 
 

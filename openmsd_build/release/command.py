@@ -7,10 +7,12 @@ Writes (default `OUT/release/`, or `--to DIR`; local or gs://):
                                                    title / abstract / content (no text)
     citations/  pairs/{dc,cc,bc}/split=*/  [pairs/mix/  negatives/]  fetch/   copied as built (fetch/ rows
                                                    naming local files or archives: by their file names)
-    _stats/release.json                            the release's own counts
+    _stats/release.json                            the release's own counts (`papers_split_ambiguous`: papers
+                                                   `splits/` lists more than once, released in no split)
     MANIFEST.json   format, our version, build config, stage counts (`_stats/*.json`), source
                     snapshot files (names, sizes, modification times where still reachable),
-                    and every file's bytes, rows and sha256
+                    every file's bytes, rows and sha256, and (`split_ambiguous_examples`) a
+                    few DOIs of the papers `splits/` lists more than once, when there are any
     SHA256SUMS      the same checksums in `sha256sum -c` format
 
 Two small Beam pipelines do the work (ids: a sharded join of documents and splits; checksums:
@@ -39,7 +41,15 @@ from openmsd_build.core.runner import pipeline_options
 from openmsd_build.core.stages import require_fresh
 from openmsd_build.core.staging import recover_entries, write_then_replace
 from openmsd_build.core.stats import read_json
-from openmsd_build.release.beam import SPLIT_FOLDERS, FileChecksum, ShardTable, WriteIdsShard, seed_side
+from openmsd_build.release.beam import (
+    AMBIGUOUS_EXAMPLES,
+    AMBIGUOUS_TAG,
+    SPLIT_FOLDERS,
+    FileChecksum,
+    ShardTable,
+    WriteIdsShard,
+    seed_side,
+)
 from openmsd_build.release.schema import FORMAT, NO_SPLIT
 from openmsd_build.schemas import DOCUMENTS
 
@@ -86,6 +96,12 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
 
     # a release of a build that kept nothing is allowed (ids of what there is), but never silent
     lines = [f"{stage}: {line}" for stage, lines in build_warnings(args.out).items() for line in lines]
+    twice = ids.get("papers_split_ambiguous", 0)
+    if twice:  # counted per shard, warned once here
+        shown = ", ".join(manifest.get("split_ambiguous_examples", []))
+        lines.append(f"release: {twice:,} {'paper' if twice == 1 else 'papers'} of splits/ {'is' if twice == 1 else 'are'}"
+                     f" listed more than once (a splits/ folder mixing two builds' files?): released in no split "
+                     f"(ids/split={NO_SPLIT} when it has a document; core.split_rows), e.g. {shown}")
     in_splits = sum(ids.get(f"ids.{s}", 0) for s in SPLIT_FOLDERS if s != NO_SPLIT)
     if not in_splits and not manifest["build"]["partial"]:
         lines.append(f"release: none of its {ids.get(f'ids.{NO_SPLIT}', 0):,} documents is in train, idt or odt (the "
@@ -237,6 +253,7 @@ def _write_release(out: str, release: str, options, split_parts: list, num_shard
     """`write_release`'s files, written under `release` (the partial folder); the manifest."""
     started = time.time()
     ids_root = parquet_io.join_path(release, "ids")
+    ambiguous_tmp = parquet_io.join_path(release, "_split_ambiguous.tmp.json")  # read and deleted below
     with beam.Pipeline(options=options) as p:
         docs = (
             p | "ReadDocuments" >> beam.io.ReadFromParquetBatched(
@@ -250,12 +267,17 @@ def _write_release(out: str, release: str, options, split_parts: list, num_shard
                     parquet_io.join_path(layout.splits_dir(out), "*.parquet"), columns=["doi", "split"])
                 | "ShardSplits" >> beam.ParDo(ShardTable("splits", "doi", num_shards))
             )
-        _ = (
+        written = (
             tuple(sides) | "AllSides" >> beam.Flatten() | "GroupByShard" >> beam.GroupByKey()
-            | "WriteIds" >> beam.ParDo(WriteIdsShard(ids_root, num_shards))
-            | "WriteCounts" >> WriteCounts(parquet_io.join_path(release, "_stats", "release.json"),
-                                           {"stage": "release", "shards": num_shards})
+            | "WriteIds" >> beam.ParDo(WriteIdsShard(ids_root, num_shards)).with_outputs(AMBIGUOUS_TAG, main="counts")
         )
+        _ = written.counts | "WriteCounts" >> WriteCounts(parquet_io.join_path(release, "_stats", "release.json"),
+                                                          {"stage": "release", "shards": num_shards})
+        _ = (written[AMBIGUOUS_TAG] | "FewAmbiguous" >> beam.combiners.Top.Smallest(AMBIGUOUS_EXAMPLES)
+             | "WriteAmbiguous" >> beam.Map(_write_list, ambiguous_tmp))
+    with FileSystems.open(ambiguous_tmp, compression_type="uncompressed") as f:
+        ambiguous = json.loads(f.read().decode("utf-8"))
+    FileSystems.delete([ambiguous_tmp])
 
     copied = []
     for pattern in COPIED:
@@ -297,6 +319,7 @@ def _write_release(out: str, release: str, options, split_parts: list, num_shard
         "sources": _sources(stages),
         "stage_counts": {stage: s.get("counts", {}) for stage, s in stages.items()},
         "release_counts": release_stats.get("counts", {}),
+        **({"split_ambiguous_examples": ambiguous} if ambiguous else {}),
         "splits": list(SPLIT_FOLDERS),
         "no_split_label": NO_SPLIT,
         "hashes": "sha256 of the UTF-8 text of title / abstract / content (null: the build had none)",

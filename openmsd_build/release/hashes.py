@@ -43,7 +43,8 @@ def shard_table(table: pa.Table, key: str, num_shards: int) -> dict[int, pa.Tabl
 
 def release_ids(documents: pa.Table, split_of: Mapping[str, str]) -> pa.Table:
     """Document rows -> `RELEASE_IDS` rows sorted by DOI: labels, token counts and one
-    sha256 per text field, never the text. Papers with no split get `split = none`."""
+    sha256 per text field, never the text. Papers with no split get `split = none` (so does a
+    paper `splits/` lists more than once: the caller leaves it out of `split_of`)."""
     rows = []
     for doc in documents.to_pylist():
         row = {
