@@ -35,6 +35,13 @@ def drop_listed_twice(frame: pl.DataFrame, key: str = "doi") -> tuple[pl.DataFra
     return frame.filter(~pl.col(key).is_in(twice.implode())), twice
 
 
+def scan_listed_twice(rows: pl.LazyFrame, key: str = "doi") -> pl.LazyFrame:
+    """The distinct values of `key` that `rows` (a scan of `splits/`) holds on more than one
+    row, sorted: `listed_twice` for a reader of the whole folder (the report shows how many,
+    and which)."""
+    return rows.group_by(key).agg(pl.len().alias("_rows")).filter(pl.col("_rows") > 1).select(key).sort(key)
+
+
 def scan_listed_once(rows: pl.LazyFrame, key: str = "doi") -> pl.LazyFrame:
     """`rows` (a scan of `splits/`) restricted to the papers listed exactly once: a paper with
     two rows is in no split's pool, as the pairs stage gives it no pair in any split."""

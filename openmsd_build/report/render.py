@@ -290,7 +290,12 @@ def _table2(stats: dict) -> list[Block]:
     if len(every) > top:
         shown += f", … {len(every) - top} more"
     rows.append(["all", fmt_int(sp["papers"]), fmt_int(sp.get("n_languages")), shown or "—"])
-    return res + [Block("table", headers=["split", "papers", "languages", "languages by size"], rows=rows)]
+    res.append(Block("table", headers=["split", "papers", "languages", "languages by size"], rows=rows))
+    twice = sp.get("listed_more_than_once") or 0
+    if twice:  # why the table holds fewer papers than splits/ has rows (the warning at the top says more)
+        res.append(Block("p", f"Not counted above: {fmt_int(twice)} {'paper' if twice == 1 else 'papers'} that "
+                         "splits/ lists more than once, in no split (see the warnings at the top)."))
+    return res
 
 
 def _table3(stats: dict) -> list[Block]:

@@ -33,6 +33,7 @@ from openmsd_build.core import layout
 from openmsd_build.core.notices import build_warnings
 from openmsd_build.core.parquet_io import join_path, match_paths
 from openmsd_build.core.scan import collect, collect_all, scan
+from openmsd_build.core.split_rows import scan_listed_once, scan_listed_twice
 from openmsd_build.core.stages import read_stage_stats, stale_stages
 from openmsd_build.core.stats import read_optional_json, read_stats
 from openmsd_build.schemas import tables
@@ -315,12 +316,26 @@ def citations_section(out: str) -> dict | None:
     return section
 
 
+SPLIT_AMBIGUOUS_EXAMPLES = 5
+"""How many DOIs of the papers `splits/` lists more than once the report names."""
+
+
 def splits_section(out: str) -> dict | None:
-    """Table 2: each split's size and its languages by size."""
+    """Table 2: each split's size and its languages by size.
+
+    A paper `splits/` lists more than once is in no split, as every stage that reads the
+    folder holds it (`core.split_rows`): counted here in every split it was listed in, it
+    inflated the split sizes and the total over the pools evaluate and export use. It is left
+    out of every number of the table and counted on its own (`listed_more_than_once`, with a
+    few DOIs in `listed_more_than_once_examples`): a data problem (two builds' files mixed, a
+    hand edit) that `compute_stats` also makes a warning."""
     lf = scan(layout.splits_dir(out), ["doi", "split", "language"], tables.SPLITS)
     if lf is None:
         return None
-    df = _collect(lf.group_by(["split", "language"]).agg(pl.len().alias("papers")))
+    twice = scan_listed_twice(lf)
+    df, n_twice, examples = _collect_all([
+        scan_listed_once(lf).group_by(["split", "language"]).agg(pl.len().alias("papers")),
+        twice.select(pl.len()), twice.head(SPLIT_AMBIGUOUS_EXAMPLES)])
     names = list(layout.SPLIT_NAMES) + sorted(
         {s for s in df["split"].to_list() if s not in layout.SPLIT_NAMES}, key=str
     )
@@ -338,7 +353,20 @@ def splits_section(out: str) -> dict | None:
         "n_languages": every.filter(pl.col("language").is_not_null()).height,
         "languages": _ranked(every.select("language", "papers"), "language", "papers", None),
         "by_split": by_split,
+        "listed_more_than_once": _int(n_twice.item()),
+        "listed_more_than_once_examples": examples["doi"].to_list(),
     }
+
+
+def splits_warnings(splits: dict | None) -> list[str]:
+    """What the report says of `splits/` itself: the papers it lists more than once."""
+    twice = (splits or {}).get("listed_more_than_once") or 0
+    if not twice:
+        return []
+    shown = ", ".join(splits["listed_more_than_once_examples"])
+    return [f"{twice:,} {'paper' if twice == 1 else 'papers'} of splits/ {'is' if twice == 1 else 'are'} listed more "
+            f"than once (a splits/ folder mixing two builds' files?): in no split, left out of Table 2's counts as "
+            f"every stage leaves {'it' if twice == 1 else 'them'} out of its splits (core.split_rows), e.g. {shown}"]
 
 
 def pairs_section(out: str) -> dict | None:
@@ -649,6 +677,8 @@ def compute_stats(out: str, top: int = 20, rate_per_host: float | None = 1.0) ->
         "training_recipes": recipes_section(out),
         "large_pool": large_pool_section(out),
     }
+    if splits_warnings(stats["splits"]):  # a data problem of the folder, not a stage's recorded warning
+        stats["warnings"] = {**stats["warnings"], "splits/": splits_warnings(stats["splits"])}
     if docs is not None:
         docs["category_coverage"] = documents_category_coverage(out)
     stats["table1"] = table1(docs, cit)

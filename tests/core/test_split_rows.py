@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from openmsd_build.core.split_rows import drop_listed_twice, listed_twice, scan_listed_once
+from openmsd_build.core.split_rows import drop_listed_twice, listed_twice, scan_listed_once, scan_listed_twice
 
 ROWS = pl.DataFrame({"doi": ["a", "b", "b", "c", "d", "d"], "split": ["train", "train", "idt", "odt", "idt", "idt"],
                      "language": ["en", "en", "en", "de", "fr", "fr"]})
@@ -30,3 +30,4 @@ def test_the_lazy_reader_applies_the_same_rule() -> None:
     lazy = scan_listed_once(ROWS.lazy()).collect()
     assert lazy.sort("doi").equals(drop_listed_twice(ROWS)[0].sort("doi"))
     assert lazy.filter(pl.col("split") == "idt").height == 0
+    assert scan_listed_twice(ROWS.lazy()).collect()["doi"].to_list() == listed_twice(ROWS).to_list()

@@ -488,3 +488,32 @@ def test_paper_tables_by_language_class(full):
             if cell is not None:
                 assert cell["monolingual"] + cell["crosslingual"] <= cell["pairs"], (rel, split)
     assert stats["splits"]["n_languages"] >= max(s["n_languages"] for s in stats["splits"]["by_split"].values())
+
+
+def test_a_paper_splits_lists_twice_is_in_no_split_and_a_warning(tmp_path):
+    """A paper `splits/` lists in two splits (two builds' files mixed) is in no split for every
+    stage that reads the folder (`core.split_rows`); Table 2 counted it in both, so the split
+    sizes and the total were larger than the pools evaluate and export use, and no line said so."""
+    _build(tmp_path, ALL)
+    doi = SPLITS[0][0]  # in train
+    extra = [{"doi": doi, "split": "idt", "language": "en", "paper_id": 0}]
+    parquet_io.write_table(pa.Table.from_pylist(extra, schema=tables.SPLITS),
+                           str(tmp_path / "splits" / "part-extra.parquet"))
+    stats = build_report(str(tmp_path), top=TOP, rate_per_host=RATE)
+    sp = stats["splits"]
+    assert sp["papers"] == len(SPLITS) - 1
+    assert sp["by_split"]["train"]["papers"] == sum(s == "train" for _, s, _ in SPLITS) - 1
+    assert sp["by_split"]["idt"]["papers"] == sum(s == "idt" for _, s, _ in SPLITS)
+    assert sp["listed_more_than_once"] == 1 and sp["listed_more_than_once_examples"] == [doi]
+    steps = {s["key"]: s["count"] for s in stats["funnel"]}
+    assert steps["splits"] == len(SPLITS) - 1
+    (line,) = stats["warnings"]["splits/"]
+    assert line.startswith("1 paper of splits/ is listed more than once") and doi in line
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert "splits/: 1 paper of splits/ is listed more than once" in md
+    assert "Not counted above: 1 paper that splits/ lists more than once" in md
+
+
+def test_splits_listed_once_add_no_warning(full):
+    _, stats = full
+    assert stats["splits"]["listed_more_than_once"] == 0 and "splits/" not in stats["warnings"]
