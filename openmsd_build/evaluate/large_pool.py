@@ -220,10 +220,29 @@ def recall_cutoffs(recall_k: int, positives: int, top_k: int) -> dict[str, int]:
     return {f"r@{recall_k}": recall_k, "r@mean": min(positives, top_k)}
 
 
+def check_cutoffs(top_k: int, recall_k: int) -> None:
+    """Refuse (`ValueError`) a retrieved list under 1 or a recall cut-off outside 1..`top_k`:
+    recall is measured on the top-`top_k` list, so R@`recall_k` past its end would be
+    R@`top_k` under another name (`evaluate-pools --recall-k` is refused the same way)."""
+    if top_k < 1:
+        raise ValueError(f"top_k must be 1 or more, not {top_k}")
+    if recall_k < 1:
+        raise ValueError(f"recall_k must be 1 or more, not {recall_k}")
+    if recall_k > top_k:
+        raise ValueError(f"recall_k must be at most top_k ({top_k}), not {recall_k}: recall is measured on the "
+                         f"top-k list, so R@{recall_k} would be R@{top_k}")
+
+
 def evaluate_sample(corpus: Corpus, sample: PoolSample, model, relations=("dc", "cc", "bc"),
                     top_k: int = topk.DEFAULT_TOP_K, recall_k: int = topk.DEFAULT_RECALL_K, batch: int = BATCH,
                     per_language: bool = True) -> dict:
-    """Metrics of one model on one pool sample: {relation: {class or "lang:xx": metrics}}."""
+    """Metrics of one model on one pool sample: {relation: {class or "lang:xx": metrics}}.
+
+    A `ValueError` for a `top_k` under 1 or a `recall_k` outside 1..`top_k`, as the command
+    refuses the flags: every metric is of the top-`top_k` list, so `recall_k=30` with
+    `top_k=10` returned recall at 10 under the key "r@30" (only `evaluate-pools` checked,
+    not a caller from Python)."""
+    check_cutoffs(top_k, recall_k)
     cand = sample.candidates
     cand_years = corpus.years[cand]
     cand_en = corpus.is_en[cand]
@@ -301,12 +320,14 @@ def aggregate(per_sample: list[dict]) -> dict:
 def tune_bm25(corpus: Corpus, model: BM25Model, sample: PoolSample, relation: str, grid_k1, grid_b,
               top_k: int = topk.DEFAULT_TOP_K) -> dict:
     """Grid search of (k1, b) by MAP@K of `relation` on a validation sample; returns the
-    chosen values and the whole grid (recorded with the results)."""
+    chosen values and the whole grid (recorded with the results). Only MAP is used: the recall
+    cut-off is the default one, kept within `top_k` (`evaluate_sample` refuses one past it)."""
     grid = []
+    recall_k = min(topk.DEFAULT_RECALL_K, top_k)
     for k1 in grid_k1:
         for b in grid_b:
             res = evaluate_sample(corpus, sample, model.with_params(k1, b), relations=(relation,), top_k=top_k,
-                                  per_language=False)
+                                  recall_k=recall_k, per_language=False)
             grid.append({"k1": k1, "b": b, "map": res[relation]["all"]["map"]})
     scored = [g for g in grid if g["map"] is not None]
     best = max(scored, key=lambda g: (g["map"], -abs(g["k1"] - 1.5), -abs(g["b"] - 0.75))) if scored else \

@@ -244,9 +244,12 @@ def run_pools(out: str, splits, sizes, resamples: int = 3, seed: int = 0, relati
               latest_years: int = 1, max_queries: int = 1000, fields=(), top_k: int = topk.DEFAULT_TOP_K,
               recall_k: int = topk.DEFAULT_RECALL_K, tune: bool = True, encoders: dict | None = None,
               embeddings: dict | None = None, bench_config: benchmark.BenchmarkConfig | None = None) -> dict:
-    """The whole evaluation of `splits`; writes `results_dir(out)` and returns {split: result}."""
+    """The whole evaluation of `splits`; writes `results_dir(out)` and returns {split: result}.
+    A `top_k` / `recall_k` the command would refuse is a `ValueError` here, before anything is
+    read or written (`large_pool.check_cutoffs`)."""
     from openmsd_build.core.staging import recover_entries, write_then_replace
 
+    large_pool.check_cutoffs(top_k, recall_k)
     final = results_dir(out)
     dest = join_path(final, PARTIAL)
     recover_entries(final, dest)  # what a killed or interrupted run left

@@ -20,6 +20,7 @@ from openmsd_build.evaluate import benchmark, large_pool, tasks, topk
 from openmsd_build.evaluate.bm25 import BM25Scorer
 from openmsd_build.evaluate.corpus import NO_YEAR, Corpus, attach_citations, load_corpus
 from openmsd_build.evaluate.encoders import StaticEncoder, load_encoder
+from openmsd_build.evaluate.pools_command import run_pools
 from openmsd_build.evaluate.sparse_bm25 import SparseBM25
 from openmsd_build.evaluate.synthetic import synthetic_build, synthetic_static_encoder
 
@@ -547,3 +548,26 @@ def test_field_pools_of_different_names_get_different_seeds_the_same_everywhere(
                                     latest_years=2, max_queries=10, field=f) for f in ("ab", "ba")]
     assert pools[0].queries.size == pools[1].queries.size == 10
     assert pools[0].queries.tolist() != pools[1].queries.tolist()
+
+
+def test_a_recall_cut_off_past_the_list_is_refused_for_callers_from_python(tmp_path):
+    """Only `evaluate-pools` refused `--recall-k` over `--top-k`: `evaluate_sample(top_k=10,
+    recall_k=30)` returned recall at 10 under the key "r@30". A ValueError now, as the
+    command's usage error; the BM25 tuning (MAP only) keeps its recall cut-off within top_k."""
+    corpus = random_corpus(2)
+    sample = large_pool.sample_pool(corpus, 200, [2], ("dc",), latest_years=2, max_queries=20)
+    with pytest.raises(ValueError, match=re.escape("recall_k must be at most top_k (10), not 30: recall is measured "
+                                                   "on the top-k list, so R@30 would be R@10")):
+        large_pool.evaluate_sample(corpus, sample, RandomModel(2), ("dc",), top_k=10, recall_k=30)
+    with pytest.raises(ValueError, match="recall_k must be 1 or more, not 0"):
+        large_pool.evaluate_sample(corpus, sample, RandomModel(2), ("dc",), top_k=10, recall_k=0)
+    with pytest.raises(ValueError, match="top_k must be 1 or more, not 0"):
+        large_pool.evaluate_sample(corpus, sample, RandomModel(2), ("dc",), top_k=0, recall_k=1)
+    res = large_pool.evaluate_sample(corpus, sample, RandomModel(2), ("dc",), top_k=10, recall_k=10)["dc"]["all"]
+    assert "r@10" in res
+    # the tuning's default cut-off (30) is kept within a short list, not refused
+    tuned = large_pool.tune_bm25(corpus, large_pool.BM25Model(corpus), sample, "dc", (1.2,), (0.75,), top_k=5)
+    assert len(tuned["grid"]) == 1
+    with pytest.raises(ValueError, match="recall_k must be at most top_k"):
+        run_pools(str(tmp_path / "build"), ["idt"], [100], top_k=10, recall_k=30)
+    assert not (tmp_path / "build").exists()  # refused before anything is written
