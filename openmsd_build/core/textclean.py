@@ -72,6 +72,23 @@ _WHITESPACE_RUN_RE = re.compile(r"\s+")
 _CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 
+SURROGATE_RE = re.compile("[\ud800-\udfff]")
+"""A UTF-16 surrogate half: never text, and no UTF-8 writer (Parquet, Beam's coders) takes one."""
+
+
+def join_surrogates(text: str) -> str:
+    """`text` with each pair of UTF-16 surrogate halves as its one character and a half
+    without its partner left out (as pypdfium2's `get_text_range` decodes PDFium's text).
+
+    Two sources hand out halves: PDFium counts a character outside the Basic Multilingual
+    Plane (a mathematical italic letter, an emoji, a CJK extension ideograph) as two
+    characters, and a page read one PDFium character at a time gets both halves apart; and
+    JSON spells such a character as two escapes, which `json.loads` leaves apart when a page's
+    JSON-LD has one without its partner. A title holding them stopped `inspect` and would
+    stop the Parquet write."""
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "ignore")
+
+
 def normalize_text(text: str | None, keep_paragraphs: bool = True) -> str:
     """NFC, control characters removed, runs of spaces collapsed, blank-line paragraphs kept,
     typographic ligatures expanded and ligatures split by a space rejoined

@@ -46,6 +46,7 @@ from openmsd_build.core.textclean import (
     collapse_letter_spacing,
     is_breadcrumb_line,
     is_tex_source_line,
+    join_surrogates,
     normalize_text,
     strip_markup,
     weighted_length,
@@ -222,6 +223,24 @@ def _meta_values(tree: lxml.html.HtmlElement) -> dict[str, list[str]]:
     return values
 
 
+_SURROGATE_ESCAPE_RE = re.compile(r"\\u[dD][89a-fA-F]")
+"""A JSON escape of a UTF-16 surrogate half: how JSON spells a character outside the BMP (two of
+them), and what a broken generator leaves alone."""
+
+
+def _joined_halves(value: Any) -> Any:
+    """A parsed JSON value with every string's surrogate halves joined, a lone one left out
+    (`textclean.join_surrogates`): `json.loads` keeps a lone escaped half as it is, and a
+    title holding one stopped every UTF-8 writer. Only JSON-LD that spells a half is walked."""
+    if isinstance(value, str):
+        return join_surrogates(value)
+    if isinstance(value, list):
+        return [_joined_halves(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _joined_halves(v) for k, v in value.items()}
+    return value
+
+
 def _json_ld_objects(tree: lxml.html.HtmlElement) -> Iterator[dict[str, Any]]:
     """schema.org objects from `<script type="application/ld+json">`, flattened (`@graph`,
     lists); invalid JSON is skipped, since sites often ship broken JSON-LD."""
@@ -232,6 +251,8 @@ def _json_ld_objects(tree: lxml.html.HtmlElement) -> Iterator[dict[str, Any]]:
             data = json.loads(script.text)
         except (ValueError, RecursionError):  # RecursionError: nested past the parser's limit
             continue
+        if _SURROGATE_ESCAPE_RE.search(script.text):
+            data = _joined_halves(data)
         stack = [data]
         while stack:
             item = stack.pop()

@@ -56,11 +56,13 @@ from openmsd_build.core.textclean import (
     ABSTRACT_LABELS,
     KEYWORD_LABELS,
     MAX_SPACED_LINE_CHARS,
+    SURROGATE_RE,
     clean_abstract,
     clean_title,
     collapse_letter_spacing,
     has_letters,
     is_tex_source_line,
+    join_surrogates,
     normalize_text,
     word_chars,
 )
@@ -683,8 +685,10 @@ def _first_page_lines_with_size(textpage: Any, text: str | None = None) -> list[
     raw, rect = textpage.raw, pdfium_c.FS_RECTF()
     get_unicode, get_box, rect_ref = pdfium_c.FPDFText_GetUnicode, _loose_char_box(), ctypes.byref(rect)
     text_all = (text[:n] if text is not None else textpage.get_text_range(0, n)) if n else ""
+    halves = False  # a character outside the BMP is two PDFium characters, read as two halves
     if len(text_all) != n:  # surrogate pairs or generated characters: read them one by one
         text_all = "".join(chr(get_unicode(raw, i)) for i in range(n))
+        halves = _has_surrogate(text_all)
     # where the page's glyphs (non-space characters) are: glyph j of the page is at
     # `glyph_at[j]`, and line k holds glyphs [line_first[k], line_end[k]), so a line's glyphs
     # are a slice and a spread sample a few lookups (all of it computed in C, `_glyph_layout`)
@@ -720,6 +724,8 @@ def _first_page_lines_with_size(textpage: Any, text: str | None = None) -> list[
         if accents:
             spans = [boxes.get(line_start + k, (0.0, 0.0)) for k in range(len(segment))]
             segment = _compose_accents(list(segment), spans)
+        if halves:  # a line holding a character outside the BMP: its halves joined
+            segment = join_surrogates(segment)
         text = collapse_letter_spacing((fix_text_layer(segment, page_encoding) if page_fix else segment).strip())
         if text:
             height, top = _median_rounded(heights), max(tops)
@@ -728,6 +734,11 @@ def _first_page_lines_with_size(textpage: Any, text: str | None = None) -> list[
             else:
                 lines.append((text, height, top))
     return lines
+
+
+def _has_surrogate(text: str) -> bool:
+    """Whether `text` holds a UTF-16 surrogate half (a page read one PDFium character at a time)."""
+    return SURROGATE_RE.search(text) is not None
 
 
 def _sampled_glyphs(glyph_at: list[int], first: int, end: int, every: bool) -> Sequence[int]:
