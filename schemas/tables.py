@@ -61,8 +61,10 @@ FETCH = pa.schema(
         # where the response's record is: the WARC file (OUT/warc/ of a live fetch, the given
         # archive of a replay; `local:` names the file read, without offset and length), its
         # byte offset and its length in bytes (one gzip member in a .warc.gz), so that the
-        # range [offset, offset + length) reads it alone; a Common Crawl index row without a
-        # usable length gives none; null when no record was read
+        # range [offset, offset + length) reads it alone (a WARC gzipped as one stream, not
+        # per record, has no such range: offset and length are in its inflated bytes, where
+        # `warc_store.read_record` reads them); a Common Crawl index row without a usable
+        # length gives none; null when no record was read
         ("warc_file", pa.string()),
         ("warc_offset", pa.int64()),
         ("warc_length", pa.int64()),

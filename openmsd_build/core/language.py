@@ -30,8 +30,9 @@ Why the details below matter:
 * Below `MIN_PROBABILITY` (0.5) the code is `und`, probability kept, so a downstream filter can
   still look at it.
 * A lone surrogate (`"\\ud800"`, not valid Unicode) cannot be encoded for CLD3, so it is read
-  as "?" (`_cld3`): the papers stage rejects records holding one, but enrich, export and text
-  also detect languages of other inputs, and one such text stopped them.
+  as "?" (`_cld3`). The stages never hand one over (Parquet cannot hold one, the papers stage
+  rejects records holding one, the extractors join or drop halves: `textclean.join_surrogates`);
+  a Python caller's text may hold one (a JSON escape, a file read with `surrogateescape`).
 """
 
 from __future__ import annotations
@@ -203,10 +204,9 @@ def _cld3(text: str, detector: Any) -> tuple[str, float, bool]:
         result = detector.FindLanguage(text=text)
     except TypeError:
         # The binding encodes the text to UTF-8, which a lone surrogate ("\ud800", from a
-        # JSON escape or a file decoded with surrogateescape) cannot be: it raised TypeError
-        # and stopped enrich, export or text on one such record. Handled here, on the error
-        # path, so ordinary text costs nothing more; a surrogate is no letter, so "?" in its
-        # place leaves the answer as it would be without it.
+        # JSON escape or a file decoded with surrogateescape) cannot be: it raised TypeError.
+        # Handled here, on the error path, so ordinary text costs nothing more; a surrogate is
+        # no letter, so "?" in its place leaves the answer as it would be without it.
         clean = text.encode("utf-8", "replace").decode("utf-8")
         if clean == text:  # not an encoding failure: a caller's bug, not ours to hide
             raise

@@ -215,7 +215,7 @@ def _contexts(counts: Mapping[str, int]) -> list[str]:
                    "are the --crossref files the works of these papers?")
     if counts.get("ccs_instances_split_ambiguous", 0):
         out.append(f"{_n(counts['ccs_instances_split_ambiguous'])} co-citation instances name a paper that splits/ "
-                   "lists in more than one split (a splits/ folder mixing two builds' files?): no CCS pair of theirs "
+                   "lists more than once (a splits/ folder mixing two builds' files?): no CCS pair of theirs "
                    "is written")
     out += _rejected(_total(counts, "crossref_rejected."), "Crossref record", "Crossref records",
                      f"could not be read ({_top(counts, 'crossref_rejected.')})", "contexts")

@@ -273,5 +273,5 @@ def test_a_paper_splits_lists_twice_gives_no_ccs_pair_and_is_counted() -> None:
     from openmsd_build.core.notices import stage_warnings
 
     assert stage_warnings("contexts", counts) == [
-        "2 co-citation instances name a paper that splits/ lists in more than one split (a splits/ folder mixing two "
+        "2 co-citation instances name a paper that splits/ lists more than once (a splits/ folder mixing two "
         "builds' files?): no CCS pair of theirs is written"]
