@@ -89,12 +89,12 @@ def annotate(element, side: str) -> tuple[pl.DataFrame | None, dict[str, int]]:
     (E1, which sees every shard's lookup rows once), the papers `splits/` lists twice."""
     _, values = element
     parts = spill.load(values, ATTRS, EDGES)
-    attrs = attr_frame(parts)
-    counts = {"papers_split_ambiguous": pg.ambiguous_papers(attrs)} if side == "cited" else {}
+    attrs, twice = pg.listed_once(attr_frame(parts))
+    counts = {"papers_split_ambiguous": len(twice)} if side == "cited" else {}
     edges = frames.to_frame(parts[EDGES])
     if not edges.height:
         return None, counts
-    edges, missing, ambiguous = pg.annotate_side(edges, attrs, side)
+    edges, missing, ambiguous = pg.annotate_side(edges, attrs, side, twice)
     return edges, {**counts, "edges_unannotated": missing, "edges_split_ambiguous": ambiguous}
 
 

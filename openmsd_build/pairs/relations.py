@@ -55,7 +55,7 @@ from openmsd_build.core.errors import short_repr
 from openmsd_build.core.frames import mix64
 from openmsd_build.core.hashing import hash64, paper_ids
 from openmsd_build.core.layout import RELATIONS, SPLIT_NAMES, odt_en_en
-from openmsd_build.core.split_rows import drop_listed_twice, listed_twice
+from openmsd_build.core.split_rows import drop_listed_twice
 
 SPLITS = SPLIT_NAMES
 SPLIT_CODE = {name: i for i, name in enumerate(SPLITS)}
@@ -99,13 +99,12 @@ def empty(schema: dict) -> pl.DataFrame:
     return pl.DataFrame(schema=schema)
 
 
-def annotate_side(edges: pl.DataFrame, attrs: pl.DataFrame, side: str) -> tuple[pl.DataFrame, int, int]:
+def annotate_side(edges: pl.DataFrame, attrs: pl.DataFrame, side: str, twice: pl.Series) -> tuple[pl.DataFrame, int, int]:
     """Attach `{side}_split` and `{side}_en` by a join on `{side}_id`; returns the edges kept,
     the number whose `side` end is not in `splits/` and the number whose `side` end `splits/`
-    lists more than once. Those are dropped before the join (`core.split_rows`): joined to
-    both rows, each such edge came out twice, in two splits, and its CC / BC enumeration
-    paired the paper with itself."""
-    attrs, twice = drop_listed_twice(attrs, "paper_id")
+    lists more than once. `attrs, twice` are `listed_once(lookup)`: such a paper's edges are
+    dropped before the join (`core.split_rows`): joined to both rows, each of them came out
+    twice, in two splits, and its CC / BC enumeration paired the paper with itself."""
     ambiguous = 0
     if len(twice):
         hit = edges[f"{side}_id"].is_in(twice.implode())
@@ -118,18 +117,21 @@ def annotate_side(edges: pl.DataFrame, attrs: pl.DataFrame, side: str) -> tuple[
     return joined, edges.height - joined.height, ambiguous
 
 
-def ambiguous_papers(lookup: pl.DataFrame) -> int:
-    """The papers a shard's (or the whole) lookup lists more than once: `papers_split_ambiguous`."""
-    return len(listed_twice(lookup, "paper_id"))
+def listed_once(lookup: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
+    """(a shard's (or the whole) lookup without the papers `splits/` lists more than once, their
+    paper ids): what `annotate_side` joins with, once per lookup; `len` of the ids is
+    `papers_split_ambiguous`."""
+    return drop_listed_twice(lookup, "paper_id")
 
 
 def annotate_edges(edges: pl.DataFrame, attrs: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:
     """Both ends at once (single-machine path; the pipeline does one end per shuffle)."""
     n = edges.height
-    edges, miss_b, twice_b = annotate_side(edges, attrs, "cited")
-    edges, miss_a, twice_a = annotate_side(edges, attrs, "citing")
+    attrs, twice = listed_once(attrs)
+    edges, miss_b, twice_b = annotate_side(edges, attrs, "cited", twice)
+    edges, miss_a, twice_a = annotate_side(edges, attrs, "citing", twice)
     return edges, {"edges_read": n, "edges_unannotated": miss_a + miss_b, "edges_split_ambiguous": twice_a + twice_b,
-                   "edges_annotated": edges.height, "papers_split_ambiguous": ambiguous_papers(attrs)}
+                   "edges_annotated": edges.height, "papers_split_ambiguous": len(twice)}
 
 
 def _odt_en_en() -> pl.Expr:
