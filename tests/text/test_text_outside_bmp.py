@@ -99,3 +99,24 @@ def test_join_surrogates():
     assert join_surrogates("x \ud835\udc65 y") == f"x {MATH_X} y"
     assert join_surrogates("a \ud835 b \udc65 c") == "a  b  c"  # a half without its partner is left out
     assert join_surrogates("plain text") == "plain text"
+
+
+def test_the_text_stage_writes_such_a_document(tmp_path):
+    """End to end (`--fetch local:`): the extraction crosses Beam's coders and the document is
+    written to Parquet, both UTF-8 writers that refused the halves (the whole stage failed)."""
+    from openmsd_build.cli import main
+    from openmsd_build.core import layout, parquet_io
+    from openmsd_build.schemas import DOCUMENTS, PAPERS
+
+    folder, out = tmp_path / "pdfs", tmp_path / "build"
+    folder.mkdir()
+    title = f"Solutions of the equation for {MATH_X}"
+    (folder / "10.1000_astral.pdf").write_bytes(_pdf_with_mapped_title(title, ABSTRACT))
+    papers = [{"doi": "10.1000/astral", "sources": ["unpaywall"], "n_records": 1, "categories": [], "relations": [],
+               "urls": []}]
+    parquet_io.write_table(parquet_io.table_from_rows(papers, PAPERS),
+                           parquet_io.part_path(layout.papers_dir(str(out)), 0, 1))
+    assert main(["text", "--out", str(out), "--fetch", f"local:{folder}",
+                 "--runner=apache_beam.runners.portability.fn_api_runner.FnApiRunner"]) == 0
+    rows = parquet_io.read_table(layout.documents_dir(str(out)), schema=DOCUMENTS).to_pylist()
+    assert [(r["doi"], r["title"]) for r in rows] == [("10.1000/astral", title)]
