@@ -17,10 +17,10 @@ from openmsd_build.text.extract.pdf import extract_pdf
 MATH_X = "\U0001d465"  # MATHEMATICAL ITALIC SMALL X
 
 
-def _pdf_with_mapped_title(title: str, body: str) -> bytes:
+def _pdf_with_mapped_title(title: str, body: str, info_title: bytes | None = None) -> bytes:
     """A one-page PDF: `title` at 24 pt in glyph codes that a ToUnicode CMap maps to its
     characters (so the text layer may hold any character, as a LaTeX PDF's does), then `body`
-    at 10 pt in plain Helvetica."""
+    at 10 pt in plain Helvetica; `info_title`: the Info dictionary's Title, as UTF-16BE bytes."""
     codes = bytes(range(0x21, 0x21 + len(title)))
     entries = " ".join(f"<{c:02X}> <{ch.encode('utf-16-be').hex().upper()}>" for c, ch in zip(codes, title, strict=True))
     cmap = ("/CIDInit /ProcSet findresource begin 12 dict begin begincmap /CMapName /T def "
@@ -39,6 +39,8 @@ def _pdf_with_mapped_title(title: str, body: str) -> bytes:
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
         b"<< /Length %d >>\nstream\n" % len(cmap) + cmap + b"\nendstream",
     ]
+    if info_title is not None:
+        objects.append(b"<< /Title <FEFF" + info_title.hex().upper().encode() + b"> >>")
     out, offsets = b"%PDF-1.4\n", []
     for number, body_bytes in enumerate(objects, 1):
         offsets.append(len(out))
@@ -46,7 +48,8 @@ def _pdf_with_mapped_title(title: str, body: str) -> bytes:
     xref = len(out)
     out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
     out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    return out + b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    info = b" /Info %d 0 R" % len(objects) if info_title is not None else b""
+    return out + b"trailer\n<< /Size %d /Root 1 0 R%s >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, info, xref)
 
 
 ABSTRACT = ("Abstract. This paper studies the equation in detail and gives its solutions for all real "
@@ -62,6 +65,15 @@ def test_a_title_outside_the_bmp_is_whole_characters(title):
     extraction = extract_pdf(_pdf_with_mapped_title(title, ABSTRACT))
     assert extraction["title"] == title
     extraction["title"].encode("utf-8")  # no lone surrogate left: a UTF-8 writer takes it
+    assert extraction["abstract"].startswith("This paper studies the equation")
+
+
+def test_a_metadata_title_with_half_a_character_loses_only_that_half():
+    """pypdfium2 decodes the Info dictionary's strings strictly: a UTF-16 half without its
+    partner there raised out of the extractor, and the whole PDF was an extraction failure."""
+    broken = b"\xd8\x35" + "Solutions of the equation for all".encode("utf-16-be")
+    extraction = extract_pdf(_pdf_with_mapped_title("Solutions of the equation for all", ABSTRACT, info_title=broken))
+    assert extraction["title"] == "Solutions of the equation for all"
     assert extraction["abstract"].startswith("This paper studies the equation")
 
 

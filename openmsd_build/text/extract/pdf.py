@@ -736,6 +736,22 @@ def _first_page_lines_with_size(textpage: Any, text: str | None = None) -> list[
     return lines
 
 
+def _metadata_text(doc: Any, key: str) -> str:
+    """A metadata value of `doc` read as pypdfium2's `get_metadata_value` reads it, a UTF-16
+    half without its partner left out: that method decodes strictly, and one such half in the
+    Info dictionary's Title (a broken PDF writer's) raised out of the extractor, losing the
+    whole PDF's text for a field it may well not use."""
+    import ctypes
+
+    import pypdfium2.raw as pdfium_c
+
+    name = (key + "\x00").encode("utf-8")
+    n_bytes = pdfium_c.FPDF_GetMetaText(doc, name, None, 0)
+    buffer = ctypes.create_string_buffer(n_bytes)
+    pdfium_c.FPDF_GetMetaText(doc, name, buffer, n_bytes)
+    return buffer.raw[:max(n_bytes - 2, 0)].decode("utf-16-le", "ignore")
+
+
 def _has_surrogate(text: str) -> bool:
     """Whether `text` holds a UTF-16 surrogate half (a page read one PDFium character at a time)."""
     return SURROGATE_RE.search(text) is not None
@@ -1515,6 +1531,8 @@ def _printed_title(doc: Any, first: _FirstPage | None, pages: list[list[str]],
         metadata_title = clean_title(doc.get_metadata_value("Title"))
     except (KeyError, pdfium.PdfiumError):
         pass
+    except UnicodeDecodeError:  # a UTF-16 half without its partner: the rest is still the title
+        metadata_title = clean_title(_metadata_text(doc, "Title"))
     size_lines = first.size_lines() if first is not None else []
     if breaks:
         texts = [t for t, _s, _y in size_lines]
