@@ -20,6 +20,7 @@ from collections import Counter
 from pathlib import Path
 
 import pyarrow as pa
+from pdf_bytes import pdf_file
 
 from openmsd_build.papers.caps import FIELD_CAPS, LIST_CAPS, MERGED_LIST_CAPS
 from openmsd_build.papers.join import projected_table
@@ -156,16 +157,7 @@ def shared_stream_pdf(pages: int, draws: int, text_chars: int) -> bytes:
     for _ in range(pages):
         objects.append(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 600 800] /Contents 5 0 R "
                        b"/Resources << /XObject << /X0 4 0 R >> /Font << /F1 3 0 R >> >> >>")
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
-    return bytes(out)
+    return pdf_file(objects)
 
 
 def test_field_caps_are_under_the_body_cap():

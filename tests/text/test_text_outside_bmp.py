@@ -11,6 +11,7 @@ UnicodeEncodeError, and no UTF-8 writer (Parquet, a Beam coder) takes such a str
 from __future__ import annotations
 
 import pytest
+from pdf_bytes import pdf_file
 
 from openmsd_build.text.extract.pdf import extract_pdf
 
@@ -41,15 +42,7 @@ def _pdf_with_mapped_title(title: str, body: str, info_title: bytes | None = Non
     ]
     if info_title is not None:
         objects.append(b"<< /Title <FEFF" + info_title.hex().upper().encode() + b"> >>")
-    out, offsets = b"%PDF-1.4\n", []
-    for number, body_bytes in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body_bytes + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    info = b" /Info %d 0 R" % len(objects) if info_title is not None else b""
-    return out + b"trailer\n<< /Size %d /Root 1 0 R%s >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, info, xref)
+    return pdf_file(objects, info=len(objects) if info_title is not None else None)
 
 
 ABSTRACT = ("Abstract. This paper studies the equation in detail and gives its solutions for all real "
