@@ -68,6 +68,30 @@ def test_abstract_detected(extracted: dict, name: str) -> None:
     assert len(result["abstract"]) < len(result["content"]) / 3
 
 
+def test_structured_abstract_set_as_one_paragraph_without_heading(extracted: dict) -> None:
+    """test2 (Hindawi) prints its structured abstract with no "Abstract" heading, its labels run
+    into the text ("... were examined. Methods. Focus groups ..."): the objective label opens
+    it and the inline methods label confirms it; it ends before "1. Introduction"."""
+    result = extracted["cermine__test2_10.1155_2010_157939.pdf"]
+    assert result["abstract"].startswith("Objectives. Patient experiences of structured heart failure rehabilitation")
+    assert result["abstract"].endswith("to sustain patients’ confidence in disease self-management.")
+    assert "Introduction" not in result["abstract"] and "Copyright" not in result["abstract"]
+
+
+@pytest.mark.parametrize("lines, opens", [
+    (["Objectives. The aim was to compare two treatments in adults.", "over a year. Methods. A trial was run."], True),
+    (["Objective: to compare two treatments.", "Methods: a randomized trial."], True),
+    # "methods" inside a sentence, or lower case after a sentence, is no label
+    (["Objective: the data show this.", "We describe the methods. the trial was run in 2010."], False),
+    (["Objective: to compare two treatments.", "Several methods: were tried and compared there."], False),
+    (["Background. Something happened.", "No label follows in these lines at all."], False),
+])
+def test_structured_start_inline_methods_label(lines: list[str], opens: bool) -> None:
+    from openmsd_build.text.extract.pdf import _structured_start
+
+    assert _structured_start(lines, 0) is opens
+
+
 def test_portuguese_abstract_is_the_resumo(extracted: dict) -> None:
     result = extracted["scms-upload__rsp_v38n1_18446.pdf"]
     assert result["rules"]["abstract_heading"] == "Resumo"

@@ -29,7 +29,8 @@ order. Text layout is then repaired with plain rules, each reported in `rules`:
   metadata title printed at the start of the PDF's text): the first page's glyph boxes are
   the costliest rule after PDFium's own text, and the PDF is read once either way.
 * abstracts also without a heading: a structured abstract opening with an objective label
-  followed by a methods label, and the paragraph right above a keywords line on the first
+  followed by a methods label (on a line of its own or run into the text after a sentence),
+  and the paragraph right above a keywords line on the first
   pages; headings glued to the end of the previous line are split off first; the pages
   before the reference list are searched too (a thesis's abstracts after its conclusion).
 * broken text layers (`fix_text_layer`): Arabic lam-alef order, mirrored brackets in
@@ -414,6 +415,11 @@ _METHODS_WORDS = (
 )
 _OBJECTIVE_LABEL_RE = re.compile(rf"^\s*(?:{_OBJECTIVE_WORDS})\s*(?:[.:：]|\s[-–—])\s*\S", re.IGNORECASE)
 _METHODS_LABEL_RE = re.compile(rf"^\s*(?:{_METHODS_WORDS})\s*(?:[.:：]|\s[-–—])", re.IGNORECASE)
+# a methods label run into the text after the previous section's last sentence, as some
+# publishers set a structured abstract as one paragraph ("... were examined. Methods. Focus
+# groups ..."): after a sentence's end, closed by a full stop or colon, capitalized as a
+# label (`_inline_methods_label`)
+_INLINE_METHODS_LABEL_RE = re.compile(rf"[.!?]\s+((?:{_METHODS_WORDS})\s*[.:：]\s)", re.IGNORECASE)
 # the same labels alone on their line, as boxed structured abstracts print them ("Objective")
 _BARE_OBJECTIVE_RE = re.compile(rf"^\s*(?:{_OBJECTIVE_WORDS})\s*[.:：]?\s*$", re.IGNORECASE)
 _BARE_METHODS_RE = re.compile(rf"^\s*(?:{_METHODS_WORDS})\s*[.:：]?\s*$", re.IGNORECASE)
@@ -455,11 +461,18 @@ def _structured_continuation(lines: list[str], body: list[str], j: int) -> tuple
     return rest, k
 
 
+def _inline_methods_label(line: str) -> bool:
+    """Whether a methods label capitalized as a label follows a sentence's end in `line`."""
+    return any(m.group(1)[0].isupper() for m in _INLINE_METHODS_LABEL_RE.finditer(line))
+
+
 def _structured_start(lines: list[str], i: int) -> bool:
-    """Whether `lines[i]` opens a structured abstract that has no heading (see above)."""
+    """Whether `lines[i]` opens a structured abstract that has no heading (see above): a
+    methods label opens one of the next lines, or is run into one of them after a sentence."""
     if not _may_start_objective(lines[i]) or not _OBJECTIVE_LABEL_RE.match(lines[i]):
         return False
-    return any(_METHODS_LABEL_RE.match(ln) for ln in lines[i + 1:i + 1 + STRUCTURED_LOOKAHEAD])
+    following = lines[i:i + 1 + STRUCTURED_LOOKAHEAD]
+    return any(_METHODS_LABEL_RE.match(ln) for ln in following[1:]) or any(map(_inline_methods_label, following))
 
 
 _DOT_LEADER_RE = re.compile(r"(?:\.\s?){4,}|…{2,}|\s\d{1,3}\s*$")
