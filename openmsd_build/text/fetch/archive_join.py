@@ -22,10 +22,9 @@ whole index is shuffled once per pass rather than once per hop.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from urllib.parse import urljoin
 
 from openmsd_build.text.fetch.plan import canonical_url
-from openmsd_build.text.fetch.result import REDIRECT_STATUSES
+from openmsd_build.text.fetch.result import REDIRECT_STATUSES, join_location
 
 DEFAULT_MAX_REDIRECTS = 5
 
@@ -60,7 +59,7 @@ def redirect_target(row: dict) -> str | None:
     relative Location to the same canonical target as the raw URL replay follows."""
     location = row.get("location")
     if row.get("status") in REDIRECT_STATUSES and location:
-        return canonical_url(urljoin(row["url"], location.strip()))
+        return canonical_url(join_location(row["url"], location))
     return None
 
 
@@ -78,7 +77,7 @@ def advance(unit: dict, row: dict | None, max_redirects: int = DEFAULT_MAX_REDIR
     if row.get("status") in REDIRECT_STATUSES and location:
         if unit["lookups"] >= max_redirects + 1:
             return {**unit, "complete": True}, True
-        return {**unit, "current": urljoin(unit["current"], location.strip())}, False
+        return {**unit, "current": join_location(unit["current"], location)}, False
     return {**unit, "complete": True}, True
 
 

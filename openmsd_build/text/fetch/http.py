@@ -40,7 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from urllib.parse import quote, urljoin, urlsplit
+from urllib.parse import quote, urlsplit
 
 import urllib3
 import urllib3.connection
@@ -78,6 +78,7 @@ from openmsd_build.text.fetch.result import (
     FetchResult,
     final_error,
     follow_redirect,
+    join_location,
     now_iso,
     sniff_content_type,
 )
@@ -707,7 +708,7 @@ class HttpFetcher:
                 return DISALLOW_ALL, cfg.robots_error_ttl, True
             location = exchange.headers.get("location")
             if exchange.status in REDIRECT_STATUSES and location:
-                url = urljoin(url, location.strip())
+                url = join_location(url, location)
                 continue
             if 200 <= exchange.status < 300:
                 text = (exchange.body or b"").decode("utf-8", errors="replace")

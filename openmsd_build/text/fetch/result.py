@@ -161,6 +161,23 @@ class FetchResult:
 REDIRECT_STATUSES = (301, 302, 303, 307, 308)
 
 
+def join_location(current: str, location: str) -> str:
+    """The URL a redirect's `Location` names, resolved against `current`; the Location as
+    given (stripped) when it cannot be joined. Every reader of a Location goes through here.
+
+    Why: `urljoin` raises ValueError for what `urlsplit` refuses, an unclosed IPv6 bracket
+    (`http://[::1/`) or a host with characters that NFKC turns into URL syntax (`//ex℀.org/`,
+    `ex.org／@evil`: a WARC's headers are read as UTF-8). A Location is data from a server or
+    an archive, so the error belongs to that one URL: kept as given, the next hop's checks
+    refuse it (`bad_url`) and an archive has no record under it. Joined unguarded in the
+    archive join, one such record failed the whole text stage."""
+    location = location.strip()
+    try:
+        return urljoin(current, location)
+    except ValueError:
+        return location
+
+
 def follow_redirect(result: FetchResult, current: str, status: int | None, headers: dict[str, str],
                     error: str | None) -> str | None:
     """The next URL when `status` is a redirect with a Location (the hop is recorded on
@@ -168,10 +185,7 @@ def follow_redirect(result: FetchResult, current: str, status: int | None, heade
     answer is final. Shared by the live fetcher and the archive replay."""
     location = headers.get("location")
     if error is None and status in REDIRECT_STATUSES and location:
-        try:
-            target = urljoin(current, location.strip())
-        except ValueError:  # "http://[::1/": kept as given, the next hop's checks refuse it (bad_url)
-            target = location.strip()
+        target = join_location(current, location)
         result.redirects.append({"url": current, "status": status, "location": target})
         return target
     return None

@@ -21,7 +21,6 @@ import glob
 import os
 import threading
 from collections.abc import Mapping, Sequence
-from urllib.parse import urljoin
 
 from openmsd_build.core.paths import describe_failure
 from openmsd_build.text.fetch.plan import canonical_url
@@ -37,6 +36,7 @@ from openmsd_build.text.fetch.result import (
     FetchResult,
     final_error,
     follow_redirect,
+    join_location,
 )
 from openmsd_build.text.fetch.safety import url_refusal
 from openmsd_build.text.fetch.warc_store import is_remote, read_record
@@ -150,7 +150,7 @@ class WarcBackend:
             location = archived.headers.get("location")
             if archived.status not in REDIRECT_STATUSES or not location:
                 return True
-            current = urljoin(current, location.strip())
+            current = join_location(current, location)
         return True
 
     def fetch(self, url: str) -> FetchResult:
