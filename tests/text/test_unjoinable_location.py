@@ -92,3 +92,23 @@ def test_a_robots_txt_redirect_to_such_a_location_allows_all():
         config = FetchConfig(allow_networks=("127.0.0.0/8",), per_host_rate=None, max_retries=0)
         result = HttpFetcher(config).fetch(srv.url("/paper"))
     assert (result.error, result.status) == (None, 200)
+
+
+@pytest.mark.parametrize("head", [
+    '<meta name="citation_pdf_url" content="http://[bad/paper.pdf">',
+    '<link rel="alternate" type="application/pdf" href="//ex\u2100.org/paper.pdf">',
+])
+def test_a_page_whose_pdf_link_cannot_be_joined_keeps_its_text(head):
+    """The PDF link is one field of the page: a link `urljoin` refuses is no link, and the
+    page's title and abstract stay (the whole page was a parse_error)."""
+    from openmsd_build.text.extract.landing import extract_landing
+
+    body = (f"<html><head><title>A study of archived redirects</title>{head}"
+            '<meta name="citation_title" content="A study of archived redirects">'
+            '<meta name="citation_abstract" content="This abstract describes a careful study of archived '
+            'redirect chains in scholarly web crawls, long enough to be kept."></head>'
+            "<body><p>x</p></body></html>").encode()
+    extraction = extract_landing(body, url="https://ex.org/article")
+    assert extraction["title"] == "A study of archived redirects"
+    assert extraction["abstract"].startswith("This abstract describes")
+    assert extraction["pdf_url"] is None

@@ -510,9 +510,15 @@ def warm_up() -> None:
 
 
 def _absolute_http_url(href: str, base: str | None) -> str | None:
+    """`href` as an absolute http(s) URL, or None. A link `urljoin` refuses (an unclosed IPv6
+    bracket, a host that NFKC turns into URL syntax) is no link: its ValueError ended the whole
+    page's extraction, losing its title and text for one bad field."""
     href = href.strip()
     if base:
-        href = urljoin(base, href)
+        try:
+            href = urljoin(base, href)
+        except ValueError:
+            return None
     return href if re.match(r"^https?://", href, re.IGNORECASE) else None
 
 
