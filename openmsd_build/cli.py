@@ -11,6 +11,7 @@ error naming the closest valid flag.
 from __future__ import annotations
 
 import argparse
+import codecs
 import importlib
 import logging
 import os
@@ -332,6 +333,7 @@ def console_main() -> None:
     ends the process at once with the status a shell reports as 130."""
     global _program
     _program = True
+    _tolerant_stdout()
     try:
         code = main()
         _ctrl_c_ends_at_once()
@@ -347,6 +349,24 @@ def console_main() -> None:
         code = 1
     _ctrl_c_ends_at_once()
     sys.exit(code)
+
+
+def _tolerant_stdout() -> None:
+    """Standard output that writes a character its encoding lacks as a backslash escape
+    instead of raising, when that encoding is not a Unicode one (`PYTHONIOENCODING=ascii`, a
+    Latin-1 locale, a Windows console). Why: the commands print the data's own text (the
+    title of the page `inspect` read, a file name, a language) and their own (an em dash);
+    under such an encoding one of them stopped the command with a UnicodeEncodeError and a
+    traceback after its work was done. A UTF-8 stream is left as it is (standard error already
+    escapes: Python gives it `backslashreplace`)."""
+    stream = sys.stdout
+    encoding = getattr(stream, "encoding", None)
+    try:
+        unicode = encoding is not None and codecs.lookup(encoding).name.startswith("utf")
+    except LookupError:
+        unicode = False
+    if not unicode and hasattr(stream, "reconfigure"):
+        stream.reconfigure(errors="backslashreplace")
 
 
 def _ctrl_c_ends_at_once() -> None:

@@ -270,6 +270,23 @@ def format_summary(report: dict[str, Any], max_chars: int = 600) -> str:
     return "\n".join(lines)
 
 
+def _json_for(stream: Any, report: dict[str, Any]) -> str:
+    """`report` as JSON that `stream` can take: its characters as they are, or escaped
+    (`\\uXXXX`, the same JSON) when the stream's encoding lacks one of them. Why: standard
+    output is not always UTF-8 (`PYTHONIOENCODING`, a Latin-1 locale, a Windows console), and
+    one document's title in another script stopped `inspect --json` with a UnicodeEncodeError
+    after the extraction; the output stays valid JSON, which backslash escapes of the stream's
+    own error handler would not be (`\\xe9`). Only that case pays for the second encoding."""
+    text = json.dumps(report, ensure_ascii=False, indent=2)
+    try:
+        text.encode(getattr(stream, "encoding", None) or "utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(report, indent=2)
+    except LookupError:
+        pass
+    return text
+
+
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     """Entry point of `openmsd-build inspect`; returns 1 when extraction failed."""
     if beam_args:
@@ -285,8 +302,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         extractor.close()
     report = {"source": args.source, **report}
     if args.json:
-        json.dump(report, sys.stdout, ensure_ascii=False, indent=2)
-        sys.stdout.write("\n")
+        sys.stdout.write(_json_for(sys.stdout, report) + "\n")
     else:
         print(format_summary(report, args.max_chars))
     return 1 if report["error"] else 0
