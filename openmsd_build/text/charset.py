@@ -9,7 +9,8 @@ does not see):
 2. bytes that are valid UTF-8 are UTF-8 (most pages; a wrong `<meta charset>` is common);
 3. the encoding declared in the page (`<?xml ... encoding=?>`, `<meta charset>`,
    `<meta http-equiv content="...; charset=">`), when Python knows it as a text encoding
-   (WHATWG's rules: a declared UTF-16 means UTF-8, UTF-7 is never honoured);
+   (WHATWG's rules: a declared UTF-16 means UTF-8, UTF-7 is never honoured; Python's own
+   codecs that are no page encoding, such as `unicode_escape`, count as unknown);
 4. else windows-1252 (the web's default for undeclared pages).
 
 Every decoding is strict: bytes the chosen encoding cannot decode raise `UndecodableText`
@@ -29,9 +30,12 @@ PRESCAN_BYTES = 8192
 DEFAULT_ENCODING = "cp1252"
 # Declared encodings that are not honoured as such (WHATWG): UTF-16/32 declared inside the
 # bytes cannot be right (the declaration itself was readable as ASCII), UTF-7 is a known
-# injection vector.
+# injection vector. Python also knows names that are no page's encoding at all, and they are
+# refused as unknown ones: the escape codecs read `\u00e9`, `\ud835` or `\x00` written in
+# the page as characters (mis-decoded text, a lone surrogate, a NUL), `undefined` raises a
+# UnicodeError that is no decoding error, `idna` and `punycode` read host names.
 _AS_UTF8 = {"utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le", "utf-32-be"}
-_REFUSED = {"utf-7"}
+_REFUSED = {"utf-7", "unicode-escape", "raw-unicode-escape", "undefined", "idna", "punycode"}
 
 
 class UndecodableText(ValueError):

@@ -73,3 +73,17 @@ def test_inspect_reports_the_reject_and_keeps_no_text(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["error"] == "parse_error" and "undecodable_text" in out["error_detail"]
     assert out["title"] is None and out["content"] is None and out["extracted"] is None
+
+
+@pytest.mark.parametrize("label", ["unicode_escape", "raw-unicode-escape", "undefined", "idna", "punycode"])
+def test_python_codecs_that_are_no_web_encoding_are_not_honoured(label):
+    """Python knows these names as text encodings, but they are no page's encoding: the escape
+    codecs read `\\u00e9` and `\\ud835` in the page as characters (a lone surrogate, a NUL),
+    `undefined` raises a UnicodeError that is no UndecodableText (the page's reject said
+    "UnicodeError: undefined encoding"), `idna` and `punycode` read host names. Such a
+    declaration is an unknown one: windows-1252 applies (WHATWG: an unknown label is ignored)."""
+    assert declared_encoding(f'<meta charset="{label}">'.encode()) is None
+    body = (f'<meta charset="{label}"><meta name="citation_title" content="Caf\xe9 \\u00e9tudes \\ud835 of soils">'
+            "<title>x</title>").encode("latin-1")
+    assert decode_page(body).endswith('content="Café \\u00e9tudes \\ud835 of soils"><title>x</title>')
+    assert extract_landing(body, with_content=False)["title"] == "Café \\u00e9tudes \\ud835 of soils"
