@@ -179,7 +179,9 @@ def read_source_file(
       `rejects.MAX_REJECTS_PER_FILE` rows per file; failures past that are only counted;
     - `("counts", {...})` once at the end: `read.<source>`, `rejected.<source>.<reason>`
       (every failure), `rejects_suppressed.<source>` (failures without a reject row),
-      `truncated.<source>.<field>` (values cut to `FIELD_CAPS` / `LIST_CAPS`).
+      `truncated.<source>.<field>` (values cut to `FIELD_CAPS` / `LIST_CAPS`),
+      `controls_removed.<source>.<field>` (records whose short text field held control
+      characters, removed: `clean_short_text`).
 
     read = records in batches + reject rows + rejects_suppressed. Memory is bounded per file:
     at most `batch_size` records per shard buffer, no reject buffer, and the readers' caps.
@@ -232,10 +234,16 @@ def _collect(
 
 
 def projected_table(records: list[dict], source: str, counts: Counter) -> pa.Table:
-    """`PROJECTED` rows of `records`: values past the caps cut (`_cap_fields`, counted in
-    `counts`), and `completeness` computed on the columns (the value
-    `merge_reference.completeness` gives each record)."""
+    """`PROJECTED` rows of `records`: control characters removed from the short text fields
+    (`_clean_controls`) and values past the caps cut (`_cap_fields`), both counted in
+    `counts`, and `completeness` computed on the columns (the value
+    `merge_reference.completeness` gives each record). Every record of every source and
+    reader (the columnar Crossref one, the record parsers) is made a table here."""
     table = pa.Table.from_pylist(records, schema=_PROJECTED_NO_COMPLETENESS)
+    if _has_controls(table):
+        for record in records:
+            _clean_controls(record, source, counts)
+        table = pa.Table.from_pylist(records, schema=_PROJECTED_NO_COMPLETENESS)
     if _needs_caps(table):
         for record in records:
             _cap_fields(record, source, counts)
@@ -261,6 +269,76 @@ def _completeness(table: pa.Table) -> pa.ChunkedArray:
             filled = pc.is_valid(column)
         total = pc.add(total, pc.cast(pc.fill_null(filled, False), pa.int8()))
     return total
+
+
+# The short metadata text fields: the merge picks them as they are, and they name things
+# (a type, a licence, a language code, a venue) that later stages compare and group by.
+# Titles and abstracts are cleaned by `textclean` in the source parsers.
+SHORT_TEXT_FIELDS = ("venue", "publisher", "type", "publisher_language", "license")
+URL_TEXT_FIELDS = ("host_type", "license", "version")  # of each `urls` entry
+# C0 and C1 control characters (U+0000-U+001F, U+007F-U+009F) as Arrow's RE2 spells them.
+_CONTROL_CLASS = "[\\x{0}-\\x{1f}\\x{7f}-\\x{9f}]"
+# `str.translate` table: a control character that Python counts as whitespace (tab, line
+# breaks, the ASCII separators, NEL) becomes a space, so the words it separated stay apart;
+# every other one (NUL, BEL, ESC, ...) is deleted.
+_CONTROLS = {c: (" " if chr(c).isspace() else None) for c in (*range(0x20), *range(0x7F, 0xA0))}
+
+
+def clean_short_text(value: str | None) -> str | None:
+    """A short metadata value without C0 / C1 control characters: whitespace controls become
+    a space, the others are deleted, runs of spaces they leave are one space, and the value
+    is stripped; nothing left is None. Any other value is returned as it is (`isprintable`
+    is the gate: text holding a control character is never printable)."""
+    if value is None or value.isprintable():
+        return value
+    cleaned = value.translate(_CONTROLS)
+    if "  " in cleaned:
+        cleaned = " ".join(filter(None, cleaned.split(" ")))
+    return cleaned.strip() or None
+
+
+def _has_controls(table: pa.Table) -> bool:
+    """Whether any short text value of a batch (`SHORT_TEXT_FIELDS`, the categories, the
+    text fields of the URL entries) holds a control character: one RE2 scan per column in
+    C++, so the records themselves are looked at only in the rare batch that has one."""
+    columns = [table.column(name) for name in SHORT_TEXT_FIELDS]
+    columns.append(pc.list_flatten(table.column("categories")))
+    urls = pc.list_flatten(table.column("urls"))
+    if len(urls):
+        urls = urls.combine_chunks() if isinstance(urls, pa.ChunkedArray) else urls
+        columns += [urls.field(name) for name in URL_TEXT_FIELDS]
+    return any(len(column) and pc.any(pc.match_substring_regex(column, _CONTROL_CLASS)).as_py()
+               for column in columns)
+
+
+def _clean_controls(record: dict, source: str, counts: Counter) -> None:
+    """`clean_short_text` on a record's short text fields in place, counting each field
+    changed as `controls_removed.<source>.<field>`; categories are cleaned, the empty ones
+    dropped and the rest sorted and deduplicated again (as the parsers give them)."""
+    for name in SHORT_TEXT_FIELDS:
+        value = record.get(name)
+        if isinstance(value, str) and not value.isprintable():
+            cleaned = clean_short_text(value)
+            if cleaned != value:
+                record[name] = cleaned
+                counts[f"controls_removed.{source}.{name}"] += 1
+    categories = record.get("categories")
+    if categories and not all(c.isprintable() for c in categories if isinstance(c, str)):
+        cleaned_categories = sorted({c for c in map(clean_short_text, categories) if c})
+        if cleaned_categories != categories:
+            record["categories"] = cleaned_categories
+            counts[f"controls_removed.{source}.categories"] += 1
+    changed = False
+    for entry in record.get("urls") or ():
+        for name in URL_TEXT_FIELDS:
+            value = entry.get(name)
+            if isinstance(value, str) and not value.isprintable():
+                cleaned = clean_short_text(value)
+                if cleaned != value:
+                    entry[name] = cleaned
+                    changed = True
+    if changed:
+        counts[f"controls_removed.{source}.urls"] += 1
 
 
 def _needs_caps(table: pa.Table) -> bool:
