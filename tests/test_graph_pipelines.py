@@ -236,3 +236,56 @@ def compute_pairs_of(cit: pl.DataFrame, splits: pl.DataFrame):
     from openmsd_build.pairs.relations import compute_pairs
 
     return compute_pairs(cit, splits)
+
+
+def _with_edited(src: Path, tmp_path: Path, folder, edit) -> Path:
+    """A copy of the build whose `folder` (a layout function) is rewritten by `edit` (a
+    function of its rows as one polars frame), keeping the schema: a hand-edited table."""
+    import shutil
+
+    out = tmp_path / "build"
+    shutil.copytree(src, out)
+    table = parquet_io.read_table(folder(str(out)))
+    shutil.rmtree(folder(str(out)))
+    edited = edit(pl.from_arrow(table)).to_arrow().cast(table.schema)
+    parquet_io.write_table(edited, parquet_io.part_path(folder(str(out)), 0, 1))
+    return out
+
+
+def test_pairs_stage_puts_a_paper_in_no_known_split_in_no_split(build, beam_args, tmp_path):
+    """A hand-edited splits/ naming a split that is none of train / idt / odt ("foo", "IDT",
+    null) stopped the whole stage (`replace_strict` found no code for it). Such a paper is
+    in no split, as every other reader of splits/ treats it: its edges are unannotated, the
+    counts reconcile, the stage warns; and a paper listed twice is still in no split when
+    one of its rows is such a split (the unknown row is not dropped before that rule)."""
+    src, _, _, _ = build
+    odd = {"10.1000/b": "foo", "10.1000/c": None, "10.1000/d": "IDT"}
+
+    def edit(splits: pl.DataFrame) -> pl.DataFrame:
+        relabelled = splits.with_columns(
+            pl.when(pl.col("doi").is_in(list(odd))).then(pl.col("doi").replace_strict(odd, default=None))
+            .otherwise(pl.col("split")).alias("split"))
+        twice = splits.filter(pl.col("doi") == "10.1000/a").with_columns(pl.lit("bogus").alias("split"))
+        return pl.concat([relabelled, twice])
+
+    out = _with_edited(src, tmp_path, layout.splits_dir, edit)
+    counts = pairs.run_pairs(str(out), beam_args, shards=3)
+    cit = pl.from_arrow(parquet_io.read_table(layout.citations_dir(str(out))))
+    splits = pl.from_arrow(parquet_io.read_table(layout.splits_dir(str(out)), schema=SPLITS))
+    expected, exp_counts = compute_pairs_of(cit, splits)
+    assert counts["papers_split_unknown"] == 3 and counts["papers_split_ambiguous"] == 1
+    assert counts["edges_read"] == (counts["edges_unannotated"] + counts["edges_split_ambiguous"]
+                                    + counts["edges_annotated"]) == cit.height
+    gone = {*odd, "10.1000/a"}
+    for rel in ("dc", "cc", "bc"):
+        for name in ("train", "idt", "odt"):
+            got = pl.from_arrow(parquet_io.read_table(layout.pairs_dir(str(out), rel, name), schema=PAIRS))
+            assert not gone & set(got["doi_a"].to_list() + got["doi_b"].to_list()), (rel, name)
+            assert got.sort("doi_a", "doi_b").equals(expected[(rel, name)].sort("doi_a", "doi_b")), (rel, name)
+    for key in ("edges_unannotated", "edges_split_ambiguous", "edges_annotated", "papers_split_ambiguous",
+                "papers_split_unknown"):
+        assert counts[key] == exp_counts[key], key
+    from openmsd_build.core.notices import stage_warnings
+
+    assert any("none of train, idt, odt" in w for w in stage_warnings("pairs", counts))
+

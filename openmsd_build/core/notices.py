@@ -185,6 +185,11 @@ def _pairs(counts: Mapping[str, int]) -> list[str]:
            f"more than once (a splits/ folder mixing two builds' files?): in no split, "
            f"{_n(counts.get('edges_split_ambiguous', 0))} citation edges of theirs dropped and no pair of theirs "
            "written (core.split_rows)"] if twice else []
+    unknown = counts.get("papers_split_unknown", 0)
+    if unknown:
+        out.append(f"{_n(unknown)} {'paper' if unknown == 1 else 'papers'} of splits/ {'has' if unknown == 1 else 'have'} "
+                   "a split that is none of train, idt, odt (a hand-edited splits/?): in no split, their citation "
+                   "edges counted as edges_unannotated and no pair of theirs written")
     total = _total(counts, ("dc_kept.", "cc_pairs.", "bc_pairs."))
     if not total:
         return out + ["pairs wrote 0 pairs: the splits hold no linked papers (see the split and citations warnings); "

@@ -86,11 +86,12 @@ def name_frame(parts) -> pl.DataFrame:
 def annotate(element, side: str) -> tuple[pl.DataFrame | None, dict[str, int]]:
     """A shard's edges with one end's split and language attached (E1, E2), or None when the
     shard holds no edges; and the counts: edges dropped for that end and, on the cited side
-    (E1, which sees every shard's lookup rows once), the papers `splits/` lists twice."""
+    (E1, which sees every shard's lookup rows once), the papers `splits/` lists twice and
+    those it lists in no known split."""
     _, values = element
     parts = spill.load(values, ATTRS, EDGES)
-    attrs, twice = pg.listed_once(attr_frame(parts))
-    counts = {"papers_split_ambiguous": len(twice)} if side == "cited" else {}
+    attrs, twice, unknown = pg.listed_once(attr_frame(parts))
+    counts = {"papers_split_ambiguous": len(twice), "papers_split_unknown": unknown} if side == "cited" else {}
     edges = frames.to_frame(parts[EDGES])
     if not edges.height:
         return None, counts

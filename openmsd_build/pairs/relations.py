@@ -27,9 +27,11 @@ for that relation. Otherwise one paper cited 100k times yields ~5·10⁹ pair in
 
 Counters (per relation `r` in cc, bc; `dc` for direct citations; `<s>` a split):
 
-* `edges_read` = `edges_unannotated` (an end not in `splits/`; stale inputs) +
+* `edges_read` = `edges_unannotated` (an end not in `splits/`, or listed there with a split
+  that is none of train / idt / odt, a null one included: a hand edit; or stale inputs) +
   `edges_split_ambiguous` (an end `splits/` lists more than once: `core.split_rows`, such a
-  paper is in no split) + `edges_annotated`; `papers_split_ambiguous` counts those papers;
+  paper is in no split) + `edges_annotated`; `papers_split_ambiguous` counts those papers,
+  `papers_split_unknown` the papers listed once with a split that is none of the three;
 * `dc_kept.<s>`, `dc_cross_split`, `dc_odt_en_en` — `edges_annotated` = their sum;
 * `r_c_considered` (Cs with ≥ 2 members), `r_c_skipped_cap` (Cs over the cap),
   `r_instances_skipped_cap` (same-split pair instances those Cs would have emitted),
@@ -75,11 +77,15 @@ DC_SCHEMA = {"a": pl.Int64, "b": pl.Int64, "support": pl.Int64, "fwd": pl.Boolea
 
 
 def split_codes(splits: pl.DataFrame) -> pl.DataFrame:
-    """`splits/` rows -> (doi, paper_id, split code, lang, en): the source of both lookups."""
+    """`splits/` rows -> (doi, paper_id, split code, lang, en): the source of both lookups.
+    A split that is none of `SPLITS` (a hand-edited "foo", "IDT", null) is a null code: the
+    row stays, so a paper listed twice is still in no split (`core.split_rows`), and
+    `listed_once` leaves it out (the paper is in no split either; its edges are unannotated).
+    `replace_strict` without a default stopped the whole stage on one such row."""
     return splits.select(
         "doi",
         pl.col("paper_id").cast(pl.Int64),
-        pl.col("split").replace_strict(SPLIT_CODE, return_dtype=pl.Int8).alias("split"),
+        pl.col("split").replace_strict(SPLIT_CODE, default=None, return_dtype=pl.Int8).alias("split"),
         pl.col("language").fill_null("und").alias("lang"),
         (pl.col("language") == ENGLISH).fill_null(False).alias("en"),
     )
@@ -102,7 +108,7 @@ def empty(schema: dict) -> pl.DataFrame:
 def annotate_side(edges: pl.DataFrame, attrs: pl.DataFrame, side: str, twice: pl.Series) -> tuple[pl.DataFrame, int, int]:
     """Attach `{side}_split` and `{side}_en` by a join on `{side}_id`; returns the edges kept,
     the number whose `side` end is not in `splits/` and the number whose `side` end `splits/`
-    lists more than once. `attrs, twice` are `listed_once(lookup)`: such a paper's edges are
+    lists more than once. `attrs, twice` are `listed_once(lookup)[:2]`: such a paper's edges are
     dropped before the join (`core.split_rows`): joined to both rows, each of them came out
     twice, in two splits, and its CC / BC enumeration paired the paper with itself."""
     ambiguous = 0
@@ -117,21 +123,25 @@ def annotate_side(edges: pl.DataFrame, attrs: pl.DataFrame, side: str, twice: pl
     return joined, edges.height - joined.height, ambiguous
 
 
-def listed_once(lookup: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
-    """(a shard's (or the whole) lookup without the papers `splits/` lists more than once, their
-    paper ids): what `annotate_side` joins with, once per lookup; `len` of the ids is
-    `papers_split_ambiguous`."""
-    return drop_listed_twice(lookup, "paper_id")
+def listed_once(lookup: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series, int]:
+    """(a shard's (or the whole) lookup without the papers `splits/` lists more than once
+    and without those listed once in no known split (`split_codes`), the paper ids of the
+    first, the number of the second): what `annotate_side` joins with, once per lookup;
+    `len` of the ids is `papers_split_ambiguous`, the number `papers_split_unknown`."""
+    once, twice = drop_listed_twice(lookup, "paper_id")
+    known = once.filter(pl.col("split").is_not_null())
+    return known, twice, once.height - known.height
 
 
 def annotate_edges(edges: pl.DataFrame, attrs: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:
     """Both ends at once (single-machine path; the pipeline does one end per shuffle)."""
     n = edges.height
-    attrs, twice = listed_once(attrs)
+    attrs, twice, unknown = listed_once(attrs)
     edges, miss_b, twice_b = annotate_side(edges, attrs, "cited", twice)
     edges, miss_a, twice_a = annotate_side(edges, attrs, "citing", twice)
     return edges, {"edges_read": n, "edges_unannotated": miss_a + miss_b, "edges_split_ambiguous": twice_a + twice_b,
-                   "edges_annotated": edges.height, "papers_split_ambiguous": len(twice)}
+                   "edges_annotated": edges.height, "papers_split_ambiguous": len(twice),
+                   "papers_split_unknown": unknown}
 
 
 def _odt_en_en() -> pl.Expr:
