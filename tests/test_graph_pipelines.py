@@ -289,3 +289,25 @@ def test_pairs_stage_puts_a_paper_in_no_known_split_in_no_split(build, beam_args
 
     assert any("none of train, idt, odt" in w for w in stage_warnings("pairs", counts))
 
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # a null id's shard was a NaN cast to an integer
+def test_pairs_stage_counts_an_edge_with_a_null_paper_id_as_unannotated(build, beam_args, tmp_path):
+    """A hand-edited citations/ with null `citing_id` / `cited_id` values: the stage reads
+    only the id columns, took the nulls for an old folder without them and asked for the
+    DOI columns it had not read (`ColumnNotFoundError`, the whole stage). Such an edge joins
+    no paper: it is counted as unannotated and the counts reconcile."""
+    src, _, _, _ = build
+
+    def edit(cit: pl.DataFrame) -> pl.DataFrame:
+        row = pl.int_range(pl.len())
+        return cit.with_columns(
+            pl.when(row == 0).then(None).otherwise(pl.col("citing_id")).alias("citing_id"),
+            pl.when(row == 1).then(None).otherwise(pl.col("cited_id")).alias("cited_id"))
+
+    out = _with_edited(src, tmp_path, layout.citations_dir, edit)
+    counts = pairs.run_pairs(str(out), beam_args, shards=3)
+    cit = pl.from_arrow(parquet_io.read_table(layout.citations_dir(str(out))))
+    assert counts["edges_read"] == cit.height
+    assert counts["edges_read"] == counts["edges_unannotated"] + counts["edges_split_ambiguous"] + counts["edges_annotated"]
+    _, _, _, p = build
+    assert counts["edges_annotated"] <= p["edges_annotated"] - 1

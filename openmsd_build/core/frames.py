@@ -163,9 +163,11 @@ def shard_strings(values, num_shards: int) -> np.ndarray:
 
 
 def shard_ints(values: np.ndarray | pl.Series, num_shards: int) -> np.ndarray:
-    """The shard (int64) of every integer key (paper ids) for a partitioned shuffle."""
+    """The shard (int64) of every integer key (paper ids) for a partitioned shuffle. A null
+    key (it joins nothing: a hand-edited id) goes to the shard of 0; as a NaN of `to_numpy`
+    its shard was whatever the float-to-integer cast made of it."""
     if isinstance(values, pl.Series):
-        values = values.to_numpy()
+        values = (values.fill_null(0) if values.null_count() else values).to_numpy()
     return (mix64(np.asarray(values)) % np.uint64(num_shards)).astype(np.int64)
 
 

@@ -565,9 +565,14 @@ def hard_negatives(
 
 def ensure_ids(citations: pl.DataFrame) -> pl.DataFrame:
     """(citing_id, cited_id) of citation rows; computed from the DOIs for a `citations/`
-    written before the id columns existed (slow: one hash per row)."""
+    written before the id columns existed (slow: one hash per row), or holding null ids
+    beside its DOIs (parts of two builds read together). Null ids without the DOIs (the stage
+    reads only the id columns of a current `citations/`: a hand edit) stay null: such an
+    edge joins no paper and is counted as `edges_unannotated`. They were taken for an old
+    folder, and the DOI columns the stage had not read stopped it (`ColumnNotFoundError`)."""
     if "citing_id" in citations.columns and "cited_id" in citations.columns:
-        if citations["citing_id"].null_count() == 0 and citations["cited_id"].null_count() == 0:
+        complete = citations["citing_id"].null_count() == 0 and citations["cited_id"].null_count() == 0
+        if complete or "citing_doi" not in citations.columns or "cited_doi" not in citations.columns:
             return citations.select(pl.col("citing_id").cast(pl.Int64), pl.col("cited_id").cast(pl.Int64))
     return pl.DataFrame({
         "citing_id": paper_ids(citations["citing_doi"].to_list()),
