@@ -23,27 +23,31 @@ import polars as pl
 
 def listed_twice(frame: pl.DataFrame, key: str = "doi") -> pl.Series:
     """The distinct values of `key` that `frame` holds on more than one row (in two splits,
-    or twice in one: either way not one build's single row), sorted."""
-    return frame.filter(pl.col(key).is_duplicated())[key].unique().sort()
+    or twice in one: either way not one build's single row), sorted. A null key names no
+    paper: it is never one of them (two null rows are not a paper listed twice)."""
+    return frame.filter(pl.col(key).is_not_null() & pl.col(key).is_duplicated())[key].unique().sort()
 
 
 def drop_listed_twice(frame: pl.DataFrame, key: str = "doi") -> tuple[pl.DataFrame, pl.Series]:
-    """(`frame` without any row of a paper listed more than once, those papers' keys)."""
+    """(`frame` without any row of a paper listed more than once, nor any row whose key is
+    null (it names no paper, so it puts none in a split), those papers' keys)."""
     twice = listed_twice(frame, key)
     if twice.is_empty():
-        return frame, twice
-    return frame.filter(~pl.col(key).is_in(twice.implode())), twice
+        return (frame.drop_nulls(key) if frame[key].null_count() else frame), twice
+    return frame.filter(pl.col(key).is_not_null() & ~pl.col(key).is_in(twice.implode())), twice
 
 
 def scan_listed_twice(rows: pl.LazyFrame, key: str = "doi") -> pl.LazyFrame:
     """The distinct values of `key` that `rows` (a scan of `splits/`) holds on more than one
     row, sorted: `listed_twice` for a reader of the whole folder (the report shows how many,
     and which)."""
-    return rows.group_by(key).agg(pl.len().alias("_rows")).filter(pl.col("_rows") > 1).select(key).sort(key)
+    return (rows.filter(pl.col(key).is_not_null()).group_by(key).agg(pl.len().alias("_rows"))
+            .filter(pl.col("_rows") > 1).select(key).sort(key))
 
 
 def scan_listed_once(rows: pl.LazyFrame, key: str = "doi") -> pl.LazyFrame:
     """`rows` (a scan of `splits/`) restricted to the papers listed exactly once: a paper with
-    two rows is in no split's pool, as the pairs stage gives it no pair in any split."""
+    two rows is in no split's pool, as the pairs stage gives it no pair in any split (a row
+    whose key is null joins nothing here, so it is left out too)."""
     once = rows.group_by(key).agg(pl.len().alias("_rows")).filter(pl.col("_rows") == 1).select(key)
     return rows.join(once, on=key, how="semi")

@@ -85,8 +85,12 @@ class WriteIdsShard(beam.DoFn):
             rows, listed = split_rows.drop_listed_twice(pl.from_arrow(splits.select(["doi", "split"])), "doi")
             split_of = dict(zip(rows["doi"].to_list(), rows["split"].to_list(), strict=True))
             twice = listed.to_list()
-        ids = release_ids(docs, split_of) if docs is not None else RELEASE_IDS.empty_table()
         counts: Counter = Counter()
+        if docs is not None and docs.column("doi").null_count:
+            # a document row without a DOI (a hand edit) has no id to release under: counted
+            counts["documents_without_doi"] += docs.column("doi").null_count
+            docs = docs.filter(pc.is_valid(docs.column("doi")))
+        ids = release_ids(docs, split_of) if docs is not None else RELEASE_IDS.empty_table()
         for split in SPLIT_FOLDERS:
             part = ids.filter(pc.equal(ids.column("split"), split)) if ids.num_rows else ids
             if part.num_rows or shard == 0:

@@ -96,6 +96,11 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
 
     # a release of a build that kept nothing is allowed (ids of what there is), but never silent
     lines = [f"{stage}: {line}" for stage, lines in build_warnings(args.out).items() for line in lines]
+    without_doi = ids.get("documents_without_doi", 0)
+    if without_doi:
+        lines.append(f"release: {without_doi:,} {'document' if without_doi == 1 else 'documents'} of documents/ "
+                     f"{'has' if without_doi == 1 else 'have'} no DOI (a hand edit?): not released "
+                     "(`documents_without_doi` in _stats/release.json)")
     twice = ids.get("papers_split_ambiguous", 0)
     if twice:  # counted per shard, warned once here
         shown = ", ".join(manifest.get("split_ambiguous_examples", []))

@@ -333,9 +333,10 @@ def splits_section(out: str) -> dict | None:
     if lf is None:
         return None
     twice = scan_listed_twice(lf)
-    df, n_twice, examples = _collect_all([
+    df, n_twice, examples, n_without_doi = _collect_all([
         scan_listed_once(lf).group_by(["split", "language"]).agg(pl.len().alias("papers")),
-        twice.select(pl.len()), twice.head(SPLIT_AMBIGUOUS_EXAMPLES)])
+        twice.select(pl.len()), twice.head(SPLIT_AMBIGUOUS_EXAMPLES),
+        lf.filter(pl.col("doi").is_null()).select(pl.len())])
     names = list(layout.SPLIT_NAMES) + sorted(
         {s for s in df["split"].to_list() if s not in layout.SPLIT_NAMES}, key=str
     )
@@ -355,18 +356,26 @@ def splits_section(out: str) -> dict | None:
         "by_split": by_split,
         "listed_more_than_once": _int(n_twice.item()),
         "listed_more_than_once_examples": examples["doi"].to_list(),
+        "rows_without_doi": _int(n_without_doi.item()),
     }
 
 
 def splits_warnings(splits: dict | None) -> list[str]:
-    """What the report says of `splits/` itself: the papers it lists more than once."""
+    """What the report says of `splits/` itself: the papers it lists more than once, and rows
+    that name no paper (a null DOI: a hand edit; such a row is in no split's count either)."""
+    out = []
+    without_doi = (splits or {}).get("rows_without_doi") or 0
+    if without_doi:
+        out.append(f"{without_doi:,} {'row' if without_doi == 1 else 'rows'} of splits/ {'has' if without_doi == 1 else 'have'}"
+                   " no DOI (a hand edit?): naming no paper, left out of Table 2's counts and of every split")
     twice = (splits or {}).get("listed_more_than_once") or 0
     if not twice:
-        return []
+        return out
     shown = ", ".join(splits["listed_more_than_once_examples"])
-    return [f"{twice:,} {'paper' if twice == 1 else 'papers'} of splits/ {'is' if twice == 1 else 'are'} listed more "
-            f"than once (a splits/ folder mixing two builds' files?): in no split, left out of Table 2's counts as "
-            f"every stage leaves {'it' if twice == 1 else 'them'} out of its splits (core.split_rows), e.g. {shown}"]
+    out.append(f"{twice:,} {'paper' if twice == 1 else 'papers'} of splits/ {'is' if twice == 1 else 'are'} listed more "
+               f"than once (a splits/ folder mixing two builds' files?): in no split, left out of Table 2's counts as "
+               f"every stage leaves {'it' if twice == 1 else 'them'} out of its splits (core.split_rows), e.g. {shown}")
+    return out
 
 
 def pairs_section(out: str) -> dict | None:

@@ -31,3 +31,17 @@ def test_the_lazy_reader_applies_the_same_rule() -> None:
     assert lazy.sort("doi").equals(drop_listed_twice(ROWS)[0].sort("doi"))
     assert lazy.filter(pl.col("split") == "idt").height == 0
     assert scan_listed_twice(ROWS.lazy()).collect()["doi"].to_list() == listed_twice(ROWS).to_list()
+
+
+def test_a_null_key_names_no_paper():
+    """Two rows with a null DOI are not one paper listed twice, and a null row puts no paper
+    in a split."""
+    frame = pl.DataFrame({"doi": [None, None, "10.1/a", "10.1/b", "10.1/b"], "split": ["train", "idt", "train",
+                                                                                  "train", "idt"]})
+    assert listed_twice(frame).to_list() == ["10.1/b"]
+    kept, twice = drop_listed_twice(frame)
+    assert kept["doi"].to_list() == ["10.1/a"] and twice.to_list() == ["10.1/b"]
+    kept, twice = drop_listed_twice(frame.filter(pl.col("doi") != "10.1/b").vstack(frame.head(1)))
+    assert kept["doi"].to_list() == ["10.1/a"] and twice.is_empty()
+    assert scan_listed_twice(frame.lazy()).collect()["doi"].to_list() == ["10.1/b"]
+    assert scan_listed_once(frame.lazy()).collect()["doi"].to_list() == ["10.1/a"]

@@ -42,3 +42,20 @@ def test_a_paper_in_train_and_idt_is_released_in_no_split(tmp_path, beam_args, c
     assert not [f for f in manifest["files"] if "tmp" in f["path"]]  # the examples' scratch file is gone
     warned = [line for line in err.splitlines() if "listed more than once" in line]
     assert len(warned) == 1 and "1 paper of splits/" in warned[0] and doi in warned[0], err
+
+
+def test_a_document_without_a_doi_is_counted_not_a_traceback(tmp_path, beam_args, capsys) -> None:
+    """A `documents/` row whose DOI is null (a hand edit) has no id to be released under: the
+    shard's sort by DOI met None and the release stopped with a TypeError."""
+    out = str(tmp_path / "build")
+    write_tiny_build(out)
+    documents = parquet_io.read_table(layout.documents_dir(out), schema=tables.DOCUMENTS)
+    blank = documents.slice(0, 1).to_pylist()[0]
+    parquet_io.write_table(pa.Table.from_pylist([{**blank, "doi": None}], schema=tables.DOCUMENTS),
+                           parquet_io.part_path(layout.documents_dir(out), 1, 2))
+    capsys.readouterr()
+    assert main(["release", out, "--to", str(tmp_path / "rel"), *beam_args]) == 0
+    counts = json.loads((tmp_path / "rel" / "MANIFEST.json").read_text())["release_counts"]
+    assert counts["documents_without_doi"] == 1
+    assert sum(counts[f"ids.{s}"] for s in ("train", "idt", "odt", "none")) == documents.num_rows
+    assert "1 document of documents/ has no DOI" in capsys.readouterr().err

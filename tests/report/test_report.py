@@ -517,3 +517,18 @@ def test_a_paper_splits_lists_twice_is_in_no_split_and_a_warning(tmp_path):
 def test_splits_listed_once_add_no_warning(full):
     _, stats = full
     assert stats["splits"]["listed_more_than_once"] == 0 and "splits/" not in stats["warnings"]
+
+
+def test_splits_rows_without_a_doi_are_counted_and_warned_not_a_traceback(tmp_path):
+    """Rows of `splits/` whose DOI is null (a hand edit) name no paper: two of them were taken
+    for one paper listed twice, and the warning's `join` of its DOIs met None (TypeError)."""
+    _build(tmp_path, ALL)
+    blank = [{"doi": None, "split": s, "language": "en", "paper_id": 0} for s in ("train", "idt")]
+    parquet_io.write_table(pa.Table.from_pylist(blank, schema=tables.SPLITS),
+                           str(tmp_path / "splits" / "part-blank.parquet"))
+    stats = build_report(str(tmp_path), top=TOP, rate_per_host=RATE)
+    sp = stats["splits"]
+    assert sp["papers"] == len(SPLITS)
+    assert sp["rows_without_doi"] == 2 and sp["listed_more_than_once"] == 0
+    (line,) = stats["warnings"]["splits/"]
+    assert line.startswith("2 rows of splits/ have no DOI")
