@@ -311,33 +311,34 @@ def _has_controls(table: pa.Table) -> bool:
                for column in columns)
 
 
+def _clean_fields(values: dict, names: tuple[str, ...]) -> bool:
+    """`clean_short_text` on `values[name]` in place for each of `names`; whether any changed."""
+    changed = False
+    for name in names:
+        value = values.get(name)
+        if isinstance(value, str) and not value.isprintable():
+            cleaned = clean_short_text(value)
+            if cleaned != value:
+                values[name] = cleaned
+                changed = True
+    return changed
+
+
 def _clean_controls(record: dict, source: str, counts: Counter) -> None:
     """`clean_short_text` on a record's short text fields in place, counting each field
     changed as `controls_removed.<source>.<field>`; categories are cleaned, the empty ones
     dropped and the rest sorted and deduplicated again (as the parsers give them)."""
     for name in SHORT_TEXT_FIELDS:
-        value = record.get(name)
-        if isinstance(value, str) and not value.isprintable():
-            cleaned = clean_short_text(value)
-            if cleaned != value:
-                record[name] = cleaned
-                counts[f"controls_removed.{source}.{name}"] += 1
+        if _clean_fields(record, (name,)):
+            counts[f"controls_removed.{source}.{name}"] += 1
     categories = record.get("categories")
     if categories and not all(c.isprintable() for c in categories if isinstance(c, str)):
         cleaned_categories = sorted({c for c in map(clean_short_text, categories) if c})
         if cleaned_categories != categories:
             record["categories"] = cleaned_categories
             counts[f"controls_removed.{source}.categories"] += 1
-    changed = False
-    for entry in record.get("urls") or ():
-        for name in URL_TEXT_FIELDS:
-            value = entry.get(name)
-            if isinstance(value, str) and not value.isprintable():
-                cleaned = clean_short_text(value)
-                if cleaned != value:
-                    entry[name] = cleaned
-                    changed = True
-    if changed:
+    # a list, not a generator: every entry is cleaned, not only those up to the first change
+    if any([_clean_fields(entry, URL_TEXT_FIELDS) for entry in record.get("urls") or ()]):
         counts[f"controls_removed.{source}.urls"] += 1
 
 
