@@ -402,6 +402,7 @@ def test_line_start_gates_agree_with_their_regexes(lines: list[str]) -> None:
     for label in ("Objective", "OBJETIVOS", "aims", "Цель", "ſcopo", "\u212aontext", "İntroducción", "Background"):
         for pad, sep in (("", ":"), (" ", "."), ("\t", " -"), ("", "")):
             drawn += [f"{pad}{label}{sep} text of the first section", "more text", f"{pad}Methods{sep} we did"]
+            drawn += [f"{pad}{label}{sep} text.", f"was done. Methods{sep} we did", f"we did. methods{sep} no label"]
     keywords = [P._is_keywords_line(t) for t in drawn]
     assert keywords == [P._KEYWORDS_RE.match(t) is not None for t in drawn]
     assert [P._is_page_number(t) for t in drawn] == [P._PAGE_NUMBER_RE.match(t) is not None for t in drawn]
@@ -411,7 +412,8 @@ def test_line_start_gates_agree_with_their_regexes(lines: list[str]) -> None:
     # `_structured_start` with its gate and without (every line to the regex)
     starts = [P._structured_start(drawn, i) for i in range(len(drawn))]
     objective = re.compile(P._OBJECTIVE_LABEL_RE.pattern, re.IGNORECASE)
-    assert [objective.match(t) is not None and any(P._METHODS_LABEL_RE.match(ln) for ln in drawn[i + 1:i + 26])
+    assert [objective.match(t) is not None and (any(P._METHODS_LABEL_RE.match(ln) for ln in drawn[i + 1:i + 26])
+                                                 or any(map(P._inline_methods_label, drawn[i:i + 26])))
             for i, t in enumerate(drawn)] == starts
     assert sum(starts) > 20
 
