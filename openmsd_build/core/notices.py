@@ -30,6 +30,13 @@ def _n(value: int | float) -> str:
     return f"{int(value):,}"
 
 
+def listed_twice_said(papers: int) -> str:
+    """How the warnings of pairs, release and report name the papers `splits/` lists more
+    than once (`core.split_rows`; each goes on with what it did with them)."""
+    return (f"{_n(papers)} {'paper' if papers == 1 else 'papers'} of splits/ {'is' if papers == 1 else 'are'} listed "
+            "more than once (a splits/ folder mixing two builds' files?)")
+
+
 def _total(counts: Mapping[str, int], prefix: str | tuple[str, ...]) -> int:
     """The sum of the counters under `prefix` (one or several)."""
     return sum(v for k, v in counts.items() if k.startswith(prefix))
@@ -181,10 +188,8 @@ def _split(counts: Mapping[str, int]) -> list[str]:
 
 def _pairs(counts: Mapping[str, int]) -> list[str]:
     twice = counts.get("papers_split_ambiguous", 0)
-    out = [f"{_n(twice)} {'paper' if twice == 1 else 'papers'} of splits/ {'is' if twice == 1 else 'are'} listed "
-           f"more than once (a splits/ folder mixing two builds' files?): in no split, "
-           f"{_n(counts.get('edges_split_ambiguous', 0))} citation edges of theirs dropped and no pair of theirs "
-           "written (core.split_rows)"] if twice else []
+    out = [f"{listed_twice_said(twice)}: in no split, {_n(counts.get('edges_split_ambiguous', 0))} citation edges "
+           "of theirs dropped and no pair of theirs written (core.split_rows)"] if twice else []
     unknown = counts.get("papers_split_unknown", 0)
     if unknown:
         out.append(f"{_n(unknown)} {'paper' if unknown == 1 else 'papers'} of splits/ {'has' if unknown == 1 else 'have'} "

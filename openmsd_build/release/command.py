@@ -92,7 +92,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
         + f" documents; {len(manifest['files'])} files, {sum(f['bytes'] for f in manifest['files']):,} bytes"
         + f" -> {release}/{MANIFEST}"
     )
-    from openmsd_build.core.notices import build_warnings, warn
+    from openmsd_build.core.notices import build_warnings, listed_twice_said, warn
 
     # a release of a build that kept nothing is allowed (ids of what there is), but never silent
     lines = [f"{stage}: {line}" for stage, lines in build_warnings(args.out).items() for line in lines]
@@ -104,8 +104,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
     twice = ids.get("papers_split_ambiguous", 0)
     if twice:  # counted per shard, warned once here
         shown = ", ".join(manifest.get("split_ambiguous_examples", []))
-        lines.append(f"release: {twice:,} {'paper' if twice == 1 else 'papers'} of splits/ {'is' if twice == 1 else 'are'}"
-                     f" listed more than once (a splits/ folder mixing two builds' files?): released in no split "
+        lines.append(f"release: {listed_twice_said(twice)}: released in no split "
                      f"(ids/split={NO_SPLIT} when it has a document; core.split_rows), e.g. {shown}")
     in_splits = sum(ids.get(f"ids.{s}", 0) for s in SPLIT_FOLDERS if s != NO_SPLIT)
     if not in_splits and not manifest["build"]["partial"]:

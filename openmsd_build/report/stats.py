@@ -30,7 +30,7 @@ import posixpath
 import polars as pl
 
 from openmsd_build.core import layout
-from openmsd_build.core.notices import build_warnings
+from openmsd_build.core.notices import build_warnings, listed_twice_said
 from openmsd_build.core.parquet_io import join_path, match_paths
 from openmsd_build.core.scan import collect, collect_all, scan
 from openmsd_build.core.split_rows import scan_listed_once, scan_listed_twice
@@ -372,9 +372,8 @@ def splits_warnings(splits: dict | None) -> list[str]:
     if not twice:
         return out
     shown = ", ".join(splits["listed_more_than_once_examples"])
-    out.append(f"{twice:,} {'paper' if twice == 1 else 'papers'} of splits/ {'is' if twice == 1 else 'are'} listed more "
-               f"than once (a splits/ folder mixing two builds' files?): in no split, left out of Table 2's counts as "
-               f"every stage leaves {'it' if twice == 1 else 'them'} out of its splits (core.split_rows), e.g. {shown}")
+    out.append(f"{listed_twice_said(twice)}: in no split, left out of Table 2's counts as every stage leaves "
+               f"{'it' if twice == 1 else 'them'} out of its splits (core.split_rows), e.g. {shown}")
     return out
 
 
@@ -686,8 +685,9 @@ def compute_stats(out: str, top: int = 20, rate_per_host: float | None = 1.0) ->
         "training_recipes": recipes_section(out),
         "large_pool": large_pool_section(out),
     }
-    if splits_warnings(stats["splits"]):  # a data problem of the folder, not a stage's recorded warning
-        stats["warnings"] = {**stats["warnings"], "splits/": splits_warnings(stats["splits"])}
+    folder_warnings = splits_warnings(stats["splits"])
+    if folder_warnings:  # a data problem of the folder, not a stage's recorded warning
+        stats["warnings"] = {**stats["warnings"], "splits/": folder_warnings}
     if docs is not None:
         docs["category_coverage"] = documents_category_coverage(out)
     stats["table1"] = table1(docs, cit)

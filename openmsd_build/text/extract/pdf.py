@@ -701,7 +701,7 @@ def _first_page_lines_with_size(textpage: Any, text: str | None = None) -> list[
     halves = False  # a character outside the BMP is two PDFium characters, read as two halves
     if len(text_all) != n:  # surrogate pairs or generated characters: read them one by one
         text_all = "".join(chr(get_unicode(raw, i)) for i in range(n))
-        halves = _has_surrogate(text_all)
+        halves = SURROGATE_RE.search(text_all) is not None
     # where the page's glyphs (non-space characters) are: glyph j of the page is at
     # `glyph_at[j]`, and line k holds glyphs [line_first[k], line_end[k]), so a line's glyphs
     # are a slice and a spread sample a few lookups (all of it computed in C, `_glyph_layout`)
@@ -763,11 +763,6 @@ def _metadata_text(doc: Any, key: str) -> str:
     buffer = ctypes.create_string_buffer(n_bytes)
     pdfium_c.FPDF_GetMetaText(doc, name, buffer, n_bytes)
     return buffer.raw[:max(n_bytes - 2, 0)].decode("utf-16-le", "ignore")
-
-
-def _has_surrogate(text: str) -> bool:
-    """Whether `text` holds a UTF-16 surrogate half (a page read one PDFium character at a time)."""
-    return SURROGATE_RE.search(text) is not None
 
 
 def _sampled_glyphs(glyph_at: list[int], first: int, end: int, every: bool) -> Sequence[int]:
