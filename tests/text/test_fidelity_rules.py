@@ -52,6 +52,22 @@ def test_cover_page_topic_label_and_place_year_lines() -> None:
     assert _title_from_font(lines) == "РОЗРОБКА PYTHON-ПАКЕТУ ДЛЯ НАВЧАННЯ МОДЕЛЕЙ З ВИКОРИСТАННЯМ МЕТОДУ SVM"
 
 
+def test_no_title_below_the_author_list_in_their_size() -> None:
+    """A page whose title is not in its text layer: the first title-like line below the
+    authors is their affiliation, not a title; a title above them, or set larger below them,
+    is still found."""
+    page = [("Proceedings of the Spring Meeting 2024", 9.0, 790.0),
+            ("Mina Park* , Joon Kim* , Sora LeeO", 9.0, 672.0),
+            ("*Hanbit Technical College, Computing Section", 9.0, 660.0),
+            ("OHanbit Technical College, Computing Section", 9.0, 648.0),
+            ("e-mail: mina@hanbit.example*", 9.0, 634.0)]
+    assert _title_from_font(page) == ""
+    titled = [page[0], ("Privacy Features for a Small Social Network", 9.0, 700.0), *page[1:]]
+    assert _title_from_font(titled) == "Privacy Features for a Small Social Network"
+    larger = [*page[:4], ("Privacy Features for a Small Social Network", 16.0, 600.0)]
+    assert _title_from_font(larger) == "Privacy Features for a Small Social Network"
+
+
 def test_parallel_title_after_a_pipe_is_cut() -> None:
     lines = [("MEDIAÇÃO JUDICIAL NO BRASIL: BREVES NOTAS", 14.3, 545.9),
              ("CONCEITUAIS | JUDICIAL MEDIATION IN BRAZIL", 14.3, 533.9), ("Body text here", 10.0, 500.0)]

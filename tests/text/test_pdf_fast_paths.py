@@ -337,7 +337,7 @@ def _reference_title_from_font(lines: list[tuple[str, float, float]]) -> str:
         parts = [part for b in top for part in P._split_by_language(b)
                  if len(part) <= P.MAX_TITLE_LINES and not P._reads_as_prose(part)]
         if parts:
-            return P._title_text(parts[0])
+            return "" if P._below_author_list(lines, parts[0]) else P._title_text(parts[0])
         wordy = [(b, s) for b, s in wordy if s < size - 0.6]
     return ""
 

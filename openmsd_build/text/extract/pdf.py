@@ -23,8 +23,9 @@ order. Text layout is then repaired with plain rules, each reported in `rules`:
   title is; otherwise the first-page title block in the largest font (`_title_from_font`:
   fragments on one baseline joined, regular line spacing, split where the language changes,
   the part in the body's language first; a thesis cover's "на тему:" / "Thema:" label wins;
-  journal banners, cover chrome, place-and-year lines and section labels skipped); otherwise a
-  plausible metadata title. The title is found last, and in the text stage only when a paper
+  journal banners, cover chrome, place-and-year lines and section labels skipped; none below
+  a marked author list in its size, where an affiliation stands when the title is not in the
+  text layer: `_below_author_list`); otherwise a plausible metadata title. The title is found last, and in the text stage only when a paper
   the PDF was fetched for can use it (`documents.printed_title_needed`: most papers have a
   metadata title printed at the start of the PDF's text): the first page's glyph boxes are
   the costliest rule after PDFium's own text, and the PDF is read once either way.
@@ -1290,13 +1291,26 @@ def _title_from_font(lines: list[tuple[str, float, float]],
         return ""
     if len(parts) > 1 and callable(body_language):  # asked only when there is a choice
         body_language = body_language()
+    chosen = parts[0]
     if body_language and len(parts) > 1:
         from openmsd_build.core.language import detect_language
 
-        for part in parts:
-            if detect_language(" ".join(part))[0] == body_language:
-                return _title_text(part)
-    return _title_text(parts[0])
+        chosen = next((part for part in parts if detect_language(" ".join(part))[0] == body_language), chosen)
+    return "" if _below_author_list(lines, chosen) else _title_text(chosen)
+
+
+def _below_author_list(lines: list[tuple[str, float, float]], block: list[str]) -> bool:
+    """Whether `block` starts below page one's author list (two or more names closed by
+    affiliation markers, `_AUTHOR_LIST_RE`) in a size no larger than the list's. A title is
+    printed above its authors; a line of their size below them is an affiliation, an address
+    or the abstract, which is what the largest-font rule falls back on when the title is not in
+    the text layer (drawn as an image or as paths) or every line has one size."""
+    authors = next((k for k, (text, _s, _t) in enumerate(lines)
+                    if _MARKER_COMMA_RE.search(text) is not None and len(_AUTHOR_LIST_RE.findall(text)) >= 2), None)
+    if authors is None:
+        return False
+    start = next((k for k, (text, _s, _t) in enumerate(lines) if text.startswith(block[0])), None)
+    return start is not None and start > authors and lines[start][1] <= lines[authors][1] + 0.6
 
 
 def _body_language(pages: list[list[str]]) -> str | None:
