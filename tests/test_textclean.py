@@ -32,6 +32,10 @@ def test_mathml_title_keeps_math_text():
         ("zero\u200bwidth", "zerowidth"),
         ("cafe\u0301", "caf\u00e9"),  # NFC
         ("line\nwrapped\n\nnew paragraph", "line wrapped\n\nnew paragraph"),
+        # noncharacters are no text; a terminal's colour codes go whole, not only their ESC
+        ("A title\uffff of \ufdd0things\U0001fffe", "A title of things"),
+        ("Red \x1b[31mtext\x1b[0m and \x1b]0;window\x07done", "Red text and done"),
+        ("an ESC alone\x1b, an unfinished \x1b[", "an ESC alone, an unfinished ["),
     ],
 )
 def test_normalize_text(raw, expected):

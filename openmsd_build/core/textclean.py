@@ -28,7 +28,17 @@ _TAG_RE = re.compile(r"</?[A-Za-z][\w:.-]*(?:\s[^<>]*)?/?>")
 # complete while a multi-megabyte "title" costs bounded time. Output is cut by the caller.
 MAX_RAW_TITLE_CHARS = 20_000
 MAX_RAW_ABSTRACT_CHARS = 1_000_000
-_CONTROL_RE = re.compile("[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u200b\ufeff\ufffe]")
+# Unicode's 66 noncharacters (U+FDD0-U+FDEF and the last two code points of every plane): a
+# program's own markers, never text; a source that leaks one (U+FFFF as an end marker) gives a
+# title no reader can show.
+NONCHARACTER_CODES = (*range(0xFDD0, 0xFDF0), *(plane + end for plane in range(0, 0x110000, 0x10000) for end in (0xFFFE, 0xFFFF)))
+_CONTROL_RE = re.compile("[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u200b\ufeff" + "".join(map(chr, NONCHARACTER_CODES)) + "]")
+ESCAPE_SEQUENCE_RE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]{0,256}(?:\x07|\x1b\\))")
+"""A terminal escape sequence (ECMA-48's CSI "ESC [ 31 m" and a terminated OSC "ESC ] 0;x BEL"):
+text copied from a terminal carries them, and deleting only the ESC left "[31m" in the words.
+Removed whole wherever control characters are (`normalize_text`, the papers stage's short
+fields). Not the two-character escapes ("ESC A"): an ESC in a PDF's text layer may stand for a
+glyph (TeX's OT1 encoding puts "ff" there), and the letter after it is text."""
 _SPACES_RE = re.compile(r"[ \t\u00a0\u2000-\u200a\u202f\u205f\u3000]+")
 # The characters of `_SPACES_RE` but " ": a text without them and without "  " has only runs
 # of one " ", which the substitution leaves as they are. Testing for them first (C scans) is
@@ -111,6 +121,8 @@ def normalize_text(text: str | None, keep_paragraphs: bool = True) -> str:
         # control or format characters, no exotic spaces -- only runs of ASCII spaces.
         return repair_ligatures(" ".join(text.split()))
     text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if "\x1b" in text:
+        text = ESCAPE_SEQUENCE_RE.sub("", text)
     text = _CONTROL_RE.sub("", text)
     if "  " in text or "\t" in text or (not text.isascii() and _OTHER_SPACES_RE.search(text)):
         text = _SPACES_RE.sub(" ", text)

@@ -33,6 +33,7 @@ from openmsd_build.core.json_records import (
     read_all,
 )
 from openmsd_build.core.rejects import RejectBudget, make_reject
+from openmsd_build.core.textclean import ESCAPE_SEQUENCE_RE, NONCHARACTER_CODES
 from openmsd_build.papers.caps import FIELD_CAPS, LIST_CAPS
 from openmsd_build.papers.merge_fast import PROJECTED, merge_frame
 from openmsd_build.papers.merge_reference import _FILLED_FIELDS
@@ -276,12 +277,13 @@ def _completeness(table: pa.Table) -> pa.ChunkedArray:
 # Titles and abstracts are cleaned by `textclean` in the source parsers.
 SHORT_TEXT_FIELDS = ("venue", "publisher", "type", "publisher_language", "license")
 URL_TEXT_FIELDS = ("host_type", "license", "version")  # of each `urls` entry
-# C0 and C1 control characters (U+0000-U+001F, U+007F-U+009F) as Arrow's RE2 spells them.
-_CONTROL_CLASS = "[\\x{0}-\\x{1f}\\x{7f}-\\x{9f}]"
+# C0 and C1 control characters (U+0000-U+001F, U+007F-U+009F) and Unicode's noncharacters
+# (`textclean.NONCHARACTER_CODES`) as Arrow's RE2 spells them.
+_CONTROL_CLASS = "[\\x{0}-\\x{1f}\\x{7f}-\\x{9f}" + "".join(f"\\x{{{c:x}}}" for c in NONCHARACTER_CODES if c > 0xFDEF) + "\\x{fdd0}-\\x{fdef}]"
 # `str.translate` table: a control character that Python counts as whitespace (tab, line
 # breaks, the ASCII separators, NEL) becomes a space, so the words it separated stay apart;
-# every other one (NUL, BEL, ESC, ...) is deleted.
-_CONTROLS = {c: (" " if chr(c).isspace() else None) for c in (*range(0x20), *range(0x7F, 0xA0))}
+# every other one (NUL, BEL, ESC, ...) and every noncharacter is deleted.
+_CONTROLS = {c: (" " if chr(c).isspace() else None) for c in (*range(0x20), *range(0x7F, 0xA0), *NONCHARACTER_CODES)}
 
 
 def clean_short_text(value: str | None) -> str | None:
@@ -291,6 +293,8 @@ def clean_short_text(value: str | None) -> str | None:
     is the gate: text holding a control character is never printable)."""
     if value is None or value.isprintable():
         return value
+    if "\x1b" in value:  # a terminal's colour code goes whole, not only its ESC
+        value = ESCAPE_SEQUENCE_RE.sub("", value)
     cleaned = value.translate(_CONTROLS)
     if "  " in cleaned:
         cleaned = " ".join(filter(None, cleaned.split(" ")))

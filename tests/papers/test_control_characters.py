@@ -34,7 +34,7 @@ UNPAYWALL = [
 ]
 CROSSREF = [
     {"DOI": "10.1000/c1", "title": ["A Crossref work"], "type": "journal-article\x07",
-     "container-title": ["Ve\x1bnue\nof Tests"], "publisher": "P\x00ress", "language": "en\x00",
+     "container-title": ["Ve\x1bnue\nof Tests"], "publisher": "P\x00ress\uffff", "language": "en\x00",
      "subject": ["Phys\x00ics", "\x07", "Physics", "Math\x85"],
      "license": [{"URL": "http://creativecommons.org/licenses/by/4.0/\x00", "content-version": "vor"}]},
     {"DOI": "10.1000/c2", "title": ["Controls alone"], "type": "\x00\x07", "container-title": ["\x1b"],
@@ -44,7 +44,7 @@ CROSSREF = [
 OPENALEX = [
     {"doi": "https://doi.org/10.1000/o1", "title": "An OpenAlex work", "type": "article\x00", "language": "de\x07",
      "primary_location": {"source": {"display_name": "Z\x00eitschrift", "host_organization_name": "H\x07ost"}},
-     "best_oa_location": {"license": "cc-by\x00", "pdf_url": "https://o.org/x.pdf", "is_oa": True,
+     "best_oa_location": {"license": "cc-by\x1b[31m", "pdf_url": "https://o.org/x.pdf", "is_oa": True,
                           "version": "acceptedVersion\x00"}},
 ]
 
@@ -130,6 +130,13 @@ def test_both_crossref_readers_give_the_same_cleaned_records(tmp_path):
     ("Venue\nof\tTests", "Venue of Tests"),
     ("Venue \n of Tests", "Venue of Tests"),
     ("A\x9fB\x7fC", "ABC"),
+    # a terminal's colour codes go whole (deleting the ESC alone left "cc-by[31m"), a
+    # noncharacter (U+FFFF, U+FDD0, a plane's last code points) goes, an unfinished code keeps its text
+    ("cc-by\x1b[31m", "cc-by"),
+    ("\x1b[1;32mElsevier\x1b[0m BV", "Elsevier BV"),
+    ("Journal\uffff", "Journal"),
+    ("Jour\ufdd0nal\U0010ffff", "Journal"),
+    ("cc-by\x1b[", "cc-by["),
     (None, None),
 ])
 def test_clean_short_text(value, expected):
