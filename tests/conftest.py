@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import signal
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -42,6 +43,24 @@ def pytest_configure(config: pytest.Config) -> None:
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _temporary_files_in_the_session_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every temporary file of the run goes under pytest's folder for the session, which
+    pytest prunes (it keeps the last three runs), not into the system's one run after another:
+    Beam's own (a pipeline built and never run keeps its `beam-pipeline-temp*` folder; a graph
+    for a remote runner writes its submission environment's package list), the stages' spools
+    and those of every command a test starts (`TMPDIR` is inherited)."""
+    folder = str(tmp_path_factory.mktemp("tmp"))
+    saved_env, saved_dir = os.environ.get("TMPDIR"), tempfile.tempdir
+    os.environ["TMPDIR"], tempfile.tempdir = folder, folder
+    yield
+    tempfile.tempdir = saved_dir
+    if saved_env is None:
+        os.environ.pop("TMPDIR", None)
+    else:
+        os.environ["TMPDIR"] = saved_env
 
 
 def missing_input(what: str) -> NoReturn:
