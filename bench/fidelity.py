@@ -80,7 +80,6 @@ LANGUAGE_GROUPS = {
     "cyrillic": {"ru", "uk", "bg", "sr", "be", "mk", "kk"},
     "arabic-script": {"ar", "fa", "ur", "ps"},
 }
-NO_SPACE_LANGUAGES = {"zh", "ja", "ko", "fa", "ar", "ur", "th"}
 CHECKS = ("title", "abstract", "language", "full_text")
 """The fidelity checks; `all` is their sum. `precision` (every extracted abstract entry is an
 abstract of the paper) is reported beside them, not inside `all`: it counts entries, not truth."""

@@ -571,12 +571,6 @@ def text_stream(binary: IO[bytes]) -> IO[str]:
     return io.TextIOWrapper(binary, encoding="utf-8", errors="replace", newline="")
 
 
-def open_text_streams(path: str) -> Iterator[tuple[str, IO[str]]]:
-    """`open_binary_streams` as text streams for the `csv` module (see `text_stream`)."""
-    for source, binary in open_binary_streams(path):
-        yield source, text_stream(binary)
-
-
 def _header_index(header: list[str], names: Iterable[str]) -> int | None:
     cleaned = [h.strip().strip('"').lstrip("\ufeff").strip().lower() for h in header]
     for name in names:

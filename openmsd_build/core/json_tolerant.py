@@ -171,12 +171,6 @@ def _item_end(data: bytes, pos: int, limit: int, key: str | None = None,
     return limit, False
 
 
-def _first_key(obj: object) -> str | None:
-    if isinstance(obj, dict) and obj:
-        return next(iter(obj))
-    return None
-
-
 _FIRST_KEY_RE = re.compile(rb'\{[ \t\r\n]*("(?:[^"\\]|\\.)*")[ \t\r\n]*:')
 
 

@@ -30,7 +30,6 @@ from openmsd_build.evaluate.tokenize import tokenize
 from openmsd_build.evaluate.topk import top_k
 
 TYPES = ("positive", "bm25", "graph", "popular", "random")
-ALL_RELATIONS = ("dc", "cc", "bc")
 
 
 @dataclass

@@ -57,7 +57,6 @@ SAMPLING = (
 FIELD_SEED_KEY = "openmsd-pool-field-v1"
 """The key of `hash64` for a field's part of a pool's seed (a new key draws other field pools)."""
 BATCH = 32  # queries scored at once: 32 x 1M float32 = 128 MB
-CLASS_SIDES = {"en-en": (True, True), "en-xx": (True, False), "xx-en": (False, True), "xx-xx": (False, False)}
 
 
 def sample_seed(seed: int, size: int, resample: int, field: str | None = None) -> list[int]:

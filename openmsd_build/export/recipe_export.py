@@ -131,12 +131,6 @@ class Counter:
         self.values[name] += n
 
 
-def _side_columns(prefix: str, side: recipe_texts.Side | None) -> dict:
-    if side is None:
-        return {prefix: None, f"{prefix}_field": None}
-    return {prefix: side.text, f"{prefix}_field": side.field}
-
-
 def _example(part: Part, recipe: Recipe, key: str, split: str, anchor_doi: str, positive_doi: str,
              a: recipe_texts.Side, b: recipe_texts.Side, negative: tuple[str, recipe_texts.Side] | None = None,
              relation: str | None = None, cross: bool = False) -> dict:

@@ -73,7 +73,6 @@ MIX_NAMES = ("dc+cc", "dc+bc", "cc+bc", "dc+cc+bc", "dc&cc", "dc&bc", "cc&bc", "
 ATTR_SCHEMA = {"paper_id": pl.Int64, "split": pl.Int8, "en": pl.Boolean}
 NAME_SCHEMA = {"paper_id": pl.Int64, "doi": pl.String, "lang": pl.String, "split": pl.Int8}
 PAIR_SCHEMA = {"a": pl.Int64, "b": pl.Int64, "support": pl.Int64}
-DC_SCHEMA = {"a": pl.Int64, "b": pl.Int64, "support": pl.Int64, "fwd": pl.Boolean}
 
 
 def split_codes(splits: pl.DataFrame) -> pl.DataFrame:

@@ -38,14 +38,10 @@ from openmsd_build.papers.caps import FIELD_CAPS, LIST_CAPS
 from openmsd_build.papers.merge_fast import PROJECTED, merge_frame
 from openmsd_build.papers.merge_reference import _FILLED_FIELDS
 from openmsd_build.papers.sources import crossref, crossref_columnar, openalex
-from openmsd_build.papers.sources.crossref import parse_crossref
-from openmsd_build.papers.sources.openalex import parse_openalex
 from openmsd_build.papers.sources.registry import SOURCES as REGISTERED
-from openmsd_build.papers.sources.unpaywall import parse_unpaywall
 from openmsd_build.schemas import PAPERS
 
 STAGE = "papers"
-SOURCES = ("unpaywall", "crossref", "openalex")
 DEFAULT_BATCH = 2000
 # JSON Lines sources: files are cut into chunks of raw lines that any worker parses.
 LINE_SOURCES = tuple(s.name for s in REGISTERED if s.line_based)
@@ -60,11 +56,7 @@ MAX_COLUMNAR_OBJECTS = 250_000
 # Caps on field sizes (`papers.caps`): cut values are counted as `truncated.<source>.<field>`.
 
 Parser = Callable[[Any], dict]
-_PARSERS: dict[str, Parser] = {
-    "unpaywall": parse_unpaywall,
-    "crossref": parse_crossref,
-    "openalex": parse_openalex,
-}
+_PARSERS: dict[str, Parser] = {s.name: s.parse_function() for s in REGISTERED}  # the registry's record parsers
 
 
 def _outcomes(path: str, source: str) -> Iterator[tuple[str, dict | None, Item | None]]:

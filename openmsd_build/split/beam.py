@@ -31,8 +31,6 @@ NODE_SCHEMA = pa.schema(
     ]
 )
 EDGE_SCHEMA = pa.schema([("citing_doi", pa.string()), ("cited_doi", pa.string())])
-STATUS_SCHEMA = {"doi": pl.String, "paper_id": pl.Int64, "language": pl.String, "group": pl.String, "why": pl.String,
-                 "all_en": pl.Boolean, "is_en": pl.Boolean}
 GROUPS_SCHEMA = {"doi": pl.String, "group": pl.String}
 
 

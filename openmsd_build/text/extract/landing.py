@@ -423,12 +423,6 @@ def _text_after_label(label: lxml.html.HtmlElement) -> str:
     return clean_abstract(" ".join(p for p in parts if p.strip()))
 
 
-def _abstract_after_heading(tree: lxml.html.HtmlElement) -> str:
-    """The first abstract marked only by a heading (see `_abstracts_after_headings`)."""
-    found = _abstracts_after_headings(tree, limit=1)
-    return found[0] if found else ""
-
-
 def _body_abstracts(tree: lxml.html.HtmlElement) -> list[tuple[str, str]]:
     """Every abstract in the page body as (text, rule): innermost abstract containers, then
     heading-marked sections (duplicates are removed by `build_document`)."""

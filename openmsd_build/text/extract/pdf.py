@@ -1580,7 +1580,7 @@ def _printed_title(doc: Any, first: _FirstPage | None, pages: list[list[str]],
         if font_title and _squash(font_title) not in _squash(metadata_title) and body_language():
             from openmsd_build.core.language import detect_language
 
-            meta_language, _p, meta_reliable = detect_language(metadata_title)
+            meta_language = detect_language(metadata_title)[0]
             font_language = detect_language(font_title)[0]
             if meta_language != body_language() and font_language == body_language():
                 title, rules["title"] = font_title, "largest_font"

@@ -41,7 +41,6 @@ from openmsd_build.text.fetch.warc_store import (
 )
 from openmsd_build.text.fetch.warc_stream import is_one_stream, plain_copy
 
-INDEX_FIELDS = ("url", "warc_file", "offset", "length", "status", "content_type", "location")
 LOG = logging.getLogger(__name__)
 CC_REQUIRED = ("url", "warc_filename", "warc_record_offset", "warc_record_length", "fetch_status", "content_mime_type")
 CC_REDIRECT = "fetch_redirect"
