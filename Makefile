@@ -32,7 +32,7 @@ demo: $(STAMP)
 demo-enrich: $(STAMP)
 	$(BIN)/openmsd-build enrich --out $(DEMO_DIR)/build --demo-stub --n-tokens 64
 	$(BIN)/openmsd-build enrich --out $(DEMO_DIR)/build --demo-stub --n-tokens 64
-	$(BIN)/openmsd-build evaluate --out $(DEMO_DIR)/build --baseline bm25 --compare-enriched --relations dc
+	$(BIN)/openmsd-build evaluate --out $(DEMO_DIR)/build --baseline bm25 --compare-enriched
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q tests

@@ -21,7 +21,7 @@ import threading
 from collections.abc import Sequence
 
 from openmsd_build.core import interrupts
-from openmsd_build.core.errors import UserError
+from openmsd_build.core.errors import Parser, UserError
 from openmsd_build.core.runner import stop_sampler_left_running
 from openmsd_build.core.stages import STAGE_NAMES, STAGES
 
@@ -45,7 +45,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The CLI parser; only the chosen subcommand's module is imported (Beam is slow to
     import, and `openmsd-build --help` should answer at once)."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="openmsd-build",
         description="Rebuild OpenMSD-style multilingual scientific-document datasets with Apache Beam.",
         epilog="Beam's own flags pass to Beam (e.g. --runner DataflowRunner --project P --region R); "

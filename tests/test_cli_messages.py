@@ -491,3 +491,20 @@ def test_ctrl_c_message_names_the_fetched_pages_only_when_pages_are_fetched(argv
     said = capsys.readouterr().err.strip()
     again = "a re-run resumes (fetched pages are kept in OUT/warc/)" if resumes else "run it again"
     assert said == f"openmsd-build {argv[0]}: interrupted; the previous outputs are intact; {again}"
+
+
+def test_a_usage_error_is_its_line_and_where_the_help_is(capsys):
+    """argparse printed the command's whole usage above the error: 24 lines for `run`, the
+    flag's name buried. Now the error line, then where the help is; exit 2 as before."""
+    from openmsd_build.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "--out", "x", "--max-degree", "0"])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "openmsd-build run: error: argument --max-degree: must be 2 or more, not 0",
+        "  (see openmsd-build run --help)"]
+    with pytest.raises(SystemExit):
+        main(["no-such-command"])
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and err[0].startswith("openmsd-build: error: argument COMMAND: invalid choice"), err

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
+from typing import NoReturn
+
 MAX_QUOTE = 200
 """Characters of a value, path or library message quoted in an error: a hostile input (a
 5 MB recipe value, a 5,000-character path) must not turn one error line into megabytes."""
@@ -38,3 +41,13 @@ def damaged(path: str, what: str, exc: BaseException | None = None) -> UserError
 
         why = f" ({shorten((describe_failure(exc).strip().splitlines() or [''])[0])})"
     return UserError(f"{shorten(path)}: {what}{why}")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, whose usage error is the error line and where the help is: its own
+    usage block (24 lines for `run`) printed above the error buried the one line that says
+    which flag is wrong. A subcommand's parser is of this class too (argparse makes it of its
+    parent's); `run` parses each stage's flags with one."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n  (see {self.prog} --help)\n")

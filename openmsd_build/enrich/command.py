@@ -435,10 +435,13 @@ def nothing_summarized(counts: dict, rejects_kept: bool = True) -> str | None:
 def refuse_emptying(out: str, counts: dict) -> None:
     """`core.stats.refuse_emptying` for enriched/, when this run summarized nothing: an
     endpoint that is down for a while must not replace the answers of an earlier run with none
-    (its answers are cached; a later run asks again)."""
+    (its answers are cached; a later run asks again), nor must a run that forgot its
+    `--summarizer` (the default, none, summarizes nothing)."""
     from openmsd_build.core import stats
 
     why = nothing_summarized(counts, rejects_kept=False)
+    if why is None and counts.get("not_summarized", 0) and not counts.get("enriched", 0):
+        why = f"--summarizer none, the default, summarizes none of the {counts['not_summarized']:,} non-English documents"
     if why is not None:
         stats.refuse_emptying(STAGE, enriched_dir(out), 0, "summaries", f" ({why})")
 

@@ -28,7 +28,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from openmsd_build.core import layout, parquet_io, paths
 from openmsd_build.core.beam_io import WriteCounts, WriteParquetShards
-from openmsd_build.core.errors import UserError
+from openmsd_build.core.errors import Parser, UserError
 from openmsd_build.core.inputs import absolute_path, at_least, number_from
 from openmsd_build.core.runner import pipeline_options
 from openmsd_build.core.staging import delete_path
@@ -215,7 +215,7 @@ def _reconstruct(release: str, out: str, manifest: dict, ids_glob: str, globs, f
         FileSystems.delete([path])
 
     # 3. the text stage, unchanged.
-    text_parser = argparse.ArgumentParser(prog="openmsd-build text")
+    text_parser = Parser(prog="openmsd-build text")
     text_stage.add_arguments(text_parser)
     text_args = text_parser.parse_args(["--out", out, "--fetch", fetch, *(text_argv or [])])
     text_stage.run(text_args, beam_args)

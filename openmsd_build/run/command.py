@@ -13,7 +13,7 @@ import os
 import sys
 
 from openmsd_build.core import layout, parquet_io, progress, resources
-from openmsd_build.core.errors import UserError
+from openmsd_build.core.errors import Parser, UserError
 from openmsd_build.core.inputs import expand_globs
 from openmsd_build.core.notices import announce, warn
 from openmsd_build.core.paths import UnsafePath, confined_path
@@ -394,7 +394,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
     warnings: dict[str, list[str]] = {}
     for stage, module_name in STAGE_MODULES[first : last + 1]:
         module = importlib.import_module(module_name)
-        parser = argparse.ArgumentParser(prog=f"openmsd-build {stage}")
+        parser = Parser(prog=f"openmsd-build {stage}")
         module.add_arguments(parser)
         stage_args = parser.parse_args(stage_argv(stage, args))
         print(f"== {stage}", flush=True)

@@ -588,3 +588,9 @@ def test_a_dead_endpoint_warns_and_never_empties_earlier_summaries(tmp_path, cap
     assert pq.read_table(enriched_dir(out)).num_rows == before
     # the refused run's rejects went with it: the message sends nobody to the earlier run's
     assert "See rejects/enrich/" not in err and f"remove {enriched_dir(out)} and run again" in err
+    # a run without --summarizer (the default, none) summarizes nothing either: it emptied
+    # enriched/ silently, exit 0; now refused the same way
+    assert main(["enrich", "--out", out]) == 2
+    err = capsys.readouterr().err
+    assert "--summarizer none, the default, summarizes none of the 4 non-English documents" in err and "holds 4" in err
+    assert pq.read_table(enriched_dir(out)).num_rows == before
