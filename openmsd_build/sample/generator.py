@@ -77,7 +77,7 @@ class Publisher:
 
 
 PUBLISHERS: tuple[Publisher, ...] = (
-    Publisher("journals.example-press.org", "Example Press", "10.5555", "Journal of {f}", False,
+    Publisher("journals.example-press.org", "Example Press", "10.55500", "Journal of {f}", False,
               "https://journals.example-press.org/article/{suffix}", "https://journals.example-press.org/article/{suffix}/pdf", 22),
     Publisher("www.example-science.com", "Example Science Publishing Group", "10.55501", "International Journal of {f}", True,
               "https://www.example-science.com/doi/{suffix}", "https://www.example-science.com/doi/pdf/{suffix}", 15),

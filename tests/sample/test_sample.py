@@ -126,6 +126,16 @@ def test_unpaywall_records(small: Path) -> None:
     assert any(r["best_oa_location"] and r["best_oa_location"]["url_for_pdf"] for r in records)
 
 
+def test_no_publisher_registers_under_crossrefs_test_prefix() -> None:
+    """One generated publisher registered its DOIs under 10.5555, Crossref's test prefix, so
+    the papers stage flagged a fifth of the demo's papers as paratext (`test_doi`): the
+    demo taught that real papers are test records."""
+    from openmsd_build.papers.paratext import TEST_DOI_PREFIXES
+    from openmsd_build.sample.generator import PUBLISHERS
+
+    assert not [p.name for p in PUBLISHERS if (p.prefix + "/").startswith(TEST_DOI_PREFIXES)]
+
+
 def test_crossref_items(small: Path) -> None:
     items = []
     for path in sorted((small / "crossref").glob("*.json.gz")):
