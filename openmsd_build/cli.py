@@ -15,6 +15,7 @@ import codecs
 import importlib
 import logging
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -242,6 +243,7 @@ def _main(argv: list[str], command: str | None) -> int:
     )
     for handler in logging.getLogger().handlers:
         handler.addFilter(_no_interrupt_tracebacks)
+    new_out: str | None = None  # an --out folder this command creates
     try:
         module = _module(COMMANDS[args.command][0])
         beam_args = split_beam_args(extra, _subparser(parser, args.command))
@@ -260,6 +262,7 @@ def _main(argv: list[str], command: str | None) -> int:
         local = out.removeprefix("file://") if isinstance(out, str) else None
         if local is not None and "://" not in local:
             _check_local_out(out, local)
+            new_out = None if os.path.lexists(local) else local
         if args.command in STAGE_NAMES:
             from openmsd_build.core import progress, resources
             from openmsd_build.core.inputs import refuse_inputs_in_outputs
@@ -282,8 +285,24 @@ def _main(argv: list[str], command: str | None) -> int:
             result = module.run(args, beam_args)
     except UserError as exc:
         print(f"openmsd-build {args.command}: error: {exc}", file=sys.stderr)
+        _remove_if_nothing_in(new_out)
         return 2
-    return int(result) if isinstance(result, int) else 0
+    code = int(result) if isinstance(result, int) else 0
+    if code:
+        _remove_if_nothing_in(new_out)
+    return code
+
+
+def _remove_if_nothing_in(folder: str | None) -> None:
+    """Remove `folder`, an --out this command created, when a failed run left no file in it
+    (only empty folders): a refused first run must not leave an empty build behind that the
+    next command takes for one."""
+    if folder is None or not os.path.isdir(folder) or os.path.islink(folder):
+        return
+    for _root, _dirs, files in os.walk(folder):
+        if files:
+            return
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _subparser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:

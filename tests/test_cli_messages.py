@@ -508,3 +508,19 @@ def test_a_usage_error_is_its_line_and_where_the_help_is(capsys):
         main(["no-such-command"])
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 2 and err[0].startswith("openmsd-build: error: argument COMMAND: invalid choice"), err
+
+
+def test_a_refused_first_run_leaves_no_empty_build(tmp_path, capsys):
+    """`papers` on an empty input is refused; it left the --out folder it had created, empty,
+    for the next command to take for a build. A folder that was there before is left alone."""
+    from openmsd_build.cli import main
+
+    empty = tmp_path / "u.jsonl"
+    empty.write_text("")
+    out = tmp_path / "build"
+    assert main(["papers", "--out", str(out), "--unpaywall", str(empty)]) == 2
+    assert "held no records" in capsys.readouterr().err
+    assert not out.exists()
+    out.mkdir()
+    assert main(["papers", "--out", str(out), "--unpaywall", str(empty)]) == 2
+    assert out.is_dir()
