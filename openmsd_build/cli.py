@@ -15,7 +15,6 @@ import codecs
 import importlib
 import logging
 import os
-import shutil
 import signal
 import sys
 import threading
@@ -244,6 +243,7 @@ def _main(argv: list[str], command: str | None) -> int:
     for handler in logging.getLogger().handlers:
         handler.addFilter(_no_interrupt_tracebacks)
     new_out: str | None = None  # an --out folder this command creates
+    code = 1  # until the command returns: a Ctrl-C, a SystemExit or a crash is a failure too
     try:
         module = _module(COMMANDS[args.command][0])
         beam_args = split_beam_args(extra, _subparser(parser, args.command))
@@ -283,26 +283,35 @@ def _main(argv: list[str], command: str | None) -> int:
             announce(args.out, args.command)
         else:
             result = module.run(args, beam_args)
+        code = int(result) if isinstance(result, int) else 0
     except UserError as exc:
         print(f"openmsd-build {args.command}: error: {exc}", file=sys.stderr)
-        _remove_if_nothing_in(new_out)
-        return 2
-    code = int(result) if isinstance(result, int) else 0
-    if code:
-        _remove_if_nothing_in(new_out)
+        code = 2
+    finally:
+        if code and new_out is not None:
+            _remove_empty_folders(new_out)
     return code
 
 
-def _remove_if_nothing_in(folder: str | None) -> None:
-    """Remove `folder`, an --out this command created, when a failed run left no file in it
-    (only empty folders): a refused first run must not leave an empty build behind that the
-    next command takes for one."""
-    if folder is None or not os.path.isdir(folder) or os.path.islink(folder):
+def _remove_empty_folders(folder: str) -> None:
+    """Remove `folder`, an --out this command created and then failed in, if nothing but empty
+    folders is in it: a refused first run must not leave an empty build behind for the next
+    command to take for one. Only `os.rmdir`, bottom-up, so a file (written meanwhile, or in a
+    folder the walk could not read) or a link is never removed, and neither is its folder."""
+    if os.path.islink(folder) or not os.path.isdir(folder):
         return
-    for _root, _dirs, files in os.walk(folder):
-        if files:
-            return
-    shutil.rmtree(folder, ignore_errors=True)
+    for root, dirs, _files in os.walk(folder, topdown=False):
+        for name in dirs:
+            path = os.path.join(root, name)
+            if not os.path.islink(path):
+                try:
+                    os.rmdir(path)
+                except OSError:
+                    pass
+    try:
+        os.rmdir(folder)
+    except OSError:
+        pass
 
 
 def _subparser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:

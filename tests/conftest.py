@@ -45,14 +45,25 @@ def pytest_configure(config: pytest.Config) -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
+SOCKET_ROOM = 40
+"""The longest temporary folder the tests' files may go under: the extractor pool's fork server
+listens on a Unix socket at `<folder>/pymp-XXXXXXXX/listener-XXXXXXXX`, and such a path may hold
+at most 104 bytes on macOS, 108 on Linux."""
+
+
 @pytest.fixture(scope="session", autouse=True)
-def _temporary_files_in_the_session_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Every temporary file of the run goes under pytest's folder for the session, which
-    pytest prunes (it keeps the last three runs), not into the system's one run after another:
-    Beam's own (a pipeline built and never run keeps its `beam-pipeline-temp*` folder; a graph
-    for a remote runner writes its submission environment's package list), the stages' spools
-    and those of every command a test starts (`TMPDIR` is inherited)."""
+def _temporary_files_in_one_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every temporary file of the run goes into one folder, not into the system's one run after
+    another (a full run left ~100 folders there): Beam's own (a pipeline built and never run keeps
+    its `beam-pipeline-temp*` folder; a graph for a remote runner writes its submission
+    environment's package list), the stages' spools and those of every command a test starts
+    (`TMPDIR` is inherited). The folder is pytest's for the session, which pytest prunes (it
+    keeps the last three runs), or where that is too deep for a socket (macOS's), one short
+    folder of the system's. Not removed at the end: multiprocessing removes its own folder in
+    it as the interpreter exits, after every fixture."""
     folder = str(tmp_path_factory.mktemp("tmp"))
+    if len(folder) > SOCKET_ROOM:
+        folder = tempfile.mkdtemp(prefix="omsd-tests-")
     saved_env, saved_dir = os.environ.get("TMPDIR"), tempfile.tempdir
     os.environ["TMPDIR"], tempfile.tempdir = folder, folder
     yield

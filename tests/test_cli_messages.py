@@ -524,3 +524,35 @@ def test_a_refused_first_run_leaves_no_empty_build(tmp_path, capsys):
     out.mkdir()
     assert main(["papers", "--out", str(out), "--unpaywall", str(empty)]) == 2
     assert out.is_dir()
+
+
+def test_an_interrupted_first_run_leaves_no_empty_build(tmp_path, monkeypatch):
+    """The same for a Ctrl-C (or any exception) before the command wrote a file; a file in the
+    folder keeps it, whoever wrote it."""
+    import importlib
+    import os
+    from types import SimpleNamespace
+
+    real = importlib.import_module(cli.COMMANDS["papers"][0])
+
+    def interrupted(args, _beam_args, write=None):
+        os.makedirs(os.path.join(args.out, "_tmp", "papers"))  # as staging does
+        if write:
+            with open(os.path.join(args.out, write), "w") as fh:
+                fh.write("x")
+        raise KeyboardInterrupt
+
+    for write, kept in ((None, False), ("notes.txt", True)):
+        fake = SimpleNamespace(add_arguments=real.add_arguments,
+                               run=lambda args, beam_args, w=write: interrupted(args, beam_args, w))
+        monkeypatch.setattr(cli, "_module", lambda name, fake=fake: fake)
+        out = tmp_path / f"build-{kept}"
+        empty = tmp_path / "u.jsonl"
+        empty.write_text("")
+        try:
+            cli._main(["papers", "--out", str(out), "--unpaywall", str(empty)], "papers")
+        except KeyboardInterrupt:
+            pass
+        assert out.exists() == kept
+        if kept:
+            assert (out / "notes.txt").exists() and not (out / "_tmp" / "papers").exists()

@@ -36,6 +36,7 @@ def test_mathml_title_keeps_math_text():
         ("A title\uffff of \ufdd0things\U0001fffe", "A title of things"),
         ("Red \x1b[31mtext\x1b[0m and \x1b]0;window\x07done", "Red text and done"),
         ("an ESC alone\x1b, an unfinished \x1b[", "an ESC alone, an unfinished ["),
+        ("an ESC before \x1b[ and \x1b[12] text, \x1b[3~a key", "an ESC before [ and [12] text, a key"),
     ],
 )
 def test_normalize_text(raw, expected):

@@ -33,12 +33,15 @@ MAX_RAW_ABSTRACT_CHARS = 1_000_000
 # title no reader can show.
 NONCHARACTER_CODES = (*range(0xFDD0, 0xFDF0), *(plane + end for plane in range(0, 0x110000, 0x10000) for end in (0xFFFE, 0xFFFF)))
 _CONTROL_RE = re.compile("[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u200b\ufeff" + "".join(map(chr, NONCHARACTER_CODES)) + "]")
-ESCAPE_SEQUENCE_RE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]{0,256}(?:\x07|\x1b\\))")
-"""A terminal escape sequence (ECMA-48's CSI "ESC [ 31 m" and a terminated OSC "ESC ] 0;x BEL"):
-text copied from a terminal carries them, and deleting only the ESC left "[31m" in the words.
-Removed whole wherever control characters are (`normalize_text`, the papers stage's short
-fields). Not the two-character escapes ("ESC A"): an ESC in a PDF's text layer may stand for a
-glyph (TeX's OT1 encoding puts "ff" there), and the letter after it is text."""
+ESCAPE_SEQUENCE_RE = re.compile(r"\x1b(?:\[[0-?]*[!-/]*[A-Za-z@`~]|\][^\x07\x1b\n]{0,256}(?:\x07|\x1b\\))")
+"""A terminal escape sequence (ECMA-48's CSI "ESC [ 31 m", "ESC [ 3 ~", and a terminated OSC
+"ESC ] 0;x BEL"): text copied from a terminal carries them, and deleting only the ESC left
+"[31m" in the words. Removed whole wherever control characters are (`normalize_text`, the
+papers stage's short fields). The CSI's last character is a letter, "@", "`" or "~" (what
+terminals use; ECMA-48 allows any of "@" to "~") and no space comes before it, so an ESC
+before "[ and" or "[12]" takes only itself. Not the two-character escapes ("ESC A"): an ESC in
+a PDF's text layer may stand for a glyph (TeX's T1 encoding puts "ff" there, OT1 "œ"), and
+the letter after it is text."""
 _SPACES_RE = re.compile(r"[ \t\u00a0\u2000-\u200a\u202f\u205f\u3000]+")
 # The characters of `_SPACES_RE` but " ": a text without them and without "  " has only runs
 # of one " ", which the substitution leaves as they are. Testing for them first (C scans) is

@@ -280,6 +280,20 @@ def test_the_readmes_contexts_figures_are_the_demos(demo):
     assert c["sentences_seen"] == 60_190
 
 
+def test_the_readmes_odt_figures_are_the_demos(demo):
+    """What README says the demo's ODT holds, read back from the split stage's counts: they
+    had drifted when the generator's DOIs changed (202 English papers where the demo gives 201),
+    and no test compared them."""
+    _, _, out = demo
+    paragraph = _readme_paragraph("so its ODT\n")
+    said = re.search(r"\(pl, tr, id, nl, ar: (\d+)\), the held-back rest of the top ten \((\d+) papers: [a-z, ]+\) "
+                     r"and, as the paper defines ODT, the English papers that cite or are cited by a non-English ODT "
+                     r"paper \((\d+)\)", paragraph)
+    assert said, paragraph
+    c = json.loads((out / "_stats" / "split.json").read_text())["counts"]
+    assert [int(g) for g in said.groups()] == [c["odt_other_language"], c["odt_held_back"], c["odt_english_linked"]]
+
+
 def test_the_readmes_enrich_figures_are_the_demos(demo, tmp_path):
     """README's figures for `make demo-enrich` (two `enrich --demo-stub --n-tokens 64` runs),
     read back from the demo's documents: the stub's faulty answers are chosen by a hash of
