@@ -300,18 +300,11 @@ def _remove_empty_folders(folder: str) -> None:
     folder the walk could not read) or a link is never removed, and neither is its folder."""
     if os.path.islink(folder) or not os.path.isdir(folder):
         return
-    for root, dirs, _files in os.walk(folder, topdown=False):
-        for name in dirs:
-            path = os.path.join(root, name)
-            if not os.path.islink(path):
-                try:
-                    os.rmdir(path)
-                except OSError:
-                    pass
-    try:
-        os.rmdir(folder)
-    except OSError:
-        pass
+    for root, _dirs, _files in os.walk(folder, topdown=False):  # links to folders are not walked
+        try:
+            os.rmdir(root)
+        except OSError:
+            pass
 
 
 def _subparser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:

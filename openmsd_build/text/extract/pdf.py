@@ -1086,6 +1086,12 @@ _MARKER_LINE_RE = re.compile(r"^\s*(?:\*{1,3}|[†‡§¶])\s*[^\W\d_]")  # not 
 _MARKER_COMMA_RE = re.compile(r"[*†‡§¶⁎¹²³⁴⁵⁶⁷⁸⁹]\s*,")
 
 
+def _is_author_list(text: str) -> bool:
+    """Whether a line is an author list: two or more names closed by affiliation markers
+    (`_AUTHOR_LIST_RE`), the regex asked only of a line holding a marker then a comma."""
+    return _MARKER_COMMA_RE.search(text) is not None and len(_AUTHOR_LIST_RE.findall(text)) >= 2
+
+
 def _title_line_ok(text: str) -> bool:
     """A line that may be part of a title: some letters, no journal / cover chrome, not a
     section label (Keywords, Abstract), not a place-and-year line, not an author list or an
@@ -1094,7 +1100,7 @@ def _title_line_ok(text: str) -> bool:
         has_letters(text, 4)
         and not _STOP_RE.match(text)
         and not _MARKER_LINE_RE.match(text)
-        and (_MARKER_COMMA_RE.search(text) is None or len(_AUTHOR_LIST_RE.findall(text)) < 2)
+        and not _is_author_list(text)
         and not (_YEAR_RE.search(text) and _PLACE_YEAR_RE.match(text))
         and not _NUMBERED_HEADING_RE.match(text)
         and _heading_at(text) is None
@@ -1300,13 +1306,12 @@ def _title_from_font(lines: list[tuple[str, float, float]],
 
 
 def _below_author_list(lines: list[tuple[str, float, float]], block: list[str]) -> bool:
-    """Whether `block` starts below page one's author list (two or more names closed by
-    affiliation markers, `_AUTHOR_LIST_RE`) in a size no larger than the list's. A title is
+    """Whether `block` starts below page one's author list (`_is_author_list`) in a size no
+    larger than the list's. A title is
     printed above its authors; a line of their size below them is an affiliation, an address
     or the abstract, which is what the largest-font rule falls back on when the title is not in
     the text layer (drawn as an image or as paths) or every line has one size."""
-    authors = next((k for k, (text, _s, _t) in enumerate(lines)
-                    if _MARKER_COMMA_RE.search(text) is not None and len(_AUTHOR_LIST_RE.findall(text)) >= 2), None)
+    authors = next((k for k, (text, _s, _t) in enumerate(lines) if _is_author_list(text)), None)
     if authors is None:
         return False
     start = next((k for k, (text, _s, _t) in enumerate(lines) if text.startswith(block[0])), None)
