@@ -93,6 +93,41 @@ def test_author_lists_affiliations_and_prose_are_not_titles() -> None:
     assert not _reads_as_prose(["A short title."])
 
 
+ABSTRACT_LINE = ("Abstract. This paper studies the equation in detail and gives its solutions for all real "
+                 "values of the parameter.")
+
+
+def _pdf_titled(info_title: str, printed: str = "") -> bytes:
+    """One page in 10 pt, `printed` above an abstract, whose Info dictionary's Title is `info_title`."""
+    from pdf_bytes import pdf_file
+
+    lines = [printed, ABSTRACT_LINE] if printed else [ABSTRACT_LINE]
+    content = b"".join(b"BT /F1 10 Tf 72 %d Td (" % (700 - 20 * k) + line.encode("latin-1") + b") Tj ET "
+                       for k, line in enumerate(lines))
+    return pdf_file([
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 4 0 R >> >> /Contents 5 0 R >>",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream",
+        b"<< /Title <FEFF" + info_title.encode("utf-16-be").hex().upper().encode() + b"> >>",
+    ], info=6)
+
+
+@pytest.mark.parametrize("name", ["\\\u2013 (1).hwp", "final version 2.odt", "Manuscript_v3 final.wpd",
+                                  "Talk slides Lisbon.pptx", "Rev 2 of the paper.DOCX"])
+def test_a_metadata_title_that_is_a_file_name_is_no_title(name) -> None:
+    """A PDF's Info Title is often the name of the file it was made from; the word processors'
+    formats are a class (a Korean conference PDF's was "\\\u2013 (1).hwp"), not one extension."""
+    assert extract_pdf(_pdf_titled(name), titles=[None])["title"] in (None, ""), name
+
+
+def test_a_metadata_title_naming_a_format_inside_it_is_kept() -> None:
+    for title in ("Mining the pages of Wikipedia for word senses", "Key exchange over noisy channels",
+                  "Listening data from Last.fm and the pages users keep"):
+        assert extract_pdf(_pdf_titled(title, printed=title), titles=[None])["title"] == title, title
+
+
 def test_a_reference_list_is_not_an_abstract() -> None:
     assert looks_like_bibliography(REFERENCES)
     assert wrong_abstract_reason(REFERENCES) == "bibliography"

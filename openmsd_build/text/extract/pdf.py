@@ -167,10 +167,13 @@ def _ends_sentence(line: str) -> bool:
     last = line[-1:]
     return last in _SENTENCE_END_CHARS or (last == "\n" and line[-2:-1] in _SENTENCE_END_CHARS)
 _BAD_METADATA_TITLE_RE = re.compile(
-    r"\.(?:pdf|docx?|p65|indd|qxd|tex|dvi|rtf|ps)\b|^untitled|^microsoft word|^title$|^\s*$|^[\w-]+$|template|"
-    r"^(?:doi|http|www)",
+    r"\.(?:pdf|docx?|p65|indd|qxd|tex|dvi|rtf|ps)\b|\.(?:hwpx?|odt|wpd|sxw|pages|pptx?|xlsx?|key)\s*$|"
+    r"^untitled|^microsoft word|^title$|^\s*$|^[\w-]+$|template|^(?:doi|http|www)",
     re.IGNORECASE,
 )
+"""A PDF's Info Title that names no article: the file it was made from (a word processor's,
+a typesetter's, a slide or spreadsheet program's: "paper (1).hwp", "final.odt"; the rarer
+formats only as the title's last word, where a name ends), a template's placeholder, a link."""
 _NOT_TITLE_LINE_RE = re.compile(
     r"journal|vol\.|volume|\bissn\b|doi|https?:|www\.|©|copyright|open access|research article|"
     r"original article|review article|artigo original|proceedings|published|received|accepted|"
