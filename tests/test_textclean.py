@@ -37,6 +37,8 @@ def test_mathml_title_keeps_math_text():
         ("Red \x1b[31mtext\x1b[0m and \x1b]0;window\x07done", "Red text and done"),
         ("an ESC alone\x1b, an unfinished \x1b[", "an ESC alone, an unfinished ["),
         ("an ESC before \x1b[ and \x1b[12] text, \x1b[3~a key", "an ESC before [ and [12] text, a key"),
+        # C1 0x9B is cp1252's "›" read as Latin-1, before a word: only the control goes
+        ("\x9bAbstract and \x9b31m", "Abstract and 31m"),
     ],
 )
 def test_normalize_text(raw, expected):

@@ -41,7 +41,9 @@ papers stage's short fields). The CSI's last character is a letter, "@", "`" or 
 terminals use; ECMA-48 allows any of "@" to "~") and no space comes before it, so an ESC
 before "[ and" or "[12]" takes only itself. Not the two-character escapes ("ESC A"): an ESC in
 a PDF's text layer may stand for a glyph (TeX's T1 encoding puts "ff" there, OT1 "œ"), and
-the letter after it is text."""
+the letter after it is text. Nor the one-byte C1 forms (0x9B CSI, 0x9D OSC): 0x9B is also cp1252's
+"›" decoded as Latin-1, printed before a word ("\x9bAbstract"), and a CSI rule there would take
+the word's first letter; those bytes go as control characters, the parameters stay."""
 _SPACES_RE = re.compile(r"[ \t\u00a0\u2000-\u200a\u202f\u205f\u3000]+")
 # The characters of `_SPACES_RE` but " ": a text without them and without "  " has only runs
 # of one " ", which the substitution leaves as they are. Testing for them first (C scans) is
