@@ -269,6 +269,7 @@ def read_parts(pipeline, directory: str, columns: Sequence[str], label: str):
 
         writer = writer_of(directory)  # "the previous stage" misled: contexts reads what split writes
         raise UserError(f"no Parquet files under {directory}; run the {writer or 'previous'} stage first")
+    parquet_io.check_parts(parts)  # a damaged or empty part is one line naming it, not a worker's traceback
     return (
         pipeline
         | f"{label}Files" >> beam.Create(parts, reshuffle=False)  # spread once, below

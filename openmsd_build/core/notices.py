@@ -171,7 +171,9 @@ _CITATION_DROPS = frozenset({"rows_unrecognized_file", "malformed_row", "bad_doi
 def _split(counts: Mapping[str, int]) -> list[str]:
     read = counts.get("documents_read", 0)
     linked = sum(counts.get(s, 0) for s in ("train", "idt", "odt"))
-    if read and not linked:
+    if not read:
+        return ["split read 0 documents: documents/ is empty (see the text stage's warning); splits/ is empty"]
+    if not linked:
         return [f"split assigned 0 of {_n(read)} documents: none has a kept citation link (see the citations "
                 "stage's warning)"]
     if linked and not (counts.get("idt", 0) or counts.get("odt", 0)):

@@ -160,6 +160,7 @@ def run_text(
     papers_parts = parquet_io.list_parts(layout.papers_dir(out))
     if not papers_parts:
         raise UserError(f"no papers under {layout.papers_dir(out)}: run `openmsd-build papers` first")
+    parquet_io.check_parts(papers_parts)  # a damaged or empty part: one line naming it
     check_fetch_inputs(spec, warc_prefix)
     fetch_config = fetch_config or FetchConfig()
     fetch_config = replace(fetch_config, per_host_rate=key_rate(fetch_config.per_host_rate, host_shards, options))

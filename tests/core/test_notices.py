@@ -221,6 +221,12 @@ def test_one_empty_test_split_is_warned_about():
     assert stage_warnings("split", {**counts, "odt": 4}) == []
 
 
+def test_a_split_of_no_documents_is_warned_about():
+    """A split over an empty documents/ printed its counts (all zero) and no warning of its own."""
+    [line] = stage_warnings("split", {"documents_read": 0, "no_link": 0})
+    assert line.startswith("split read 0 documents") and "text stage's warning" in line
+
+
 def test_refused_addresses_name_the_flag_that_permits_them():
     """Fetching your own server (an intranet repository, a local mirror) gave only
     `errors: blocked_address 13`: the refusal of private and loopback addresses is the

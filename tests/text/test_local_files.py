@@ -426,3 +426,73 @@ def test_file_names_that_are_not_utf8(tmp_path, real_samples):
         (NAMED_FOR_NO_PAPER, "10.1234_\\xff\\xfe.pdf")]
     assert _docs(out)["10.2903/j.efsa.2014.3550"]["content"]
 
+
+
+def test_manifest_rows_reconcile_and_a_stray_field_is_one_rows_reject(tmp_path):
+    """Every manifest row is used, a reject, or a repeat of a row before it (counted): a row
+    with a field past the header's (a comma in an unquoted path) stopped the whole stage with
+    an AttributeError, and repeated rows left no trace; a pipe listed as a file was
+    `local_file_missing`."""
+    folder = tmp_path / "files"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "a.pdf").write_bytes(b"%PDF-1.4 a")
+    (folder / "sub" / "b.pdf").write_bytes(b"%PDF-1.4 b")
+    os.symlink(folder / "a.pdf", folder / "alias.pdf")
+    os.mkfifo(folder / "pipe.pdf")
+    manifest = tmp_path / "m.csv"
+    manifest.write_text("doi,url,path\n"
+                        "10.1000/a,,a.pdf\n"
+                        "10.1000/A,,alias.pdf\n"  # the same DOI and file, by another path
+                        "10.1000/b,,../files/sub/b.pdf\n"
+                        "10.1000/b,https://x.example/b,sub/b.pdf\n"  # gives a URL: new
+                        "10.1000/b,https://x.example/b,sub/b.pdf\n"  # again: a repeat
+                        "10.1000/c,,one,two.pdf\n"
+                        "10.1000/p,,pipe.pdf\n")
+    source = load(f"local:{folder}@{manifest}")
+    assert [(reason, key) for reason, key, _ in source.problems] == [
+        ("local_manifest_bad_row", "10.1000/c"), (NOT_A_DOCUMENT, "10.1000/p")]
+    assert "more field(s) than the header" in source.problems[0][2] and "not a regular file" in source.problems[1][2]
+    assert (source.manifest_rows, source.repeated_rows) == (7, 2)
+    used = 7 - len(source.problems) - source.repeated_rows
+    assert used == 3 and sum(len(files) for files in source.by_doi.values()) == 2 and len(source.by_url) == 1
+
+
+def test_a_manifest_with_no_rows_or_columns_of_another_type_is_refused(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "a.pdf").write_bytes(b"%PDF-1.4 x")
+    empty = tmp_path / "empty.csv"
+    empty.write_text("doi,path\n")
+    with pytest.raises(ValueError, match=r"empty\.csv: the manifest has a header and no rows"):
+        load(f"local:{tmp_path}@{empty}")
+    for column, values in (("path", pa.array([5])), ("doi", pa.array([10])), ("path", pa.array([["a.pdf"]]))):
+        manifest = tmp_path / "typed.parquet"
+        table = {"doi": pa.array(["10.1000/x"]), "path": pa.array(["a.pdf"]), column: values}
+        pq.write_table(pa.table(table), manifest)
+        with pytest.raises(ValueError, match=rf"typed\.parquet: column {column} holds .*, not text"):
+            load(f"local:{tmp_path}@{manifest}")
+    pq.write_table(pa.table({"doi": pa.array(["10.1000/x"]).dictionary_encode(), "path": ["a.pdf"]}), manifest)
+    assert doi_tasks(load(f"local:{tmp_path}@{manifest}"), "10.1000/x")  # a dictionary of text is text
+
+
+def test_document_named_entries_that_are_not_files_are_rejects(tmp_path):
+    """With the naming rule, a DOI-named pipe, a link to nothing and a link to a file of another
+    type were dropped without a count (and a folder of only such entries was told its files
+    were not named after DOIs)."""
+    (tmp_path / "notes.txt").write_text("x")
+    os.mkfifo(tmp_path / "10.1000_pipe.pdf")
+    os.symlink(tmp_path / "gone.pdf", tmp_path / "10.1000_broken.pdf")
+    os.symlink(tmp_path / "notes.txt", tmp_path / "10.1000_text.pdf")
+    source = load(f"local:{tmp_path}")
+    assert sorted((reason, os.path.basename(key)) for reason, key, _ in source.problems) == [
+        (MISSING, "10.1000_broken.pdf"), (NOT_A_DOCUMENT, "10.1000_pipe.pdf"), (NOT_A_DOCUMENT, "10.1000_text.pdf")]
+    assert not source.by_doi
+
+
+def test_a_file_that_grew_past_the_cap_after_its_size_was_read(tmp_path, monkeypatch):
+    (tmp_path / "10.1000_big.pdf").write_bytes(b"%PDF-1.4 " + b"x" * 100)
+    backend = LocalFilesBackend(f"local:{tmp_path}", max_bytes=50)
+    url = doi_tasks(backend.source, "10.1000/big")[0]["url"]
+    monkeypatch.setattr(os.path, "getsize", lambda _path: 10)  # the size read before the file grew
+    assert backend.fetch(url).error == "too_large"

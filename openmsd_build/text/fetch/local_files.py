@@ -22,9 +22,10 @@ Two ways to say which file is which paper's:
 Only `.pdf`, `.html`, `.htm` and `.xhtml` files are documents (the media type comes from the
 extension; a body starting `%PDF-` is a PDF whatever its name). Every path must stay inside
 FOLDER once resolved (symbolic links and `..` included). A manifest row whose file is
-missing, outside the folder, a folder or of another type, whose path holds NUL, or whose URL
-another row gives for another file once canonical (`URL_LISTED_TWICE`), and a document-named
-link out of the folder or a document whose name is not UTF-8, is a counted reject naming it
+missing, outside the folder, a folder, a pipe or of another type, whose path holds NUL, that has
+more fields than the header, or whose URL another row gives for another file once canonical
+(`URL_LISTED_TWICE`), and a document-named link out of the folder, to nothing or to another type
+of file, a document-named pipe, or a document whose name is not UTF-8, is a counted reject naming it
 (`LocalSource.problems`, names escaped by `shown`); so is a manifest DOI that no paper
 has, a manifest URL that no paper lists (nor uses by its row's DOI), and a document file named
 after no paper's DOI (`unmatched_rejects`, once the papers are read and fetched); a URL nobody put in the folder answers `not_in_folder` (a miss, as `not_in_archive` is
@@ -116,6 +117,13 @@ class LocalSource:
     hidden: int = 0
     """Without a manifest: hidden files and folders under the folder (names starting with `.`),
     not read nor walked (counted `local.hidden_skipped`)."""
+    manifest_rows: int = 0
+    """With a manifest: its rows read (counted `local.manifest_rows`): each is used, a reject,
+    or a repeat of a row before it (`repeated_rows`)."""
+    repeated_rows: int = 0
+    """With a manifest: rows that give a file nothing new (its DOI and URL were given for that
+    file by an earlier row, perhaps through another path to it; counted
+    `local.manifest_rows_repeated`)."""
 
     @functools.cached_property
     def known_paths(self) -> frozenset[str]:
@@ -154,6 +162,9 @@ def _manifest_rows(manifest: str) -> Iterator[dict]:
         names = set(table.column_names)
         if "path" not in names or not names & {"doi", "url"}:
             raise ValueError(f"{manifest}: a manifest needs a path column and a doi or url column, has {sorted(names)}")
+        for name in ("doi", "url", "path"):
+            if name in names and not _text_type(table.schema.field(name).type):
+                raise ValueError(f"{manifest}: column {name} holds {table.schema.field(name).type}, not text")
         for row in table.to_pylist():
             yield {k: row.get(k) for k in ("doi", "url", "path")}
         return
@@ -164,6 +175,16 @@ def _manifest_rows(manifest: str) -> Iterator[dict]:
         yield from _csv_rows(manifest)
     except UnicodeDecodeError as exc:
         raise ValueError(f"{manifest}: not UTF-8 text ({exc.reason}): save the manifest as UTF-8") from None
+
+
+def _text_type(dtype) -> bool:
+    """Whether a Parquet manifest column of this type holds text (or only nulls)."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(dtype):
+        dtype = dtype.value_type
+    return pa.types.is_string(dtype) or pa.types.is_large_string(dtype) or pa.types.is_null(dtype) or (
+        hasattr(pa.types, "is_string_view") and pa.types.is_string_view(dtype))
 
 
 def _looks_like_json(manifest: str) -> bool:
@@ -182,8 +203,12 @@ def _csv_rows(manifest: str) -> Iterator[dict]:
             raise ValueError(f"{manifest}: a manifest needs a header with path and doi and/or url, has "
                              f"{sorted(names)}")
         for row in reader:
+            extra = row.pop(None, None)  # fields past the header's (csv puts them under None)
             clean = {(k or "").strip().lower(): (v or "").strip() for k, v in row.items()}
-            yield {k: clean.get(k) or None for k in ("doi", "url", "path")}
+            out = {k: clean.get(k) or None for k in ("doi", "url", "path")}
+            if extra:
+                out["problem"] = f"has {len(extra)} more field(s) than the header (a comma inside an unquoted path?)"
+            yield out
 
 
 def load(spec: str) -> LocalSource:
@@ -209,8 +234,13 @@ def _read(spec: str) -> LocalSource:
         source.other_files = len(skipped)
         source.hidden = len(hidden)
         return source
+    listed_urls: set[str] = set()
     for n, row in enumerate(_manifest_rows(manifest), start=2):
+        source.manifest_rows += 1
         key = row["doi"] or row["url"] or f"{manifest}:{n}"
+        if row.get("problem"):
+            source.problems.append((BAD_ROW, key, f"{manifest} row {n}: {row['problem']}"))
+            continue
         doi = try_normalize_doi(row["doi"]) if row["doi"] else None
         if not row["path"] or (row["doi"] and doi is None) or not (doi or row["url"]):
             source.problems.append((BAD_ROW, key, f"{manifest} row {n}: needs a path and a valid doi or url"))
@@ -225,16 +255,18 @@ def _read(spec: str) -> LocalSource:
         if os.path.isdir(full):
             source.problems.append((NOT_A_DOCUMENT, key, f"{row['path']} is a folder, not a file"))
             continue
-        if not os.path.isfile(full):
+        if not os.path.exists(full):
             source.problems.append((MISSING, key, f"{row['path']} not found under {folder}"))
+            continue
+        if not os.path.isfile(full):
+            source.problems.append((NOT_A_DOCUMENT, key, f"{row['path']} is not a regular file (a pipe, a device?)"))
             continue
         if media_type(full) is None:
             source.problems.append((NOT_A_DOCUMENT, key, f"{row['path']}: only {', '.join(MEDIA_TYPES)} files"))
             continue
-        if doi:
-            files = source.by_doi.setdefault(doi, [])
-            if full not in files:
-                files.append(full)
+        new = bool(doi) and full not in source.by_doi.get(doi, [])
+        if new:
+            source.by_doi.setdefault(doi, []).append(full)
         if row["url"]:
             url = canonical_url(row["url"])
             if source.by_url.setdefault(url, full) != full:  # the same URL (once canonical) for two files
@@ -242,9 +274,17 @@ def _read(spec: str) -> LocalSource:
                                         f"{manifest} row {n}: {url} is listed for another file already "
                                         f"({os.path.relpath(source.by_url[url], folder)}): this row's URL is not used"))
                 continue
+            key_of_url = url_key(row["url"])
             if doi:
                 source.with_url.add((doi, full))
-                source.urls_of_doi.setdefault(doi, []).append(url_key(row["url"]))
+                if key_of_url not in source.urls_of_doi.get(doi, []):
+                    source.urls_of_doi.setdefault(doi, []).append(key_of_url)
+                    new = True
+            new = new or url not in listed_urls
+            listed_urls.add(url)
+        source.repeated_rows += not new  # its DOI and URL were given for this file already
+    if not source.manifest_rows:
+        raise ValueError(f"{manifest}: the manifest has a header and no rows")
     return source
 
 
@@ -299,7 +339,14 @@ def _documents_under(folder: str, problems: list[tuple[str, str, str]], skipped:
             full = inside(folder, os.path.relpath(listed, folder))
             if full is None:
                 problems.append((OUTSIDE, listed, f"{listed} points outside {folder}"))
-            elif media_type(full) is not None and os.path.isfile(full):
+            elif not os.path.exists(full):  # a link to nothing (or a loop of links)
+                problems.append((MISSING, listed, f"{listed} is a link to a file that does not exist"))
+            elif not os.path.isfile(full):
+                problems.append((NOT_A_DOCUMENT, listed, f"{listed} is not a regular file (a pipe, a device?)"))
+            elif media_type(full) is None:
+                problems.append((NOT_A_DOCUMENT, listed, f"{listed} links to {os.path.relpath(full, folder)}, whose "
+                                 f"type is not read (only {', '.join(MEDIA_TYPES)} files)"))
+            else:
                 yield listed, full
 
 
@@ -400,8 +447,11 @@ class LocalFilesBackend:
             if self.max_bytes is not None and size > self.max_bytes:
                 result.error = TOO_LARGE
                 return result
-            with open(path, "rb") as fh:
-                body = fh.read()
+            with open(path, "rb") as fh:  # at most one byte past the cap: the file may grow after its size was read
+                body = fh.read() if self.max_bytes is None else fh.read(self.max_bytes + 1)
+            if self.max_bytes is not None and len(body) > self.max_bytes:
+                result.error = TOO_LARGE
+                return result
             mtime = os.path.getmtime(path)
         except OSError as exc:
             result.error = "local_file_unreadable"
