@@ -253,11 +253,16 @@ def _main(argv: list[str], command: str | None) -> int:
             resolve_out(args)
         # Hand the Beam flags to Beam's FileSystems before any command touches a path, so
         # `gs://` inputs and outputs work for every command, pipelines or not.
-        from openmsd_build.core.runner import check_cloud_credentials, check_local_worker_pool, pipeline_options
+        from openmsd_build.core.runner import (
+            check_cloud_credentials,
+            check_local_worker_pool,
+            check_runner,
+            pipeline_options,
+        )
 
         check_cloud_credentials(argv, beam_args)
         check_local_worker_pool(beam_args)
-        pipeline_options(beam_args)
+        check_runner(pipeline_options(beam_args))
         out = getattr(args, "out", None)
         local = out.removeprefix("file://") if isinstance(out, str) else None
         if local is not None and "://" not in local:

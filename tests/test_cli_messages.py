@@ -556,3 +556,20 @@ def test_an_interrupted_first_run_leaves_no_empty_build(tmp_path, monkeypatch):
         assert out.exists() == kept
         if kept:
             assert (out / "notes.txt").exists() and not (out / "_tmp" / "papers").exists()
+
+
+def test_a_runner_beam_does_not_know_or_refuses_is_one_line_before_any_stage(tmp_path, capsys):
+    """`--runner=DirectRuner` (a typo) and Dataflow without its options were tracebacks from
+    inside the first stage's run (`run` had printed "== papers" and begun)."""
+    from openmsd_build.cli import main
+    from openmsd_build.core.errors import UserError
+    from openmsd_build.core.runner import check_runner, pipeline_options
+
+    with pytest.raises(UserError, match="^--runner DirectRuner: Unexpected pipeline runner"):
+        check_runner(pipeline_options(["--runner=DirectRuner"]))
+    with pytest.raises(UserError, match="^--runner DataflowRunner: .*Missing required option: project"):
+        check_runner(pipeline_options(["--runner=DataflowRunner"]))
+    check_runner(pipeline_options([]))  # the local runner: nothing to check
+    assert main(["split", "--out", str(tmp_path / "b"), "--runner=DirectRuner"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--runner DirectRuner: Unexpected pipeline runner" in err[0], err

@@ -320,7 +320,7 @@ def add_reject_rate_argument(parser) -> None:
 def stale_after(out: str, stage: str) -> list[str]:
     """The notices after `stage` ran: the later stages its new outputs made stale, `stage`
     itself when it ran on stale inputs, and the other stages that were stale already."""
-    from openmsd_build.core.stages import STAGES, stale_stages
+    from openmsd_build.core.stages import STAGES, derived_present, stale_stages
 
     stale = stale_stages(out)
     later = {stage}
@@ -340,7 +340,13 @@ def stale_after(out: str, stage: str) -> list[str]:
     before = [s for s in stale if s not in later]
     if before:
         out_lines.append(f"still stale: {'; '.join(f'{s} ({stale[s]})' for s in before)}")
+    derived = derived_present(out)
+    if derived:  # made from the whole build before this run: what they hold is the earlier build's
+        out_lines.append(f"{', '.join(f'{f}/' for f in derived)} of {out} {'was' if len(derived) == 1 else 'were'} "
+                         f"made from the build before {stage} ran and still hold{'s' if len(derived) == 1 else ''} "
+                         "what it gave: make them again once the build is whole (`run` removes them)")
     return out_lines
+
 
 
 def warn(lines: list[str], prefix: str = "warning") -> None:

@@ -185,6 +185,31 @@ def check_local_worker_pool(beam_args: Sequence[str]) -> None:
             "--service_port=50000, and run this command with the same PATH")
 
 
+def check_runner(options: PipelineOptions) -> None:
+    """A `--runner` Beam does not know, or a distributed runner's options that Beam's own
+    validator refuses (Dataflow without `--project`, `--region`, a `gs://` temp location), is
+    a `UserError` of one line before any stage starts: both were a traceback from deep inside
+    the first stage's run (`ValueError: Unexpected pipeline runner`, "Pipeline has validations
+    errors"), after the command had begun its work."""
+    from apache_beam.options.pipeline_options import StandardOptions
+    from apache_beam.options.pipeline_options_validator import PipelineOptionsValidator
+    from apache_beam.runners.runner import create_runner
+
+    from openmsd_build.core.errors import UserError
+
+    name = options.view_as(StandardOptions).runner
+    if not isinstance(name, str) or is_local_runner(options):
+        return
+    try:
+        runner = create_runner(name)
+    except (ValueError, ImportError, RuntimeError) as exc:
+        first = (str(exc).strip().splitlines() or [""])[0]
+        raise UserError(f"--runner {name}: {first}") from None
+    errors = PipelineOptionsValidator(options, runner).validate()
+    if errors:
+        raise UserError(f"--runner {name}: {'; '.join(e.strip() for e in errors)}")
+
+
 def stop_sampler_left_running() -> None:
     """Stop the Beam state sampler a Ctrl-C left running, if any.
 

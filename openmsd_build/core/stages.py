@@ -69,6 +69,28 @@ def present_outputs(out: str, name: str) -> list[str]:
     return [folder for folder in stage(name).outputs if path_exists(join_path(out, folder))]
 
 
+def stage_folder_holding(path: str) -> str | None:
+    """The stage output folder of a local build that `path` is, or is inside (`rejects/` and
+    `_stats/` too), or None. A build root is a folder holding `_stats/`. A command that
+    writes somewhere of the user's choosing (`release --to`, `reconstruct --out`) must not
+    write there: the stage's next run clears its folder, and what was written went with it
+    without a word."""
+    import os
+
+    if "://" in path and not path.startswith("file://"):
+        return None
+    full = os.path.abspath(path.removeprefix("file://"))
+    root = os.path.dirname(full)
+    while root and root != os.path.dirname(root):
+        if os.path.isdir(os.path.join(root, "_stats")):
+            for folder in (*(f for s in STAGES for f in s.outputs), "rejects", "_stats"):
+                owned = os.path.join(root, folder)
+                if full == owned or full.startswith(owned + os.sep):
+                    return owned
+        root = os.path.dirname(root)
+    return None
+
+
 def is_built(out: str, name: str) -> bool:
     """Whether `out` holds anything of stage `name`: its `_stats/<name>.json` or any of its
     output folders. A stage with neither was never built: not stale, only not built yet."""
@@ -93,6 +115,16 @@ def downstream(name: str) -> tuple[str, ...]:
 # --------------------------------------------------------------------------- provenance
 
 DERIVED_FOLDERS = ("evaluation", "export", "release", "report")  # built from a whole build
+
+
+def derived_present(out: str) -> list[str]:
+    """The folders of `DERIVED_FOLDERS` that `out` holds: what `run` removes once its first
+    stage is rebuilt (and `run --plan` says it would), and what a stage run alone says still
+    holds the earlier build (`notices.stale_after`)."""
+    from openmsd_build.core.parquet_io import join_path
+    from openmsd_build.core.staging import path_exists
+
+    return [folder for folder in DERIVED_FOLDERS if path_exists(join_path(out, folder))]
 
 
 def read_stage_stats(out: str, name: str) -> dict | None:

@@ -97,7 +97,7 @@ def refuse_all_rejected(stage: str, counts: dict, read: int, written: int, failu
         return
     top = sorted(((v, k) for k, v in failures.items() if v), reverse=True)[:5]
     if read == 0:
-        raise UserError(f"{stage}: the inputs held no records (empty files, or not {stage}'s input format?); "
+        raise UserError(f"{stage}: the inputs held no records (empty files, or not the {stage} stage's input format?); "
                         "the previous outputs were kept")
     if sum(failures.values()) >= read:
         reasons = ", ".join(f"{k} {v:,}" for v, k in top) or "unknown"

@@ -38,7 +38,7 @@ from openmsd_build.core.errors import UserError
 from openmsd_build.core.inputs import absolute_path, add_out_argument, at_least
 from openmsd_build.core.paths import inside
 from openmsd_build.core.runner import pipeline_options
-from openmsd_build.core.stages import require_fresh
+from openmsd_build.core.stages import require_fresh, stage_folder_holding
 from openmsd_build.core.staging import recover_entries, write_then_replace
 from openmsd_build.core.stats import read_json
 from openmsd_build.release.beam import (
@@ -244,6 +244,9 @@ def write_release(
     if inside(release, out):
         raise UserError(f"the release folder must not be the build's output root or hold it ({out} is inside "
                         f"{release})")
+    if (owned := stage_folder_holding(release)) is not None:
+        raise UserError(f"--to {release} is inside {owned}, a stage's output folder, which its next run clears: "
+                        "give a folder outside it")
     num_shards = shards or len(doc_parts)
     partial = parquet_io.join_path(release, PARTIAL)
     recover_entries(release, partial, ENTRIES)  # first: what a killed or interrupted run left

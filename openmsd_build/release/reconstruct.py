@@ -86,6 +86,8 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
     for name in ("papers", "text"):
         announce(args.out, name, stale=False)
     print(format_rates(result["rates"]))
+    for line in recovery_warnings(result):
+        print(f"warning: {line}", file=sys.stderr)
     graph = result["graph"]
     refused = {k.split(".", 1)[1]: v for k, v in graph.items() if k.startswith("files_refused.")}
     print(f"graph: {graph['files_copied']:,} release files copied, {graph['split_rows']:,} split rows"
@@ -122,7 +124,7 @@ def reconstruct(
 ) -> dict:
     import importlib
 
-    from openmsd_build.core.stages import STAGE_NAMES, present_outputs, stage
+    from openmsd_build.core.stages import STAGE_NAMES, present_outputs, stage, stage_folder_holding
 
     # the stages' commands through the registry: release depends on no stage package
     papers_stage = importlib.import_module(stage("papers").command)
@@ -134,6 +136,9 @@ def reconstruct(
         raise UserError(f"--out {out} is the release folder or inside it: reconstruct into another folder")
     if paths.inside(out, release):  # the build a release was written from: rebuilding it destroys both
         raise UserError(f"the release {release} is inside --out {out}: reconstruct into a new or empty folder")
+    if (owned := stage_folder_holding(out)) is not None:
+        raise UserError(f"--out {out} is inside {owned}, a stage's output folder of another build, which its next "
+                        "run clears: reconstruct into a folder outside it")
     held = [f"{folder}/" for name in STAGE_NAMES for folder in present_outputs(out, name)]
     if held:  # the release's graph files would mix with (or half replace) an earlier build's
         raise UserError(f"--out {out} already holds a build ({', '.join(held)}): reconstruct into a new or empty "
@@ -344,6 +349,27 @@ def restore_graph(release: str, out: str, manifest: dict) -> dict[str, int]:
         key = f"files_refused.{reason}"
         result[key] = result.get(key, 0) + 1
     return result
+
+
+def recovery_warnings(result: dict) -> list[str]:
+    """What a low recovery comes from, when the run knows: snapshots that hold none (or only
+    some) of the release's papers, or no text fetched at all. The rates alone said 0/N for
+    every field, exit 0, and the cause sat in recovery.json's `restrict` counts."""
+    restrict = result.get("restrict") or {}
+    wanted, missing = restrict.get("release.dois", 0), restrict.get("release.no_paper_in_inputs", 0)
+    lines = []
+    if wanted and missing == wanted:
+        lines.append(f"none of the release's {wanted:,} papers is in the given snapshots ({restrict.get('papers.read', 0):,} "
+                     "papers read): are these the snapshots the release was built from?")
+    elif missing:
+        lines.append(f"{missing:,} of the release's {wanted:,} papers are not in the given snapshots "
+                     "(release.no_paper_in_inputs): nothing of theirs can be recovered")
+    content = [fields.get("content", {}) for fields in (result.get("rates") or {}).values()]
+    expected = sum(f.get("expected", 0) for f in content)
+    if result.get("fetch") == "none" and expected and not sum(f.get("recovered", 0) for f in content):
+        lines.append("no content recovered: --fetch none rebuilds from the snapshots' metadata alone; "
+                     "--fetch http (or warc:GLOB, local:FOLDER) reads the papers' pages and PDFs")
+    return lines
 
 
 def format_rates(rates: dict) -> str:

@@ -21,6 +21,7 @@ from openmsd_build.core.stage_inputs import record_inputs
 from openmsd_build.core.stages import (
     DERIVED_FOLDERS,
     STAGES,
+    derived_present,
     downstream,
     is_built,
     present_outputs,
@@ -260,7 +261,7 @@ def plan_text(args: argparse.Namespace, to_run: list[str], found: list[str], ser
     the outputs it replaces, or as not built yet; after it, the built stages that read what
     the run rebuilds (they are stale until re-run) and, apart, the later stages never built
     (no `_stats`, no output folder: not stale, only not built); last, the folders describing a
-    whole build that the run removes first, those OUT holds (`removed_first`), and nothing
+    whole build that the run removes first, those OUT holds (`stages.derived_present`), and nothing
     when it holds none. `serial`: the run's one worker fetches the hosts one after another
     (the local runner)."""
     from openmsd_build.core.stages import stage as stage_entry
@@ -299,22 +300,13 @@ def plan_text(args: argparse.Namespace, to_run: list[str], found: list[str], ser
         lines.append(f"after this run, stale unless re-run: {', '.join(later)}")
     if unbuilt:
         lines.append(f"not built yet, nor by this run: {', '.join(unbuilt)}")
-    removed = removed_first(args.out)
+    removed = derived_present(args.out)
     if removed:  # only what is there: a plan of a new build named all four, none of which existed
         lines.append(f"removed once the first stage is rebuilt (they describe a whole build): "
                      f"{', '.join(f + '/' for f in removed)}")
     if "text" in to_run:
         lines += _queue_plan(args, serial)
     return "\n".join(lines)
-
-
-def removed_first(out: str) -> list[str]:
-    """The folders of `DERIVED_FOLDERS` (evaluation/, export/, release/, report/) OUT holds:
-    what `run` removes once its first stage is rebuilt, as they describe a whole build, and
-    what `run --plan` says it would remove (one list for both, so the plan and the run agree)."""
-    from openmsd_build.core.staging import path_exists
-
-    return [folder for folder in DERIVED_FOLDERS if path_exists(parquet_io.join_path(out, folder))]
 
 
 def _queue_plan(args: argparse.Namespace, serial: bool = False) -> list[str]:
@@ -388,7 +380,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
 
         print(plan_text(args, to_run, found, serial=one_worker_in_this_process(pipeline_options(beam_args))))
         return {}
-    derived = removed_first(args.out)  # removed once the first stage is rebuilt (below)
+    derived = derived_present(args.out)  # removed once the first stage is rebuilt (below)
     results: dict[str, dict] = {}
     timings: dict[str, dict] = {}
     warnings: dict[str, list[str]] = {}

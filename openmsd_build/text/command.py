@@ -178,8 +178,8 @@ def run_text(
                       host_shards=host_shards, extract_timeout=extract_timeout, follow=follow, dest=dest,
                       warc_prefix=warc_prefix, extract_workers=extract_workers)
             counts = read_stage_counts(dest, "text")
-            refuse_source_that_gave_nothing(spec, counts)
-            refuse_emptying(out, counts)
+            refuse_source_that_gave_nothing(spec, counts, dest)
+            refuse_emptying(out, counts, dest)
     finally:
         stop_fork_server()  # the children are gone with their DoFns; their CPU is counted here
     result = read_stage_counts(out, "text")
@@ -205,35 +205,47 @@ def check_fetch_inputs(fetch: str | FetchSpec, warc_prefix: str = "") -> FetchSp
     return spec
 
 
-def refuse_source_that_gave_nothing(spec: FetchSpec, counts: dict) -> None:
+def refuse_source_that_gave_nothing(spec: FetchSpec, counts: dict, dest: str | None = None) -> None:
     """A `UserError` (the previous outputs are kept) when archives or a local folder were given
     and not one planned URL or file was found in them, or a folder matched no paper: a wrong
     `--fetch` (another folder, `warc:` for a folder of PDFs) replaced good documents with the
     metadata-only ones of `--fetch none`. The message is the stage's own warnings. Live
     fetching is exempt: a host down for now is retried by the next run, from its archive."""
-    from openmsd_build.core.notices import stage_warnings
-
     if spec.archive_kind is None and not spec.local or counts.get("fetch.ok", 0):
         return
     tried = sum(v for k, v in counts.items() if k.startswith("fetch.error."))
     if not tried and not spec.local:
         return  # no paper has a URL: the archives could not have helped
-    why = "".join(f"\n  {line}" for line in stage_warnings("text", counts))
+    why = _refusal_why(counts, dest)
     what = f"gave no document for any of the {tried:,} URLs and files planned" if tried else \
         "matched no file to any paper"
     raise UserError(f"text: --fetch {spec} {what}; nothing was replaced (use --fetch none for documents from "
                     f"metadata alone){why}")
 
 
-def refuse_emptying(out: str, counts: dict) -> None:
+def refuse_emptying(out: str, counts: dict, dest: str | None = None) -> None:
     """`core.stats.refuse_emptying` for documents/: whatever the flags, a run that kept no
     document where the build has some is a mistake to undo (e.g. `--fetch warc:` for papers
     whose metadata gives no URL to look up)."""
     from openmsd_build.core import layout, stats
-    from openmsd_build.core.notices import stage_warnings
 
-    why = "".join(f"\n  {line}" for line in stage_warnings("text", counts))
+    why = _refusal_why(counts, dest)
     stats.refuse_emptying("text", layout.documents_dir(out), counts.get("documents.kept", 0), "documents", why)
+
+
+def _refusal_why(counts: dict, dest: str | None) -> str:
+    """The stage's warnings as a refusal's reasons, with this run's first rejects quoted: the
+    run is dropped with its staging root `dest`, so the warnings' "see rejects/text/" pointed
+    at the previous run's rejects (or at none)."""
+    from openmsd_build.core.notices import stage_warnings
+    from openmsd_build.core.stats import first_rejects
+
+    lines = stage_warnings("text", counts)
+    examples = first_rejects(dest, "text", 5) if dest else []
+    if examples:
+        lines = [line.replace("see rejects/text/", "see this run's first rejects below,") for line in lines]
+        lines += ["this run's first rejects (not kept: nothing was replaced):", *(f"  {e}" for e in examples)]
+    return "".join(f"\n  {line}" for line in lines)
 
 
 def check_local(spec: FetchSpec) -> None:

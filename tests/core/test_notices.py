@@ -160,9 +160,13 @@ def test_rerun_says_which_stages_are_stale(empty_citations_build, capsys):
     out = root / "stale"
     shutil.copytree(root / "build", out)
     inputs = root / "inputs"
+    (out / "release").mkdir(exist_ok=True)  # made from the build before: a stage run alone says so
     assert main(["papers", "--out", str(out), "--unpaywall", str(inputs / "unpaywall" / "*.jsonl.gz"), *FNAPI]) == 0
     err = capsys.readouterr().err
     assert "warning: text, citations, split, pairs, contexts are now stale (papers was rebuilt after they ran)" in err
+    line = next(line for line in err.splitlines() if "made from the build before papers ran" in line)
+    assert "release/" in line and f"of {out} " in line and "make them again once the build is whole" in line
+    shutil.rmtree(out / "release")
     assert main(["report", str(out)]) == 0
     assert "warning: text is stale (upstream papers was rebuilt after text ran)" in capsys.readouterr().err
     assert main(["run", "--inputs", str(inputs), "--out", str(out), "--from-stage", "citations", "--plan"]) == 0

@@ -293,6 +293,16 @@ def test_release_replaces_only_an_earlier_release(demo, release, tmp_path, beam_
     assert "must not be the build's output root or hold it" in capsys.readouterr().err
     assert (build / "documents").is_dir() and list((build / "documents").glob("*.parquet"))
 
+    # inside a stage's folder (its next run clears it, the release with it): refused, as
+    # reconstructing into one is
+    for folder in ("splits", "rejects"):
+        assert main(["release", str(build), "--to", str(build / folder / "rel"), *beam_args]) == 2
+        assert f"is inside {build / folder}, a stage's output folder" in capsys.readouterr().err
+        assert not (build / folder / "rel").exists()
+    assert main(["reconstruct", str(again), "--out", str(build / "papers" / "rec"), "--fetch", "none",
+                 *beam_args]) == 2
+    assert f"is inside {build / 'papers'}, a stage's output folder of another build" in capsys.readouterr().err
+
 
 _CTRL_C_AS_THE_RELEASE_IS_CHECKSUMMED = r"""
 import os
@@ -379,3 +389,28 @@ def test_local_files_and_specs_are_published_by_their_names(tmp_path):
     remote = tmp_path / "remote.parquet"
     parquet_io.write_table(parquet_io.table_from_rows(rows[1:], FETCH), str(remote))
     assert not _public_fetch_part(str(remote), str(tmp_path / "none.parquet"))  # copied as it is
+
+
+def test_reconstruct_from_snapshots_of_other_papers_says_why_nothing_came_back(demo, release, beam_args, capsys,
+                                                                              tmp_path, real_samples):
+    """Snapshots that hold none of the release's papers rebuilt nothing: 0/N for every field,
+    exit 0 and no word of why (the cause sat in recovery.json's restrict counts)."""
+    crossref = real_samples / "crossref" / "cassette_works_all.public_data_file_style.json.gz"
+    assert main(["reconstruct", str(release), "--out", str(tmp_path / "wrong"), "--crossref", str(crossref),
+                 "--fetch", "none", *beam_args]) == 0
+    err = capsys.readouterr().err
+    assert "warning: none of the release's " in err and "are these the snapshots the release was built from?" in err
+
+
+def test_recovery_warnings_name_missing_papers_and_an_unfetched_text():
+    from openmsd_build.release.reconstruct import recovery_warnings
+
+    rates = {"train": {"content": {"recovered": 0, "expected": 40, "rate": 0.0}}}
+    some = {"restrict": {"release.dois": 50, "release.no_paper_in_inputs": 10, "papers.read": 45}, "fetch": "none",
+            "rates": rates}
+    lines = recovery_warnings(some)
+    assert lines[0].startswith("10 of the release's 50 papers are not in the given snapshots")
+    assert lines[1].startswith("no content recovered: --fetch none")
+    assert recovery_warnings({**some, "fetch": "http"}) == lines[:1]
+    whole = {"restrict": {"release.dois": 50, "release.no_paper_in_inputs": 0}, "fetch": "http", "rates": rates}
+    assert recovery_warnings(whole) == []

@@ -363,6 +363,9 @@ def test_a_wrong_fetch_keeps_the_documents_it_would_empty(tmp_path, real_samples
         err = capsys.readouterr().err
         assert kept in err and reason in err, err
         assert _docs(out) == before
+        # the run's rejects go with it: quoted in the message, not pointed at in rejects/text/
+        assert "see rejects/text/" not in err and "this run's first rejects (not kept: nothing was replaced):" in err
+    assert "10.9999_nobody.pdf: named after no paper's DOI" in err
     # a first run, no documents to keep: the source that gave nothing is refused on its own
     fresh = tmp_path / "fresh"
     _papers(fresh, [{"doi": doi} for doi in PDFS])

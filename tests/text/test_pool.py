@@ -320,7 +320,10 @@ def test_default_extract_workers_follow_the_runner(tmp_path) -> None:
         raise Sized(extract_workers)
 
     (tmp_path / "papers").mkdir()
-    (tmp_path / "papers" / "part-0.parquet").write_bytes(b"")  # only listed: the build is stopped first
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"doi": pa.array([], pa.string())}), tmp_path / "papers" / "part-0.parquet")  # the build is stopped first
     (tmp_path / "a.warc.gz").write_bytes(b"")
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr("openmsd_build.pipelines.text.build", build)
