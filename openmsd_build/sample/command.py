@@ -13,6 +13,7 @@ import time
 
 from openmsd_build.core.errors import UserError
 from openmsd_build.core.inputs import at_least
+from openmsd_build.core.stages import stage_folder_holding
 
 MAX_PAPERS = 100_000_000
 """The largest sample written: `--papers 10000000000` (a few zeros too many) asked for tens of GB
@@ -48,6 +49,12 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     if held:  # someone's folders of the same names would be emptied
         raise UserError(f"--out {args.out} is not a sample (no sample's manifest.json) but holds {', '.join(held)}, "
                         "which a sample replaces: choose a new or empty folder")
+    if os.path.isdir(os.path.join(args.out, "_stats")):  # a build root: the sample's warc/ is its resume store's name
+        raise UserError(f"--out {args.out} holds a build (_stats/): a sample written there puts its warc/ where the "
+                        "build keeps its fetched pages; choose a new or empty folder")
+    if (owned := stage_folder_holding(args.out)) is not None:
+        raise UserError(f"--out {args.out} is inside {owned}, a stage's output folder, which its next run clears: "
+                        "choose a folder outside it")
     if is_sample(args.out):
         print(f"note: replacing the sample in {args.out}")
     start = time.perf_counter()

@@ -71,3 +71,16 @@ def test_an_out_under_a_file_is_one_line(tmp_path: Path, capsys, command: str) -
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "which is a file, not a folder" in err[0]
+
+
+def test_a_sample_into_a_build_or_its_stage_folders_is_refused(tmp_path: Path, capsys) -> None:
+    """`sample --out` a build root put the sample's warc/ where the build keeps its fetched
+    pages (a live fetch's resume store); inside a stage's folder the next run cleared it."""
+    build = tmp_path / "build"
+    (build / "_stats").mkdir(parents=True)
+    (build / "papers").mkdir()
+    assert main(["sample", "--out", str(build), "--papers", "3"]) == 2
+    assert "holds a build (_stats/)" in capsys.readouterr().err
+    assert main(["sample", "--out", str(build / "papers" / "s"), "--papers", "3"]) == 2
+    assert f"is inside {build / 'papers'}, a stage's output folder" in capsys.readouterr().err
+    assert sorted(p.name for p in build.iterdir()) == ["_stats", "papers"] and not any((build / "papers").iterdir())
