@@ -201,7 +201,8 @@ def plan_local_files(p, papers, tasks, fetch: str, local, host_shards: int):
         reshuffle=False)
     problem_counts = p | "ManifestProblemCounts" >> beam.Create(
         [{**Counter(f"local.rejected.{reason}" for reason, _, _ in local.problems),
-          **({"local.manifest_used": 1, "local.manifest_rows": local.manifest_rows} if local.manifest else {}),
+          **({"local.manifest_used": 1, "local.manifest_rows": local.manifest_rows,
+              "local.manifest_rows_used": local.used_rows} if local.manifest else {}),
           **({"local.manifest_rows_repeated": local.repeated_rows} if local.repeated_rows else {}),
           **({"local.files_of_other_types": local.other_files} if local.other_files else {}),
           **({"local.hidden_skipped": local.hidden} if local.hidden else {})}], reshuffle=False)

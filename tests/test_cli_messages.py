@@ -567,8 +567,13 @@ def test_a_runner_beam_does_not_know_or_refuses_is_one_line_before_any_stage(tmp
 
     with pytest.raises(UserError, match="^--runner DirectRuner: Unexpected pipeline runner"):
         check_runner(pipeline_options(["--runner=DirectRuner"]))
-    with pytest.raises(UserError, match="^--runner DataflowRunner: .*Missing required option: project"):
+    with pytest.raises(UserError, match="^--runner DataflowRunner needs --project, --region, --temp_location"):
         check_runner(pipeline_options(["--runner=DataflowRunner"]))
+    with pytest.raises(UserError, match="^--runner DataflowRunner needs --temp_location"):
+        check_runner(pipeline_options(["--runner=DataflowRunner", "--project=p", "--region=r"]))
+    # offline and at once: Beam's own validator would probe (or create) the temp bucket
+    check_runner(pipeline_options(["--runner=DataflowRunner", "--project=p", "--region=r", "--temp_location=gs://b/t"]))
+    check_runner(pipeline_options(["--runner=FlinkRunner"]))
     check_runner(pipeline_options([]))  # the local runner: nothing to check
     assert main(["split", "--out", str(tmp_path / "b"), "--runner=DirectRuner"]) == 2
     err = capsys.readouterr().err.strip().splitlines()

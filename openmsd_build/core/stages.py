@@ -71,7 +71,8 @@ def present_outputs(out: str, name: str) -> list[str]:
 
 def stage_folder_holding(path: str) -> str | None:
     """The stage output folder of a local build that `path` is, or is inside (`rejects/` and
-    `_stats/` too), or None. A build root is a folder holding `_stats/`. A command that
+    `_stats/` too), or None. A build root is a folder whose `_stats/` holds a stage's
+    `<stage>.json`; links are resolved first (a link into a stage folder is inside it). A command that
     writes somewhere of the user's choosing (`release --to`, `reconstruct --out`) must not
     write there: the stage's next run clears its folder, and what was written went with it
     without a word."""
@@ -79,10 +80,10 @@ def stage_folder_holding(path: str) -> str | None:
 
     if "://" in path and not path.startswith("file://"):
         return None
-    full = os.path.abspath(path.removeprefix("file://"))
+    full = os.path.realpath(path.removeprefix("file://"))
     root = os.path.dirname(full)
     while root and root != os.path.dirname(root):
-        if os.path.isdir(os.path.join(root, "_stats")):
+        if any(os.path.isfile(os.path.join(root, "_stats", f"{s.name}.json")) for s in STAGES):
             for folder in (*(f for s in STAGES for f in s.outputs), "rejects", "_stats"):
                 owned = os.path.join(root, folder)
                 if full == owned or full.startswith(owned + os.sep):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TypeVar
 
 from apache_beam.io.filesystems import FileSystems
@@ -123,8 +123,9 @@ def refuse_emptying(stage: str, folder: str, kept: int, what: str, why: str = ""
                         "again)")
 
 
-def first_rejects(root: str, stage: str, n: int = 3) -> list[str]:
-    """Up to `n` rejects of `stage` under `root` as `reason: detail (key)` lines, for a message."""
+def first_rejects(root: str, stage: str, n: int = 3, reasons: Collection[str] = ()) -> list[str]:
+    """Up to `n` rejects of `stage` under `root` as `reason: detail (key)` lines, for a message;
+    with `reasons`, only rejects of those reasons (the ones a warning beside them names)."""
     import pyarrow.parquet as pq
 
     from openmsd_build.core import parquet_io
@@ -133,9 +134,10 @@ def first_rejects(root: str, stage: str, n: int = 3) -> list[str]:
     try:
         for part in parquet_io.list_parts(layout.rejects_dir(root, stage)):
             with FileSystems.open(part) as fh:
-                for batch in pq.ParquetFile(fh).iter_batches(batch_size=n):
-                    rows += batch.to_pylist()
-                    break
+                for batch in pq.ParquetFile(fh).iter_batches(batch_size=max(n, 1000) if reasons else n):
+                    rows += [r for r in batch.to_pylist() if not reasons or r.get("reason") in reasons]
+                    if len(rows) >= n or not reasons:
+                        break
             if len(rows) >= n:
                 break
     except Exception:  # noqa: BLE001 - examples only; the counts already say what failed

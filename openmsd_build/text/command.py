@@ -241,7 +241,9 @@ def _refusal_why(counts: dict, dest: str | None) -> str:
     from openmsd_build.core.stats import first_rejects
 
     lines = stage_warnings("text", counts)
-    examples = first_rejects(dest, "text", 5) if dest else []
+    # the rejects the warnings point at: the source's own (a folder's files, archive files)
+    reasons = {key.rsplit(".", 1)[1] for key in counts if key.startswith(("local.rejected.", "archive.rejected."))}
+    examples = first_rejects(dest, "text", 5, reasons) if dest and reasons else []
     if examples:
         lines = [line.replace("see rejects/text/", "see this run's first rejects below,") for line in lines]
         lines += ["this run's first rejects (not kept: nothing was replaced):", *(f"  {e}" for e in examples)]

@@ -78,9 +78,17 @@ def test_a_sample_into_a_build_or_its_stage_folders_is_refused(tmp_path: Path, c
     pages (a live fetch's resume store); inside a stage's folder the next run cleared it."""
     build = tmp_path / "build"
     (build / "_stats").mkdir(parents=True)
+    (build / "_stats" / "papers.json").write_text("{}")
     (build / "papers").mkdir()
     assert main(["sample", "--out", str(build), "--papers", "3"]) == 2
     assert "holds a build (_stats/)" in capsys.readouterr().err
     assert main(["sample", "--out", str(build / "papers" / "s"), "--papers", "3"]) == 2
     assert f"is inside {build / 'papers'}, a stage's output folder" in capsys.readouterr().err
     assert sorted(p.name for p in build.iterdir()) == ["_stats", "papers"] and not any((build / "papers").iterdir())
+    # a folder of the user's that only holds an empty `_stats/` is no build: its papers/ is theirs
+    mine = tmp_path / "mine"
+    (mine / "_stats").mkdir(parents=True)
+    assert main(["sample", "--out", str(mine / "papers" / "s"), "--papers", "3"]) == 0
+    # a link into a stage folder is inside it
+    (tmp_path / "link").symlink_to(build / "papers")
+    assert main(["sample", "--out", str(tmp_path / "link" / "s"), "--papers", "3"]) == 2

@@ -455,9 +455,12 @@ def test_manifest_rows_reconcile_and_a_stray_field_is_one_rows_reject(tmp_path):
     assert [(reason, key) for reason, key, _ in source.problems] == [
         ("local_manifest_bad_row", "10.1000/c"), (NOT_A_DOCUMENT, "10.1000/p")]
     assert "more field(s) than the header" in source.problems[0][2] and "not a regular file" in source.problems[1][2]
-    assert (source.manifest_rows, source.repeated_rows) == (7, 2)
-    used = 7 - len(source.problems) - source.repeated_rows
-    assert used == 3 and sum(len(files) for files in source.by_doi.values()) == 2 and len(source.by_url) == 1
+    assert (source.manifest_rows, source.used_rows, source.repeated_rows) == (7, 3, 2)
+    assert source.manifest_rows == source.used_rows + len(source.problems) + source.repeated_rows
+    assert sum(len(files) for files in source.by_doi.values()) == 2 and len(source.by_url) == 1
+    trailing = tmp_path / "trailing.csv"  # a comma after the last field is no field
+    trailing.write_text("doi,path\n10.1000/a,a.pdf,\n")
+    assert not load(f"local:{folder}@{trailing}").problems
 
 
 def test_a_manifest_with_no_rows_or_columns_of_another_type_is_refused(tmp_path):

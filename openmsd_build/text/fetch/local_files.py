@@ -118,8 +118,13 @@ class LocalSource:
     """Without a manifest: hidden files and folders under the folder (names starting with `.`),
     not read nor walked (counted `local.hidden_skipped`)."""
     manifest_rows: int = 0
-    """With a manifest: its rows read (counted `local.manifest_rows`): each is used, a reject,
-    or a repeat of a row before it (`repeated_rows`)."""
+    """With a manifest: its rows read (counted `local.manifest_rows`): each is used
+    (`used_rows`), a reject (`problems`; a row whose URL another row gives for another file is
+    one, though its DOI, if it gives one, is still used), or a repeat of a row before it
+    (`repeated_rows`)."""
+    used_rows: int = 0
+    """With a manifest: rows that gave a file a DOI or a URL no row before gave it (counted
+    `local.manifest_rows_used`)."""
     repeated_rows: int = 0
     """With a manifest: rows that give a file nothing new (its DOI and URL were given for that
     file by an earlier row, perhaps through another path to it; counted
@@ -203,7 +208,8 @@ def _csv_rows(manifest: str) -> Iterator[dict]:
             raise ValueError(f"{manifest}: a manifest needs a header with path and doi and/or url, has "
                              f"{sorted(names)}")
         for row in reader:
-            extra = row.pop(None, None)  # fields past the header's (csv puts them under None)
+            extra = [e for e in row.pop(None, None) or () if (e or "").strip()]  # fields past the header's
+            # (csv puts them under None; a row's trailing comma gives an empty one, no field)
             clean = {(k or "").strip().lower(): (v or "").strip() for k, v in row.items()}
             out = {k: clean.get(k) or None for k in ("doi", "url", "path")}
             if extra:
@@ -282,6 +288,7 @@ def _read(spec: str) -> LocalSource:
                     new = True
             new = new or url not in listed_urls
             listed_urls.add(url)
+        source.used_rows += new
         source.repeated_rows += not new  # its DOI and URL were given for this file already
     if not source.manifest_rows:
         raise ValueError(f"{manifest}: the manifest has a header and no rows")
