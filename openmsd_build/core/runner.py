@@ -210,7 +210,7 @@ def check_runner(options: PipelineOptions) -> None:
         missing = [flag for flag, value in (("--project", cloud.project), ("--region", cloud.region),
                                             ("--temp_location", cloud.temp_location)) if not value]
         if missing:
-            raise UserError(f"--runner {name} needs {', '.join(missing)} (see deploy/dataflow)")
+            raise UserError(f"--runner {name} needs {', '.join(missing)} (see deploy/README.md)")
 
 
 def stop_sampler_left_running() -> None:
