@@ -46,9 +46,17 @@ def folder_files(folder: str, left_out: list[str] | None = None, what: str = "an
     folders (names starting with a dot) are left out, and so are notes and checksum lists
     (`is_documentation`), whose paths go to `left_out` when given. A file that is not a
     regular one (a FIFO, a device, a link to nothing) is a `UserError` (`regular_file_size`):
-    never a hang, and never a file left out without a word."""
+    never a hang, and never a file left out without a word; so is a folder holding a build's
+    outputs (`stages.is_build_root`: `papers --out` into the folder of its own inputs, read
+    later as a folder of snapshots)."""
+    from openmsd_build.core.stages import is_build_root
+
     found: dict[str, int] = {}
     for top, dirs, names in os.walk(folder.removeprefix("file://")):
+        if is_build_root(top):  # its Parquet and JSON read as snapshot records: hundreds of rejects, a 36 % warning
+            raise UserError(f"{what} input {folder!r} holds a build's outputs ({top}: _stats/, its stage folders): "
+                            "give the input files (a glob such as 'DIR/*.json.gz'), or keep builds out of input "
+                            "folders")
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(names):
             if name.startswith("."):

@@ -69,6 +69,14 @@ def present_outputs(out: str, name: str) -> list[str]:
     return [folder for folder in stage(name).outputs if path_exists(join_path(out, folder))]
 
 
+def is_build_root(folder: str) -> bool:
+    """Whether the local `folder` is a build's output root: its `_stats/` holds a stage's
+    `<stage>.json` (an empty `_stats/` of the user's is not one)."""
+    import os
+
+    return any(os.path.isfile(os.path.join(folder, "_stats", f"{s.name}.json")) for s in STAGES)
+
+
 def stage_folder_holding(path: str) -> str | None:
     """The stage output folder of a local build that `path` is, or is inside (`rejects/` and
     `_stats/` too), or None. A build root is a folder whose `_stats/` holds a stage's
@@ -83,7 +91,7 @@ def stage_folder_holding(path: str) -> str | None:
     full = os.path.realpath(path.removeprefix("file://"))
     root = os.path.dirname(full)
     while root and root != os.path.dirname(root):
-        if any(os.path.isfile(os.path.join(root, "_stats", f"{s.name}.json")) for s in STAGES):
+        if is_build_root(root):
             for folder in (*(f for s in STAGES for f in s.outputs), "rejects", "_stats"):
                 owned = os.path.join(root, folder)
                 if full == owned or full.startswith(owned + os.sep):

@@ -106,3 +106,20 @@ def test_a_file_named_twice_is_read_once(tmp_path, monkeypatch, caplog):
     with caplog.at_level(logging.WARNING):
         files = expand_globs(["in/a.csv", "./in/a.csv", "in", "in/*.csv", "link.csv"], "--opencitations")
     assert len(files) == 1 and files[0][1] == 2 and "read once" in caplog.text, files
+
+
+def test_a_folder_holding_a_build_is_refused_not_read_as_records(tmp_path):
+    """`papers --out` into the folder of its own inputs, then that folder given as another
+    build's `--crossref`: the build's Parquet and `_stats/*.json` were read as Crossref records
+    (1,047 rejects and a 36 % warning). An empty `_stats/` of the user's is no build."""
+    inputs = tmp_path / "crossref"
+    inputs.mkdir()
+    (inputs / "0.json.gz").write_bytes(b"x")
+    (inputs / "_stats").mkdir()
+    assert [p for p, _ in expand_globs([str(inputs)], "--crossref")] == [str(inputs / "0.json.gz")]
+    (inputs / "_stats" / "papers.json").write_text("{}")
+    (inputs / "papers").mkdir()
+    (inputs / "papers" / "part-00000-of-00001.parquet").write_bytes(b"PAR1")
+    with pytest.raises(UserError, match=r"--crossref input .* holds a build's outputs"):
+        expand_globs([str(inputs)], "--crossref")
+    assert [p for p, _ in expand_globs([str(inputs / "*.json.gz")], "--crossref")] == [str(inputs / "0.json.gz")]
