@@ -176,14 +176,14 @@ def _split(counts: Mapping[str, int]) -> list[str]:
     if not linked:
         return [f"split assigned 0 of {_n(read)} documents: none has a kept citation link (see the citations "
                 "stage's warning)"]
-    if linked and not (counts.get("idt", 0) or counts.get("odt", 0)):
+    if not (counts.get("idt", 0) or counts.get("odt", 0)):
         return [f"split put all {_n(linked)} linked papers in train: IDT and ODT are empty (a small build: "
                 "lower --top-k or raise --min-idt-groups)"]
     languages = sum(1 for k in counts if k.startswith("top_language_rank."))
-    if linked and not counts.get("odt", 0):  # the out-of-distribution test: its pairs, evaluation and export empty
+    if not counts.get("odt", 0):  # the out-of-distribution test: its pairs, evaluation and export empty
         return [f"split put no paper in ODT (the languages outside the top --top-k): all {_n(languages)} languages "
                 "of the linked papers are in it; lower --top-k to hold the smallest out"]
-    if linked and not counts.get("idt", 0):
+    if not counts.get("idt", 0):
         return ["split put no paper in IDT: raise --min-idt-groups (or --idt-fraction) to hold some out of train"]
     return []
 
@@ -346,7 +346,6 @@ def stale_after(out: str, stage: str) -> list[str]:
                          f"made from the build before {stage} ran and still hold{'s' if len(derived) == 1 else ''} "
                          "what it gave: make them again once the build is whole (`run` removes them)")
     return out_lines
-
 
 
 def warn(lines: list[str], prefix: str = "warning") -> None:

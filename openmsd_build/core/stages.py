@@ -81,7 +81,7 @@ def stage_folder_holding(path: str) -> str | None:
     """The stage output folder of a local build that `path` is, or is inside (`rejects/` and
     `_stats/` too), or None. A build root is a folder whose `_stats/` holds a stage's
     `<stage>.json`; links are resolved first (a link into a stage folder is inside it). A command that
-    writes somewhere of the user's choosing (`release --to`, `reconstruct --out`) must not
+    writes somewhere of the user's choosing (`release --to`, `reconstruct --out`, `sample --out`) must not
     write there: the stage's next run clears its folder, and what was written went with it
     without a word."""
     import os

@@ -240,7 +240,6 @@ def _read(spec: str) -> LocalSource:
         source.other_files = len(skipped)
         source.hidden = len(hidden)
         return source
-    listed_urls: set[str] = set()
     for n, row in enumerate(_manifest_rows(manifest), start=2):
         source.manifest_rows += 1
         key = row["doi"] or row["url"] or f"{manifest}:{n}"
@@ -275,19 +274,20 @@ def _read(spec: str) -> LocalSource:
             source.by_doi.setdefault(doi, []).append(full)
         if row["url"]:
             url = canonical_url(row["url"])
-            if source.by_url.setdefault(url, full) != full:  # the same URL (once canonical) for two files
+            listed_first = url not in source.by_url
+            known = source.by_url.setdefault(url, full)
+            if known != full:  # the same URL (once canonical) for two files
                 source.problems.append((URL_LISTED_TWICE, row["url"],
                                         f"{manifest} row {n}: {url} is listed for another file already "
-                                        f"({os.path.relpath(source.by_url[url], folder)}): this row's URL is not used"))
+                                        f"({os.path.relpath(known, folder)}): this row's URL is not used"))
                 continue
-            key_of_url = url_key(row["url"])
+            new = new or listed_first
             if doi:
                 source.with_url.add((doi, full))
-                if key_of_url not in source.urls_of_doi.get(doi, []):
-                    source.urls_of_doi.setdefault(doi, []).append(key_of_url)
+                doi_urls = source.urls_of_doi.setdefault(doi, [])
+                if url_key(row["url"]) not in doi_urls:
+                    doi_urls.append(url_key(row["url"]))
                     new = True
-            new = new or url not in listed_urls
-            listed_urls.add(url)
         source.used_rows += new
         source.repeated_rows += not new  # its DOI and URL were given for this file already
     if not source.manifest_rows:
