@@ -82,6 +82,35 @@ def _responses(path: Path):
             position += 1
 
 
+def read_calls(folder: Path) -> dict[str, list[dict]]:
+    """The recorded calls by their document's digest, each digest's calls in one order (the
+    order the children happened to take them in is not the plan's)."""
+    calls: dict[str, list[dict]] = defaultdict(list)
+    for path in sorted(folder.glob("*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            call = json.loads(line)
+            calls[call.pop("sha1")].append(call)
+    for found in calls.values():
+        found.sort(key=lambda c: json.dumps(c, sort_keys=True))
+    return dict(calls)
+
+
+def plan_calls(calls: dict[str, list[dict]], records: dict[str, list[int]]) -> tuple[dict[str, list[dict]], int]:
+    """(response position -> its calls, calls whose document is in no record): a document's
+    calls go to its records in turn (a body archived under several URLs was extracted once per
+    URL), so that each lane replays the calls of the records it reads."""
+    plan: dict[int, list[dict]] = defaultdict(list)
+    unmatched = 0
+    for sha1, found in calls.items():
+        positions = records.get(sha1)
+        if not positions:
+            unmatched += len(found)
+            continue
+        for k, call in enumerate(found):
+            plan[positions[k % len(positions)]].append(call)
+    return {str(k): v for k, v in sorted(plan.items())}, unmatched
+
+
 def record_calls(papers: int) -> Path:
     """The folder of the stage's extractor calls and their plan (made once): `plan.json` maps
     each 200 response's position in the WARC to the calls the stage made on its body (a body
@@ -97,28 +126,13 @@ def record_calls(papers: int) -> Path:
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     run_with_site(_SITECUSTOMIZE, sample, build, {"OPENMSD_EXTRACT_CALLS": str(folder)})
-    calls: dict[str, list[dict]] = defaultdict(list)
-    for path in sorted(folder.glob("*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            call = json.loads(line)
-            calls[call.pop("sha1")].append(call)
-    for found in calls.values():  # the order the children happened to take them in is not the plan's
-        found.sort(key=lambda c: json.dumps(c, sort_keys=True))
     records: dict[str, list[int]] = defaultdict(list)
     for warc in sorted((sample / "warc").glob("*.warc.gz")):
         for position, record in _responses(warc):
             records[hashlib.sha1(record.content_stream().read()).hexdigest()].append(position)
-    plan: dict[int, list[dict]] = defaultdict(list)
-    unmatched = 0
-    for sha1, found in calls.items():
-        positions = records.get(sha1)
-        if not positions:
-            unmatched += len(found)
-            continue
-        for k, call in enumerate(found):
-            plan[positions[k % len(positions)]].append(call)
-    (folder / "plan.json").write_text(json.dumps({"calls": sum(map(len, calls.values())), "unmatched": unmatched,
-                                                  "plan": {str(k): v for k, v in sorted(plan.items())}}))
+    plan, unmatched = plan_calls(read_calls(folder), records)
+    (folder / "plan.json").write_text(json.dumps({"calls": sum(map(len, plan.values())) + unmatched,
+                                                  "unmatched": unmatched, "plan": plan}))
     return folder
 
 

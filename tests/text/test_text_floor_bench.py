@@ -1,0 +1,54 @@
+"""`bench/text_floor.py`: the extractor calls of a stage run are recorded with their arguments
+(the extractors still answer), read back in one order, and shared out over the WARC records
+holding their document, so that each lane of the floor replays what the stage did on the
+records it reads."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+from pathlib import Path
+
+HTML = (b"<html><head><title>Seasonal rainfall in the Andes</title>"
+        b"<meta name='citation_title' content='Seasonal rainfall in the Andes'></head>"
+        b"<body><p>Some text.</p></body></html>")
+
+
+def test_extractor_calls_are_recorded_and_still_answered(repo_script, tmp_path: Path, monkeypatch) -> None:
+    from openmsd_build.text.extract import landing, pool
+
+    bench = repo_script("bench/text_floor.py")
+    monkeypatch.setattr(pool, "_load", pool._load)  # restored after
+    monkeypatch.setenv("OPENMSD_EXTRACT_CALLS", str(tmp_path))
+    site = tmp_path / "sitecustomize.py"
+    site.write_text(bench._SITECUSTOMIZE)
+    spec = importlib.util.spec_from_file_location("recording_site", site)
+    spec.loader.exec_module(importlib.util.module_from_spec(spec))  # type: ignore[union-attr]
+
+    extract = pool._load("openmsd_build.text.extract.landing:extract_landing")
+    answer = extract(HTML, url="https://example.org/a", with_content=False)
+    assert answer == landing.extract_landing(HTML, url="https://example.org/a", with_content=False)
+    assert answer["title"] == "Seasonal rainfall in the Andes"
+    # the document-building job is not an extractor call: loaded as it is, not recorded
+    assert pool._load("openmsd_build.text.documents:build_documents_job").__name__ == "build_documents_job"
+    sha1 = hashlib.sha1(HTML).hexdigest()
+    assert bench.read_calls(tmp_path) == {sha1: [{"spec": "openmsd_build.text.extract.landing:extract_landing",
+                                                  "kwargs": {"url": "https://example.org/a", "with_content": False}}]}
+
+
+def test_calls_are_shared_over_the_records_of_their_document(repo_script, tmp_path: Path) -> None:
+    bench = repo_script("bench/text_floor.py")
+    deferred = {"spec": "x:extract_landing", "kwargs": {"url": "u", "with_content": False}}
+    whole = {"spec": "x:extract_landing", "kwargs": {"url": "u"}}
+    pdf = {"spec": "x:extract_pdf", "kwargs": {"titles": None}}
+    # recorded by two children in another order than the plan's
+    (tmp_path / "1.jsonl").write_text(json.dumps({"sha1": "a", **whole}) + "\n" + json.dumps({"sha1": "b", **pdf}) + "\n")
+    (tmp_path / "2.jsonl").write_text(json.dumps({"sha1": "a", **deferred}) + "\n" + json.dumps({"sha1": "c", **pdf}))
+    calls = bench.read_calls(tmp_path)
+    assert calls["a"] == sorted([whole, deferred], key=lambda c: json.dumps(c, sort_keys=True))
+    # page "a" is archived twice (positions 0 and 3), PDF "b" once; "c" is in no record
+    plan, unmatched = bench.plan_calls(calls, {"a": [0, 3], "b": [1], "d": [2]})
+    assert unmatched == 1
+    assert plan == {"0": [calls["a"][0]], "1": [pdf], "3": [calls["a"][1]]}
+    assert bench.plan_calls(calls, {"a": [5], "b": [1]})[0]["5"] == calls["a"]  # one record takes both
