@@ -26,7 +26,6 @@ import glob
 import hashlib
 import json
 import os
-import shutil
 import sys
 import time
 from collections import Counter
@@ -56,17 +55,11 @@ if _out:
 def record_inputs(papers: int) -> Path:
     """The folder of the papers the stage's building children were given (made once)."""
     sys.path.insert(0, str(HERE))
-    from profile_text import run_with_site
-    from run_all import prepare_text_sample
+    from profile_text import recorded_folder
 
-    sample, build = prepare_text_sample(papers)
-    inputs = HERE / "data" / f"build-inputs-{papers}"
-    if (inputs / "ready").exists():
-        return inputs
-    shutil.rmtree(inputs, ignore_errors=True)
-    inputs.mkdir(parents=True)
-    run_with_site(_SITECUSTOMIZE, sample, build, {"OPENMSD_BUILD_INPUTS": str(inputs)})
-    (inputs / "ready").write_text("")
+    _, inputs, made = recorded_folder(papers, "build-inputs", _SITECUSTOMIZE, "OPENMSD_BUILD_INPUTS", "ready")
+    if made:
+        (inputs / "ready").write_text("")
     return inputs
 
 

@@ -127,6 +127,23 @@ def run_with_site(site_code: str, sample: Path, build: Path, env: dict[str, str]
                         f"warc:{sample}/warc/*.warc.gz"], check=True, env=env, stdout=subprocess.DEVNULL)
 
 
+def recorded_folder(papers: int, name: str, site_code: str, env_name: str, done: str) -> tuple[Path, Path, bool]:
+    """(sample, folder, made) of a recording of the stage's children: `bench/data/NAME-PAPERS/`,
+    filled by one `run_with_site` run on the bench sample with `site_code` writing into the
+    folder named by `env_name`, unless the file `done` (which the caller writes once it has
+    read the recording) is already there; `made` says whether the run happened now."""
+    from run_all import prepare_text_sample
+
+    sample, build = prepare_text_sample(papers)
+    folder = HERE / "data" / f"{name}-{papers}"
+    if (folder / done).exists():
+        return sample, folder, False
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    run_with_site(site_code, sample, build, {env_name: str(folder)})
+    return sample, folder, True
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--papers", type=int, default=2_000)

@@ -30,7 +30,6 @@ import gc
 import hashlib
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -116,16 +115,12 @@ def record_calls(papers: int) -> Path:
     each 200 response's position in the WARC to the calls the stage made on its body (a body
     archived under several URLs has its calls shared out over its records)."""
     sys.path.insert(0, str(HERE))
-    from profile_text import run_with_site
-    from run_all import prepare_text_sample
+    from profile_text import recorded_folder
 
-    sample, build = prepare_text_sample(papers)
-    folder = HERE / "data" / f"extract-calls-{papers}"
-    if (folder / "plan.json").exists():
+    sample, folder, made = recorded_folder(papers, "extract-calls", _SITECUSTOMIZE, "OPENMSD_EXTRACT_CALLS",
+                                           "plan.json")
+    if not made:
         return folder
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
-    run_with_site(_SITECUSTOMIZE, sample, build, {"OPENMSD_EXTRACT_CALLS": str(folder)})
     records: dict[str, list[int]] = defaultdict(list)
     for warc in sorted((sample / "warc").glob("*.warc.gz")):
         for position, record in _responses(warc):

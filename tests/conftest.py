@@ -107,6 +107,21 @@ def repo_script() -> Callable[[str], ModuleType]:
     return load
 
 
+@pytest.fixture
+def run_site_module(tmp_path: Path) -> Callable[[str], None]:
+    """`run_site_module(code)`: a bench script's `sitecustomize` text run as a module in this
+    process, as every interpreter of its recorded stage run starts it (the caller restores
+    what it patches, e.g. with monkeypatch)."""
+
+    def run(code: str) -> None:
+        site = tmp_path / "sitecustomize.py"
+        site.write_text(code)
+        spec = importlib.util.spec_from_file_location("recording_site", site)
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))  # type: ignore[union-attr]
+
+    return run
+
+
 @pytest.fixture(scope="session")
 def real_sample(real_samples: Path) -> Callable[[str], Path]:
     """`real_sample(name)`: one file of the real samples; a missing one skips the test with

@@ -4,7 +4,6 @@ they were given and read back sorted, and each CLD3 call is charged to the funct
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 EN = ("This study evaluates the use of the h-index as a measure of the bibliographic impact of the "
@@ -16,16 +15,13 @@ def _paper(doi: str) -> dict:
             "abstract": EN * 3, "abstract_source": "crossref"}
 
 
-def test_recorded_jobs_read_back_as_given(repo_script, tmp_path: Path, monkeypatch) -> None:
+def test_recorded_jobs_read_back_as_given(repo_script, run_site_module, tmp_path: Path, monkeypatch) -> None:
     from openmsd_build.text import documents
 
     bench = repo_script("bench/build_cost.py")
     monkeypatch.setattr(documents, "build_documents_job", documents.build_documents_job)  # restored after
     monkeypatch.setenv("OPENMSD_BUILD_INPUTS", str(tmp_path))
-    site = tmp_path / "sitecustomize.py"
-    site.write_text(bench._SITECUSTOMIZE)
-    spec = importlib.util.spec_from_file_location("recording_site", site)
-    spec.loader.exec_module(importlib.util.module_from_spec(spec))  # type: ignore[union-attr]
+    run_site_module(bench._SITECUSTOMIZE)
 
     later, first = (_paper("10.1/b"), [{"kind": "pdf", "url": "u", "content": None}]), (_paper("10.1/a"), [])
     answer = documents.build_documents_job(b"", [later, first])

@@ -6,7 +6,6 @@ records it reads."""
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 from pathlib import Path
 
@@ -15,16 +14,13 @@ HTML = (b"<html><head><title>Seasonal rainfall in the Andes</title>"
         b"<body><p>Some text.</p></body></html>")
 
 
-def test_extractor_calls_are_recorded_and_still_answered(repo_script, tmp_path: Path, monkeypatch) -> None:
+def test_extractor_calls_are_recorded_and_still_answered(repo_script, run_site_module, tmp_path: Path, monkeypatch) -> None:
     from openmsd_build.text.extract import landing, pool
 
     bench = repo_script("bench/text_floor.py")
     monkeypatch.setattr(pool, "_load", pool._load)  # restored after
     monkeypatch.setenv("OPENMSD_EXTRACT_CALLS", str(tmp_path))
-    site = tmp_path / "sitecustomize.py"
-    site.write_text(bench._SITECUSTOMIZE)
-    spec = importlib.util.spec_from_file_location("recording_site", site)
-    spec.loader.exec_module(importlib.util.module_from_spec(spec))  # type: ignore[union-attr]
+    run_site_module(bench._SITECUSTOMIZE)
 
     extract = pool._load("openmsd_build.text.extract.landing:extract_landing")
     answer = extract(HTML, url="https://example.org/a", with_content=False)
