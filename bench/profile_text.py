@@ -34,6 +34,7 @@ the direct extractors' own CPU.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -127,19 +128,37 @@ def run_with_site(site_code: str, sample: Path, build: Path, env: dict[str, str]
                         f"warc:{sample}/warc/*.warc.gz"], check=True, env=env, stdout=subprocess.DEVNULL)
 
 
+def text_code_digest() -> str:
+    """A digest of the text stage's code as this checkout has it (`openmsd_build/text` and
+    `openmsd_build/core`): what a recording of its children was made with."""
+    repo, digest = HERE.parent, hashlib.sha1()
+    for path in sorted(p for part in ("text", "core") for p in (repo / "openmsd_build" / part).rglob("*.py")):
+        digest.update(path.relative_to(repo).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def recorded_folder(papers: int, name: str, site_code: str, env_name: str, done: str) -> tuple[Path, Path, bool]:
     """(sample, folder, made) of a recording of the stage's children: `bench/data/NAME-PAPERS/`,
     filled by one `run_with_site` run on the bench sample with `site_code` writing into the
     folder named by `env_name`, unless the file `done` (which the caller writes once it has
-    read the recording) is already there; `made` says whether the run happened now."""
+    read the recording) is already there; `made` says whether the run happened now. A
+    recording kept from other code of the stage is used as it is (another checkout's script
+    may be compared on it on purpose), with a note naming both codes' digests."""
     from run_all import prepare_text_sample
 
     sample, build = prepare_text_sample(papers)
     folder = HERE / "data" / f"{name}-{papers}"
+    code = text_code_digest()
     if (folder / done).exists():
+        stamp = folder / "code"
+        made_with = stamp.read_text().strip() if stamp.exists() else "unknown"
+        if made_with != code:
+            print(f"note: {folder} was recorded with other code of the text stage ({made_with}; this checkout's is "
+                  f"{code}); remove the folder to record it again", file=sys.stderr)
         return sample, folder, False
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
+    (folder / "code").write_text(code + "\n")
     run_with_site(site_code, sample, build, {env_name: str(folder)})
     return sample, folder, True
 

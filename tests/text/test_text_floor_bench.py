@@ -48,3 +48,18 @@ def test_calls_are_shared_over_the_records_of_their_document(repo_script, tmp_pa
     assert unmatched == 1
     assert plan == {"0": [calls["a"][0]], "1": [pdf], "3": [calls["a"][1]]}
     assert bench.plan_calls(calls, {"a": [5], "b": [1]})[0]["5"] == calls["a"]  # one record takes both
+
+
+def test_records_are_numbered_across_the_warc_files_as_the_anchor_counts_them(repo_script, tmp_path: Path) -> None:
+    from archive_samples import write_redirect_warcs
+
+    bench = repo_script("bench/text_floor.py")
+    anchor = repo_script("bench/text_bench.py")
+    paths = [Path(p) for p in write_redirect_warcs(tmp_path / "warc")]
+    numbered = [(position, record.rec_headers.get_header("WARC-Target-URI")) for position, record in
+                bench._responses(paths)]
+    seen = anchor.direct(paths)
+    assert [p for p, _ in numbered] == list(range(seen["html"] + seen["pdf"]))
+    # the second file's one record follows the first file's, not position 0 again
+    assert numbered[-1] == (len(numbered) - 1, "http://f.example/twice") and len(numbered) > 2
+    assert "http://g.example/gone" not in {url for _, url in numbered}  # a 404 is not a record of either side
