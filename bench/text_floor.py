@@ -10,17 +10,24 @@ index, the shuffles, isolation and writing whatever the stage's own work does no
 script measures that work alone: every extractor call the stage made, with the arguments it
 made it with, and every document it built, split over `--lanes` processes started at once,
 each reading its share of the WARC as the anchor's lanes do; no Beam, no child processes, no
-pickling, no Parquet. Its wall over the anchor's is the best any execution of today's rules
-can reach on these cores; 1.2x minus it is the budget for everything else.
+pickling, no Parquet. Its wall over the anchor's estimates the best any execution of today's
+rules could reach on these cores (1.2x minus it is the budget for everything else). An
+estimate: it reads the WARC with warcio, as the anchor does (1.4 s more CPU for the whole
+bench WARC than the stage's own reader), splits the records by position, not by cost, and
+a deferred landing page's second, whole extraction reuses the body in memory where the stage
+reads the record again; the stage's per-document steps outside extraction and
+`build_document` (which papers need a page's main text, the shared-abstract check) are not in
+it.
 
 What the stage did is recorded once under bench/data/ (`extract-calls-N/`): one stage run with
 a `sitecustomize` module that wraps the extractor children's jobs (`pool._load`) to write each
 call's document digest and keyword arguments (a landing page deferred without its main text,
 and read again whole when building needed it, is two calls, as in the stage); the papers and
-extractions its building children were given are `build_cost.py`'s recording. Times are
-taken inside each lane from its first record to its last document (imports and loading the
-recordings excluded; what was loaded is frozen out of the collector's walks), on both sides
-alike.
+extractions its building children were given are `build_cost.py`'s recording. Each recording
+keeps the digest of the text stage's code it was made with (`profile_text.text_code_digest`);
+a reused one made with other code is named. Times are taken inside each lane from its first
+record to its last document (imports and loading the recordings excluded on both sides; what
+was loaded is frozen out of the collector's walks), on both sides alike.
 """
 
 from __future__ import annotations
