@@ -214,6 +214,7 @@ def main() -> None:
     parser.add_argument("--papers", type=int, default=20_000, help="the bench sample's size")
     parser.add_argument("--lanes", type=int, default=len(os.sched_getaffinity(0)), help="processes a side")
     parser.add_argument("--turns", type=int, default=3, help="the sides take turns; medians are printed")
+    parser.add_argument("--json", type=Path, default=HERE / "results_floor.json", help="where the result is written")
     parser.add_argument("--lane-of", choices=("floor", "anchor"), help=argparse.SUPPRESS)
     parser.add_argument("--lane", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -243,7 +244,11 @@ def main() -> None:
             "anchor_s": max(r["s"] for r in anchor), "anchor_cpu_s": sum(r["cpu_s"] for r in anchor),
         })
     med = {key: statistics.median(t[key] for t in turns) for key in turns[0]}
-    print(json.dumps({
+    from profile_text import text_code_digest
+
+    result = {
+        "machine": f"{len(os.sched_getaffinity(0))} cores, load {os.getloadavg()[0]:.1f} at the end",
+        "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "code": text_code_digest(),
         "papers": args.papers, "lanes": args.lanes, "turns": len(turns), "calls": recorded["calls"],
         "calls_unmatched": recorded["unmatched"], **{k: round(v, 2) for k, v in med.items()},
         "wall_ratio": round(med["floor_s"] / med["anchor_s"], 3),
@@ -251,7 +256,10 @@ def main() -> None:
         "cpu_ratio": round(med["floor_cpu_s"] / med["anchor_cpu_s"], 3),
         "extract_cpu_ratio": round(med["extract_cpu_s"] / med["anchor_cpu_s"], 3),
         "build_cpu_ratio": round(med["build_cpu_s"] / med["anchor_cpu_s"], 3),
-    }, indent=1))
+    }
+    text = json.dumps(result, indent=1)
+    print(text)
+    args.json.write_text(text + "\n")
 
 
 if __name__ == "__main__":
