@@ -38,26 +38,35 @@ def direct(warc_glob: list[Path], stage_options: bool = True, lane: int = 0, lan
 
     options = TRAFILATURA_OPTIONS if stage_options else {}
 
-    html = pdf = seen = 0
+    html = pdf = 0
     started = time.perf_counter()
-    for path in warc_glob:
+    for position, record in responses(warc_glob):
+        if position % lanes != lane:
+            continue
+        body = record.content_stream().read()
+        if body[:5] == b"%PDF-":
+            doc = pdfium.PdfDocument(body)
+            for page in doc:
+                page.get_textpage().get_text_range()
+            pdf += 1
+        else:
+            trafilatura.extract(body.decode("utf-8", "replace"), **options)
+            html += 1
+    return {"seconds": time.perf_counter() - started, "html": html, "pdf": pdf}
+
+
+def responses(paths: list[Path]):
+    """(position, record) of every 200 response of the WARCs, numbered across the files: the
+    records the anchor extracts, and how a lane picks its share (`text_floor.py` takes the
+    same records through this)."""
+    position = 0
+    for path in paths:
         with open(path, "rb") as f:
             for record in ArchiveIterator(f):
                 if record.rec_type != "response" or record.http_headers.get_statuscode() != "200":
                     continue
-                seen += 1
-                if (seen - 1) % lanes != lane:
-                    continue
-                body = record.content_stream().read()
-                if body[:5] == b"%PDF-":
-                    doc = pdfium.PdfDocument(body)
-                    for page in doc:
-                        page.get_textpage().get_text_range()
-                    pdf += 1
-                else:
-                    trafilatura.extract(body.decode("utf-8", "replace"), **options)
-                    html += 1
-    return {"seconds": time.perf_counter() - started, "html": html, "pdf": pdf}
+                yield position, record
+                position += 1
 
 
 def main() -> None:

@@ -74,21 +74,6 @@ if _out:
 '''
 
 
-def _responses(paths: list[Path]):
-    """(position, record) of every 200 response of the WARCs, counted across the files as
-    `text_bench.direct` counts them, so that a lane takes the same records on both sides."""
-    from warcio.archiveiterator import ArchiveIterator
-
-    position = 0
-    for path in paths:
-        with open(path, "rb") as f:
-            for record in ArchiveIterator(f):
-                if record.rec_type != "response" or record.http_headers.get_statuscode() != "200":
-                    continue
-                yield position, record
-                position += 1
-
-
 def _warcs(sample: Path) -> list[Path]:
     return sorted((sample / "warc").glob("*.warc.gz"))
 
@@ -128,13 +113,14 @@ def record_calls(papers: int) -> Path:
     archived under several URLs has its calls shared out over its records)."""
     sys.path.insert(0, str(HERE))
     from profile_text import recorded_folder
+    from text_bench import responses
 
     sample, folder, made = recorded_folder(papers, "extract-calls", _SITECUSTOMIZE, "OPENMSD_EXTRACT_CALLS",
                                            "plan.json")
     if not made:
         return folder
     records: dict[str, list[int]] = defaultdict(list)
-    for position, record in _responses(_warcs(sample)):
+    for position, record in responses(_warcs(sample)):
         records[hashlib.sha1(record.content_stream().read()).hexdigest()].append(position)
     plan, unmatched = plan_calls(read_calls(folder), records)
     (folder / "plan.json").write_text(json.dumps({"calls": sum(map(len, plan.values())) + unmatched,
@@ -149,6 +135,7 @@ def floor_lane(papers: int, lane: int, lanes: int) -> dict:
     sys.path.insert(0, str(HERE))
     from build_cost import load_inputs, record_inputs
     from run_all import prepare_text_sample
+    from text_bench import responses
 
     from openmsd_build.text.documents import build_document
     from openmsd_build.text.extract.pool import _load
@@ -162,7 +149,7 @@ def floor_lane(papers: int, lane: int, lanes: int) -> dict:
     functions = {spec: _load(spec) for spec in sorted({c["spec"] for cs in plan.values() for c in cs})}
     calls = errors = 0
     wall, cpu = time.perf_counter(), time.process_time()
-    for position, record in _responses(_warcs(sample)):
+    for position, record in responses(_warcs(sample)):
         if position % lanes != lane:
             continue
         body = record.content_stream().read()

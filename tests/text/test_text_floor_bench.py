@@ -51,15 +51,18 @@ def test_calls_are_shared_over_the_records_of_their_document(repo_script, tmp_pa
 
 
 def test_records_are_numbered_across_the_warc_files_as_the_anchor_counts_them(repo_script, tmp_path: Path) -> None:
+    """The floor's lanes take their records through the anchor's own numbering
+    (`text_bench.responses`): positions run on across the files."""
     from archive_samples import write_redirect_warcs
 
-    bench = repo_script("bench/text_floor.py")
     anchor = repo_script("bench/text_bench.py")
     paths = [Path(p) for p in write_redirect_warcs(tmp_path / "warc")]
     numbered = [(position, record.rec_headers.get_header("WARC-Target-URI")) for position, record in
-                bench._responses(paths)]
+                anchor.responses(paths)]
     seen = anchor.direct(paths)
     assert [p for p, _ in numbered] == list(range(seen["html"] + seen["pdf"]))
     # the second file's one record follows the first file's, not position 0 again
     assert numbered[-1] == (len(numbered) - 1, "http://f.example/twice") and len(numbered) > 2
     assert "http://g.example/gone" not in {url for _, url in numbered}  # a 404 is not a record of either side
+    lanes = [anchor.direct(paths, lane=k, lanes=2) for k in (0, 1)]  # the lanes share the records out
+    assert sum(r["html"] + r["pdf"] for r in lanes) == len(numbered)
