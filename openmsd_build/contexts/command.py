@@ -7,7 +7,8 @@ Crossref metadata files (`--crossref`, the same files the papers stage read; the
 `reference` arrays, which `papers/` does not keep: `contexts.references` says why). Wiring
 in `pipelines/contexts.py`; rules in `contexts.sentences`, `contexts.markers`,
 `contexts.resolve`, `contexts.extract` and `contexts.cocitation`, whose docstrings define
-every counter. The counts reconcile (`check_counts`):
+every counter. The counts reconcile (`check_counts`; a run whose counts do not is refused, its
+previous outputs kept):
 
 * `documents_read = documents_without_content + documents_with_reference_list +
   documents_without_reference_list`;
@@ -37,7 +38,7 @@ from openmsd_build.core.errors import UserError
 from openmsd_build.core.inputs import at_least, expand_input_files
 from openmsd_build.core.runner import pipeline_options
 from openmsd_build.core.staging import stage_outputs
-from openmsd_build.core.stats import read_stage_counts
+from openmsd_build.core.stats import read_stage_counts, refuse_unreconciled
 from openmsd_build.pipelines.contexts import build
 from openmsd_build.schemas import CONTEXTS, PAIRS
 
@@ -60,7 +61,9 @@ def run_contexts(out: str, crossref: Sequence[str] = (), beam_args: Sequence[str
         with beam.Pipeline(options=options) as pipeline:
             build(pipeline, out, files, shards, dest=dest)
         parquet_io.fill_missing_parts(output_dirs(dest), shards)  # every folder holds `shards` files
-        refuse_emptying(out, read_stage_counts(dest, STAGE))
+        counts = read_stage_counts(dest, STAGE)
+        refuse_unreconciled(STAGE, check_counts(counts))
+        refuse_emptying(out, counts)
     return read_stage_counts(out, STAGE)
 
 

@@ -347,6 +347,7 @@ class _ExtractingDoFn(UntypedDoFn):
         when one of them can use it."""
         first = tasks[0]
         counts["fetch.ok" if result.ok else f"fetch.error.{result.error}"] += 1
+        counts["tasks.answered"] += len(tasks)  # every task planned or followed ends here, once
         yield beam.pvalue.TaggedOutput(FETCH_TAG, {
             "url": url, "doi": first["doi"], "kind": first.get("kind"), "status": result.status,
             "content_type": result.content_type or None, "bytes": result.n_bytes, "sha1": result.sha1,
@@ -391,6 +392,7 @@ class _ExtractingDoFn(UntypedDoFn):
             counts["main_text.deferred"] += 1
         pdf_url = extraction.get("pdf_url")
         slimmed = (EXT, slim(extraction))
+        counts["extractions.sent"] += len(tasks)  # one per paper, all met again at the join by DOI
         for task in tasks:
             yield task["doi"], slimmed
             if self.follow and task.get("follow") and extraction["kind"] == "landing" and pdf_url and pdf_url != url:
@@ -694,6 +696,7 @@ class BuildDocuments(UntypedDoFn):
         doi, values = element
         grouped = untag(values, META, EXT)
         metas, extractions = grouped[META], grouped[EXT]
+        self.bundle_counts["extractions.received"] += len(extractions)
         if not metas:  # an extraction for a DOI with no paper cannot happen; count if it does
             self.bundle_counts["orphan_extractions"] += len(extractions)
             return

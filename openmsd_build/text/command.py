@@ -10,6 +10,7 @@ import argparse
 import logging
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -143,7 +144,7 @@ def run_text(
     from openmsd_build.core import layout, parquet_io
     from openmsd_build.core.runner import cores_per_local_worker, pipeline_options
     from openmsd_build.core.staging import stage_outputs
-    from openmsd_build.core.stats import read_stage_counts
+    from openmsd_build.core.stats import read_stage_counts, refuse_unreconciled
     from openmsd_build.pipelines.text import build
     from openmsd_build.text.extract.pool import stop_fork_server
     from openmsd_build.text.fetch.config import FetchConfig
@@ -178,6 +179,7 @@ def run_text(
                       host_shards=host_shards, extract_timeout=extract_timeout, follow=follow, dest=dest,
                       warc_prefix=warc_prefix, extract_workers=extract_workers)
             counts = read_stage_counts(dest, "text")
+            refuse_unreconciled("text", check_counts(counts) + check_outputs(dest, counts))
             refuse_source_that_gave_nothing(spec, counts, dest)
             refuse_emptying(out, counts, dest)
     finally:
@@ -185,6 +187,66 @@ def run_text(
     result = read_stage_counts(out, "text")
     result["seconds"] = round(time.time() - started, 2)
     return result
+
+
+def check_counts(counts: Mapping[str, int]) -> list[str]:
+    """The stage's identities its counts alone can check; [] when all hold: every paper read
+    ends as one `documents.<kept or drop reason>`, every fetch task planned (`planned.*`,
+    `local.files_matched.*`) or followed (`follow.citation_pdf_url`) reaches a fetch outcome
+    (`tasks.answered`), every extraction sent to a paper reaches its
+    paper's document (`extractions.sent` = `extractions.received`, none of them for a DOI
+    without a paper: `orphan_extractions`), and every fetched body was extracted or failed
+    with a reason.
+    `run_text` refuses a run that breaks one; the reliability tests check them beside the
+    rows of the files written."""
+    def total(prefix: str) -> int:
+        return sum(int(v) for k, v in counts.items() if k.startswith(prefix))
+
+    problems = []
+    papers, outcomes = int(counts.get("papers", 0)), total("documents.")
+    if papers != outcomes:
+        problems.append(f"papers {papers:,} != documents.* {outcomes:,}")
+    if counts.get("orphan_extractions"):
+        problems.append(f"{int(counts['orphan_extractions']):,} extractions for DOIs with no paper")
+    sent, received = int(counts.get("extractions.sent", 0)), int(counts.get("extractions.received", 0))
+    if sent != received:
+        problems.append(f"extractions.sent {sent:,} != extractions.received {received:,} at the join by DOI")
+    tasks = total("planned.") + total("local.files_matched.") + int(counts.get("follow.citation_pdf_url", 0))
+    if tasks != int(counts.get("tasks.answered", 0)):
+        problems.append(f"fetch tasks planned and followed {tasks:,} != tasks.answered "
+                        f"{int(counts.get('tasks.answered', 0)):,}")
+    fetched_ok, handled = int(counts.get("fetch.ok", 0)), total("extracted.") + total("extract_failed.")
+    if fetched_ok != handled:
+        problems.append(f"fetch.ok {fetched_ok:,} != extracted.* + extract_failed.* {handled:,}")
+    return problems
+
+
+def check_outputs(root: str, counts: Mapping[str, int]) -> list[str]:
+    """The rows the run wrote under `root` (their Parquet footers) against its counts; [] when
+    they agree: documents/ = `documents.kept`, fetch/ = `fetch.ok` + `fetch.error.*`, and
+    rejects/text/ = the extractions that failed (`extract_failed.*`, `main_text_failed.*`)
+    + the input's own rejects (archive files rejected, cut short or damaged; index rows that
+    name no readable record; manifest rows and files no paper used)."""
+    from openmsd_build.core import layout, parquet_io
+    from openmsd_build.text.fetch.result import RECORD_UNREADABLE
+
+    def total(prefix: str) -> int:
+        return sum(int(v) for k, v in counts.items() if k.startswith(prefix))
+
+    expected = {
+        "documents/": (layout.documents_dir(root), int(counts.get("documents.kept", 0))),
+        "fetch/": (layout.fetch_dir(root), int(counts.get("fetch.ok", 0)) + total("fetch.error.")),
+        "rejects/text/": (layout.rejects_dir(root, "text"), total("extract_failed.") + total("main_text_failed.")
+                          + total("archive.rejected.") + int(counts.get("archive.files_cut_short", 0))
+                          + int(counts.get("archive.files_damaged", 0)) + total("local.rejected.")
+                          + int(counts.get(f"fetch.error.{RECORD_UNREADABLE}", 0))),
+    }
+    problems = []
+    for name, (folder, want) in expected.items():
+        rows = parquet_io.footer_rows(parquet_io.list_parts(folder))
+        if rows != want:
+            problems.append(f"{name} holds {rows:,} rows where the counts say {want:,}")
+    return problems
 
 
 def check_fetch_inputs(fetch: str | FetchSpec, warc_prefix: str = "") -> FetchSpec:

@@ -275,3 +275,25 @@ def test_a_paper_splits_lists_twice_gives_no_ccs_pair_and_is_counted() -> None:
     assert stage_warnings("contexts", counts) == [
         "2 co-citation instances name a paper that splits/ lists more than once (a splits/ folder mixing two "
         "builds' files?): no CCS pair of theirs is written"]
+
+
+def test_a_run_whose_counts_do_not_reconcile_is_refused(tmp_path, beam_args, capsys, monkeypatch) -> None:
+    """A run that lost records between its steps without counting them (here: one marker
+    found by nobody's count, as a runner that drops elements leaves it) must not replace a
+    complete build: refused with the broken identity named, the earlier outputs kept."""
+    from openmsd_build.cli import main
+    from openmsd_build.contexts import command
+
+    out, crossref = _build(tmp_path)
+    assert main(["contexts", "--out", str(out), "--crossref", crossref, *beam_args]) == 0
+    stats = (out / "_stats" / "contexts.json").read_text()
+    capsys.readouterr()
+    read = command.read_stage_counts
+    monkeypatch.setattr(command, "read_stage_counts",
+                        lambda root, stage: {**read(root, stage), "markers_resolved": 5})
+    assert main(["contexts", "--out", str(out), "--crossref", crossref, *beam_args]) == 2
+    err = capsys.readouterr().err
+    assert "contexts: this run's counts do not reconcile (contexts: markers_found 9 != 8)" in err, err
+    assert "nothing was replaced" in err
+    assert (out / "_stats" / "contexts.json").read_text() == stats
+    assert pq.read_table(out / "contexts").num_rows == 3

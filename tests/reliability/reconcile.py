@@ -29,6 +29,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from openmsd_build.core.stages import STAGE_NAMES as STAGES  # noqa: E402
+from openmsd_build.text.command import check_counts as text_check_counts  # noqa: E402
+from openmsd_build.text.command import check_outputs as text_check_outputs  # noqa: E402
 
 SPLITS = ("train", "idt", "odt")
 # Columns that legitimately differ between two live (http) fetch runs: archive file names
@@ -103,37 +105,20 @@ def check_papers(out: str | Path) -> list[str]:
 
 
 def check_text(out: str | Path) -> list[str]:
-    """papers = documents.kept + documents.<drop reasons> (incl. abstract_duplicate_across_dois,
-    counted after the shared-abstract step); documents/ rows = kept; every papers row counted;
-    papers dropped for a shared abstract <= abstracts dropped as shared
-    (abstracts_wrong.abstract_duplicate_across_dois); fetch/ rows = fetch.ok + fetch.error.*;
-    rejects/text rows = extract_failed.* + main_text_failed.* (a landing page read again for its
-    main text that failed the second time; its first extraction is counted in extracted.*)
-    + the input's own: archive files rejected (archive.rejected.*), holding records cut short
-    (archive.files_cut_short) or damaged spans (archive.files_damaged), manifest rows rejected
-    (local.rejected.*)."""
+    """The stage's own checks of its counts and of the rows it wrote (`text.command.check_counts`
+    and `check_outputs`: it refuses a run that fails one), then what it does not check itself:
+    every papers/ row counted, and papers dropped for a shared abstract <= abstracts dropped as
+    shared (abstracts_wrong.abstract_duplicate_across_dois)."""
     c = stage_counts(out, "text")
     if c is None:
         return [_no_stats("text")]
-    p: list[str] = []
+    # the stage's own checks (it refuses a run that fails one), then what it cannot see itself
+    p: list[str] = [f"text: {problem}" for problem in text_check_counts(c) + text_check_outputs(str(out), c)]
     papers = c.get("papers", 0)
-    _eq(p, "text", "papers = sum(documents.*)", papers, _sum(c, "documents."))
     _eq(p, "text", "papers counted = papers/ rows", papers, n_rows(Path(out) / "papers"))
-    _eq(p, "text", "documents/ rows = documents.kept", n_rows(Path(out) / "documents"), c.get("documents.kept", 0))
     shared = c.get("documents.abstract_duplicate_across_dois", 0)
     if shared > c.get("abstracts_wrong.abstract_duplicate_across_dois", 0):
         p.append(f"text: {shared} papers dropped for a shared abstract, more than the abstracts dropped as shared")
-    if c.get("orphan_extractions"):
-        p.append(f"text: {c['orphan_extractions']} extractions for DOIs with no paper")
-    fetched = c.get("fetch.ok", 0) + _sum(c, "fetch.error.")
-    if fetched or (Path(out) / "fetch").is_dir():
-        _eq(p, "text", "fetch/ rows = fetch.ok + fetch.error.*", n_rows(Path(out) / "fetch"), fetched)
-        _eq(p, "text", "fetch.ok = extracted.* + extract_failed.* + unsupported",
-            c.get("fetch.ok", 0), _sum(c, "extracted.") + _sum(c, "extract_failed."))
-    _eq(p, "text", "rejects/text rows = extract_failed.* + main_text_failed.* + archive and manifest rejects",
-        n_rows(Path(out) / "rejects" / "text"),
-        _sum(c, "extract_failed.") + _sum(c, "main_text_failed.") + _sum(c, "archive.rejected.")
-        + c.get("archive.files_cut_short", 0) + c.get("archive.files_damaged", 0) + _sum(c, "local.rejected."))
     return p
 
 
