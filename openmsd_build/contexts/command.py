@@ -7,8 +7,8 @@ Crossref metadata files (`--crossref`, the same files the papers stage read; the
 `reference` arrays, which `papers/` does not keep: `contexts.references` says why). Wiring
 in `pipelines/contexts.py`; rules in `contexts.sentences`, `contexts.markers`,
 `contexts.resolve`, `contexts.extract` and `contexts.cocitation`, whose docstrings define
-every counter. The counts reconcile (`check_counts`; a run whose counts do not is refused, its
-previous outputs kept):
+every counter. The counts reconcile (`check_counts`, and `check_outputs` for the rows written;
+a run that fails one is refused, its previous outputs kept):
 
 * `documents_read = documents_without_content + documents_with_reference_list +
   documents_without_reference_list`;
@@ -62,7 +62,8 @@ def run_contexts(out: str, crossref: Sequence[str] = (), beam_args: Sequence[str
             build(pipeline, out, files, shards, dest=dest)
         parquet_io.fill_missing_parts(output_dirs(dest), shards)  # every folder holds `shards` files
         counts = read_stage_counts(dest, STAGE)
-        refuse_unreconciled(STAGE, check_counts(counts))
+        refuse_unreconciled(STAGE, [p.removeprefix(f"{STAGE}: ") for p in check_counts(counts)]
+                            + check_outputs(dest, counts))
         refuse_emptying(out, counts)
     return read_stage_counts(out, STAGE)
 
@@ -99,6 +100,19 @@ def check_counts(counts: Mapping[str, int]) -> list[str]:
          + c("ccs_instances_odt_en_en") + c("ccs_instances_kept")),
     ]
     return [f"contexts: {name} {c(name)} != {total}" for name, total in equalities if c(name) != total]
+
+
+def check_outputs(root: str, counts: Mapping[str, int]) -> list[str]:
+    """The rows the run wrote under `root` (their Parquet footers) against its counts; [] when
+    they agree: `contexts/` = `contexts_written`, `pairs/ccs/split=<s>/` = `ccs_pairs.<s>`."""
+    expected = [("contexts/", layout.contexts_dir(root), "contexts_written")] + [
+        (f"pairs/ccs/split={s}/", layout.pairs_dir(root, "ccs", s), f"ccs_pairs.{s}") for s in SPLITS]
+    problems = []
+    for name, folder, key in expected:
+        rows, want = parquet_io.footer_rows(parquet_io.list_parts(folder)), int(counts.get(key, 0))
+        if rows != want:
+            problems.append(f"{name} holds {rows:,} rows where {key} says {want:,}")
+    return problems
 
 
 def flag_inputs(args: argparse.Namespace) -> list[dict]:

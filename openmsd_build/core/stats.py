@@ -125,14 +125,15 @@ def refuse_emptying(stage: str, folder: str, kept: int, what: str, why: str = ""
 
 def refuse_unreconciled(stage: str, problems: list[str]) -> None:
     """A `UserError` (the previous outputs are kept) when a run's own counts do not add up
-    (`problems`, from the stage's `check_counts`): records went missing between the stage's
-    steps without a count or a reject (a runner that loses elements, or a bug), and a build
-    quietly missing some papers must not replace a complete one."""
+    (`problems`, from the stage's checks): records went missing, or came twice, between the
+    stage's steps without a count or a reject (a runner that loses elements, or a bug), and a
+    build quietly missing some papers must not replace a complete one. The checks catch such a
+    loss; they cannot prove there was none (a lost count could offset a lost record)."""
     if problems:
         shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
-        raise UserError(f"{stage}: this run's counts do not reconcile ({shown}): records were lost between its "
-                        "steps without a reject, so nothing was replaced (a runner that loses elements, or a bug "
-                        "to report with this line)")
+        raise UserError(f"{stage}: this run's counts do not reconcile ({shown}): records were lost or duplicated "
+                        "between its steps, so nothing was replaced (a runner that loses elements, or a bug to "
+                        "report with this line)")
 
 
 def first_rejects(root: str, stage: str, n: int = 3, reasons: Collection[str] = ()) -> list[str]:

@@ -8,6 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from openmsd_build.contexts.command import check_counts, run_contexts
@@ -293,7 +294,32 @@ def test_a_run_whose_counts_do_not_reconcile_is_refused(tmp_path, beam_args, cap
                         lambda root, stage: {**read(root, stage), "markers_resolved": 5})
     assert main(["contexts", "--out", str(out), "--crossref", crossref, *beam_args]) == 2
     err = capsys.readouterr().err
-    assert "contexts: this run's counts do not reconcile (contexts: markers_found 9 != 8)" in err, err
+    assert "contexts: this run's counts do not reconcile (markers_found 9 != 8)" in err, err
     assert "nothing was replaced" in err
     assert (out / "_stats" / "contexts.json").read_text() == stats
+    assert pq.read_table(out / "contexts").num_rows == 3
+
+
+def test_a_run_that_writes_fewer_rows_than_it_counts_is_refused(tmp_path, beam_args, capsys, monkeypatch) -> None:
+    """A context lost on its way into `contexts/` (a write that dropped a row) is seen in the
+    files' footers against `contexts_written`: refused, the earlier outputs kept."""
+    from openmsd_build.cli import main
+    from openmsd_build.core import parquet_io
+
+    out, crossref = _build(tmp_path)
+    assert main(["contexts", "--out", str(out), "--crossref", crossref, *beam_args]) == 0
+    capsys.readouterr()
+    write = parquet_io.write_tables
+
+    def dropping(tables, schema, path):  # the shard's contexts, from its spool, less the last row
+        tables = list(tables)
+        table = pa.concat_tables(tables) if "/contexts/" in path and tables else None
+        if table is not None and table.num_rows:
+            tables = [table.slice(0, table.num_rows - 1)]
+        return write(tables, schema, path)
+
+    monkeypatch.setattr(parquet_io, "write_tables", dropping)
+    assert main(["contexts", "--out", str(out), "--crossref", crossref, *beam_args]) == 2
+    err = capsys.readouterr().err
+    assert "(contexts/ holds 1 rows where contexts_written says 3)" in err, err  # each of its two shards less one
     assert pq.read_table(out / "contexts").num_rows == 3
