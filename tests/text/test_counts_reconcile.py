@@ -46,7 +46,8 @@ def _docs(out) -> list[dict]:
     return parquet_io.read_table(layout.documents_dir(str(out)), schema=DOCUMENTS).to_pylist()
 
 
-def test_a_run_that_loses_an_extraction_at_the_join_is_refused_and_replaces_nothing(tmp_path, monkeypatch, capsys):
+def _good_build(tmp_path, capsys) -> tuple[list[str], object, list[dict]]:
+    """A build whose text stage ran once and well: (the command's arguments, OUT, its documents)."""
     warcs = write_redirect_warcs(tmp_path / "warcs")
     out = tmp_path / "build"
     add_papers(out, REDIRECT_URLS)
@@ -54,6 +55,11 @@ def test_a_run_that_loses_an_extraction_at_the_join_is_refused_and_replaces_noth
     assert main(args) == 0
     before = _docs(out)
     assert before and capsys.readouterr()
+    return args, out, before
+
+
+def test_a_run_that_loses_an_extraction_at_the_join_is_refused_and_replaces_nothing(tmp_path, monkeypatch, capsys):
+    args, out, before = _good_build(tmp_path, capsys)
 
     untag, lost = text_beam.untag, []
 
@@ -76,13 +82,7 @@ def test_a_run_that_writes_fewer_rows_than_it_counts_is_refused(tmp_path, monkey
     files' footers against `documents.kept`: refused, the previous documents kept."""
     from openmsd_build.core import parquet_io as pio
 
-    warcs = write_redirect_warcs(tmp_path / "warcs")
-    out = tmp_path / "build"
-    add_papers(out, REDIRECT_URLS)
-    args = ["text", "--out", str(out), "--fetch", "warc:" + ",".join(warcs), *FNAPI]
-    assert main(args) == 0
-    before = _docs(out)
-    capsys.readouterr()
+    args, out, before = _good_build(tmp_path, capsys)
     write = pio.write_table
 
     def dropping(table, path):
