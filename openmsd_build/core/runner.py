@@ -43,7 +43,7 @@ def pipeline_options(beam_args: Sequence[str] = ()) -> PipelineOptions:
     args = list(beam_args)
     if not _has_flag(args, "--runner"):
         args.append("--runner=" + LOCAL_RUNNER)
-    if _runner_name(args) in _DIRECT_RUNNERS and not _has_flag(
+    if _short_name(_runner_name(args)) in _DIRECT_RUNNERS and not _has_flag(
         args, "--direct_num_workers"
     ):
         args.append("--direct_num_workers=1")
@@ -73,7 +73,14 @@ def refuse_threaded_workers(options: PipelineOptions) -> None:
 
 
 LOCAL_RUNNER = "apache_beam.runners.portability.fn_api_runner.FnApiRunner"
-_DIRECT_RUNNERS = ("DirectRunner", "BundleBasedDirectRunner")
+_DIRECT_RUNNERS = ("direct", "bundlebaseddirect")
+_LOCAL_RUNNERS = ("fnapi", "switchingdirect", *_DIRECT_RUNNERS)
+
+
+def _short_name(runner: str) -> str:
+    """A runner's name as Beam matches it: its class name, any case, "Runner" optional
+    (`--runner=direct`, `DirectRunner` and `apache_beam.runners.direct.DirectRunner` are one)."""
+    return runner.rsplit(".", 1)[-1].lower().removesuffix("runner")
 
 
 def is_local_runner(options: PipelineOptions) -> bool:
@@ -82,7 +89,7 @@ def is_local_runner(options: PipelineOptions) -> bool:
 
     runner = options.view_as(StandardOptions).runner or ""
     name = runner if isinstance(runner, str) else type(runner).__name__
-    return name.rsplit(".", 1)[-1] in ("FnApiRunner", "SwitchingDirectRunner", *_DIRECT_RUNNERS)
+    return _short_name(name) in _LOCAL_RUNNERS
 
 
 def runs_in_this_process(options: PipelineOptions) -> bool:
@@ -137,9 +144,12 @@ def local_cores() -> int:
 
 
 def _runner_name(args: Sequence[str]) -> str:
-    for a in args:
+    """The `--runner` given in `args` (`--runner=X` or `--runner X`), "" when none is."""
+    for k, a in enumerate(args):
         if a.startswith("--runner="):
             return a.split("=", 1)[1]
+        if a == "--runner" and k + 1 < len(args):
+            return args[k + 1]
     return ""
 
 

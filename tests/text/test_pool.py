@@ -312,6 +312,10 @@ def test_default_extract_workers_follow_the_runner(tmp_path) -> None:
     assert cores_per_local_worker(pipeline_options(["--runner=FlinkRunner"])) == 1
     several = pipeline_options(["--runner=DirectRunner", "--direct_num_workers=2"])
     assert cores_per_local_worker(several) == max(1, cores // 2)
+    # Beam's spellings of one runner (any case, "Runner" optional, two tokens) are all local
+    for args in (["--runner=direct"], ["--runner", "DirectRunner"], ["--runner=directrunner"],
+                 ["--runner=apache_beam.runners.direct.direct_runner.BundleBasedDirectRunner"]):
+        assert cores_per_local_worker(pipeline_options(args)) == cores, args
 
     class Sized(Exception):
         pass
