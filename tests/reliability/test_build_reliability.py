@@ -65,20 +65,27 @@ def test_papers_stage_survives_retried_bundles(clean_builds, sample_inputs, tmp_
     assert diff_digests(_only(output_digest(out), "papers", "rejects/papers", "_stats/papers"), clean) == []
 
 
-def test_text_stage_rerun_after_transient_failures(clean_builds, sample_inputs, tmp_path, monkeypatch):
+def _flaky_text_build(clean, tmp_path, monkeypatch):
+    """(OUT holding the clean build's papers stage, the faults folder): the text stage to run
+    there with a fetch/extract DoFn failing the first attempt of about one bundle in six."""
     import shutil
 
     out = tmp_path / "out"
-    shutil.copytree(clean_builds[0] / "papers", out / "papers")  # the papers stage's outputs and counts
-    if (clean_builds[0] / "rejects" / "papers").is_dir():
-        shutil.copytree(clean_builds[0] / "rejects" / "papers", out / "rejects" / "papers")
+    shutil.copytree(clean / "papers", out / "papers")  # the papers stage's outputs and counts
+    if (clean / "rejects" / "papers").is_dir():
+        shutil.copytree(clean / "rejects" / "papers", out / "rejects" / "papers")
     (out / "_stats").mkdir()
-    shutil.copy(clean_builds[0] / "_stats" / "papers.json", out / "_stats" / "papers.json")
+    shutil.copy(clean / "_stats" / "papers.json", out / "_stats" / "papers.json")
     faults = tmp_path / "faults"
     faults.mkdir()
     monkeypatch.setenv(ENV, str(faults))
     monkeypatch.setenv(MOD_ENV, "6")
     monkeypatch.setattr(text_graph, "ReplayArchive", FlakyReplayArchive)
+    return out, faults
+
+
+def test_text_stage_rerun_after_transient_failures(clean_builds, sample_inputs, tmp_path, monkeypatch):
+    out, faults = _flaky_text_build(clean_builds[0], tmp_path, monkeypatch)
     fetch = f"warc:{sample_inputs / 'warc' / '*.warc.gz'}"
     attempts = 0
     while True:  # the FnApiRunner fails the run on the first exception: rerun the stage
@@ -131,17 +138,7 @@ def test_text_stage_survives_retried_bundles(clean_builds, sample_inputs, tmp_pa
     fetch/extract DoFn failing the first attempt of about one bundle in six after its first
     output, the stage's own checks hold (it would refuse the run otherwise: a retried
     bundle's counts must not be added twice) and the outputs equal the clean build's."""
-    import shutil
-
-    out = tmp_path / "out"
-    shutil.copytree(clean_builds[0] / "papers", out / "papers")
-    (out / "_stats").mkdir()
-    shutil.copy(clean_builds[0] / "_stats" / "papers.json", out / "_stats" / "papers.json")
-    faults = tmp_path / "faults"
-    faults.mkdir()
-    monkeypatch.setenv(ENV, str(faults))
-    monkeypatch.setenv(MOD_ENV, "6")
-    monkeypatch.setattr(text_graph, "ReplayArchive", FlakyReplayArchive)
+    out, faults = _flaky_text_build(clean_builds[0], tmp_path, monkeypatch)
     text_pipeline.run_text(str(out), f"warc:{sample_inputs / 'warc' / '*.warc.gz'}", BUNDLE_RETRYING)
     assert len(list(faults.iterdir())) >= 1  # faults were really injected, and retried
     assert check_build(out, ["text"]) == []
