@@ -36,7 +36,7 @@ The DoFns are in `openmsd_build.citations.beam`; the shared Beam helpers
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import apache_beam as beam
 
@@ -44,12 +44,19 @@ from openmsd_build.citations.beam import (
     DEFAULT_SHARDS,
     STAGE,
 )
+from openmsd_build.core import layout
 from openmsd_build.core.errors import UserError
 from openmsd_build.core.inputs import at_least
 from openmsd_build.core.notices import DEFAULT_MAX_REJECT_RATE, add_reject_rate_argument
 from openmsd_build.core.runner import pipeline_options
 from openmsd_build.core.staging import stage_outputs
-from openmsd_build.core.stats import read_stage_counts, refuse_all_rejected
+from openmsd_build.core.stats import (
+    read_stage_counts,
+    refuse_all_rejected,
+    refuse_unreconciled,
+    rows_unlike_counts,
+    unequal,
+)
 from openmsd_build.pipelines.citations import build
 
 
@@ -73,8 +80,26 @@ def run_citations(
         refuse_all_rejected(STAGE, done, done.get("rows_read", 0), done.get("edges_kept", 0),
                             {k: done.get(k, 0) for k in ("malformed_row", "rows_unrecognized_file", "bad_doi")},
                             dest, max_reject_rate)
+        refuse_unreconciled(STAGE, check_counts(done) + rows_unlike_counts(
+            [("citations/", layout.citations_dir(dest), int(done.get("edges_kept", 0)))]))
         refuse_emptying(out, done)
     return read_stage_counts(out, STAGE)
+
+
+DROPS = ("rows_unrecognized_file", "malformed_row", "bad_doi", "no_doi", "self_citation", "duplicate_edge",
+         "citing_missing", "cited_missing", "no_abstract")
+"""Why a row read is not an edge kept: each is counted under its name."""
+
+
+def check_counts(counts: Mapping[str, int]) -> list[str]:
+    """The stage's identities; [] when they hold: every row read is an edge kept or one drop
+    (`DROPS`), and every line read was parsed. `run_citations` refuses a run that breaks one,
+    or whose citations/ holds another number of rows than `edges_kept`."""
+    def c(key: str) -> int:
+        return int(counts.get(key, 0))
+
+    return unequal([("rows_read = edges_kept + drops", c("rows_read"), c("edges_kept") + sum(c(k) for k in DROPS)),
+                    ("input_lines = lines_parsed", c("input_lines"), c("lines_parsed"))])
 
 
 def refuse_emptying(out: str, counts: dict) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from typing import TypeVar
 
 from apache_beam.io.filesystems import FileSystems
@@ -121,6 +121,27 @@ def refuse_emptying(stage: str, folder: str, kept: int, what: str, why: str = ""
         raise UserError(f"{stage}: this run kept 0 {what} where {folder} holds {previous:,}; the previous outputs "
                         f"were kept{why}\n  (if an empty {stage} output is what you mean, remove {folder} and run "
                         "again)")
+
+
+def count_total(counts: Mapping[str, int], prefix: str) -> int:
+    """The sum of every counter whose name starts with `prefix` (`rejected.` for all reasons)."""
+    return sum(int(v) for k, v in counts.items() if k.startswith(prefix))
+
+
+def unequal(identities: list[tuple[str, int, int]]) -> list[str]:
+    """`what: left != right` for each identity `(what, left, right)` that does not hold."""
+    return [f"{what}: {left:,} != {right:,}" for what, left, right in identities if left != right]
+
+
+def rows_unlike_counts(expected: list[tuple[str, str, int]]) -> list[str]:
+    """For each `(name, folder, rows counted)`: a problem when the Parquet parts of `folder`
+    (their footers: no data is read) hold another number of rows."""
+    problems = []
+    for name, folder, want in expected:
+        rows = parquet_io.footer_rows(parquet_io.list_parts(folder))
+        if rows != want:
+            problems.append(f"{name} holds {rows:,} rows where the counts say {want:,}")
+    return problems
 
 
 def refuse_unreconciled(stage: str, problems: list[str]) -> None:

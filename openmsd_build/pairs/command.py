@@ -41,7 +41,7 @@ written; missing shards get an empty part at the end so every folder holds `--sh
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import apache_beam as beam
 import pyarrow as pa
@@ -51,7 +51,7 @@ from openmsd_build.core.errors import UserError
 from openmsd_build.core.inputs import at_least
 from openmsd_build.core.runner import pipeline_options
 from openmsd_build.core.staging import stage_outputs
-from openmsd_build.core.stats import read_stage_counts
+from openmsd_build.core.stats import count_total, read_stage_counts, refuse_unreconciled, rows_unlike_counts, unequal
 from openmsd_build.pairs import relations as pg
 from openmsd_build.pairs.beam import (
     DEFAULT_SHARDS,
@@ -89,7 +89,27 @@ def run_pairs(
         with beam.Pipeline(options=options) as pipeline:
             build(pipeline, out, shards, max_degree, negatives, tuple(mixes), dest=dest)
         parquet_io.fill_missing_parts(output_dirs(dest, negatives, mixes), shards)
+        counts = read_stage_counts(dest, STAGE)
+        refuse_unreconciled(STAGE, check_counts(counts) + rows_unlike_counts(
+            [(f"pairs/{r}/split={s}/", layout.pairs_dir(dest, r, s), int(counts.get(f"{r}_pairs.{s}", 0)))
+             for r in ("cc", "bc") for s in pg.SPLITS]))
     return read_stage_counts(out, STAGE)
+
+
+def check_counts(counts: Mapping[str, int]) -> list[str]:
+    """The stage's identities; [] when they hold: every citation edge read is unannotated,
+    of a paper in more than one split, or annotated, and every annotated edge is a DC pair
+    kept, across splits or ODT en-en. `run_pairs` refuses a run that breaks one, or whose
+    `pairs/cc/` and `pairs/bc/` folders hold other numbers of rows than `<r>_pairs.<split>`."""
+    def c(key: str) -> int:
+        return int(counts.get(key, 0))
+
+    return unequal([
+        ("edges_read = edges_unannotated + edges_split_ambiguous + edges_annotated", c("edges_read"),
+         c("edges_unannotated") + c("edges_split_ambiguous") + c("edges_annotated")),
+        ("edges_annotated = dc_kept.* + dc_cross_split + dc_odt_en_en", c("edges_annotated"),
+         count_total(counts, "dc_kept.") + c("dc_cross_split") + c("dc_odt_en_en")),
+    ])
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -17,7 +17,14 @@ from openmsd_build.core.inputs import at_least, default_shards, expand_globs, nu
 from openmsd_build.core.notices import DEFAULT_MAX_REJECT_RATE, add_reject_rate_argument
 from openmsd_build.core.runner import is_local_runner, pipeline_options
 from openmsd_build.core.staging import stage_outputs
-from openmsd_build.core.stats import read_stage_counts, refuse_all_rejected
+from openmsd_build.core.stats import (
+    count_total,
+    read_stage_counts,
+    refuse_all_rejected,
+    refuse_unreconciled,
+    rows_unlike_counts,
+    unequal,
+)
 from openmsd_build.papers.join import LINE_SPLIT_BYTES
 from openmsd_build.papers.parallel import default_parse_workers
 from openmsd_build.papers.sources.registry import SOURCE_NAMES, SOURCES, add_source_arguments, source_globs
@@ -37,6 +44,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shards", type=at_least(0), default=0,
                         help="shuffle shards = output files (default: ~1 per 32 MiB of input)")
     add_reject_rate_argument(parser)
+
+
+def check_counts(counts: Mapping[str, int]) -> list[str]:
+    """The stage's identity; [] when it holds: every record read is written, rejected or
+    merged into another of its DOI (`read.*` = `written` + `rejected.*` + `merged_records`).
+    `run_papers` refuses a run that breaks it or `check_outputs`."""
+    return unequal([("read.* = written + rejected.* + merged_records", count_total(counts, "read."),
+                     int(counts.get("written", 0)) + count_total(counts, "rejected.")
+                     + int(counts.get("merged_records", 0)))])
+
+
+def check_outputs(root: str, counts: Mapping[str, int]) -> list[str]:
+    """papers/ holds `written` rows, rejects/papers/ the rejected records less those past a
+    file's cap, only counted (`rejects_suppressed.*`); [] when both hold."""
+    from openmsd_build.core import layout
+
+    return rows_unlike_counts([
+        ("papers/", layout.papers_dir(root), int(counts.get("written", 0))),
+        ("rejects/papers/", layout.rejects_dir(root, "papers"),
+         count_total(counts, "rejected.") - count_total(counts, "rejects_suppressed.")),
+    ])
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> dict:
@@ -94,6 +122,7 @@ def run_papers(
                 {k.split(".", 2)[-1]: v for k, v in done.items() if k.startswith("rejected.")}, dest, max_reject_rate)
         except UserError as refused:
             raise UserError(f"{refused}{_json_lines_hint(files)}") from None
+        refuse_unreconciled("papers", check_counts(done) + check_outputs(dest, done))
     counts = read_stage_counts(out, "papers")
     counts["seconds"] = round(time.time() - started, 2)
     return counts

@@ -26,7 +26,7 @@ odt_english_linked`). `edge_ends_not_in_documents` counts linked DOIs absent fro
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -36,7 +36,7 @@ from openmsd_build.core.errors import UserError
 from openmsd_build.core.inputs import at_least, number_from
 from openmsd_build.core.runner import pipeline_options
 from openmsd_build.core.staging import stage_outputs
-from openmsd_build.core.stats import read_stage_counts
+from openmsd_build.core.stats import read_stage_counts, refuse_unreconciled, rows_unlike_counts, unequal
 from openmsd_build.pipelines.split import build
 from openmsd_build.schemas import SPLITS
 from openmsd_build.split.assign import SplitConfig
@@ -65,7 +65,22 @@ def run_split(
         first = parquet_io.part_path(layout.splits_dir(dest), 0, shards)
         if not FileSystems.exists(first):
             parquet_io.write_table(SPLITS.empty_table(), first)
+        counts = read_stage_counts(dest, STAGE)
+        refuse_unreconciled(STAGE, check_counts(counts) + rows_unlike_counts(
+            [("splits/", layout.splits_dir(dest), int(counts.get("papers_linked", 0)))]))
     return read_stage_counts(out, STAGE)
+
+
+def check_counts(counts: Mapping[str, int]) -> list[str]:
+    """The stage's identities; [] when they hold: every document read has no link or is a
+    linked paper, and every linked paper is in one split. `run_split` refuses a run that
+    breaks one, or whose splits/ holds another number of rows than `papers_linked`."""
+    def c(key: str) -> int:
+        return int(counts.get(key, 0))
+
+    return unequal([("documents_read = no_link + papers_linked", c("documents_read"),
+                     c("no_link") + c("papers_linked")),
+                    ("papers_linked = train + idt + odt", c("papers_linked"), c("train") + c("idt") + c("odt"))])
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

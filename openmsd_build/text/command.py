@@ -199,8 +199,10 @@ def check_counts(counts: Mapping[str, int]) -> list[str]:
     with a reason.
     `run_text` refuses a run that breaks one; the reliability tests check them beside the
     rows of the files written."""
+    from openmsd_build.core.stats import count_total
+
     def total(prefix: str) -> int:
-        return sum(int(v) for k, v in counts.items() if k.startswith(prefix))
+        return count_total(counts, prefix)
 
     problems = []
     papers, outcomes = int(counts.get("papers", 0)), total("documents.")
@@ -227,26 +229,19 @@ def check_outputs(root: str, counts: Mapping[str, int]) -> list[str]:
     rejects/text/ = the extractions that failed (`extract_failed.*`, `main_text_failed.*`)
     + the input's own rejects (archive files rejected, cut short or damaged; index rows that
     name no readable record; manifest rows and files no paper used)."""
-    from openmsd_build.core import layout, parquet_io
+    from openmsd_build.core import layout
+    from openmsd_build.core.stats import count_total as total
+    from openmsd_build.core.stats import rows_unlike_counts
     from openmsd_build.text.fetch.result import RECORD_UNREADABLE
 
-    def total(prefix: str) -> int:
-        return sum(int(v) for k, v in counts.items() if k.startswith(prefix))
-
-    expected = {
-        "documents/": (layout.documents_dir(root), int(counts.get("documents.kept", 0))),
-        "fetch/": (layout.fetch_dir(root), int(counts.get("fetch.ok", 0)) + total("fetch.error.")),
-        "rejects/text/": (layout.rejects_dir(root, "text"), total("extract_failed.") + total("main_text_failed.")
-                          + total("archive.rejected.") + int(counts.get("archive.files_cut_short", 0))
-                          + int(counts.get("archive.files_damaged", 0)) + total("local.rejected.")
-                          + int(counts.get(f"fetch.error.{RECORD_UNREADABLE}", 0))),
-    }
-    problems = []
-    for name, (folder, want) in expected.items():
-        rows = parquet_io.footer_rows(parquet_io.list_parts(folder))
-        if rows != want:
-            problems.append(f"{name} holds {rows:,} rows where the counts say {want:,}")
-    return problems
+    return rows_unlike_counts([
+        ("documents/", layout.documents_dir(root), int(counts.get("documents.kept", 0))),
+        ("fetch/", layout.fetch_dir(root), int(counts.get("fetch.ok", 0)) + total(counts, "fetch.error.")),
+        ("rejects/text/", layout.rejects_dir(root, "text"),
+         total(counts, "extract_failed.") + total(counts, "main_text_failed.") + total(counts, "archive.rejected.")
+         + int(counts.get("archive.files_cut_short", 0)) + int(counts.get("archive.files_damaged", 0))
+         + total(counts, "local.rejected.") + int(counts.get(f"fetch.error.{RECORD_UNREADABLE}", 0))),
+    ])
 
 
 def check_fetch_inputs(fetch: str | FetchSpec, warc_prefix: str = "") -> FetchSpec:

@@ -339,7 +339,7 @@ def test_line_counts_see_lines_lost_after_decompression(tmp_path, monkeypatch):
     stats.mkdir(parents=True)
     (stats / "citations.json").write_text(json.dumps({"counts": {**counts, "edges_kept": counts["rows_parsed"]}}))
     assert [p for p in check_citations(tmp_path / "out") if "lines" in p] == [
-        f"citations: input_lines = lines_parsed: 6003 != {counts['lines_parsed']}"]
+        f"citations: input_lines = lines_parsed: 6,003 != {counts['lines_parsed']:,}"]
 
 
 def test_read_ahead_ready_takes_only_what_is_produced():

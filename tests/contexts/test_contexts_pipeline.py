@@ -321,5 +321,5 @@ def test_a_run_that_writes_fewer_rows_than_it_counts_is_refused(tmp_path, beam_a
     monkeypatch.setattr(parquet_io, "write_tables", dropping)
     assert main(["contexts", "--out", str(out), "--crossref", crossref, *beam_args]) == 2
     err = capsys.readouterr().err
-    assert "(contexts/ holds 1 rows where contexts_written says 3)" in err, err  # each of its two shards less one
+    assert "(contexts/ holds 1 rows where the counts say 3)" in err, err  # each of its two shards less one
     assert pq.read_table(out / "contexts").num_rows == 3

@@ -144,3 +144,44 @@ def test_text_stage_survives_retried_bundles(clean_builds, sample_inputs, tmp_pa
     assert check_build(out, ["text"]) == []
     keys = ("documents", "fetch", "rejects/text", "_stats/text")
     assert diff_digests(_only(output_digest(out), *keys), _only(output_digest(clean_builds[0]), *keys)) == []
+
+
+@pytest.mark.parametrize(("stage", "folder", "flags"), [
+    ("papers", "papers", ["--unpaywall", "unpaywall/*", "--crossref", "crossref/*"]),
+    ("citations", "citations", ["--opencitations", "opencitations/*"]),
+    ("split", "splits", []),
+    ("pairs", "pairs/cc", []),
+])
+def test_a_stage_that_writes_fewer_rows_than_it_counts_is_refused(clean_builds, sample_inputs, tmp_path, monkeypatch,
+                                                                   capsys, stage, folder, flags):
+    """Every stage checks the rows it wrote (the Parquet footers) against its counts after
+    its run (`core.stats.rows_unlike_counts`): a write that lost a row, as a runner that loses
+    elements leaves it, is refused and the build's outputs stay as they were."""
+    import shutil
+
+    import pyarrow as pa
+
+    from openmsd_build.cli import main
+    from openmsd_build.core import parquet_io
+
+    out = tmp_path / "out"
+    shutil.copytree(clean_builds[0], out)
+    before = output_digest(out)
+    write_table, write_tables, dropped = parquet_io.write_table, parquet_io.write_tables, []
+
+    def short(table: pa.Table, path: str) -> pa.Table:
+        if f"/{folder}/" in path and table.num_rows and not dropped:
+            dropped.append(path)
+            return table.slice(0, table.num_rows - 1)
+        return table
+
+    monkeypatch.setattr(parquet_io, "write_table", lambda table, path: write_table(short(table, path), path))
+    monkeypatch.setattr(parquet_io, "write_tables",
+                        lambda tables, schema, path: write_tables([short(t, path) for t in tables], schema, path))
+    flags = [f if f.startswith("--") else str(sample_inputs / f) for f in flags]
+    argv = ["run", "--out", str(out), "--from-stage", stage, "--to-stage", stage, "--no-report", *flags]
+    assert main(argv) != 0
+    assert dropped, "no row was dropped: the stage writes its folder some other way"
+    assert f"{stage}: this run's counts do not reconcile" in capsys.readouterr().err
+    assert diff_digests(output_digest(out), before) == []
+
