@@ -92,7 +92,9 @@ def run_pairs(
         counts = read_stage_counts(dest, STAGE)
         refuse_unreconciled(STAGE, check_counts(counts) + rows_unlike_counts(
             [(f"pairs/{r}/split={s}/", layout.pairs_dir(dest, r, s), int(counts.get(f"{r}_pairs.{s}", 0)))
-             for r in ("cc", "bc") for s in pg.SPLITS]))
+             for r in ("cc", "bc") for s in pg.SPLITS]
+            + [(f"pairs/mix/{n}/split={s}/", layout.mixes_dir(dest, n, s), int(counts.get(f"mix.{n}.{s}", 0)))
+               for n in mixes for s in pg.SPLITS]))
     return read_stage_counts(out, STAGE)
 
 
@@ -100,7 +102,9 @@ def check_counts(counts: Mapping[str, int]) -> list[str]:
     """The stage's identities; [] when they hold: every citation edge read is unannotated,
     of a paper in more than one split, or annotated, and every annotated edge is a DC pair
     kept, across splits or ODT en-en. `run_pairs` refuses a run that breaks one, or whose
-    `pairs/cc/` and `pairs/bc/` folders hold other numbers of rows than `<r>_pairs.<split>`."""
+    `pairs/cc/` and `pairs/bc/` folders hold other numbers of rows than `<r>_pairs.<split>`
+    (and a `--mix`'s folders than `mix.<name>.<split>`; `pairs/dc/` and `negatives/` have no
+    row count of their own to check against)."""
     def c(key: str) -> int:
         return int(counts.get(key, 0))
 

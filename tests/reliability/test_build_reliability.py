@@ -170,7 +170,7 @@ def test_a_stage_that_writes_fewer_rows_than_it_counts_is_refused(clean_builds, 
     write_table, write_tables, dropped = parquet_io.write_table, parquet_io.write_tables, []
 
     def short(table: pa.Table, path: str) -> pa.Table:
-        if f"/{folder}/" in path and table.num_rows and not dropped:
+        if f"/{folder}/" in path and "/rejects/" not in path and table.num_rows and not dropped:
             dropped.append(path)
             return table.slice(0, table.num_rows - 1)
         return table
@@ -182,6 +182,7 @@ def test_a_stage_that_writes_fewer_rows_than_it_counts_is_refused(clean_builds, 
     argv = ["run", "--out", str(out), "--from-stage", stage, "--to-stage", stage, "--no-report", *flags]
     assert main(argv) != 0
     assert dropped, "no row was dropped: the stage writes its folder some other way"
-    assert f"{stage}: this run's counts do not reconcile" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"{stage}: this run's counts do not reconcile ({folder}/" in err, err
     assert diff_digests(output_digest(out), before) == []
 
