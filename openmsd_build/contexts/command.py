@@ -38,7 +38,7 @@ from openmsd_build.core.errors import UserError
 from openmsd_build.core.inputs import at_least, expand_input_files
 from openmsd_build.core.runner import pipeline_options
 from openmsd_build.core.staging import stage_outputs
-from openmsd_build.core.stats import read_stage_counts, refuse_unreconciled, rows_unlike_counts
+from openmsd_build.core.stats import read_stage_counts, refuse_unreconciled, rows_unlike_counts, unequal
 from openmsd_build.pipelines.contexts import build
 from openmsd_build.schemas import CONTEXTS, PAIRS
 
@@ -62,8 +62,7 @@ def run_contexts(out: str, crossref: Sequence[str] = (), beam_args: Sequence[str
             build(pipeline, out, files, shards, dest=dest)
         parquet_io.fill_missing_parts(output_dirs(dest), shards)  # every folder holds `shards` files
         counts = read_stage_counts(dest, STAGE)
-        refuse_unreconciled(STAGE, [p.removeprefix(f"{STAGE}: ") for p in check_counts(counts)]
-                            + check_outputs(dest, counts))
+        refuse_unreconciled(STAGE, check_counts(counts) + check_outputs(dest, counts))
         refuse_emptying(out, counts)
     return read_stage_counts(out, STAGE)
 
@@ -99,7 +98,7 @@ def check_counts(counts: Mapping[str, int]) -> list[str]:
          + c("ccs_instances_cross_split")
          + c("ccs_instances_odt_en_en") + c("ccs_instances_kept")),
     ]
-    return [f"contexts: {name} {c(name)} != {total}" for name, total in equalities if c(name) != total]
+    return unequal([(name, c(name), total) for name, total in equalities])
 
 
 def check_outputs(root: str, counts: Mapping[str, int]) -> list[str]:

@@ -199,28 +199,22 @@ def check_counts(counts: Mapping[str, int]) -> list[str]:
     with a reason.
     `run_text` refuses a run that breaks one; the reliability tests check them beside the
     rows of the files written."""
-    from openmsd_build.core.stats import count_total
+    from openmsd_build.core.stats import count_total, unequal
+
+    def c(key: str) -> int:
+        return int(counts.get(key, 0))
 
     def total(prefix: str) -> int:
         return count_total(counts, prefix)
 
-    problems = []
-    papers, outcomes = int(counts.get("papers", 0)), total("documents.")
-    if papers != outcomes:
-        problems.append(f"papers {papers:,} != documents.* {outcomes:,}")
-    if counts.get("orphan_extractions"):
-        problems.append(f"{int(counts['orphan_extractions']):,} extractions for DOIs with no paper")
-    sent, received = int(counts.get("extractions.sent", 0)), int(counts.get("extractions.received", 0))
-    if sent != received:
-        problems.append(f"extractions.sent {sent:,} != extractions.received {received:,} at the join by DOI")
-    tasks = total("planned.") + total("local.files_matched.") + int(counts.get("follow.citation_pdf_url", 0))
-    if tasks != int(counts.get("tasks.answered", 0)):
-        problems.append(f"fetch tasks planned and followed {tasks:,} != tasks.answered "
-                        f"{int(counts.get('tasks.answered', 0)):,}")
-    fetched_ok, handled = int(counts.get("fetch.ok", 0)), total("extracted.") + total("extract_failed.")
-    if fetched_ok != handled:
-        problems.append(f"fetch.ok {fetched_ok:,} != extracted.* + extract_failed.* {handled:,}")
-    return problems
+    return unequal([
+        ("papers = documents.*", c("papers"), total("documents.")),
+        ("orphan_extractions = 0", c("orphan_extractions"), 0),
+        ("extractions.sent = extractions.received", c("extractions.sent"), c("extractions.received")),
+        ("planned.* + local.files_matched.* + follow.citation_pdf_url = tasks.answered",
+         total("planned.") + total("local.files_matched.") + c("follow.citation_pdf_url"), c("tasks.answered")),
+        ("fetch.ok = extracted.* + extract_failed.*", c("fetch.ok"), total("extracted.") + total("extract_failed.")),
+    ])
 
 
 def check_outputs(root: str, counts: Mapping[str, int]) -> list[str]:

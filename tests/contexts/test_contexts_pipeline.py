@@ -294,7 +294,7 @@ def test_a_run_whose_counts_do_not_reconcile_is_refused(tmp_path, beam_args, cap
                         lambda root, stage: {**read(root, stage), "markers_resolved": 5})
     assert main(["contexts", "--out", str(out), "--crossref", crossref, *beam_args]) == 2
     err = capsys.readouterr().err
-    assert "contexts: this run's counts do not reconcile (markers_found 9 != 8)" in err, err
+    assert "contexts: this run's counts do not reconcile (markers_found: 9 != 8)" in err, err
     assert "nothing was replaced" in err
     assert (out / "_stats" / "contexts.json").read_text() == stats
     assert pq.read_table(out / "contexts").num_rows == 3

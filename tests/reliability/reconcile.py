@@ -28,9 +28,13 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from openmsd_build.citations import command as citations_checks  # noqa: E402
+from openmsd_build.contexts import command as contexts_checks  # noqa: E402
 from openmsd_build.core.stages import STAGE_NAMES as STAGES  # noqa: E402
-from openmsd_build.text.command import check_counts as text_check_counts  # noqa: E402
-from openmsd_build.text.command import check_outputs as text_check_outputs  # noqa: E402
+from openmsd_build.pairs import command as pairs_checks  # noqa: E402
+from openmsd_build.papers import command as papers_checks  # noqa: E402
+from openmsd_build.split import command as split_checks  # noqa: E402
+from openmsd_build.text import command as text_checks  # noqa: E402
 
 SPLITS = ("train", "idt", "odt")
 # Columns that legitimately differ between two live (http) fetch runs: archive file names
@@ -89,9 +93,7 @@ def check_papers(out: str | Path) -> list[str]:
     c = stage_counts(out, "papers")
     if c is None:
         return [_no_stats("papers")]
-    from openmsd_build.papers.command import check_counts, check_outputs
-
-    return [f"papers: {problem}" for problem in check_counts(c) + check_outputs(str(out), c)]
+    return [f"papers: {problem}" for problem in papers_checks.check_counts(c) + papers_checks.check_outputs(str(out), c)]
 
 
 def check_text(out: str | Path) -> list[str]:
@@ -103,7 +105,7 @@ def check_text(out: str | Path) -> list[str]:
     if c is None:
         return [_no_stats("text")]
     # the stage's own checks (it refuses a run that fails one), then what it cannot see itself
-    p: list[str] = [f"text: {problem}" for problem in text_check_counts(c) + text_check_outputs(str(out), c)]
+    p: list[str] = [f"text: {problem}" for problem in text_checks.check_counts(c) + text_checks.check_outputs(str(out), c)]
     papers = c.get("papers", 0)
     _eq(p, "text", "papers counted = papers/ rows", papers, n_rows(Path(out) / "papers"))
     shared = c.get("documents.abstract_duplicate_across_dois", 0)
@@ -120,9 +122,7 @@ def check_citations(out: str | Path) -> list[str]:
     c = stage_counts(out, "citations")
     if c is None:
         return [_no_stats("citations")]
-    from openmsd_build.citations.command import check_counts
-
-    p: list[str] = [f"citations: {problem}" for problem in check_counts(c)]
+    p: list[str] = [f"citations: {problem}" for problem in citations_checks.check_counts(c)]
     _eq(p, "citations", "citations/ rows = edges_kept", n_rows(Path(out) / "citations"), c.get("edges_kept", 0))
     _eq(p, "citations", "documents_read = documents/ rows", c.get("documents_read", 0),
         n_rows(Path(out) / "documents"))
@@ -135,9 +135,7 @@ def check_split(out: str | Path) -> list[str]:
     c = stage_counts(out, "split")
     if c is None:
         return [_no_stats("split")]
-    from openmsd_build.split.command import check_counts
-
-    p: list[str] = [f"split: {problem}" for problem in check_counts(c)]
+    p: list[str] = [f"split: {problem}" for problem in split_checks.check_counts(c)]
     _eq(p, "split", "documents_read = documents/ rows", c.get("documents_read", 0), n_rows(Path(out) / "documents"))
     table = read_rows(Path(out) / "splits")
     rows = table.num_rows if table is not None else 0
@@ -160,9 +158,7 @@ def check_pairs(out: str | Path) -> list[str]:
     c = stage_counts(out, "pairs")
     if c is None:
         return [_no_stats("pairs")]
-    from openmsd_build.pairs.command import check_counts
-
-    p: list[str] = [f"pairs: {problem}" for problem in check_counts(c)]
+    p: list[str] = [f"pairs: {problem}" for problem in pairs_checks.check_counts(c)]
     _eq(p, "pairs", "edges_read = citations/ rows", c.get("edges_read", 0), n_rows(Path(out) / "citations"))
     for relation in ("cc", "bc"):
         supports = _check_pair_folders(p, out, "pairs", relation, c)
@@ -191,14 +187,12 @@ def check_contexts(out: str | Path) -> list[str]:
     """The stage's own equations (`contexts.command.check_counts`), documents_read = rows of
     documents/, contexts_written = rows of contexts/, and for pairs/ccs: `ccs_pairs.<s>` = rows
     of pairs/ccs/split=<s>, `ccs_instances_kept` = the sum of their supports, no pair twice."""
-    from openmsd_build.contexts.command import check_counts
-
     c = stage_counts(out, "contexts")
     if c is None:
         return [_no_stats("contexts")]
-    p: list[str] = list(check_counts(c))
+    p: list[str] = [f"contexts: {problem}" for problem in contexts_checks.check_counts(c)
+                    + contexts_checks.check_outputs(str(out), c)]
     _eq(p, "contexts", "documents_read = documents/ rows", c.get("documents_read", 0), n_rows(Path(out) / "documents"))
-    _eq(p, "contexts", "contexts_written = contexts/ rows", c.get("contexts_written", 0), n_rows(Path(out) / "contexts"))
     supports = _check_pair_folders(p, out, "contexts", "ccs", c)
     _eq(p, "contexts", "ccs_instances_kept = sum of ccs supports", c.get("ccs_instances_kept", 0), supports)
     return p

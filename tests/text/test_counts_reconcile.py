@@ -32,11 +32,11 @@ def test_healthy_counts_reconcile():
 
 
 @pytest.mark.parametrize(("change", "named"), [
-    ({"documents.kept": 2}, "papers 5 != documents.* 4"),
-    ({"extractions.received": 3}, "extractions.sent 4 != extractions.received 3 at the join by DOI"),
-    ({"orphan_extractions": 2}, "2 extractions for DOIs with no paper"),
-    ({"tasks.answered": 6}, "fetch tasks planned and followed 7 != tasks.answered 6"),
-    ({"extract_failed.timeout": 0}, "fetch.ok 4 != extracted.* + extract_failed.* 3"),
+    ({"documents.kept": 2}, "papers = documents.*: 5 != 4"),
+    ({"extractions.received": 3}, "extractions.sent = extractions.received: 4 != 3"),
+    ({"orphan_extractions": 2}, "orphan_extractions = 0: 2 != 0"),
+    ({"tasks.answered": 6}, "planned.* + local.files_matched.* + follow.citation_pdf_url = tasks.answered: 7 != 6"),
+    ({"extract_failed.timeout": 0}, "fetch.ok = extracted.* + extract_failed.*: 4 != 3"),
 ])
 def test_each_broken_identity_is_named(change, named):
     assert check_counts({**HEALTHY, **change}) == [named]
